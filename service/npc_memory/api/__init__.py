@@ -1,0 +1,1 @@
+"""The gRPC surface: thin servicers, proto ↔ domain conversion, validation and error mapping."""

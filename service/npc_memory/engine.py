@@ -1,0 +1,130 @@
+"""The use cases the API calls: embed and tokenise around the store, then score. No SQL, no gRPC."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from npc_memory.config import Config
+from npc_memory.domain.model import (
+    Memory,
+    MemoryFilter,
+    NewMemory,
+    PreparedMemory,
+    Scope,
+    ScoredMemory,
+    SearchQuery,
+    StoreResult,
+    Tier,
+    Vector,
+)
+from npc_memory.domain.paging import Cursor
+from npc_memory.domain.scoring import rank
+from npc_memory.domain.write_rules import content_key
+from npc_memory.embedding.base import Embedder
+from npc_memory.errors import InvalidArgumentError
+from npc_memory.store import lifecycle, reads, search, writes
+from npc_memory.store.pool import Database
+from npc_memory.text import Tokenizer
+
+
+def utcnow() -> datetime:
+    """The server's clock."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class MemoryEngine:
+    """Stores and searches memories with the configured embedder, tokenizer and database."""
+
+    db: Database
+    embedder: Embedder
+    tokenizer: Tokenizer
+    config: Config
+
+    async def _embed_passages(self, facts: Sequence[NewMemory], field: str) -> list[Vector]:
+        missing = [i for i, f in enumerate(facts) if f.embedding is None]
+        if missing and not self.embedder.available:
+            raise InvalidArgumentError.single(
+                f"{field}[{missing[0]}].embedding", "required: this server has no embedder configured"
+            )
+        vectors = await self.embedder.embed_passages([facts[i].content for i in missing])
+        by_index = dict(zip(missing, vectors, strict=True))
+        return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
+
+    def _prepare(self, fact: NewMemory, vector: Vector, now: datetime) -> PreparedMemory:
+        return PreparedMemory(
+            id=uuid.uuid4(),
+            fact=fact,
+            valid_at=fact.valid_at or now,
+            embedding=vector,
+            embedding_model=self.embedder.name,
+            terms=tuple(self.tokenizer.terms(fact.content)),
+            content_key=content_key(fact.content),
+        )
+
+    async def store(self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "") -> list[StoreResult]:
+        """Embed what needs it (one batch), then write all facts in one transaction."""
+        vectors = await self._embed_passages(facts, "memories")
+        now = utcnow()
+        items = [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
+        return await writes.store_memories(self.db, scope, items, self.config.write.duplicate_threshold)
+
+    async def search(self, query: SearchQuery) -> list[ScoredMemory]:
+        """Rank the scope's memories for the query: candidates in one SQL round trip, scored in Python."""
+        if query.embedding is None and query.text and self.embedder.available:
+            (vector,) = await self.embedder.embed_queries([query.text])
+            query = replace(query, embedding=vector)
+        terms = self.tokenizer.terms(query.text) if query.text else []
+        candidates = await search.search_candidates(self.db, query, terms, self.config.search.candidates)
+        return rank(candidates, query)
+
+    async def get(self, scope: Scope, memory_id: UUID) -> Memory:
+        """One memory of the scope."""
+        return await reads.get_memory(self.db, scope, memory_id)
+
+    async def list(
+        self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None
+    ) -> tuple[list[Memory], Cursor | None]:
+        """A page of the scope's memories, newest first."""
+        return await reads.list_memories(self.db, scope, flt, include_invalidated, utcnow(), page_size, after)
+
+    async def invalidate(self, scope: Scope, memory_id: UUID, invalid_at: datetime | None) -> Memory:
+        """Close a memory at ``invalid_at`` (default now)."""
+        return await lifecycle.invalidate(self.db, scope, memory_id, invalid_at or utcnow())
+
+    async def update(
+        self, scope: Scope, memory_id: UUID, *, importance: int | None = None, tier: Tier | None = None,
+        metadata: dict[str, Any] | None = None, content: str | None = None, valid_at: datetime | None = None,
+    ) -> Memory:
+        """Change fields in place; a new content versions the fact (re-embedded, re-tokenised)."""
+        new_version = None
+        if content is not None:
+            current = await reads.get_memory(self.db, scope, memory_id)
+            fact = NewMemory(
+                speaker=current.speaker, subject=current.subject, subject_id=current.subject_id,
+                content_type=current.content_type, content=content, importance=current.importance,
+                tier=current.tier, slot=current.slot, valid_at=valid_at, metadata=current.metadata,
+            )
+            (vector,) = await self._embed_passages([fact], "content")
+            new_version = self._prepare(fact, vector, utcnow())
+        return await lifecycle.update(
+            self.db, scope, memory_id, importance=importance,
+            tier=tier.value if tier is not None else None, metadata=metadata, new_version=new_version,
+        )
+
+    async def history(self, scope: Scope, subject_id: str, slot: str | None) -> list[Memory]:
+        """Every row of a subject or slot over time."""
+        return await reads.history(self.db, scope, subject_id, slot)
+
+    async def chain(self, scope: Scope, memory_id: UUID) -> list[Memory]:
+        """The version chain of one memory."""
+        return await reads.chain(self.db, scope, memory_id)
+
+    async def forget_player(self, user_id: str) -> int:
+        """Erase a player everywhere."""
+        return await lifecycle.forget_player(self.db, user_id)

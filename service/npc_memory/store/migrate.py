@@ -1,0 +1,65 @@
+"""Versioned migrations from ``migrations/NNNN_name.sql``, applied at start under an advisory lock."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib import resources
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+# Any constant works; it only has to be the same for every replica starting at once.
+MIGRATION_LOCK_KEY = 0x6E70_636D_656D
+
+CREATE_LEDGER = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+APPLIED = "SELECT version FROM schema_migrations"
+RECORD = "INSERT INTO schema_migrations (version, name) VALUES (%(version)s, %(name)s)"
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One SQL file of the migrations folder."""
+
+    version: int
+    name: str
+    sql: str
+
+
+def available() -> list[Migration]:
+    """Every migration shipped with the package, in version order."""
+    folder = resources.files("npc_memory.store") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            version, _, rest = entry.name.partition("_")
+            found.append(Migration(int(version), rest.removesuffix(".sql"), entry.read_text("utf-8")))
+    return sorted(found, key=lambda m: m.version)
+
+
+def migrate(url: str) -> list[int]:
+    """Apply the missing migrations, each in its own transaction; return the versions applied."""
+    applied_now: list[int] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
+        try:
+            conn.execute(CREATE_LEDGER)
+            done = {row[0] for row in conn.execute(APPLIED)}
+            for migration in available():
+                if migration.version in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(migration.sql.encode())
+                    conn.execute(RECORD, {"version": migration.version, "name": migration.name})
+                log.info("applied migration %04d_%s", migration.version, migration.name)
+                applied_now.append(migration.version)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
+    return applied_now

@@ -1,0 +1,74 @@
+"""The connection pool; driver failures become the service's own errors here and nowhere else."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from npc_memory.config import DatabaseConfig
+from npc_memory.errors import ConflictError, UnavailableError
+
+Connection = psycopg.AsyncConnection[DictRow]
+
+
+async def _configure(conn: Connection) -> None:
+    await register_vector_async(conn)
+
+
+class Database:
+    """An async pool of autocommit connections with pgvector adapters registered on each."""
+
+    def __init__(self, url: str, config: DatabaseConfig) -> None:
+        self.url = url
+        self._timeout = config.connect_timeout
+        self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            url,
+            min_size=config.pool_min,
+            max_size=config.pool_max,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=_configure,
+            connection_class=psycopg.AsyncConnection[DictRow],
+            timeout=config.connect_timeout,
+            open=False,
+            name="npc-memory",
+        )
+
+    async def open(self) -> None:
+        """Open the pool; raise UnavailableError if the database cannot be reached in time."""
+        try:
+            await self._pool.open(wait=True, timeout=self._timeout)
+        except PoolTimeout as exc:
+            raise UnavailableError(f"database unreachable: {exc}") from exc
+
+    async def close(self) -> None:
+        """Close every connection."""
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection; outages surface as UnavailableError, serialization races as ConflictError."""
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise UnavailableError(f"no database connection within {self._timeout}s") from exc
+        except psycopg.errors.SerializationFailure as exc:
+            raise ConflictError(str(exc)) from exc
+        except psycopg.OperationalError as exc:
+            raise UnavailableError(f"database error: {exc}") from exc
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """A pooled connection inside one transaction: committed on success, rolled back on any error."""
+        async with self.connection() as conn, conn.transaction():
+            yield conn
+
+    async def ping(self) -> None:
+        """Raise UnavailableError unless a trivial query answers."""
+        async with self.connection() as conn:
+            await conn.execute("SELECT 1")

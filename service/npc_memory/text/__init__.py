@@ -1,0 +1,5 @@
+"""Tokenisation for keyword search: Korean morphemes, lower-cased words in other scripts."""
+
+from npc_memory.text.tokenize import Tokenizer
+
+__all__ = ["Tokenizer"]
