@@ -45,7 +45,7 @@ async def _serve(config: Config) -> None:
     from npc_memory.server import start
 
     running = await start(config)
-    print(f"npc-memory serving on port {running.port}", flush=True)  # noqa: T201  (the ready line scripts wait for)
+    print(f"npc-memory serving on port {running.port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -65,7 +65,7 @@ async def _migrate(config: Config) -> None:
         embedded = EmbeddedPostgres(config.database.data_dir)
         url = embedded.url
     applied = await asyncio.to_thread(migrate, url)
-    print(f"applied {len(applied)} migration(s)")  # noqa: T201
+    print(f"applied {len(applied)} migration(s)")
     if embedded is not None:
         embedded.stop()
 
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "migrate":
             asyncio.run(_migrate(config))
     except NpcMemoryError as exc:
-        print(f"npc-memory: {exc}", file=sys.stderr)  # noqa: T201
+        print(f"npc-memory: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -35,8 +35,8 @@ class DatabaseConfig:
 
     url: str | None = None
     """A libpq DSN; ``None`` starts the embedded PostgreSQL in ``data_dir``."""
-    data_dir: Path = Path("~/.local/share/npc-memory").expanduser()
-    """Where the embedded PostgreSQL keeps its files."""
+    data_dir: Path = Path("npc-memory-data")
+    """Where the embedded PostgreSQL keeps its files (``load_config`` defaults it to $XDG_DATA_HOME/npc-memory)."""
     pool_min: int = 2
     """Connections opened at start."""
     pool_max: int = 10
@@ -73,7 +73,7 @@ class EmbeddingConfig:
 class SearchConfig:
     """Search defaults and limits."""
 
-    default_weights: Weights = Weights()
+    default_weights: Weights = Weights()  # noqa: RUF009  (frozen, so sharing the instance is safe)
     """Weights when a request has none and its heroine has no entry below."""
     heroine_weights: Mapping[str, Weights] = field(default_factory=dict)
     """Per-heroine default weights."""

@@ -87,7 +87,7 @@ class MemoryEngine:
         """One memory of the scope."""
         return await reads.get_memory(self.db, scope, memory_id)
 
-    async def list(
+    async def list_page(
         self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None
     ) -> tuple[list[Memory], Cursor | None]:
         """A page of the scope's memories, newest first."""

@@ -23,13 +23,13 @@ def memory(m: Memory) -> pb.Memory:
     out = pb.Memory(
         memory_id=str(m.id),
         scope=pb.Scope(user_id=m.scope.user_id, heroine_id=m.scope.heroine_id),
-        speaker=enums.to_proto(enums.SPEAKERS, m.speaker),  # type: ignore[arg-type]
-        subject=enums.to_proto(enums.SUBJECTS, m.subject),  # type: ignore[arg-type]
+        speaker=enums.to_proto(enums.SPEAKERS, m.speaker),
+        subject=enums.to_proto(enums.SUBJECTS, m.subject),
         subject_id=m.subject_id,
-        content_type=enums.to_proto(enums.CONTENT_TYPES, m.content_type),  # type: ignore[arg-type]
+        content_type=enums.to_proto(enums.CONTENT_TYPES, m.content_type),
         content=m.content,
         importance=m.importance,
-        tier=enums.to_proto(enums.TIERS, m.tier),  # type: ignore[arg-type]
+        tier=enums.to_proto(enums.TIERS, m.tier),
         slot=m.slot or "",
         valid_at=timestamp(m.valid_at),
         created_at=timestamp(m.created_at),

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from npc_memory.domain.model import CloseReason, ContentType, Fusion, Speaker, StoreOutcome, Subject, Tier
 from npc_memory.v1 import memory_pb2 as pb
 
-SPEAKERS = {pb.SPEAKER_USER: Speaker.USER, pb.SPEAKER_HEROINE: Speaker.HEROINE}
-SUBJECTS = {pb.SUBJECT_USER: Subject.USER, pb.SUBJECT_HEROINE: Subject.HEROINE, pb.SUBJECT_WORLD: Subject.WORLD}
-CONTENT_TYPES = {
+SPEAKERS: dict[int, Speaker] = {pb.SPEAKER_USER: Speaker.USER, pb.SPEAKER_HEROINE: Speaker.HEROINE}
+SUBJECTS: dict[int, Subject] = {
+    pb.SUBJECT_USER: Subject.USER, pb.SUBJECT_HEROINE: Subject.HEROINE, pb.SUBJECT_WORLD: Subject.WORLD,
+}
+CONTENT_TYPES: dict[int, ContentType] = {
     pb.CONTENT_TYPE_FACT: ContentType.FACT,
     pb.CONTENT_TYPE_PREFERENCE: ContentType.PREFERENCE,
     pb.CONTENT_TYPE_TRAIT: ContentType.TRAIT,
@@ -16,14 +21,14 @@ CONTENT_TYPES = {
     pb.CONTENT_TYPE_PERSONAL: ContentType.PERSONAL,
     pb.CONTENT_TYPE_RELATIONSHIP: ContentType.RELATIONSHIP,
 }
-TIERS = {pb.TIER_GIST: Tier.GIST, pb.TIER_KNOWLEDGE: Tier.KNOWLEDGE, pb.TIER_SOURCE: Tier.SOURCE}
-FUSIONS = {pb.FUSION_METHOD_WEIGHTED: Fusion.WEIGHTED, pb.FUSION_METHOD_RRF: Fusion.RRF}
-CLOSE_REASONS = {
+TIERS: dict[int, Tier] = {pb.TIER_GIST: Tier.GIST, pb.TIER_KNOWLEDGE: Tier.KNOWLEDGE, pb.TIER_SOURCE: Tier.SOURCE}
+FUSIONS: dict[int, Fusion] = {pb.FUSION_METHOD_WEIGHTED: Fusion.WEIGHTED, pb.FUSION_METHOD_RRF: Fusion.RRF}
+CLOSE_REASONS: dict[CloseReason, pb.CloseReason.ValueType] = {
     CloseReason.SUPERSEDED: pb.CLOSE_REASON_SUPERSEDED,
     CloseReason.INVALIDATED: pb.CLOSE_REASON_INVALIDATED,
     CloseReason.RETIRED: pb.CLOSE_REASON_RETIRED,
 }
-OUTCOMES = {
+OUTCOMES: dict[StoreOutcome, pb.StoreOutcome.ValueType] = {
     StoreOutcome.CREATED: pb.STORE_OUTCOME_CREATED,
     StoreOutcome.SUPERSEDED: pb.STORE_OUTCOME_SUPERSEDED,
     StoreOutcome.DUPLICATE: pb.STORE_OUTCOME_DUPLICATE,
@@ -31,6 +36,6 @@ OUTCOMES = {
 }
 
 
-def to_proto(table: dict[int, object], value: object) -> int:
-    """The proto number of a domain enum value (reverse lookup)."""
+def to_proto(table: Mapping[int, object], value: object) -> Any:
+    """The proto number of a domain enum value (reverse lookup); Any because each proto enum is its own type."""
     return next(k for k, v in table.items() if v == value)

@@ -33,9 +33,10 @@ _CODES: dict[type[NpcMemoryError], int] = {
     ConfigError: code_pb2.FAILED_PRECONDITION,
 }
 
+S = TypeVar("S")
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
-Handler = Callable[[Any, Req, grpc.aio.ServicerContext[Req, Resp]], Awaitable[Resp]]
+Handler = Callable[[S, Req, Any], Awaitable[Resp]]
 
 
 def to_status(error: NpcMemoryError) -> status_pb2.Status:
@@ -52,11 +53,11 @@ def to_status(error: NpcMemoryError) -> status_pb2.Status:
     return status
 
 
-def handle_errors(method: Handler[Req, Resp]) -> Handler[Req, Resp]:
+def handle_errors(method: Handler[S, Req, Resp]) -> Handler[S, Req, Resp]:
     """Wrap a servicer method so our errors abort the call with their status and details."""
 
     @functools.wraps(method)
-    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext[Req, Resp]) -> Resp:
+    async def wrapper(self: S, request: Req, context: grpc.aio.ServicerContext[Req, Resp]) -> Resp:
         try:
             return await method(self, request, context)
         except NpcMemoryError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 
 from npc_memory.api import convert, requests
@@ -24,7 +26,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def StoreMemories(  # noqa: N802  (gRPC method names are fixed by the proto)
-        self, request: svc.StoreMemoriesRequest, context: Ctx[object, object]
+        self, request: svc.StoreMemoriesRequest, context: Ctx[Any, Any]
     ) -> svc.StoreMemoriesResponse:
         """Store a batch of facts atomically."""
         parsed = requests.parse_store(request, self._config, self._dim)
@@ -33,7 +35,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def SearchMemories(  # noqa: N802
-        self, request: svc.SearchMemoriesRequest, context: Ctx[object, object]
+        self, request: svc.SearchMemoriesRequest, context: Ctx[Any, Any]
     ) -> svc.SearchMemoriesResponse:
         """Rank the scope's memories for a query."""
         query = requests.parse_search(request, self._config, self._dim)
@@ -44,7 +46,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def GetMemory(  # noqa: N802
-        self, request: svc.GetMemoryRequest, context: Ctx[object, object]
+        self, request: svc.GetMemoryRequest, context: Ctx[Any, Any]
     ) -> svc.GetMemoryResponse:
         """One memory of the scope."""
         scope, memory_id = requests.parse_scoped_id(request)
@@ -52,11 +54,11 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def ListMemories(  # noqa: N802
-        self, request: svc.ListMemoriesRequest, context: Ctx[object, object]
+        self, request: svc.ListMemoriesRequest, context: Ctx[Any, Any]
     ) -> svc.ListMemoriesResponse:
         """A page of the scope's memories."""
         parsed = requests.parse_list(request)
-        memories, cursor = await self._engine.list(
+        memories, cursor = await self._engine.list_page(
             parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after
         )
         return svc.ListMemoriesResponse(
@@ -66,7 +68,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def InvalidateMemory(  # noqa: N802
-        self, request: svc.InvalidateMemoryRequest, context: Ctx[object, object]
+        self, request: svc.InvalidateMemoryRequest, context: Ctx[Any, Any]
     ) -> svc.InvalidateMemoryResponse:
         """Close a memory in business time."""
         scope, memory_id, invalid_at = requests.parse_invalidate(request)
@@ -75,7 +77,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def UpdateMemory(  # noqa: N802
-        self, request: svc.UpdateMemoryRequest, context: Ctx[object, object]
+        self, request: svc.UpdateMemoryRequest, context: Ctx[Any, Any]
     ) -> svc.UpdateMemoryResponse:
         """Change fields in place or version the content."""
         p = requests.parse_update(request, self._config)
@@ -87,7 +89,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def GetMemoryHistory(  # noqa: N802
-        self, request: svc.GetMemoryHistoryRequest, context: Ctx[object, object]
+        self, request: svc.GetMemoryHistoryRequest, context: Ctx[Any, Any]
     ) -> svc.GetMemoryHistoryResponse:
         """A slot's, a subject's or a memory's rows over time."""
         p = requests.parse_history(request)
@@ -99,7 +101,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     @handle_errors
     async def ForgetPlayer(  # noqa: N802
-        self, request: svc.ForgetPlayerRequest, context: Ctx[object, object]
+        self, request: svc.ForgetPlayerRequest, context: Ctx[Any, Any]
     ) -> svc.ForgetPlayerResponse:
         """Erase a player's rows across heroines."""
         user_id = requests.parse_forget(request)

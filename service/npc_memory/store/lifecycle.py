@@ -69,8 +69,11 @@ async def update(
     db: Database, scope: Scope, memory_id: UUID, *, importance: int | None, tier: str | None,
     metadata: dict[str, Any] | None, new_version: PreparedMemory | None,
 ) -> Memory:
-    """In one transaction: re-evaluate importance, tier or metadata in place (updated_at moves), then,
-    for a content edit, close the row at the new version's valid_at and insert the new version."""
+    """Re-evaluate in place and/or version a content edit, in one transaction.
+
+    Importance, tier and metadata change in place (updated_at moves); a content edit closes the row at the
+    new version's valid_at and inserts the new version.
+    """
     async with db.transaction() as conn:
         current = await _locked(conn, scope, memory_id)
         if importance is not None or tier is not None or metadata is not None:

@@ -1,0 +1,76 @@
+"""Shared fixtures: a real PostgreSQL (embedded, or NPC_MEMORY_TEST_DATABASE_URL), the engine, a live gRPC server."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import psycopg
+import pytest
+import pytest_asyncio
+from npc_memory.config import Config, DatabaseConfig
+from npc_memory.domain.model import Scope
+from npc_memory.engine import MemoryEngine
+from npc_memory.server import create_server, open_engine
+from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh database for the run: a new database on the given server, or a new embedded server."""
+    server_url = os.environ.get("NPC_MEMORY_TEST_DATABASE_URL")
+    if not server_url:
+        embedded = EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
+        yield embedded.url
+        embedded.stop()
+        return
+    name = f"npc_memory_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # a generated name, not input
+    yield psycopg.conninfo.make_conninfo(server_url, dbname=name)
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def config(database_url: str) -> Config:
+    """The default configuration pointed at the test database."""
+    return replace(Config(), database=DatabaseConfig(url=database_url, pool_min=1, pool_max=8))
+
+
+@pytest_asyncio.fixture(scope="session")
+async def engine(config: Config, database_url: str) -> AsyncIterator[MemoryEngine]:
+    """The engine on the test database with the bundled local embedder."""
+    eng = await open_engine(config, database_url)
+    yield eng
+    await eng.db.close()
+    await eng.embedder.aclose()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def server_port(engine: MemoryEngine) -> AsyncIterator[int]:
+    """A live gRPC server on a free port, serving the engine."""
+    server, port, _health = await create_server(engine, "127.0.0.1:0")
+    await server.start()
+    yield port
+    await server.stop(0)
+
+
+@pytest_asyncio.fixture(scope="session")
+async def stub(server_port: int) -> AsyncIterator[svc_grpc.MemoryServiceAsyncStub]:
+    """An async client stub connected to the live server."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server_port}") as channel:
+        yield svc_grpc.MemoryServiceStub(channel)
+
+
+@pytest.fixture
+def scope() -> Scope:
+    """A scope no other test uses: a fresh player with letia."""
+    return Scope(user_id=f"player-{uuid.uuid4().hex[:10]}", heroine_id="letia")
