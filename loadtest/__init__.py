@@ -1,0 +1,1 @@
+"""Locust users, data generator and benchmark runner for the scoring path."""
