@@ -52,7 +52,7 @@ class MemoryEngine:
             raise InvalidArgumentError.single(
                 f"{field}[{missing[0]}].embedding", "required: this server has no embedder configured"
             )
-        vectors = await self.embedder.embed_passages([facts[i].content for i in missing])
+        vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
         by_index = dict(zip(missing, vectors, strict=True))
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 

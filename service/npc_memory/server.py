@@ -43,7 +43,9 @@ async def create_server(engine: MemoryEngine, address: str) -> tuple[grpc.aio.Se
     return server, port, health_servicer
 
 
-async def _watch_health(engine: MemoryEngine, servicer: health.aio.HealthServicer) -> None:
+async def watch_health(
+    engine: MemoryEngine, servicer: health.aio.HealthServicer, interval: float = HEALTH_INTERVAL_SECONDS
+) -> None:
     """Report SERVING while the database and embedder answer, NOT_SERVING while they do not."""
     serving = health_pb2.HealthCheckResponse.SERVING
     not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -57,7 +59,7 @@ async def _watch_health(engine: MemoryEngine, servicer: health.aio.HealthService
             status = not_serving
         for name in ("", SERVICE_NAME):
             await servicer.set(name, status)
-        await asyncio.sleep(HEALTH_INTERVAL_SECONDS)
+        await asyncio.sleep(interval)
 
 
 @dataclass
@@ -108,6 +110,6 @@ async def start(config: Config) -> Running:
     )
     await server.start()
     running = Running(server, port, engine, embedded)
-    running.tasks.append(asyncio.create_task(_watch_health(engine, health_servicer)))
+    running.tasks.append(asyncio.create_task(watch_health(engine, health_servicer)))
     log.info("npc-memory listening on port %d (embedder %s, %d-d)", port, engine.embedder.name, engine.embedder.dim)
     return running

