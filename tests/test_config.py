@@ -1,0 +1,69 @@
+"""Configuration: flags over environment over the TOML file over defaults; bad values fail at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from npc_memory.cli import build_parser
+from npc_memory.config import load_config
+from npc_memory.domain.model import Weights
+from npc_memory.errors import ConfigError
+
+
+def _flags(*argv: str) -> dict[str, object]:
+    return vars(build_parser().parse_args(["serve", *argv]))
+
+
+def test_defaults_use_the_embedded_server_under_xdg_data_home() -> None:
+    """With nothing set: port 50051, no DSN (embedded), data under $XDG_DATA_HOME, the local embedder."""
+    config = load_config(_flags(), {"HOME": "/home/p", "XDG_DATA_HOME": "/data"})
+    assert config.server.port == 50051
+    assert config.database.url is None
+    assert config.database.data_dir == Path("/data/npc-memory")
+    assert config.embedding.kind == "local"
+    assert config.search.weights_for("letia") == Weights(0.15, 0.15, 0.50, 0.20)
+
+
+def test_flag_beats_environment_beats_file(tmp_path: Path) -> None:
+    """The same setting from three places: the flag wins, then NPC_MEMORY_*, then the file."""
+    file = tmp_path / "c.toml"
+    file.write_text('port = 1111\ndatabase_url = "postgresql://file"\ndata_dir = "/from-file"\n')
+    env = {"NPC_MEMORY_CONFIG": str(file), "NPC_MEMORY_PORT": "2222", "NPC_MEMORY_DATABASE_URL": "postgresql://env"}
+    config = load_config(_flags("--port", "3333"), env)
+    assert config.server.port == 3333
+    assert config.database.url == "postgresql://env"
+    assert config.database.data_dir == Path("/from-file")
+
+
+def test_per_heroine_weights_come_from_the_file(tmp_path: Path) -> None:
+    """[search.heroines.<id>] sets that heroine's default weights; others keep [search.weights]."""
+    file = tmp_path / "c.toml"
+    file.write_text(
+        "[search.weights]\nrecency = 0.1\nimportance = 0.1\nrelevance = 0.6\nkeyword = 0.2\n"
+        "[search.heroines.roco]\nrecency = 0.4\nimportance = 0.1\nrelevance = 0.4\nkeyword = 0.1\n"
+    )
+    config = load_config(_flags("--config", str(file)), {})
+    assert config.search.weights_for("roco") == Weights(0.4, 0.1, 0.4, 0.1)
+    assert config.search.weights_for("letia") == Weights(0.1, 0.1, 0.6, 0.2)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        pytest.param({"NPC_MEMORY_PORT": "http"}, "NPC_MEMORY_PORT", id="port-not-a-number"),
+        pytest.param({"NPC_MEMORY_PORT": "70000"}, "port", id="port-out-of-range"),
+        pytest.param({"NPC_MEMORY_EMBEDDER": "bert"}, "NPC_MEMORY_EMBEDDER", id="unknown-embedder"),
+        pytest.param({"NPC_MEMORY_EMBEDDER": "none"}, "embedding_dim", id="none-without-dim"),
+        pytest.param({"NPC_MEMORY_CONFIG": "/does/not/exist.toml"}, "config file", id="missing-file"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error_at_start(env: dict[str, str], message: str) -> None:
+    """A bad value stops the service at start with the setting named, never later in a request."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(_flags(), env)
+
+
+def test_empty_environment_value_means_unset() -> None:
+    """NPC_MEMORY_DATABASE_URL='' keeps the embedded default (a common shell idiom), not an empty DSN."""
+    assert load_config(_flags(), {"NPC_MEMORY_DATABASE_URL": ""}).database.url is None
