@@ -27,7 +27,7 @@ WITH scope_rows AS MATERIALIZED (
     WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND {filter}
 ),
 stats AS (
-    SELECT count(*)::float8 AS n, GREATEST(avg(cardinality(terms)), 1)::float8 AS avgdl FROM scope_rows
+    SELECT count(*)::float8 AS n, avg(cardinality(terms))::float8 AS avgdl FROM scope_rows
 ),
 query_terms AS (
     SELECT DISTINCT term FROM unnest(%(terms)s::text[]) AS q(term)
@@ -44,7 +44,7 @@ doc_freq AS (
 bm25 AS (
     SELECT h.id,
            sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
-               * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl))) AS score
+               * h.tf / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.dl / st.avgdl))) AS score
     FROM hits h JOIN doc_freq d USING (term) CROSS JOIN stats st
     GROUP BY h.id
 ),

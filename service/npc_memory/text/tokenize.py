@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
+from typing import Any
 
 from kiwipiepy import Kiwi
 
@@ -10,6 +12,27 @@ from kiwipiepy import Kiwi
 # (NNB), auxiliaries (VX), adverbs, determiners and punctuation carry no topic, so they are not terms.
 _KEEP_TAGS = frozenset({"NNG", "NNP", "NR", "VV", "VA", "XR", "SL", "SN", "SH"})
 _VERB_TAGS = frozenset({"VV", "VA"})
+_LINKING_ENDINGS = frozenset({"어", "아"})
+
+
+def _tag(token: Any) -> str:
+    return str(token.tag).split("-")[0]  # irregular conjugations come tagged "VV-I"
+
+
+def _feeling_verb(text: str, tokens: Sequence[Any], i: int) -> str | None:
+    """``좋아함`` as one verb: Kiwi reads it alone as 좋(VA)+어(EC)+하(VX) but in a sentence as 좋아하(VV).
+
+    Both readings must give the same term, so adjective + 어/아 + 하 becomes the verb's dictionary form,
+    spelled from the surface text (``좋아`` + ``하다``, ``무서워`` + ``하다``).
+    """
+    if i + 2 >= len(tokens) or _tag(tokens[i]) not in _VERB_TAGS:
+        return None
+    ending, aux = tokens[i + 1], tokens[i + 2]
+    if not (_tag(ending) == "EC" and ending.form in _LINKING_ENDINGS and _tag(aux) == "VX" and aux.form == "하"):
+        return None
+    start = tokens[i].start
+    end = max(tokens[i].start + tokens[i].len, ending.start + ending.len)
+    return text[start:end] + "하다"
 
 
 class Tokenizer:
@@ -21,9 +44,17 @@ class Tokenizer:
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
         normalised = unicodedata.normalize("NFKC", text)
+        tokens = self._kiwi.tokenize(normalised)
         out: list[str] = []
-        for token in self._kiwi.tokenize(normalised):
-            tag = token.tag.split("-")[0]  # irregular conjugations come tagged "VV-I"
+        i = 0
+        while i < len(tokens):
+            merged = _feeling_verb(normalised, tokens, i)
+            if merged is not None:
+                out.append(merged)
+                i += 3
+                continue
+            token, tag = tokens[i], _tag(tokens[i])
+            i += 1
             if tag not in _KEEP_TAGS:
                 continue
             form = token.form.lower()
