@@ -24,10 +24,10 @@ from npc_memory.domain.model import (
 )
 from npc_memory.domain.paging import Cursor
 from npc_memory.domain.scoring import rank
-from npc_memory.domain.write_rules import content_key
+from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InvalidArgumentError
-from npc_memory.store import lifecycle, reads, search, writes
+from npc_memory.store import idempotency, lifecycle, reads, search, writes
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
 
@@ -68,11 +68,19 @@ class MemoryEngine:
         )
 
     async def store(self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "") -> list[StoreResult]:
-        """Embed what needs it (one batch), then write all facts in one transaction."""
+        """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id."""
+        write = self.config.write
+        fingerprint = request_fingerprint(facts) if request_id else ""
+        if request_id:  # a repeat skips the embedder; the write transaction checks the key again under its lock
+            first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
+            if first is not None:
+                return first
         vectors = await self._embed_passages(facts, "memories")
         now = utcnow()
         items = [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
-        return await writes.store_memories(self.db, scope, items, self.config.write.duplicate_threshold)
+        return await writes.store_memories(
+            self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours
+        )
 
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
         """Rank the scope's memories for the query: candidates in one SQL round trip, scored in Python."""

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
+
+from npc_memory.domain.model import NewMemory
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
@@ -51,3 +56,63 @@ def place_in_slot(rows: list[SlotRow], valid_at: datetime) -> SlotPlacement:
     if prev is not None and prev.invalid_at is not None and prev.invalid_at <= valid_at:
         prev = None  # it had already ended before this fact began
     return SlotPlacement(close=prev, successor=successor)
+
+
+# Negation lives in words the BM25 terms drop (adverbs 안/못, auxiliaries 않다, copula 아니다), so the
+# duplicate guard looks for it in the text itself. Over-detecting (안경 starts with 안) only costs a merge.
+_NEGATION_WORDS = {"안": "안", "못": "못", "not": "not", "no": "not", "never": "not", "없이": "없"}
+_NEGATION_PARTS = (("않", "않"), ("없", "없"), ("아니", "아니"), ("아닌", "아니"), ("아님", "아니"), ("n't", "not"))
+
+
+def negations(content: str) -> tuple[str, ...]:
+    """The negation markers of a text, sorted: two texts state the same polarity only if these are equal."""
+    found: list[str] = []
+    for word in content_key(content).split(" "):
+        if word in _NEGATION_WORDS:
+            found.append(_NEGATION_WORDS[word])
+            continue
+        if word[:1] in ("안", "못") and len(word) > 1:
+            found.append(word[0])
+        found += [marker for part, marker in _NEGATION_PARTS if part in word]
+    return tuple(sorted(found))
+
+
+@dataclass(frozen=True)
+class FactText:
+    """What the duplicate rule compares besides meaning: the normalised text, the terms and the negations."""
+
+    key: str
+    terms: frozenset[str]
+    negations: tuple[str, ...]
+
+    @classmethod
+    def of(cls, content: str, terms: list[str] | tuple[str, ...]) -> FactText:
+        """The comparable form of a fact's text and its BM25 terms."""
+        return cls(content_key(content), frozenset(terms), negations(content))
+
+
+def is_duplicate(new: FactText, old: FactText, cosine: float, threshold: float) -> bool:
+    """Same normalised text; or cosine at or above ``threshold`` with the same terms and the same negations.
+
+    Cosine alone is not enough for Korean with multilingual-e5: "고양이를 좋아함" and "고양이를 싫어함" score
+    0.96, "생일은 3월 5일" and "생일은 3월 6일" 0.98 (docs/write-path.md). The term set catches a different
+    object, verb or number; the negation markers catch "안 좋아함", which the terms cannot see.
+    """
+    if new.key == old.key:
+        return True
+    if cosine < threshold or not new.terms:
+        return False
+    return new.terms == old.terms and new.negations == old.negations
+
+
+def request_fingerprint(facts: Sequence[NewMemory]) -> str:
+    """A hash of a store request's facts as the caller sent them: a reused request_id must name the same request."""
+    digest = hashlib.sha256()
+    for f in facts:
+        digest.update(json.dumps([
+            f.speaker.value, f.subject.value, f.subject_id, f.content_type.value, f.content, f.importance,
+            f.tier.value, f.slot, [str(i) for i in f.supersedes], f.valid_at.isoformat() if f.valid_at else None,
+            f.metadata,
+        ], ensure_ascii=False, sort_keys=True, default=str).encode())
+        digest.update(f.embedding.tobytes() if f.embedding is not None else b"-")
+    return digest.hexdigest()

@@ -39,7 +39,9 @@ WHERE m.id = %(id)s
 RETURNING {columns}
 """).format(columns=MEMORY_COLUMNS)
 
+# Rows first, then the idempotency records (their responses hold the erased ids). Both in one transaction.
 FORGET = "DELETE FROM user_memories WHERE user_id = %(user_id)s"
+FORGET_REQUESTS = "DELETE FROM store_requests WHERE user_id = %(user_id)s"
 
 
 async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
@@ -103,7 +105,8 @@ async def update(
 
 
 async def forget_player(db: Database, user_id: str) -> int:
-    """Hard-delete every row of a player, across heroines, history included."""
+    """Hard-delete every row of a player, across heroines, history and idempotency records included."""
     async with db.transaction() as conn:
         cur = await conn.execute(FORGET, {"user_id": user_id})
+        await conn.execute(FORGET_REQUESTS, {"user_id": user_id})
         return cur.rowcount

@@ -1,4 +1,9 @@
-"""The write transaction: duplicates, slot supersession, explicit supersedes, insert — all or nothing."""
+"""The write transaction: duplicates, slot supersession, explicit supersedes, insert — all or nothing.
+
+A batch costs the same few round trips whatever its size: take the scope's lock and read what can matter
+(duplicate candidates, slot timelines, explicit targets) in one pipeline, plan in memory
+(domain/write_plan.py), then write every insert, close and importance raise in a second pipeline.
+"""
 
 from __future__ import annotations
 
@@ -9,50 +14,52 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from npc_memory.domain.model import PreparedMemory, Scope, StoreOutcome, StoreResult
-from npc_memory.domain.write_rules import SlotRow, place_in_slot
-from npc_memory.errors import FailedPreconditionError, InvalidArgumentError
+from npc_memory.domain.model import PreparedMemory, Scope, StoreResult
+from npc_memory.domain.write_plan import DupCandidate, SlotKey, Target, WritePlan, plan_batch, slot_key
+from npc_memory.domain.write_rules import FactText, SlotRow
+from npc_memory.store import idempotency
 from npc_memory.store.pool import Connection, Database
 
-# Writers of one scope queue behind each other; other scopes never wait.
+# Writers of one scope queue behind each other; other scopes never wait. Every statement that changes a
+# scope's rows (store, update, invalidate, retire) takes this lock first, so reads after it see a settled scope.
 LOCK_SCOPE = "SELECT pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' || %(heroine_id)s, 0))"
 
-FIND_DUPLICATE = """
-SELECT id, importance
-FROM user_memories
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s
-  AND subject = %(subject)s AND subject_id = %(subject_id)s
-  AND invalid_at IS NULL
-  AND (content_key = %(content_key)s OR 1 - (embedding <=> %(embedding)s) >= %(threshold)s)
-ORDER BY content_key = %(content_key)s DESC, embedding <=> %(embedding)s
-LIMIT 1
+# For each fact of the batch, the valid rows of the same subject with the same normalised text or a cosine
+# at or above the threshold; domain/write_rules.is_duplicate makes the final call.
+DUPLICATE_CANDIDATES = """
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
+       1 - (m.embedding <=> b.embedding) AS cosine
+FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
+            %(embeddings)s::vector[]) AS b(idx, subject, subject_id, content_key, embedding)
+JOIN user_memories m
+  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
+ AND m.subject = b.subject AND m.subject_id = b.subject_id AND m.invalid_at IS NULL
+ AND (m.content_key = b.content_key OR 1 - (m.embedding <=> b.embedding) >= %(threshold)s)
 """
 
-RAISE_IMPORTANCE = """
-UPDATE user_memories SET importance = %(importance)s, updated_at = now()
-WHERE id = %(id)s AND importance < %(importance)s
-"""
-
-SLOT_TIMELINE = """
-SELECT id, valid_at, invalid_at
+# Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
+SLOT_TIMELINES = """
+SELECT id, subject, subject_id, slot, valid_at, invalid_at
 FROM user_memories
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s
-  AND subject = %(subject)s AND subject_id = %(subject_id)s AND slot = %(slot)s
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND slot = ANY(%(slots)s)
   AND (close_reason IS NULL OR close_reason = 'superseded')
-FOR UPDATE
 """
 
 TARGETS = """
 SELECT id, valid_at, invalid_at
 FROM user_memories
 WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s)
-FOR UPDATE
 """
 
 CLOSE = """
 UPDATE user_memories
 SET invalid_at = %(invalid_at)s, close_reason = 'superseded', superseded_by = %(successor)s, updated_at = now()
 WHERE id = %(id)s
+"""
+
+RAISE_IMPORTANCE = """
+UPDATE user_memories SET importance = %(importance)s, updated_at = now()
+WHERE id = %(id)s AND importance < %(importance)s
 """
 
 INSERT = """
@@ -68,7 +75,9 @@ INSERT INTO user_memories (
 """
 
 
-def insert_params(scope: Scope, item: PreparedMemory, successor: tuple[UUID, datetime] | None) -> dict[str, Any]:
+def insert_params(
+    scope: Scope, item: PreparedMemory, successor: tuple[UUID, datetime] | None, importance: int | None = None
+) -> dict[str, Any]:
     """The INSERT parameters of one prepared fact; ``successor`` makes it history closed at that version."""
     fact = item.fact
     return {
@@ -81,7 +90,7 @@ def insert_params(scope: Scope, item: PreparedMemory, successor: tuple[UUID, dat
         "content_type": fact.content_type.value,
         "content": fact.content,
         "content_key": item.content_key,
-        "importance": fact.importance,
+        "importance": fact.importance if importance is None else importance,
         "tier": fact.tier.value,
         "slot": fact.slot,
         "metadata": Jsonb(fact.metadata),
@@ -95,80 +104,88 @@ def insert_params(scope: Scope, item: PreparedMemory, successor: tuple[UUID, dat
     }
 
 
-async def _find_duplicate(
-    conn: Connection, scope: Scope, item: PreparedMemory, threshold: float
-) -> UUID | None:
-    fact = item.fact
-    cur = await conn.execute(FIND_DUPLICATE, {
-        "user_id": scope.user_id, "heroine_id": scope.heroine_id, "subject": fact.subject.value,
-        "subject_id": fact.subject_id, "content_key": item.content_key, "embedding": item.embedding,
-        "threshold": threshold,
-    })
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    if row["importance"] < fact.importance:
-        await conn.execute(RAISE_IMPORTANCE, {"id": row["id"], "importance": fact.importance})
-    dup_id: UUID = row["id"]
-    return dup_id
+def _scope_params(scope: Scope) -> dict[str, Any]:
+    return {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
 
 
-async def _close_explicit(conn: Connection, scope: Scope, index: int, item: PreparedMemory) -> list[UUID]:
-    ids = list(dict.fromkeys(item.fact.supersedes))
-    cur = await conn.execute(TARGETS, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "ids": ids})
-    found = {row["id"]: row for row in await cur.fetchall()}
-    closed = []
-    for j, target in enumerate(item.fact.supersedes):
-        field = f"memories[{index}].supersedes[{j}]"
-        row = found.get(target)
-        if row is None:
-            raise InvalidArgumentError.single(field, f"no memory {target} in this scope")
-        if row["invalid_at"] is not None:
-            if target in closed:
-                continue
-            raise FailedPreconditionError(f"{field}: memory {target} is already closed")
-        if row["valid_at"] > item.valid_at:
-            raise InvalidArgumentError.single(field, f"memory {target} became valid after this fact's valid_at")
-        await conn.execute(CLOSE, {"id": target, "invalid_at": item.valid_at, "successor": item.id})
-        closed.append(target)
-    return closed
-
-
-async def _write_one(
-    conn: Connection, scope: Scope, index: int, item: PreparedMemory, threshold: float
-) -> StoreResult:
-    dup = await _find_duplicate(conn, scope, item, threshold)
-    if dup is not None:
-        return StoreResult(dup, StoreOutcome.DUPLICATE)
-    fact = item.fact
-    successor: tuple[UUID, datetime] | None = None
-    closes: SlotRow | None = None
-    if fact.slot is not None:
-        cur = await conn.execute(SLOT_TIMELINE, {
-            "user_id": scope.user_id, "heroine_id": scope.heroine_id, "subject": fact.subject.value,
-            "subject_id": fact.subject_id, "slot": fact.slot,
+async def _read_state(
+    conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float
+) -> tuple[list[DupCandidate], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
+    """The stored rows the batch can touch, read in one pipeline (one round trip)."""
+    slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
+    ids = list(dict.fromkeys(t for i in items for t in i.fact.supersedes))
+    async with conn.pipeline():
+        dup_cur = await conn.execute(DUPLICATE_CANDIDATES, _scope_params(scope) | {
+            "idx": list(range(len(items))),
+            "subjects": [i.fact.subject.value for i in items],
+            "subject_ids": [i.fact.subject_id for i in items],
+            "content_keys": [i.content_key for i in items],
+            "embeddings": [i.embedding for i in items],
+            "threshold": threshold,
         })
-        timeline = [SlotRow(r["id"], r["valid_at"], r["invalid_at"]) for r in await cur.fetchall()]
-        placement = place_in_slot(timeline, item.valid_at)
-        closes = placement.close
-        if placement.successor is not None:
-            successor = (placement.successor.id, placement.successor.valid_at)
-    await conn.execute(INSERT, insert_params(scope, item, successor))
-    superseded: list[UUID] = []
-    if closes is not None:
-        await conn.execute(CLOSE, {"id": closes.id, "invalid_at": item.valid_at, "successor": item.id})
-        superseded.append(closes.id)
-    superseded += [i for i in await _close_explicit(conn, scope, index, item) if i not in superseded]
-    if successor is not None:
-        return StoreResult(item.id, StoreOutcome.HISTORICAL, tuple(superseded))
-    outcome = StoreOutcome.SUPERSEDED if superseded else StoreOutcome.CREATED
-    return StoreResult(item.id, outcome, tuple(superseded))
+        slot_cur = await conn.execute(SLOT_TIMELINES, _scope_params(scope) | {"slots": slots}) if slots else None
+        target_cur = await conn.execute(TARGETS, _scope_params(scope) | {"ids": ids}) if ids else None
+    dups = [
+        DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
+                     FactText.of(r["content"], r["terms"]), r["slot"])
+        for r in await dup_cur.fetchall()
+    ]
+    timelines: dict[SlotKey, list[SlotRow]] = {}
+    if slot_cur is not None:
+        for r in await slot_cur.fetchall():
+            key = (r["subject"], r["subject_id"], r["slot"])
+            timelines.setdefault(key, []).append(SlotRow(r["id"], r["valid_at"], r["invalid_at"]))
+    wanted = {k for k in map(slot_key, items) if k is not None}
+    timelines = {k: v for k, v in timelines.items() if k in wanted}
+    targets = {
+        r["id"]: Target(r["id"], r["valid_at"], r["invalid_at"])
+        for r in (await target_cur.fetchall() if target_cur is not None else [])
+    }
+    return dups, timelines, targets
+
+
+async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
+    """Write a plan: inserts first (closes point at them), then closes and raises, pipelined."""
+    async with conn.pipeline(), conn.cursor() as cur:
+        if plan.inserts:
+            await cur.executemany(INSERT, [
+                insert_params(
+                    scope, p.item,
+                    (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
+                    p.importance,
+                )
+                for p in plan.inserts
+            ])
+        if plan.closes:
+            await cur.executemany(CLOSE, [
+                {"id": row_id, "invalid_at": at, "successor": successor}
+                for row_id, (at, successor) in plan.closes.items()
+            ])
+        if plan.raises:
+            await cur.executemany(RAISE_IMPORTANCE, [
+                {"id": row_id, "importance": importance} for row_id, importance in plan.raises.items()
+            ])
 
 
 async def store_memories(
-    db: Database, scope: Scope, items: Sequence[PreparedMemory], duplicate_threshold: float
+    db: Database, scope: Scope, items: Sequence[PreparedMemory], duplicate_threshold: float,
+    request_id: str = "", fingerprint: str = "", idempotency_hours: float = 24.0,
 ) -> list[StoreResult]:
-    """Write a batch in one transaction under the scope's lock; any error rolls all of it back."""
+    """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
+
+    With a ``request_id``, the key is checked and claimed under the same lock: a live key returns its first
+    response and writes nothing, so two identical requests racing write once.
+    """
     async with db.transaction() as conn:
-        await conn.execute(LOCK_SCOPE, {"user_id": scope.user_id, "heroine_id": scope.heroine_id})
-        return [await _write_one(conn, scope, i, item, duplicate_threshold) for i, item in enumerate(items)]
+        await conn.execute(LOCK_SCOPE, _scope_params(scope))
+        if request_id:
+            cur = await conn.execute(idempotency.LOOKUP, idempotency.key_params(scope, request_id, idempotency_hours))
+            first = idempotency.replay(await cur.fetchone(), fingerprint)
+            if first is not None:
+                return first
+        dups, timelines, targets = await _read_state(conn, scope, items, duplicate_threshold)
+        plan = plan_batch(items, dups, timelines, targets, duplicate_threshold)
+        await _apply(conn, scope, plan)
+        if request_id:
+            await idempotency.record(conn, scope, request_id, fingerprint, plan.results)
+        return plan.results

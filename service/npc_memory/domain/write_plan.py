@@ -1,0 +1,209 @@
+"""Plans a whole StoreMemories batch from what the database holds: pure, so the store can read and write in sets.
+
+The plan is what storing the facts one after another would do (each fact sees the earlier ones of the batch),
+computed in memory from three reads — duplicate candidates, slot timelines, explicit targets — and then
+written with one statement per kind of change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+import numpy as np
+
+from npc_memory.domain.model import PreparedMemory, StoreOutcome, StoreResult
+from npc_memory.domain.write_rules import FactText, SlotRow, is_duplicate, place_in_slot
+from npc_memory.errors import FailedPreconditionError, InvalidArgumentError
+
+SlotKey = tuple[str, str, str]
+"""(subject, subject_id, slot)."""
+
+
+@dataclass(frozen=True)
+class DupCandidate:
+    """A valid stored row that may repeat a fact of the batch: same subject, same text or close in meaning."""
+
+    index: int
+    """The batch position it was found for."""
+    id: UUID
+    importance: int
+    cosine: float
+    text: FactText
+    slot: str | None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A row named in a fact's ``supersedes`` list, as stored."""
+
+    id: UUID
+    valid_at: datetime
+    invalid_at: datetime | None
+
+
+@dataclass
+class PlannedInsert:
+    """A fact to insert, in its final state after the whole batch."""
+
+    item: PreparedMemory
+    importance: int
+    invalid_at: datetime | None = None
+    superseded_by: UUID | None = None
+
+
+@dataclass
+class WritePlan:
+    """Everything the batch changes: results in request order, rows to insert, stored rows to close or raise."""
+
+    results: list[StoreResult] = field(default_factory=list)
+    inserts: list[PlannedInsert] = field(default_factory=list)
+    closes: dict[UUID, tuple[datetime, UUID]] = field(default_factory=dict)
+    """Stored row → (invalid_at, successor id)."""
+    raises: dict[UUID, int] = field(default_factory=dict)
+    """Stored row → the higher importance a duplicate brought."""
+
+
+def slot_allows(new_slot: str | None, old_slot: str | None) -> bool:
+    """Whether a row in ``old_slot`` can be a duplicate of a fact naming ``new_slot``.
+
+    A fact without a slot is covered by the same fact in any slot; a fact that sets a slot also asserts the
+    slot's current value, so only a row of that slot can stand in for it.
+    """
+    return new_slot is None or new_slot == old_slot
+
+
+def slot_key(item: PreparedMemory) -> SlotKey | None:
+    """The slot timeline a fact belongs to, if it names a slot."""
+    fact = item.fact
+    return (fact.subject.value, fact.subject_id, fact.slot) if fact.slot is not None else None
+
+
+class _Planner:
+    def __init__(
+        self, items: Sequence[PreparedMemory], dups: Sequence[DupCandidate],
+        timelines: Mapping[SlotKey, list[SlotRow]], targets: Mapping[UUID, Target], threshold: float,
+    ) -> None:
+        self.items = items
+        self.threshold = threshold
+        self.texts = [FactText.of(i.fact.content, i.terms) for i in items]
+        self.dups: dict[int, list[DupCandidate]] = {}
+        for d in dups:
+            self.dups.setdefault(d.index, []).append(d)
+        self.stored_importance = {d.id: d.importance for d in dups}
+        self.timelines = {k: list(v) for k, v in timelines.items()}
+        self.targets = dict(targets)
+        self.plan = WritePlan()
+        self.by_id: dict[UUID, PlannedInsert] = {}
+        self.positions: dict[UUID, int] = {}
+
+    def _closed(self, row_id: UUID) -> bool:
+        planned = self.by_id.get(row_id)
+        if planned is not None:
+            return planned.invalid_at is not None
+        return row_id in self.plan.closes
+
+    def _stored_duplicate(self, index: int) -> UUID | None:
+        best: DupCandidate | None = None
+        slot = self.items[index].fact.slot
+        for cand in self.dups.get(index, []):
+            if not slot_allows(slot, cand.slot) or self._closed(cand.id):
+                continue
+            if not is_duplicate(self.texts[index], cand.text, cand.cosine, self.threshold):
+                continue
+            exact = cand.text.key == self.texts[index].key
+            if best is None or (exact, cand.cosine) > (best.text.key == self.texts[index].key, best.cosine):
+                best = cand
+        return best.id if best else None
+
+    def _batch_duplicate(self, index: int) -> UUID | None:
+        item = self.items[index]
+        for planned in self.plan.inserts:
+            other = planned.item
+            if planned.invalid_at is not None or (other.fact.subject, other.fact.subject_id) != (
+                item.fact.subject, item.fact.subject_id
+            ) or not slot_allows(item.fact.slot, other.fact.slot):
+                continue
+            cosine = float(np.dot(item.embedding, other.embedding))
+            if is_duplicate(self.texts[index], self.texts[self.positions[other.id]], cosine, self.threshold):
+                return other.id
+        return None
+
+    def _keep_higher_importance(self, row_id: UUID, importance: int) -> None:
+        planned = self.by_id.get(row_id)
+        if planned is not None:
+            planned.importance = max(planned.importance, importance)
+        elif importance > self.plan.raises.get(row_id, self.stored_importance[row_id]):
+            self.plan.raises[row_id] = importance
+
+    def _close(self, row_id: UUID, invalid_at: datetime, successor: UUID) -> None:
+        planned = self.by_id.get(row_id)
+        if planned is not None:
+            planned.invalid_at, planned.superseded_by = invalid_at, successor
+        else:
+            self.plan.closes[row_id] = (invalid_at, successor)
+        for rows in self.timelines.values():
+            for k, row in enumerate(rows):
+                if row.id == row_id:
+                    rows[k] = SlotRow(row.id, row.valid_at, invalid_at)
+
+    def _explicit(self, index: int, item: PreparedMemory, already: list[UUID]) -> list[UUID]:
+        closed: list[UUID] = []
+        for j, target_id in enumerate(item.fact.supersedes):
+            field_ = f"memories[{index}].supersedes[{j}]"
+            if target_id in already or target_id in closed:
+                continue
+            target = self.targets.get(target_id)
+            if target is None:
+                raise InvalidArgumentError.single(field_, f"no memory {target_id} in this scope")
+            if target.invalid_at is not None or target_id in self.plan.closes:
+                raise FailedPreconditionError(f"{field_}: memory {target_id} is already closed")
+            if target.valid_at > item.valid_at:
+                raise InvalidArgumentError.single(field_, f"memory {target_id} became valid after this fact's valid_at")
+            self._close(target_id, item.valid_at, item.id)
+            closed.append(target_id)
+        return closed
+
+    def step(self, index: int) -> StoreResult:
+        item = self.items[index]
+        dup = self._stored_duplicate(index) or self._batch_duplicate(index)
+        if dup is not None:
+            self._keep_higher_importance(dup, item.fact.importance)
+            return StoreResult(dup, StoreOutcome.DUPLICATE)
+        planned = PlannedInsert(item, item.fact.importance)
+        superseded: list[UUID] = []
+        key = slot_key(item)
+        if key is not None:
+            timeline = self.timelines.setdefault(key, [])
+            placement = place_in_slot(timeline, item.valid_at)
+            if placement.successor is not None:
+                planned.invalid_at = placement.successor.valid_at
+                planned.superseded_by = placement.successor.id
+            if placement.close is not None:
+                self._close(placement.close.id, item.valid_at, item.id)
+                superseded.append(placement.close.id)
+            timeline.append(SlotRow(item.id, item.valid_at, planned.invalid_at))
+        self.plan.inserts.append(planned)
+        self.by_id[item.id] = planned
+        self.positions[item.id] = index
+        superseded += self._explicit(index, item, superseded)
+        if planned.superseded_by is not None:
+            return StoreResult(item.id, StoreOutcome.HISTORICAL, tuple(superseded))
+        outcome = StoreOutcome.SUPERSEDED if superseded else StoreOutcome.CREATED
+        return StoreResult(item.id, outcome, tuple(superseded))
+
+
+def plan_batch(
+    items: Sequence[PreparedMemory], dups: Sequence[DupCandidate], timelines: Mapping[SlotKey, list[SlotRow]],
+    targets: Mapping[UUID, Target], threshold: float,
+) -> WritePlan:
+    """What storing ``items`` in order does, given the stored rows that can matter to them.
+
+    Raises InvalidArgumentError or FailedPreconditionError for a bad ``supersedes`` entry; nothing is
+    written then, since the plan is made before any write.
+    """
+    planner = _Planner(items, dups, timelines, targets, threshold)
+    planner.plan.results = [planner.step(i) for i in range(len(items))]
+    return planner.plan
