@@ -1,0 +1,93 @@
+// npc_memory_cli: store and search memories on an npc-memory server from the command line.
+//
+//   npc_memory_cli [--target HOST:PORT] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
+//   npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]
+//
+// store prints "memory_id<TAB>outcome" per fact; search prints
+// "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content" per hit, best first.
+// On failure: "error <code>: <message>" and one "violation <field>: <description>" per bad field on
+// stderr; exit 2 for INVALID_ARGUMENT, 1 otherwise.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "NpcMemoryCore.h"
+
+namespace {
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: npc_memory_cli [--target HOST:PORT] store USER HEROINE CONTENT... "
+               "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
+               "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]\n");
+  return 64;
+}
+
+int Fail(const npc_memory_client::CallStatus& s) {
+  std::fprintf(stderr, "error %d: %s\n", s.code, s.message.c_str());
+  for (const auto& v : s.violations) {
+    std::fprintf(stderr, "violation %s: %s\n", v.first.c_str(), v.second.c_str());
+  }
+  return s.code == 3 ? 2 : 1;  // 3 = INVALID_ARGUMENT
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string target = "localhost:50051";
+  std::vector<std::string> positional;
+  int importance = 0, limit = 0;
+  std::string subject = "user", slot;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--target" && has_value) {
+      target = argv[++i];
+    } else if (arg == "--importance" && has_value) {
+      importance = std::atoi(argv[++i]);
+    } else if (arg == "--limit" && has_value) {
+      limit = std::atoi(argv[++i]);
+    } else if (arg == "--subject" && has_value) {
+      subject = argv[++i];
+    } else if (arg == "--slot" && has_value) {
+      slot = argv[++i];
+    } else {
+      positional.push_back(arg);
+    }
+  }
+  if (positional.size() < 4) return Usage();
+  const std::string& command = positional[0];
+  const std::string& user = positional[1];
+  const std::string& heroine = positional[2];
+  npc_memory_client::MemoryClient client(target);
+
+  if (command == "store") {
+    std::vector<npc_memory_client::Fact> facts;
+    for (size_t i = 3; i < positional.size(); ++i) {
+      npc_memory_client::Fact f;
+      f.content = positional[i];
+      f.importance = importance;
+      f.subject = subject;
+      f.slot = slot;
+      facts.push_back(f);
+    }
+    std::vector<npc_memory_client::Stored> stored;
+    const auto status = client.Store(user, heroine, facts, &stored);
+    if (!status.ok) return Fail(status);
+    for (const auto& s : stored) std::printf("%s\t%s\n", s.memory_id.c_str(), s.outcome.c_str());
+    return 0;
+  }
+  if (command == "search" && positional.size() == 4) {
+    std::vector<npc_memory_client::Hit> hits;
+    const auto status = client.Search(user, heroine, positional[3], limit, &hits);
+    if (!status.ok) return Fail(status);
+    int rank = 0;
+    for (const auto& h : hits) {
+      std::printf("%d\t%.6f\t%.6f\t%.6f\t%s\t%s\n", ++rank, h.final_score, h.relevance, h.keyword,
+                  h.memory_id.c_str(), h.content.c_str());
+    }
+    return 0;
+  }
+  return Usage();
+}

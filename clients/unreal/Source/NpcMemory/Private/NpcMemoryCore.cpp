@@ -1,0 +1,154 @@
+// npc-memory: the engine-neutral C++ client (see NpcMemoryCore.h).
+#include "NpcMemoryCore.h"
+
+#if defined(UE_BUILD_SHIPPING)  // compiled by Unreal Build Tool: fence off engine macros
+#include "CoreMinimal.h"
+#pragma push_macro("check")
+#pragma push_macro("verify")
+#undef check
+#undef verify
+THIRD_PARTY_INCLUDES_START
+#endif
+
+#include <grpcpp/grpcpp.h>
+#include <google/protobuf/unknown_field_set.h>
+
+#include "npc_memory/v1/memory_service.grpc.pb.h"
+
+#if defined(UE_BUILD_SHIPPING)
+THIRD_PARTY_INCLUDES_END
+#pragma pop_macro("verify")
+#pragma pop_macro("check")
+#endif
+
+namespace npc_memory_client {
+namespace pb = ::npc_memory::v1;
+
+namespace {
+
+pb::Subject ToSubject(const std::string& s) {
+  if (s == "heroine") return pb::SUBJECT_HEROINE;
+  if (s == "world") return pb::SUBJECT_WORLD;
+  return pb::SUBJECT_USER;
+}
+
+pb::Speaker ToSpeaker(const std::string& s) {
+  return s == "heroine" ? pb::SPEAKER_HEROINE : pb::SPEAKER_USER;
+}
+
+std::string OutcomeName(pb::StoreOutcome o) {
+  switch (o) {
+    case pb::STORE_OUTCOME_CREATED: return "created";
+    case pb::STORE_OUTCOME_SUPERSEDED: return "superseded";
+    case pb::STORE_OUTCOME_DUPLICATE: return "duplicate";
+    case pb::STORE_OUTCOME_HISTORICAL: return "historical";
+    default: return "unspecified";
+  }
+}
+
+// Length-delimited fields `number` of a serialized message, read without its schema. Used for
+// google.rpc.Status / Any / BadRequest, whose C++ classes Debian does not ship.
+std::vector<std::string> Fields(const std::string& bytes, int number) {
+  std::vector<std::string> out;
+  google::protobuf::UnknownFieldSet set;
+  if (!set.ParseFromString(bytes)) return out;
+  for (int i = 0; i < set.field_count(); ++i) {
+    const auto& f = set.field(i);
+    if (f.number() == number && f.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      out.push_back(f.length_delimited());
+    }
+  }
+  return out;
+}
+
+std::string First(const std::string& bytes, int number) {
+  auto all = Fields(bytes, number);
+  return all.empty() ? std::string() : all.front();
+}
+
+CallStatus FromStatus(const grpc::Status& s) {
+  CallStatus out;
+  out.ok = s.ok();
+  out.code = static_cast<int>(s.error_code());
+  out.message = s.error_message();
+  // google.rpc.Status{3: repeated Any{1: type_url, 2: value}}; BadRequest{1: FieldViolation{1: field, 2: description}}
+  for (const auto& any : Fields(s.error_details(), 3)) {
+    const std::string type_url = First(any, 1);
+    const std::string suffix = "/google.rpc.BadRequest";
+    if (type_url.size() < suffix.size() ||
+        type_url.compare(type_url.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    for (const auto& v : Fields(First(any, 2), 1)) {
+      out.violations.emplace_back(First(v, 1), First(v, 2));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct MemoryClient::Impl {
+  std::unique_ptr<pb::MemoryService::Stub> stub;
+  std::chrono::milliseconds timeout;
+
+  void Deadline(grpc::ClientContext* ctx) const {
+    ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  }
+};
+
+MemoryClient::MemoryClient(const std::string& target, std::chrono::milliseconds timeout)
+    : impl_(new Impl{pb::MemoryService::NewStub(
+                         grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+                     timeout}) {}
+
+MemoryClient::~MemoryClient() = default;
+
+CallStatus MemoryClient::Store(const std::string& user_id, const std::string& heroine_id,
+                               const std::vector<Fact>& facts, std::vector<Stored>* out,
+                               const std::string& request_id) {
+  pb::StoreMemoriesRequest req;
+  req.mutable_scope()->set_user_id(user_id);
+  req.mutable_scope()->set_heroine_id(heroine_id);
+  req.set_request_id(request_id);
+  for (const auto& f : facts) {
+    auto* m = req.add_memories();
+    m->set_content(f.content);
+    m->set_subject(ToSubject(f.subject));
+    m->set_speaker(ToSpeaker(f.speaker));
+    m->set_importance(f.importance);
+    m->set_slot(f.slot);
+  }
+  pb::StoreMemoriesResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Deadline(&ctx);
+  CallStatus status = FromStatus(impl_->stub->StoreMemories(&ctx, req, &resp));
+  if (status.ok && out != nullptr) {
+    for (const auto& r : resp.results()) out->push_back({r.memory_id(), OutcomeName(r.outcome())});
+  }
+  return status;
+}
+
+CallStatus MemoryClient::Search(const std::string& user_id, const std::string& heroine_id,
+                                const std::string& query, int limit, std::vector<Hit>* out) {
+  pb::SearchMemoriesRequest req;
+  req.mutable_scope()->set_user_id(user_id);
+  req.mutable_scope()->set_heroine_id(heroine_id);
+  req.set_query(query);
+  req.set_limit(limit);
+  pb::SearchMemoriesResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Deadline(&ctx);
+  CallStatus status = FromStatus(impl_->stub->SearchMemories(&ctx, req, &resp));
+  if (status.ok && out != nullptr) {
+    for (const auto& r : resp.results()) {
+      const auto& m = r.memory();
+      const auto& s = r.scores();
+      out->push_back({m.memory_id(), m.content(), m.subject_id(), m.importance(), s.final(),
+                      s.recency(), s.importance(), s.relevance(), s.keyword()});
+    }
+  }
+  return status;
+}
+
+}  // namespace npc_memory_client

@@ -1,0 +1,73 @@
+// npc-memory: a small engine-neutral C++ client over the generated gRPC stub.
+//
+// Plain C++17 and std:: types only, so the same file is compiled by the Unreal plugin (wrapped by
+// UNpcMemoryClient) and by clients/cpp (CMake, Debian's libgrpc++), whose test suite runs it
+// against a live server. Blocking calls: in a game, call them off the game thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace npc_memory_client {
+
+// One fact to store. Empty/zero fields take the server's defaults.
+struct Fact {
+  std::string content;
+  // "user" (the player), "heroine" or "world": what the fact is about.
+  std::string subject = "user";
+  // "user" or "heroine": who said it.
+  std::string speaker = "user";
+  int importance = 0;  // 1-10; 0 means 5
+  std::string slot;    // e.g. "favorite_animal": a newer fact in the slot supersedes the older
+};
+
+// What happened to one stored fact.
+struct Stored {
+  std::string memory_id;
+  std::string outcome;  // "created", "superseded", "duplicate" or "historical"
+};
+
+// One search hit with its scores (each component in [0, 1]).
+struct Hit {
+  std::string memory_id;
+  std::string content;
+  std::string subject_id;
+  int importance = 0;
+  double final_score = 0, recency = 0, importance_score = 0, relevance = 0, keyword = 0;
+};
+
+// The outcome of a call: ok, or a gRPC status with the bad fields of an INVALID_ARGUMENT.
+struct CallStatus {
+  bool ok = true;
+  int code = 0;  // grpc::StatusCode
+  std::string message;
+  std::vector<std::pair<std::string, std::string>> violations;  // (field path, description)
+};
+
+class MemoryClient {
+ public:
+  // target: "host:port" of the npc-memory server (plaintext; put TLS in front for the internet).
+  explicit MemoryClient(const std::string& target,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  ~MemoryClient();
+  MemoryClient(const MemoryClient&) = delete;
+  MemoryClient& operator=(const MemoryClient&) = delete;
+
+  // Stores facts for one player with one heroine, in one transaction. request_id makes it idempotent.
+  CallStatus Store(const std::string& user_id, const std::string& heroine_id,
+                   const std::vector<Fact>& facts, std::vector<Stored>* out,
+                   const std::string& request_id = "");
+
+  // The scope's memories ranked for the query, best first. limit 0 means 10.
+  CallStatus Search(const std::string& user_id, const std::string& heroine_id,
+                    const std::string& query, int limit, std::vector<Hit>* out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace npc_memory_client

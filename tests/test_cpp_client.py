@@ -1,0 +1,119 @@
+"""The C++ client (clients/cpp: the Unreal plugin's NpcMemoryCore + generated code, Debian gRPC) on the live server."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import shutil
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from npc_memory.domain.model import Scope
+from npc_memory.v1 import memory_pb2 as pb
+from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+CPP = ROOT / "clients" / "cpp"
+UUID_LEN = 36
+
+
+@pytest.fixture(scope="session")
+def cli() -> Path:
+    """npc_memory_cli built with CMake in clients/cpp/build (git-ignored, reused, locked against parallel runs)."""
+    for tool in ("cmake", "g++", "pkg-config"):
+        assert shutil.which(tool), f"{tool} is missing: run scripts/setup --dev"
+    build = CPP / "build"
+    build.mkdir(exist_ok=True)
+    with (build / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(
+            ["cmake", "-S", str(CPP), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
+            check=True, capture_output=True, timeout=300,
+        )
+        subprocess.run(["cmake", "--build", str(build), "-j2"], check=True, capture_output=True, timeout=900)
+    binary = build / "npc_memory_cli"
+    assert binary.is_file()
+    return binary
+
+
+async def _run(cli: Path, port: int, *args: str) -> tuple[int, str, str]:
+    """Run the CLI without blocking the event loop that serves the test server."""
+    proc = await asyncio.create_subprocess_exec(
+        str(cli), "--target", f"127.0.0.1:{port}", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_cpp_stores_korean_and_finds_it_first(cli: Path, server_port: int, scope: Scope) -> None:
+    """Korean facts stored by the C++ client come back, the right one first, for a paraphrased question."""
+    u, h = scope.user_id, scope.heroine_id
+    facts = ("고양이를 좋아함", "매운 음식을 못 먹음", "바다를 무서워함")
+    code, out, err = await _run(cli, server_port, "store", u, h, *facts)
+    assert code == 0, err
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert [r[1] for r in rows] == ["created"] * 3
+    assert all(len(r[0]) == UUID_LEN for r in rows)
+    code, out, err = await _run(cli, server_port, "search", u, h, "고양이 좋아해?", "--limit", "3")
+    assert code == 0, err
+    hits = [line.split("\t") for line in out.splitlines()]
+    assert len(hits) == 3
+    assert hits[0][5] == "고양이를 좋아함"
+    assert hits[0][4] == rows[0][0]
+    assert float(hits[0][3]) == 1.0  # the keyword side matched 고양이
+    assert float(hits[0][1]) > float(hits[1][1])
+
+
+async def test_cpp_writes_are_exact_for_other_clients(
+    cli: Path, server_port: int, stub: svc_grpc.MemoryServiceAsyncStub, scope: Scope
+) -> None:
+    """What the C++ client stored reads back byte-exact (UTF-8 Korean, importance, slot) through the Python stub."""
+    u, h = scope.user_id, scope.heroine_id
+    code, out, err = await _run(
+        cli, server_port, "store", u, h, "레티아의 생일은 3월 14일", "--importance", "9", "--subject", "heroine",
+        "--slot", "birthday",
+    )
+    assert code == 0, err
+    memory_id = out.split("\t")[0]
+    got = await stub.GetMemory(svc.GetMemoryRequest(scope=pb.Scope(user_id=u, heroine_id=h), memory_id=memory_id))
+    m = got.memory
+    assert (m.content, m.importance, m.subject, m.subject_id, m.slot) == (
+        "레티아의 생일은 3월 14일", 9, pb.SUBJECT_HEROINE, "letia", "birthday"
+    )
+
+
+async def test_cpp_surfaces_field_violations(cli: Path, server_port: int, scope: Scope) -> None:
+    """An invalid store exits 2 and prints INVALID_ARGUMENT with each bad field parsed from google.rpc.BadRequest."""
+    code, out, err = await _run(cli, server_port, "store", scope.user_id, "Not A Heroine", "", "--importance", "11")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error 3: ")
+    violations = {line.split(":")[0] for line in err.splitlines() if line.startswith("violation ")}
+    assert violations == {
+        "violation scope.heroine_id", "violation memories[0].content", "violation memories[0].importance",
+    }
+
+
+async def test_cpp_keeps_heroines_apart(cli: Path, server_port: int, scope: Scope) -> None:
+    """A fact the C++ client stored for letia is not found when searching as roco."""
+    code, _, err = await _run(cli, server_port, "store", scope.user_id, "letia", "비밀: 수영을 못함")
+    assert code == 0, err
+    code, out, err = await _run(cli, server_port, "search", scope.user_id, "roco", "수영")
+    assert code == 0, err
+    assert out == ""
+
+
+async def test_cpp_reports_unavailable(cli: Path) -> None:
+    """Against a port with no server the C++ client fails with UNAVAILABLE (14) within its deadline."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    code, _, err = await _run(cli, dead, "search", f"p-{uuid.uuid4().hex[:8]}", "letia", "q")
+    assert code == 1
+    assert err.startswith("error 14: ")
