@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from npc_memory.domain.model import Weights
+from npc_memory.domain.retention import RetentionPolicy
 from npc_memory.errors import ConfigError
 
 EmbedderKind = Literal["local", "openai", "none"]
@@ -99,10 +100,31 @@ class WriteConfig:
     """Most memories in one StoreMemories call."""
     max_content_chars: int = 2000
     """Longest content accepted."""
-    duplicate_threshold: float = 0.95
-    """Cosine at or above which a same-subject memory with the same normalised text is a duplicate."""
+    duplicate_threshold: float = 0.93
+    """Cosine at or above which a valid same-subject memory with the same terms and negations is a duplicate.
+
+    Measured by ``python -m benchmarks.dedup`` (docs/write-path.md): with the term guard no different-fact pair
+    merges at any threshold from 0.85 to 0.99, and recall is flat up to 0.95; 0.93 leaves a margin below the
+    lowest same-fact cosine (0.952). Equal normalised text is a duplicate at any cosine.
+    """
     idempotency_hours: float = 24.0
     """How long a request_id's first response is kept."""
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    """Forgetting: how many valid memories each scope keeps (``npc-memory retain``, or on a schedule)."""
+
+    default: RetentionPolicy = RetentionPolicy()  # noqa: RUF009  (frozen, so sharing the instance is safe)
+    """The policy of heroines without an entry below."""
+    heroines: Mapping[str, RetentionPolicy] = field(default_factory=dict)
+    """Per-heroine policies."""
+    interval_minutes: float = 0.0
+    """How often ``serve`` applies the policies and prunes expired idempotency keys; 0 leaves it to the command."""
+
+    def policy_for(self, heroine_id: str) -> RetentionPolicy:
+        """The policy of one heroine."""
+        return self.heroines.get(heroine_id, self.default)
 
 
 @dataclass(frozen=True)
@@ -114,6 +136,7 @@ class Config:
     embedding: EmbeddingConfig = EmbeddingConfig()
     search: SearchConfig = SearchConfig()
     write: WriteConfig = WriteConfig()
+    retention: RetentionConfig = RetentionConfig()
 
 
 def _pick(
@@ -137,6 +160,14 @@ def _pick(
 def _weights(raw: Mapping[str, Any], where: str) -> Weights:
     try:
         return Weights(**{k: float(v) for k, v in raw.items()})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _policy(raw: Mapping[str, Any], where: str, base: RetentionPolicy) -> RetentionPolicy:
+    """A heroine's retention policy from its TOML table; missing keys come from ``base``."""
+    try:
+        return replace(base, **{k: int(v) for k, v in raw.items()})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from exc
 
@@ -175,6 +206,13 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         hid: _weights(w, f"search.heroines.{hid}") for hid, w in search_file.get("heroines", {}).items()
     }
     url = pick("database_url", "", str) or None
+    retention_file = file.get("retention", {})
+    # Flags and environment (retention_*), then the [retention] table, then the defaults.
+    retention_default = RetentionPolicy(
+        max_valid=pick("retention_max_valid", int(retention_file.get("max_valid", RetentionPolicy.max_valid)), int),
+        importance_floor=pick("retention_importance_floor", int(retention_file.get(
+            "importance_floor", RetentionPolicy.importance_floor)), int),
+    )
     config = Config(
         server=ServerConfig(
             host=pick("host", ServerConfig.host, str),
@@ -210,6 +248,15 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             duplicate_threshold=pick("duplicate_threshold", WriteConfig.duplicate_threshold, float),
             idempotency_hours=pick("idempotency_hours", WriteConfig.idempotency_hours, float),
         ),
+        retention=RetentionConfig(
+            default=retention_default,
+            heroines={
+                hid: _policy(p, f"retention.heroines.{hid}", retention_default)
+                for hid, p in retention_file.get("heroines", {}).items()
+            },
+            interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
+                "interval_minutes", RetentionConfig.interval_minutes)), float),
+        ),
     )
     _check(config)
     return config
@@ -224,3 +271,6 @@ def _check(config: Config) -> None:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
     if not 0.0 < config.write.duplicate_threshold <= 1.0:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
+    for name, policy in {"default": config.retention.default, **config.retention.heroines}.items():
+        if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:
+            raise ConfigError(f"retention {name}: max_valid must be >= 0 and importance_floor in 1-11")

@@ -82,21 +82,23 @@ class FactText:
     """What the duplicate rule compares besides meaning: the normalised text, the terms and the negations."""
 
     key: str
-    terms: frozenset[str]
+    terms: tuple[str, ...]
+    """In order: "레티아가 로코를 좋아함" and "로코가 레티아를 좋아함" have the same set of terms (cosine 0.99)."""
     negations: tuple[str, ...]
 
     @classmethod
-    def of(cls, content: str, terms: list[str] | tuple[str, ...]) -> FactText:
+    def of(cls, content: str, terms: Sequence[str]) -> FactText:
         """The comparable form of a fact's text and its BM25 terms."""
-        return cls(content_key(content), frozenset(terms), negations(content))
+        return cls(content_key(content), tuple(terms), negations(content))
 
 
 def is_duplicate(new: FactText, old: FactText, cosine: float, threshold: float) -> bool:
-    """Same normalised text; or cosine at or above ``threshold`` with the same terms and the same negations.
+    """Same normalised text; or cosine at or above ``threshold`` with the same ordered terms and negations.
 
     Cosine alone is not enough for Korean with multilingual-e5: "고양이를 좋아함" and "고양이를 싫어함" score
-    0.96, "생일은 3월 5일" and "생일은 3월 6일" 0.98 (docs/write-path.md). The term set catches a different
-    object, verb or number; the negation markers catch "안 좋아함", which the terms cannot see.
+    0.96, "생일은 3월 5일" and "생일은 3월 6일" 0.98, a swap of who does what to whom 0.99
+    (docs/write-path.md, ``python -m benchmarks.dedup``). The ordered terms catch a different object, verb,
+    number or role; the negation markers catch "안 좋아함", which the terms cannot see.
     """
     if new.key == old.key:
         return True
