@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from npc_memory.domain.model import Candidate, Fusion, ScoredMemory, Scores, SearchQuery, Weights
 
@@ -25,17 +27,51 @@ def importance_score(importance: int) -> float:
     return importance / 10.0
 
 
-def relevance_scores(cosines: Sequence[float], has_query: bool) -> list[float]:
-    """Cosines calibrated by min-max over the candidates, so meaning spans [0, 1].
+class Calibration(StrEnum):
+    """How a raw cosine becomes the relevance component (compared in benchmarks/quality)."""
+
+    RAW = "raw"
+    """The cosine clipped to [0, 1]."""
+    MINMAX = "minmax"
+    """Min-max over the candidates, as Generative Agents does."""
+    FLOOR = "floor"
+    """``(cosine - floor) / (1 - floor)`` clipped: a fixed floor learned from the model's cosines."""
+
+
+@dataclass(frozen=True)
+class RelevanceCalibration:
+    """The calibration in use and, for FLOOR, the cosine that maps to 0."""
+
+    method: Calibration = Calibration.MINMAX
+    floor: float = 0.75
+
+
+# Min-max won on the Korean benchmark (docs/search.md): raw cosine lets importance outweigh meaning, and a
+# fixed floor either saturates or compresses depending on the query.
+DEFAULT_CALIBRATION = RelevanceCalibration()
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def relevance_scores(
+    cosines: Sequence[float], has_query: bool, calibration: RelevanceCalibration = DEFAULT_CALIBRATION
+) -> list[float]:
+    """Cosines calibrated (min-max over the candidates by default) so meaning spans [0, 1].
 
     Multilingual-e5 cosines bunch between ~0.75 and ~0.9: raw, they would let a 0.15 importance weight
-    outweigh meaning. With one candidate (or all equal) the clipped raw cosine is kept.
+    outweigh meaning. With min-max and one candidate (or all equal) the clipped raw cosine is kept.
     """
     if not has_query or not cosines:
         return [0.0] * len(cosines)
+    if calibration.method is Calibration.RAW:
+        return [_clip(c) for c in cosines]
+    if calibration.method is Calibration.FLOOR:
+        return [_clip((c - calibration.floor) / (1.0 - calibration.floor)) for c in cosines]
     low, high = min(cosines), max(cosines)
     if high - low < _FLAT_RANGE:
-        return [min(1.0, max(0.0, c)) for c in cosines]
+        return [_clip(c) for c in cosines]
     return [(c - low) / (high - low) for c in cosines]
 
 
@@ -79,12 +115,14 @@ def _rrf(columns: Sequence[Sequence[float]], w: Weights, has_query: bool) -> lis
     ]
 
 
-def rank(candidates: Sequence[Candidate], query: SearchQuery) -> list[ScoredMemory]:
+def rank(
+    candidates: Sequence[Candidate], query: SearchQuery, calibration: RelevanceCalibration = DEFAULT_CALIBRATION
+) -> list[ScoredMemory]:
     """Score every candidate and return the best ``query.limit``, best first."""
     has_query = query.embedding is not None
     rec = [recency_score(c.memory.valid_at, query.now) for c in candidates]
     imp = [importance_score(c.memory.importance) for c in candidates]
-    rel = relevance_scores([c.cosine for c in candidates], has_query)
+    rel = relevance_scores([c.cosine for c in candidates], has_query, calibration)
     kw = keyword_scores([c.bm25 for c in candidates])
     if query.fusion is Fusion.RRF:
         final = _rrf((rec, imp, rel, kw), query.weights, has_query)

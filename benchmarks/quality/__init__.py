@@ -1,0 +1,1 @@
+"""Korean retrieval quality benchmark: data set generator and runner."""

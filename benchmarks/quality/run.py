@@ -1,0 +1,208 @@
+"""Korean retrieval quality: recall@1/5/10 and MRR for dense, keyword, weighted hybrid and RRF in one run.
+
+    python -m benchmarks.quality.run [--database-url URL] [--json results.json]
+
+Loads benchmarks/quality/dataset.json into a fresh embedded PostgreSQL (or a new database on --database-url),
+embeds with the bundled multilingual-e5-small, and for every question gathers the candidates once (the
+service's own SQL) and ranks them every way compared, with the service's own scoring functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from npc_memory.config import Config, DatabaseConfig
+from npc_memory.domain.model import (
+    Candidate,
+    ContentType,
+    Fusion,
+    NewMemory,
+    Scope,
+    SearchQuery,
+    Speaker,
+    Subject,
+    Weights,
+)
+from npc_memory.domain.scoring import DEFAULT_CALIBRATION, Calibration, RelevanceCalibration, rank
+from npc_memory.engine import MemoryEngine
+from npc_memory.server import open_engine
+from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.store.search import search_candidates
+
+from benchmarks.quality.generate import DATASET
+
+K = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way of ranking the same candidates."""
+
+    name: str
+    weights: Weights
+    fusion: Fusion = Fusion.WEIGHTED
+    calibration: RelevanceCalibration = DEFAULT_CALIBRATION
+
+
+@dataclass
+class Asked:
+    """A question with its gathered candidates and the ids that answer it."""
+
+    kind: str
+    query: SearchQuery
+    candidates: list[Candidate]
+    expected: set[UUID]
+
+
+async def load(engine: MemoryEngine, data: dict[str, Any]) -> dict[tuple[str, str, str], UUID]:
+    """Store every fact in game-day order (so slots supersede); map (user, heroine, key) to the memory id."""
+    start = datetime.fromisoformat(data["start"])
+    ids: dict[tuple[str, str, str], UUID] = {}
+    for s in data["scopes"]:
+        scope = Scope(s["user_id"], s["heroine_id"])
+        vectors = await engine.embedder.embed_passages([f["content"] for f in s["facts"]])
+        for f, vec in zip(s["facts"], vectors, strict=True):
+            fact = NewMemory(
+                speaker=Speaker(f["speaker"]), subject=Subject(f["subject"]), subject_id=f["subject_id"],
+                content_type=ContentType(f["content_type"]), content=f["content"], importance=f["importance"],
+                slot=f["slot"], valid_at=start + timedelta(days=f["day"]), embedding=vec,
+            )
+            (result,) = await engine.store(scope, [fact])
+            if result.outcome.value == "duplicate":
+                print(f"warning: {f['key']} ({f['content']}) stored as a duplicate")
+            ids[(scope.user_id, scope.heroine_id, f["key"])] = result.memory_id
+    return ids
+
+
+async def gather(engine: MemoryEngine, data: dict[str, Any], ids: dict[tuple[str, str, str], UUID]) -> list[Asked]:
+    """Embed and tokenise every question and fetch its candidates with the service's SQL."""
+    now = datetime.fromisoformat(data["start"]) + timedelta(days=data["now_day"])
+    asked = []
+    for s in data["scopes"]:
+        scope = Scope(s["user_id"], s["heroine_id"])
+        vectors = await engine.embedder.embed_queries([q["text"] for q in s["questions"]])
+        for q, vec in zip(s["questions"], vectors, strict=True):
+            query = SearchQuery(scope=scope, text=q["text"], limit=10, weights=Weights(), now=now, embedding=vec)
+            terms = engine.tokenizer.terms(q["text"])
+            candidates = await search_candidates(engine.db, query, terms, engine.config.search.candidates)
+            expected = {ids[(scope.user_id, scope.heroine_id, k)] for k in q["expected"]}
+            asked.append(Asked(q["kind"], query, candidates, expected))
+    return asked
+
+
+def score(asked: Sequence[Asked], mode: Mode) -> dict[str, float]:
+    """recall@k and MRR@10 of one mode over the questions."""
+    sums: dict[str, float] = defaultdict(float)
+    for a in asked:
+        hits = rank(a.candidates, replace(a.query, weights=mode.weights, fusion=mode.fusion), mode.calibration)
+        ranked = [h.memory.id for h in hits]
+        for k in K:
+            sums[f"R@{k}"] += len(a.expected & set(ranked[:k])) / len(a.expected)
+        sums["MRR"] += next((1.0 / (i + 1) for i, mid in enumerate(ranked) if mid in a.expected), 0.0)
+    return {name: total / len(asked) for name, total in sums.items()}
+
+
+def learned_floor(asked: Sequence[Asked]) -> float:
+    """The median cosine between a question and the memories of its scope that do not answer it."""
+    wrong = [c.cosine for a in asked for c in a.candidates if c.memory.id not in a.expected]
+    return float(np.median(wrong))
+
+
+def modes(floor: float) -> tuple[list[Mode], list[Mode]]:
+    """The four side-by-side modes, and the calibrations compared for the weighted hybrid."""
+    main = [
+        Mode("dense only", Weights(0.0, 0.0, 1.0, 0.0)),
+        Mode("keyword only (BM25)", Weights(0.0, 0.0, 0.0, 1.0)),
+        Mode("weighted hybrid (default)", Weights()),
+        Mode("RRF (default weights)", Weights(), Fusion.RRF),
+    ]
+    calibrations = [
+        Mode("raw cosine", Weights(), calibration=RelevanceCalibration(Calibration.RAW)),
+        Mode("min-max over candidates", Weights(), calibration=RelevanceCalibration(Calibration.MINMAX)),
+        Mode(f"floor {floor:.3f} (median wrong-pair cosine)", Weights(),
+             calibration=RelevanceCalibration(Calibration.FLOOR, floor)),
+        Mode("floor 0.750 (DESIGN.md's low end)", Weights(),
+             calibration=RelevanceCalibration(Calibration.FLOOR, 0.75)),
+    ]
+    return main, calibrations
+
+
+def table(title: str, rows: Sequence[tuple[str, dict[str, float]]]) -> str:
+    """A markdown table of metric rows."""
+    cols = [f"R@{k}" for k in K] + ["MRR"]
+    lines = [f"| {title} | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    lines += [f"| {name} | " + " | ".join(f"{m[c]:.3f}" for c in cols) + " |" for name, m in rows]
+    return "\n".join(lines)
+
+
+async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Load, ask, and score every mode."""
+    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))
+    engine = await open_engine(config, url)
+    try:
+        ids = await load(engine, data)
+        asked = await gather(engine, data, ids)
+    finally:
+        await engine.db.close()
+        await engine.embedder.aclose()
+    main_modes, cal_modes = modes(learned_floor(asked))
+    results: dict[str, Any] = {
+        "facts": len(ids), "questions": len(asked),
+        "modes": {m.name: score(asked, m) for m in main_modes},
+        "calibration": {m.name: score(asked, m) for m in cal_modes},
+        "by_kind": {},
+    }
+    for kind in sorted({a.kind for a in asked}):
+        subset = [a for a in asked if a.kind == kind]
+        results["by_kind"][f"{kind} ({len(subset)})"] = {m.name: score(subset, m) for m in main_modes}
+    return results
+
+
+def report(results: dict[str, Any]) -> str:
+    """The three tables printed by the command (and copied into docs/search.md)."""
+    out = [f"{results['facts']} memories, {results['questions']} questions\n",
+           table("mode", list(results["modes"].items())), "",
+           table("relevance calibration (weighted hybrid)", list(results["calibration"].items())), ""]
+    names = list(next(iter(results["by_kind"].values())))
+    out.append("| R@1 / R@5 by question kind | " + " | ".join(names) + " |")
+    out.append("|---|" + "---:|" * len(names))
+    out += [f"| {kind} | " + " | ".join(f"{v[n]['R@1']:.2f} / {v[n]['R@5']:.2f}" for n in names) + " |"
+            for kind, v in results["by_kind"].items()]
+    return "\n".join(out)
+
+
+def main() -> None:
+    """Parse options, run against an embedded or given PostgreSQL, print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", help="an empty database to load into (default: embedded, temporary)")
+    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    data = json.loads(args.dataset.read_text(encoding="utf-8"))
+    if args.database_url:
+        results = asyncio.run(run(args.database_url, data))
+    else:
+        with tempfile.TemporaryDirectory(prefix="npc-quality-") as tmp:
+            pg = EmbeddedPostgres(Path(tmp))
+            try:
+                results = asyncio.run(run(pg.url, data))
+            finally:
+                pg.stop()
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
