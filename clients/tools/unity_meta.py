@@ -3,7 +3,8 @@
 Unity ignores assets without a .meta file in immutable (git or registry) packages, and random GUIDs
 would make generation non-deterministic, so every GUID is derived from the asset's path.
 Usage: python clients/tools/unity_meta.py PACKAGE_ROOT [SUBDIR]  (writes metas for SUBDIR's entries,
-SUBDIR itself included; default: the whole package).
+SUBDIR itself included; default: the whole package). Hidden and "~" folders (Samples~) get none,
+as Unity does not import them.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def meta_text(package: Path, path: Path) -> str:
 def write_metas(package: Path, subdir: Path) -> None:
     """Write a .meta beside every asset under ``subdir`` (and for ``subdir`` unless it is the root)."""
     entries = [subdir] if subdir != package else []
-    entries += sorted(p for p in subdir.rglob("*") if p.suffix != ".meta" and not p.name.startswith("."))
+    entries += sorted(
+        p for p in subdir.rglob("*")
+        if p.suffix != ".meta" and not any(part.startswith(".") or part.endswith("~") for part in p.parts)
+    )
     for path in entries:
         path.with_name(path.name + ".meta").write_text(meta_text(package, path), encoding="utf-8")
 

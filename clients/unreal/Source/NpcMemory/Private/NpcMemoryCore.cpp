@@ -1,25 +1,12 @@
 // npc-memory: the engine-neutral C++ client (see NpcMemoryCore.h).
 #include "NpcMemoryCore.h"
 
-#if defined(UE_BUILD_SHIPPING)  // compiled by Unreal Build Tool: fence off engine macros
-#include "CoreMinimal.h"
-#pragma push_macro("check")
-#pragma push_macro("verify")
-#undef check
-#undef verify
-THIRD_PARTY_INCLUDES_START
-#endif
-
-#include <grpcpp/grpcpp.h>
+#include "NpcMemoryThirdPartyBegin.h"
 #include <google/protobuf/unknown_field_set.h>
+#include <grpcpp/grpcpp.h>
 
 #include "npc_memory/v1/memory_service.grpc.pb.h"
-
-#if defined(UE_BUILD_SHIPPING)
-THIRD_PARTY_INCLUDES_END
-#pragma pop_macro("verify")
-#pragma pop_macro("check")
-#endif
+#include "NpcMemoryThirdPartyEnd.h"
 
 namespace npc_memory_client {
 namespace pb = ::npc_memory::v1;

@@ -1,0 +1,98 @@
+// npc-memory: a thin Unity-friendly wrapper over the generated MemoryService client
+// (Runtime/Generated, from proto/npc_memory/v1 by clients/generate), on Grpc.Net.Client with
+// YetAnotherHttpHandler for HTTP/2. Hand-written; not compiled in the npc-memory repository (no
+// .NET SDK or NuGet there): see README.md.
+using System;
+using System.Collections.Generic;
+using System.Threading;
+using System.Threading.Tasks;
+using Cysharp.Net.Http;
+using Grpc.Core;
+using Grpc.Net.Client;
+using NpcMemory.V1;
+
+namespace NpcMemory
+{
+    /// <summary>Stores and searches one player's memories with each heroine. Thread-safe; keep one per server.</summary>
+    public sealed class NpcMemoryClient : IDisposable
+    {
+        readonly GrpcChannel _channel;
+        readonly TimeSpan _timeout;
+        readonly int _attempts;
+
+        /// <summary>The generated client, for the RPCs this wrapper does not cover (Get, List, History, ...).</summary>
+        public MemoryService.MemoryServiceClient Raw { get; }
+
+        /// <param name="address">"http://host:50051" (plaintext HTTP/2) or "https://host".</param>
+        /// <param name="timeout">Deadline of each call, retries included. Default 5 s.</param>
+        /// <param name="attempts">Tries of an idempotent call (Search, keyed Store) on UNAVAILABLE.</param>
+        public NpcMemoryClient(string address, TimeSpan? timeout = null, int attempts = 3)
+        {
+            var handler = new YetAnotherHttpHandler { Http2Only = address.StartsWith("http://", StringComparison.OrdinalIgnoreCase) };
+            _channel = GrpcChannel.ForAddress(address, new GrpcChannelOptions { HttpHandler = handler, DisposeHttpClient = true });
+            Raw = new MemoryService.MemoryServiceClient(_channel);
+            _timeout = timeout ?? TimeSpan.FromSeconds(5);
+            _attempts = Math.Max(1, attempts);
+        }
+
+        /// <summary>One fact to store. Importance 1-10 (0 = 5); a slot makes a newer fact replace the older one.</summary>
+        public static MemoryInput Fact(string content, int importance = 0, Subject subject = Subject.User,
+            Speaker speaker = Speaker.User, string slot = "", ContentType contentType = ContentType.Fact)
+        {
+            return new MemoryInput
+            {
+                Content = content, Importance = importance, Subject = subject, Speaker = speaker, Slot = slot ?? "",
+                ContentType = contentType,
+            };
+        }
+
+        /// <summary>Stores facts in one transaction. With a requestId a repeat writes nothing and is retried safely.</summary>
+        public async Task<IReadOnlyList<StoreResult>> StoreAsync(string userId, string heroineId,
+            IEnumerable<MemoryInput> facts, string requestId = "", CancellationToken cancellationToken = default)
+        {
+            var request = new StoreMemoriesRequest { Scope = MakeScope(userId, heroineId), RequestId = requestId ?? "" };
+            request.Memories.Add(facts);
+            var response = await Call(
+                deadline => Raw.StoreMemoriesAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
+                idempotent: !string.IsNullOrEmpty(requestId), cancellationToken).ConfigureAwait(false);
+            return response.Results;
+        }
+
+        /// <summary>The heroine's memories that matter for the query, best first, each with its scores.</summary>
+        public async Task<IReadOnlyList<ScoredMemory>> SearchAsync(string userId, string heroineId, string query,
+            int limit = 5, CancellationToken cancellationToken = default)
+        {
+            var request = new SearchMemoriesRequest { Scope = MakeScope(userId, heroineId), Query = query, Limit = limit };
+            var response = await Call(
+                deadline => Raw.SearchMemoriesAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
+                idempotent: true, cancellationToken).ConfigureAwait(false);
+            return response.Results;
+        }
+
+        static Scope MakeScope(string userId, string heroineId) => new Scope { UserId = userId, HeroineId = heroineId };
+
+        async Task<T> Call<T>(Func<DateTime, Task<T>> send, bool idempotent, CancellationToken cancellationToken)
+        {
+            var deadline = DateTime.UtcNow + _timeout;
+            for (var attempt = 1; ; attempt++)
+            {
+                try
+                {
+                    return await send(deadline).ConfigureAwait(false);
+                }
+                catch (RpcException e) when (idempotent && e.StatusCode == StatusCode.Unavailable && attempt < _attempts
+                                             && DateTime.UtcNow < deadline)
+                {
+                    await Task.Delay(TimeSpan.FromMilliseconds(100 << attempt), cancellationToken).ConfigureAwait(false);
+                }
+                catch (RpcException e)
+                {
+                    throw new NpcMemoryException(e);
+                }
+            }
+        }
+
+        /// <summary>Closes the channel.</summary>
+        public void Dispose() => _channel.Dispose();
+    }
+}

@@ -1,0 +1,92 @@
+// NPC Memory: UNpcMemoryClient runs NpcMemoryCore's blocking calls on a worker thread and reports
+// on the game thread. NpcMemoryCore itself is plain C++ tested against a live server by clients/cpp.
+#include "NpcMemoryClient.h"
+
+#include "Async/Async.h"
+#include "NpcMemoryCore.h"
+
+namespace
+{
+std::string Utf8(const FString& Text)
+{
+	FTCHARToUTF8 Converted(*Text);
+	return std::string(Converted.Get(), Converted.Length());
+}
+
+FString FromUtf8(const std::string& Text)
+{
+	FUTF8ToTCHAR Converted(Text.data(), static_cast<int32>(Text.size()));
+	return FString(Converted.Length(), Converted.Get());
+}
+
+FNpcMemoryStatus ToStatus(const npc_memory_client::CallStatus& In)
+{
+	FNpcMemoryStatus Out;
+	Out.bOk = In.ok;
+	Out.Code = In.code;
+	Out.Message = FromUtf8(In.message);
+	for (const auto& Violation : In.violations)
+	{
+		Out.FieldViolations.Add(FromUtf8(Violation.first), FromUtf8(Violation.second));
+	}
+	return Out;
+}
+}  // namespace
+
+UNpcMemoryClient* UNpcMemoryClient::CreateNpcMemoryClient(UObject* Outer, const FString& Target, float TimeoutSeconds)
+{
+	UNpcMemoryClient* Client = NewObject<UNpcMemoryClient>(Outer ? Outer : GetTransientPackage());
+	Client->Core = MakeShared<npc_memory_client::MemoryClient, ESPMode::ThreadSafe>(
+		Utf8(Target), std::chrono::milliseconds(static_cast<int64>(TimeoutSeconds * 1000)));
+	return Client;
+}
+
+void UNpcMemoryClient::StoreMemories(const FString& UserId, const FString& HeroineId,
+	const TArray<FNpcMemoryFact>& Facts, FOnNpcMemoryStored OnDone)
+{
+	std::vector<npc_memory_client::Fact> In;
+	for (const FNpcMemoryFact& Fact : Facts)
+	{
+		npc_memory_client::Fact F;
+		F.content = Utf8(Fact.Content);
+		F.subject = Utf8(Fact.Subject);
+		F.importance = Fact.Importance;
+		F.slot = Utf8(Fact.Slot);
+		In.push_back(F);
+	}
+	auto Core_ = Core;
+	const std::string User = Utf8(UserId), Heroine = Utf8(HeroineId);
+	Async(EAsyncExecution::ThreadPool, [Core_, User, Heroine, In, OnDone]()
+	{
+		std::vector<npc_memory_client::Stored> Stored;
+		const FNpcMemoryStatus Status = ToStatus(Core_->Store(User, Heroine, In, &Stored));
+		TArray<FString> Ids;
+		for (const auto& S : Stored) Ids.Add(FromUtf8(S.memory_id));
+		AsyncTask(ENamedThreads::GameThread, [OnDone, Ids, Status]() { OnDone.ExecuteIfBound(Ids, Status); });
+	});
+}
+
+void UNpcMemoryClient::SearchMemories(const FString& UserId, const FString& HeroineId, const FString& Query,
+	int32 Limit, FOnNpcMemorySearched OnDone)
+{
+	auto Core_ = Core;
+	const std::string User = Utf8(UserId), Heroine = Utf8(HeroineId), Text = Utf8(Query);
+	Async(EAsyncExecution::ThreadPool, [Core_, User, Heroine, Text, Limit, OnDone]()
+	{
+		std::vector<npc_memory_client::Hit> Found;
+		const FNpcMemoryStatus Status = ToStatus(Core_->Search(User, Heroine, Text, Limit, &Found));
+		TArray<FNpcMemoryHit> Hits;
+		for (const auto& H : Found)
+		{
+			FNpcMemoryHit Hit;
+			Hit.MemoryId = FromUtf8(H.memory_id);
+			Hit.Content = FromUtf8(H.content);
+			Hit.Importance = H.importance;
+			Hit.FinalScore = static_cast<float>(H.final_score);
+			Hit.Relevance = static_cast<float>(H.relevance);
+			Hit.Keyword = static_cast<float>(H.keyword);
+			Hits.Add(Hit);
+		}
+		AsyncTask(ENamedThreads::GameThread, [OnDone, Hits, Status]() { OnDone.ExecuteIfBound(Hits, Status); });
+	});
+}

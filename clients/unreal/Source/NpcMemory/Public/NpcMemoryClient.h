@@ -1,0 +1,87 @@
+// NPC Memory: a Blueprint-friendly client for the npc-memory gRPC service.
+// Calls run on a background thread; the callbacks fire on the game thread.
+#pragma once
+
+#include "CoreMinimal.h"
+#include "UObject/Object.h"
+#include "NpcMemoryClient.generated.h"
+
+namespace npc_memory_client { class MemoryClient; }
+
+/** One fact to store for a player with a heroine. */
+USTRUCT(BlueprintType)
+struct NPCMEMORY_API FNpcMemoryFact
+{
+	GENERATED_BODY()
+
+	/** The fact as text (Korean or any language), 1-2000 characters. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "NPC Memory")
+	FString Content;
+
+	/** What it is about: "user" (the player), "heroine" or "world". */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "NPC Memory")
+	FString Subject = TEXT("user");
+
+	/** 1-10; 0 means the server's default (5). */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "NPC Memory")
+	int32 Importance = 0;
+
+	/** Optional key such as "favorite_animal": a newer fact in the slot replaces the older one. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "NPC Memory")
+	FString Slot;
+};
+
+/** A search result with its scores (each component in [0, 1]). */
+USTRUCT(BlueprintType)
+struct NPCMEMORY_API FNpcMemoryHit
+{
+	GENERATED_BODY()
+
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") FString MemoryId;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") FString Content;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") int32 Importance = 0;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") float FinalScore = 0.f;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") float Relevance = 0.f;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") float Keyword = 0.f;
+};
+
+/** The outcome of a call; on INVALID_ARGUMENT, FieldViolations names each bad field. */
+USTRUCT(BlueprintType)
+struct NPCMEMORY_API FNpcMemoryStatus
+{
+	GENERATED_BODY()
+
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") bool bOk = true;
+	/** The gRPC status code (3 invalid argument, 5 not found, 14 unavailable, 4 deadline exceeded). */
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") int32 Code = 0;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") FString Message;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") TMap<FString, FString> FieldViolations;
+};
+
+DECLARE_DYNAMIC_DELEGATE_TwoParams(FOnNpcMemoryStored, const TArray<FString>&, MemoryIds, const FNpcMemoryStatus&, Status);
+DECLARE_DYNAMIC_DELEGATE_TwoParams(FOnNpcMemorySearched, const TArray<FNpcMemoryHit>&, Hits, const FNpcMemoryStatus&, Status);
+
+/** Stores and searches NPC memories on an npc-memory server. Create one and keep it (e.g. on the GameInstance). */
+UCLASS(BlueprintType)
+class NPCMEMORY_API UNpcMemoryClient : public UObject
+{
+	GENERATED_BODY()
+
+public:
+	/** A client for "host:port" (plaintext HTTP/2). */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory", meta = (DefaultToSelf = "Outer"))
+	static UNpcMemoryClient* CreateNpcMemoryClient(UObject* Outer, const FString& Target, float TimeoutSeconds = 5.f);
+
+	/** Stores facts for a player with a heroine in one transaction; OnDone gets one id per fact. */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
+	void StoreMemories(const FString& UserId, const FString& HeroineId, const TArray<FNpcMemoryFact>& Facts,
+		FOnNpcMemoryStored OnDone);
+
+	/** The heroine's memories that matter for Query, best first. Limit 0 means 10. */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
+	void SearchMemories(const FString& UserId, const FString& HeroineId, const FString& Query, int32 Limit,
+		FOnNpcMemorySearched OnDone);
+
+private:
+	TSharedPtr<npc_memory_client::MemoryClient, ESPMode::ThreadSafe> Core;
+};
