@@ -4,7 +4,8 @@
 
 For each threshold it counts, over pairs that state the same fact, how many the rule merges (recall), and over
 pairs that state different facts, how many it wrongly merges. Two rules: cosine alone (plus equal normalised
-text), and the service's rule (domain/write_rules.is_duplicate: cosine plus the same terms and negations).
+text), and the service's rule (domain/write_rules.is_duplicate: cosine plus the same ordered terms and
+negation/count markers).
 """
 
 from __future__ import annotations

@@ -104,6 +104,10 @@ def _different() -> list[Pair]:
     for x, y in _rotate(names):
         out += [Pair(f"{subj(x)} {obj(y)} 좋아함", f"{subj(y)} {obj(x)} 좋아함", False, "role-swap"),
                 Pair(f"{subj(x)} {y}에게 꽃을 줌", f"{subj(y)} {x}에게 꽃을 줌", False, "role-swap")]
+    for a, b in (("한", "두"), ("두", "세"), ("세", "네")):
+        out += [Pair(f"고양이 {a} 마리를 키움", f"고양이 {b} 마리를 키움", False, "number"),
+                Pair(f"{a} 번째 데이트에서 고백함", f"{b} 번째 데이트에서 고백함", False, "number")]
+    out += [Pair("첫 번째 데이트는 바닷가였음", "두 번째 데이트는 바닷가였음", False, "number")]
     out += [Pair("여자친구가 있음", "여자친구가 없음", False, "negation"),
             Pair("학생임", "학생이 아님", False, "negation"),
             Pair("매운 음식을 못 먹음", "매운 음식을 잘 먹음", False, "negation"),

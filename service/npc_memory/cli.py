@@ -1,17 +1,24 @@
-"""The ``npc-memory`` command: serve, migrate. Configuration is read here, once."""
+"""The ``npc-memory`` command: serve, migrate, reembed, retain. Configuration is read here, once."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from npc_memory.config import Config, load_config
-from npc_memory.errors import NpcMemoryError
+from npc_memory.errors import ConfigError, NpcMemoryError
+from npc_memory.store.pool import Database
+
+if TYPE_CHECKING:
+    from npc_memory.server import Running
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +45,80 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (NPC_MEMORY_PORT, default 50051; 0 picks one)")
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     _common(migrate)
+    reembed = sub.add_parser("reembed", help="re-embed every row with the configured model, then record the model")
+    _common(reembed)
+    reembed.add_argument("--batch-size", dest="batch_size", type=int, default=64, help="rows per embed call")
+    retain = sub.add_parser("retain", help="apply the retention policies and prune expired idempotency keys")
+    _common(retain)
     return parser
+
+
+@contextlib.asynccontextmanager
+async def _database(config: Config) -> AsyncIterator[Database]:
+    """The configured (or embedded) database, migrated, with an open pool; closed on exit."""
+    from npc_memory.store.embedded import EmbeddedPostgres
+    from npc_memory.store.migrate import migrate
+
+    embedded = None
+    url = config.database.url
+    if url is None:
+        embedded = await asyncio.to_thread(EmbeddedPostgres, config.database.data_dir)
+        url = embedded.url
+    try:
+        await asyncio.to_thread(migrate, url)
+        db = Database(url, config.database)
+        await db.open()
+        try:
+            yield db
+        finally:
+            await db.close()
+    finally:
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+
+
+async def _reembed(config: Config, batch_size: int) -> None:
+    """Re-embed every row, then record the model so that ``serve`` starts again."""
+    from tqdm import tqdm
+
+    from npc_memory.embedding import create_embedder
+    from npc_memory.store.reembed import count_rows, reembed_all
+    from npc_memory.store.settings import set_embedding_model
+
+    embedder = await create_embedder(config.embedding)
+    try:
+        if not embedder.available:
+            raise ConfigError("reembed needs an embedder that embeds text (not 'none')")
+        async with _database(config) as db:
+            total = await count_rows(db)
+            with tqdm(total=total, unit="row", desc=f"re-embedding with {embedder.name}") as bar:
+                done = await reembed_all(db, embedder, batch_size, bar.update)
+            await set_embedding_model(db, embedder.name, embedder.dim)
+        print(f"re-embedded {done} row(s) with {embedder.name} ({embedder.dim}-d)")
+    finally:
+        await embedder.aclose()
+
+
+async def _retain(config: Config) -> None:
+    """One maintenance pass: retention policies, expired idempotency keys."""
+    from npc_memory.store.retention import maintain
+
+    async with _database(config) as db:
+        report = await maintain(db, config, datetime.now(UTC))
+    print(f"retired {report.retired} memory(ies) in {report.scopes} scope(s); "
+          f"pruned {report.pruned_requests} expired request id(s)")
+
+
+async def _maintain_every(running: Running, config: Config) -> None:
+    """Apply the retention policies on a schedule inside ``serve``; a failed pass is logged and retried later."""
+    from npc_memory.store.retention import maintain
+
+    while True:
+        await asyncio.sleep(config.retention.interval_minutes * 60)
+        try:
+            await maintain(running.engine.db, config, datetime.now(UTC))
+        except NpcMemoryError as exc:
+            logging.getLogger(__name__).warning("maintenance failed: %s", exc)
 
 
 async def _serve(config: Config) -> None:
@@ -46,6 +126,8 @@ async def _serve(config: Config) -> None:
 
     running = await start(config)
     print(f"npc-memory serving on port {running.port}", flush=True)
+    if config.retention.interval_minutes > 0:
+        running.tasks.append(asyncio.create_task(_maintain_every(running, config)))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -80,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_serve(config))
         elif args.command == "migrate":
             asyncio.run(_migrate(config))
+        elif args.command == "reembed":
+            asyncio.run(_reembed(config, args.batch_size))
+        elif args.command == "retain":
+            asyncio.run(_retain(config))
     except NpcMemoryError as exc:
         print(f"npc-memory: {exc}", file=sys.stderr)
         return 2

@@ -101,7 +101,7 @@ class WriteConfig:
     max_content_chars: int = 2000
     """Longest content accepted."""
     duplicate_threshold: float = 0.93
-    """Cosine at or above which a valid same-subject memory with the same terms and negations is a duplicate.
+    """Cosine at or above which a valid same-subject memory with the same terms and markers is a duplicate.
 
     Measured by ``python -m benchmarks.dedup`` (docs/write-path.md): with the term guard no different-fact pair
     merges at any threshold from 0.85 to 0.99, and recall is flat up to 0.95; 0.93 leaves a margin below the

@@ -66,6 +66,21 @@ class WritePlan:
     """Stored row → the higher importance a duplicate brought."""
 
 
+def insert_order(inserts: Sequence[PlannedInsert]) -> list[PlannedInsert]:
+    """The inserts with every successor before the rows that point at it (superseded_by is a foreign key).
+
+    Successors always start later in business time, so the chains have no cycles.
+    """
+    pending = {p.item.id: p for p in inserts}
+    ordered: list[PlannedInsert] = []
+    while pending:
+        ready = [p for p in pending.values() if p.superseded_by not in pending]
+        for p in ready:
+            del pending[p.item.id]
+        ordered += ready
+    return ordered
+
+
 def slot_allows(new_slot: str | None, old_slot: str | None) -> bool:
     """Whether a row in ``old_slot`` can be a duplicate of a fact naming ``new_slot``.
 

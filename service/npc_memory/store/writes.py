@@ -15,7 +15,15 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.model import PreparedMemory, Scope, StoreResult
-from npc_memory.domain.write_plan import DupCandidate, SlotKey, Target, WritePlan, plan_batch, slot_key
+from npc_memory.domain.write_plan import (
+    DupCandidate,
+    SlotKey,
+    Target,
+    WritePlan,
+    insert_order,
+    plan_batch,
+    slot_key,
+)
 from npc_memory.domain.write_rules import FactText, SlotRow
 from npc_memory.store import idempotency
 from npc_memory.store.pool import Connection, Database
@@ -154,7 +162,7 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
                     (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
                     p.importance,
                 )
-                for p in plan.inserts
+                for p in insert_order(plan.inserts)
             ])
         if plan.closes:
             await cur.executemany(CLOSE, [
