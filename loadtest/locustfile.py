@@ -35,7 +35,7 @@ from loadtest.seed import ScopeInfo, read_manifest
 
 SEARCH_KINDS = ("plain", "weights", "filter", "as_of", "game_clock", "rrf")
 SEARCH_KIND_WEIGHTS = (5, 2, 2, 1, 1, 1)
-OWN_SCOPE_ROWS = 40
+OWN_SCOPE_ROWS = 20
 
 
 def _options(parser: Any) -> None:
