@@ -42,8 +42,8 @@ FAST_RECONNECT = (
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def client(server_port: int) -> AsyncIterator[AsyncClient]:
-    """An async client connected to the live server."""
-    async with AsyncClient(f"127.0.0.1:{server_port}") as c:
+    """An async client connected to the live server (generous deadline: the first store loads the embedding model)."""
+    async with AsyncClient(f"127.0.0.1:{server_port}", timeout=60) as c:
         yield c
 
 
@@ -188,7 +188,7 @@ async def test_sync_client_round_trip(server_port: int, scope: Scope) -> None:
     """The blocking client stores, searches and names bad fields the same way (run in a thread)."""
 
     def scenario() -> tuple[list[ScoredMemory], dict[str, str]]:
-        with Client(f"127.0.0.1:{server_port}") as c:
+        with Client(f"127.0.0.1:{server_port}", timeout=60) as c:
             facts: list[Fact | str] = ["바다를 무서워함", Fact("레티아는 노래를 잘함", subject=Subject.HEROINE)]
             c.store(scope.user_id, scope.heroine_id, facts)
             hits = c.search(scope.user_id, scope.heroine_id, "바다 무서워?", limit=1)

@@ -41,12 +41,12 @@ def cli() -> Path:
 
 
 async def _run(cli: Path, port: int, *args: str) -> tuple[int, str, str]:
-    """Run the CLI without blocking the event loop that serves the test server."""
+    """Run the CLI without blocking the event loop that serves the test server (60 s deadline: a cold embedder)."""
     proc = await asyncio.create_subprocess_exec(
-        str(cli), "--target", f"127.0.0.1:{port}", *args,
+        str(cli), "--target", f"127.0.0.1:{port}", "--timeout", "60", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 

@@ -41,7 +41,7 @@ async def _grpcurl(command: str, port: int, scope: Scope) -> tuple[int, str, str
     proc = await asyncio.create_subprocess_exec(
         binary, *argv[1:], stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 

@@ -1,7 +1,7 @@
 // npc_memory_cli: store and search memories on an npc-memory server from the command line.
 //
-//   npc_memory_cli [--target HOST:PORT] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
-//   npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N]
 //
 // store prints "memory_id<TAB>outcome" per fact; search prints
 // "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content" per hit, best first.
@@ -18,7 +18,7 @@ namespace {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: npc_memory_cli [--target HOST:PORT] store USER HEROINE CONTENT... "
+               "usage: npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... "
                "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
                "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]\n");
   return 64;
@@ -38,12 +38,15 @@ int main(int argc, char** argv) {
   std::string target = "localhost:50051";
   std::vector<std::string> positional;
   int importance = 0, limit = 0;
+  double timeout_seconds = 5.0;
   std::string subject = "user", slot;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
     if (arg == "--target" && has_value) {
       target = argv[++i];
+    } else if (arg == "--timeout" && has_value) {
+      timeout_seconds = std::atof(argv[++i]);
     } else if (arg == "--importance" && has_value) {
       importance = std::atoi(argv[++i]);
     } else if (arg == "--limit" && has_value) {
@@ -60,7 +63,8 @@ int main(int argc, char** argv) {
   const std::string& command = positional[0];
   const std::string& user = positional[1];
   const std::string& heroine = positional[2];
-  npc_memory_client::MemoryClient client(target);
+  npc_memory_client::MemoryClient client(
+      target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
 
   if (command == "store") {
     std::vector<npc_memory_client::Fact> facts;
