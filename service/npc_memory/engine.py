@@ -27,7 +27,7 @@ from npc_memory.domain.scoring import rank
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InvalidArgumentError
-from npc_memory.store import idempotency, lifecycle, reads, search, writes
+from npc_memory.store import idempotency, lifecycle, reads, search, search_pgroonga, writes
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
 
@@ -88,7 +88,9 @@ class MemoryEngine:
             (vector,) = await self.embedder.embed_queries([query.text])
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
-        candidates = await search.search_candidates(self.db, query, terms, self.config.search.candidates)
+        # keyword_backend is resolved at start (server.open_engine): "bm25" or "pgroonga", never "auto" here.
+        backend = search_pgroonga if self.config.search.keyword_backend == "pgroonga" and terms else search
+        candidates = await backend.search_candidates(self.db, query, terms, self.config.search.candidates)
         return rank(candidates, query)
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -19,6 +19,7 @@ from npc_memory.errors import NpcMemoryError
 from npc_memory.store import Database
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.store.migrate import migrate
+from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga, resolve_backend
 from npc_memory.store.settings import check_embedding_model
 from npc_memory.text import Tokenizer
 from npc_memory.v1 import memory_service_pb2, memory_service_pb2_grpc
@@ -93,8 +94,18 @@ async def open_engine(config: Config, url: str, embedder: Embedder | None = None
     if embedder is None:
         embedder = await create_embedder(config.embedding)
     await check_embedding_model(db, embedder.name, embedder.dim)
+    config = await _keyword_backend(db, config)
     tokenizer = await asyncio.to_thread(Tokenizer)
     return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, config=config)
+
+
+async def _keyword_backend(db: Database, config: Config) -> Config:
+    """Resolve ``auto`` by asking the server for PGroonga; prepare its index when it is the backend."""
+    backend = resolve_backend(config.search.keyword_backend, await pgroonga_available(db))
+    if backend == "pgroonga":
+        await prepare_pgroonga(db)
+    log.info("keyword search: %s", backend)
+    return replace(config, search=replace(config.search, keyword_backend=backend))
 
 
 async def start(config: Config) -> Running:
