@@ -1,8 +1,8 @@
 """The write transaction: duplicates, slot supersession, explicit supersedes, insert — all or nothing.
 
-A batch costs the same few round trips whatever its size: take the scope's lock and read what can matter
-(duplicate candidates, slot timelines, explicit targets) in one pipeline, plan in memory
-(domain/write_plan.py), then write every insert, close and importance raise in a second pipeline.
+A batch costs two round trips whatever its size (pipeline mode): take the scope's lock and read what can
+matter (duplicate candidates, slot timelines, explicit targets), plan in memory (domain/write_plan.py), then
+send every insert, close and importance raise with the COMMIT.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from psycopg import AsyncCursor
+from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.model import PreparedMemory, Scope, StoreResult
@@ -32,17 +34,22 @@ from npc_memory.store.pool import Connection, Database
 # scope's rows (store, update, invalidate, retire) takes this lock first, so reads after it see a settled scope.
 LOCK_SCOPE = "SELECT pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' || %(heroine_id)s, 0))"
 
-# For each fact of the batch, the valid rows of the same subject with the same normalised text or a cosine
-# at or above the threshold; domain/write_rules.is_duplicate makes the final call.
+# For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
+# same terms in order and a cosine at or above the threshold; domain/write_rules.is_duplicate makes the final
+# call (it also compares the negation/count markers). Comparing terms in SQL first matters: Korean facts of one
+# pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the scope.
 DUPLICATE_CANDIDATES = """
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
        1 - (m.embedding <=> b.embedding) AS cosine
 FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-            %(embeddings)s::vector[]) AS b(idx, subject, subject_id, content_key, embedding)
+            %(term_keys)s::text[], %(embeddings)s::vector[])
+     AS b(idx, subject, subject_id, content_key, term_key, embedding)
 JOIN user_memories m
   ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
  AND m.subject = b.subject AND m.subject_id = b.subject_id AND m.invalid_at IS NULL
- AND (m.content_key = b.content_key OR 1 - (m.embedding <=> b.embedding) >= %(threshold)s)
+ AND (m.content_key = b.content_key
+      OR (b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key
+          AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s))
 """
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
@@ -116,35 +123,42 @@ def _scope_params(scope: Scope) -> dict[str, Any]:
     return {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
 
 
-async def _read_state(
-    conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float
-) -> tuple[list[DupCandidate], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
-    """The stored rows the batch can touch, read in one pipeline (one round trip)."""
+Reads = tuple[AsyncCursor[DictRow], AsyncCursor[DictRow] | None, AsyncCursor[DictRow] | None]
+
+
+async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
+    """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys(t for i in items for t in i.fact.supersedes))
-    async with conn.pipeline():
-        dup_cur = await conn.execute(DUPLICATE_CANDIDATES, _scope_params(scope) | {
-            "idx": list(range(len(items))),
-            "subjects": [i.fact.subject.value for i in items],
-            "subject_ids": [i.fact.subject_id for i in items],
-            "content_keys": [i.content_key for i in items],
-            "embeddings": [i.embedding for i in items],
-            "threshold": threshold,
-        })
-        slot_cur = await conn.execute(SLOT_TIMELINES, _scope_params(scope) | {"slots": slots}) if slots else None
-        target_cur = await conn.execute(TARGETS, _scope_params(scope) | {"ids": ids}) if ids else None
+    dup_cur = await conn.execute(DUPLICATE_CANDIDATES, _scope_params(scope) | {
+        "idx": list(range(len(items))),
+        "subjects": [i.fact.subject.value for i in items],
+        "subject_ids": [i.fact.subject_id for i in items],
+        "content_keys": [i.content_key for i in items],
+        "term_keys": [" ".join(i.terms) for i in items],
+        "embeddings": [i.embedding for i in items],
+        "threshold": threshold,
+    })
+    slot_cur = await conn.execute(SLOT_TIMELINES, _scope_params(scope) | {"slots": slots}) if slots else None
+    target_cur = await conn.execute(TARGETS, _scope_params(scope) | {"ids": ids}) if ids else None
+    return dup_cur, slot_cur, target_cur
+
+
+async def _fetch_reads(
+    reads: Reads, items: Sequence[PreparedMemory]
+) -> tuple[list[DupCandidate], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
+    dup_cur, slot_cur, target_cur = reads
     dups = [
         DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
                      FactText.of(r["content"], r["terms"]), r["slot"])
         for r in await dup_cur.fetchall()
     ]
     timelines: dict[SlotKey, list[SlotRow]] = {}
-    if slot_cur is not None:
-        for r in await slot_cur.fetchall():
-            key = (r["subject"], r["subject_id"], r["slot"])
-            timelines.setdefault(key, []).append(SlotRow(r["id"], r["valid_at"], r["invalid_at"]))
     wanted = {k for k in map(slot_key, items) if k is not None}
-    timelines = {k: v for k, v in timelines.items() if k in wanted}
+    for r in await slot_cur.fetchall() if slot_cur is not None else []:
+        key = (r["subject"], r["subject_id"], r["slot"])
+        if key in wanted:
+            timelines.setdefault(key, []).append(SlotRow(r["id"], r["valid_at"], r["invalid_at"]))
     targets = {
         r["id"]: Target(r["id"], r["valid_at"], r["invalid_at"])
         for r in (await target_cur.fetchall() if target_cur is not None else [])
@@ -153,8 +167,8 @@ async def _read_state(
 
 
 async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
-    """Write a plan: inserts first (closes point at them), then closes and raises, pipelined."""
-    async with conn.pipeline(), conn.cursor() as cur:
+    """Queue a plan's writes: inserts first (closes point at them), then closes and raises."""
+    async with conn.cursor() as cur:
         if plan.inserts:
             await cur.executemany(INSERT, [
                 insert_params(
@@ -181,17 +195,23 @@ async def store_memories(
 ) -> list[StoreResult]:
     """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
 
-    With a ``request_id``, the key is checked and claimed under the same lock: a live key returns its first
-    response and writes nothing, so two identical requests racing write once.
+    Two round trips in pipeline mode: BEGIN, the lock, the idempotency key and the reads; then the writes,
+    the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
+    nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
     """
-    async with db.transaction() as conn:
+    async with db.connection() as conn, conn.pipeline(), conn.transaction():
         await conn.execute(LOCK_SCOPE, _scope_params(scope))
+        key_cur = None
         if request_id:
-            cur = await conn.execute(idempotency.LOOKUP, idempotency.key_params(scope, request_id, idempotency_hours))
-            first = idempotency.replay(await cur.fetchone(), fingerprint)
+            key_cur = await conn.execute(
+                idempotency.LOOKUP, idempotency.key_params(scope, request_id, idempotency_hours)
+            )
+        reads = await _send_reads(conn, scope, items, duplicate_threshold)
+        if key_cur is not None:
+            first = idempotency.replay(await key_cur.fetchone(), fingerprint)
             if first is not None:
                 return first
-        dups, timelines, targets = await _read_state(conn, scope, items, duplicate_threshold)
+        dups, timelines, targets = await _fetch_reads(reads, items)
         plan = plan_batch(items, dups, timelines, targets, duplicate_threshold)
         await _apply(conn, scope, plan)
         if request_id:
