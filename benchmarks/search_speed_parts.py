@@ -1,0 +1,151 @@
+"""Pieces of the search speed benchmark: a served database, request plans, timers and the exact top-10."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import grpc
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from npc_memory.domain.model import Scope, SearchQuery, Weights
+from npc_memory.store.search import search_params, search_statement
+from pgvector.psycopg import register_vector
+
+QUALITY_DATASET = Path(__file__).parent / "quality" / "dataset.json"
+
+EXACT_TOP = """
+SELECT id, 1 - (embedding <=> %(embedding)s) AS cosine
+FROM user_memories
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s
+  AND valid_at <= %(at)s AND (invalid_at IS NULL OR invalid_at > %(at)s)
+"""
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One search request of the plan: a scope, a query text and its real e5 vector."""
+
+    user_id: str
+    heroine_id: str
+    text: str
+    vector: npt.NDArray[np.float32]
+
+
+def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
+    """p50/p95/p99 and the mean, in milliseconds."""
+    a = np.asarray(samples_ms)
+    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
+            "p99": float(np.percentile(a, 99)), "mean": float(a.mean()), "n": float(len(a))}
+
+
+def timed(calls: Sequence[Callable[[], Any]]) -> list[float]:
+    """Run each call once, in order; milliseconds each."""
+    out = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        out.append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+def distinct_questions(pool_queries: Sequence[str]) -> list[str]:
+    """Distinct Korean questions for the server-side embedding runs: the pool's and the quality set's."""
+    data = json.loads(QUALITY_DATASET.read_text(encoding="utf-8"))
+    texts = [q["text"] for s in data["scopes"] for q in s["questions"]]
+    return list(dict.fromkeys([*pool_queries, *texts]))
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def served(url: str, log_path: Path) -> Iterator[grpc.Channel]:
+    """``npc-memory serve`` in its own process on ``url``; a channel to it once it reports SERVING."""
+    port = free_port()
+    env = {**os.environ, "NPC_MEMORY_LOG_LEVEL": "WARNING"}
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "npc_memory.cli", "serve", "--database-url", url, "--host", "127.0.0.1",
+             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env,
+        )
+        try:
+            channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+            health = health_pb2_grpc.HealthStub(channel)
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                        break
+                except grpc.RpcError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the server did not start; see {log_path}")
+                time.sleep(0.5)
+            yield channel
+            channel.close()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+class BareSql:
+    """The service's search statement run straight through psycopg: the floor under the gRPC path."""
+
+    def __init__(self, url: str, per_side: int) -> None:
+        self._conn = psycopg.connect(url, autocommit=True)
+        register_vector(self._conn)
+        self._per_side = per_side
+        self._now = datetime.now(UTC)
+
+    def params(self, ask: Ask, terms: Sequence[str]) -> dict[str, Any]:
+        """The statement's parameters for one request, as the service builds them."""
+        query = SearchQuery(scope=Scope(ask.user_id, ask.heroine_id), text=ask.text, limit=10, weights=Weights(),
+                            now=self._now, embedding=ask.vector)
+        return search_params(query, terms, self._per_side)
+
+    def run(self, params: dict[str, Any]) -> int:
+        """Execute (prepared, binary) exactly as the service does and fetch every row; the number of rows."""
+        statement = search_statement(params["embedding"] is not None, bool(params["terms"]))
+        with self._conn.cursor(binary=True) as cur:
+            cur.execute(statement, params, prepare=True)
+            return len(cur.fetchall())
+
+    def cosines(self, ask: Ask) -> dict[str, float]:
+        """The cosine of every valid memory of the scope to the query (a plain exact scan)."""
+        rows = self._conn.execute(EXACT_TOP, {"embedding": ask.vector, "user_id": ask.user_id,
+                                              "heroine_id": ask.heroine_id, "at": self._now}).fetchall()
+        return {str(r[0]): float(r[1]) for r in rows}
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+
+def tie_aware_recall(returned: Sequence[str], cosines: dict[str, float], k: int = 10) -> float:
+    """Share of the exact top-k the search returned; a row tied with the k-th best cosine counts as exact.
+
+    Seeded scopes repeat sentences (same vector), so ties at the k-th place are common and either is right.
+    """
+    exact = sorted(cosines.values(), reverse=True)[:k]
+    if not exact:
+        return 1.0
+    kth = exact[-1]
+    good = sum(1 for i in returned[: len(exact)] if cosines.get(i, -2.0) >= kth - 1e-6)
+    return good / len(exact)
