@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -65,5 +66,11 @@ def handle_errors(method: Handler[S, Req, Resp]) -> Handler[S, Req, Resp]:
                 log.warning("%s failed: %s", method.__name__, exc)
             await context.abort_with_status(rpc_status.to_status(to_status(exc)))
             raise  # abort_with_status raises; this line only satisfies the type checker
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug, not bad input: log it with its traceback and answer INTERNAL, never degrade
+            log.exception("%s failed unexpectedly", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error; the server log has the details")
+            raise
 
     return wrapper
