@@ -150,6 +150,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="npc-bench-")))
         url = embedded.url
     config = replace(Config(), database=DatabaseConfig(url=url, pool_min=1, pool_max=4))
+    if args.duplicate_threshold is not None:
+        config = replace(config, write=replace(config.write, duplicate_threshold=args.duplicate_threshold))
     engine = await open_engine(config, url)
     try:
         await engine.store(Scope("bench-warmup", "letia"), [fact(0, "준비 운동")])
@@ -168,6 +170,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10, help="batches of 32 measured")
     parser.add_argument("--scope-rows", dest="scope_rows", type=int, default=300, help="memories already in scope")
     parser.add_argument("--database-url", dest="database_url", help="PostgreSQL DSN; default: embedded")
+    parser.add_argument("--duplicate-threshold", dest="duplicate_threshold", type=float,
+                        help="override the configured threshold (to compare with older code)")
     parser.add_argument("--json", help="write the summary here")
     args = parser.parse_args()
     summary = asyncio.run(main_async(args))

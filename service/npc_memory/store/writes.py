@@ -42,7 +42,7 @@ DUPLICATE_CANDIDATES = """
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
        1 - (m.embedding <=> b.embedding) AS cosine
 FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-            %(term_keys)s::text[], %(embeddings)s::vector[])
+            %(term_keys)s::text[], %(embeddings)b::vector[])
      AS b(idx, subject, subject_id, content_key, term_key, embedding)
 JOIN user_memories m
   ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
