@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil  # type: ignore[import-untyped]  # a Locust dependency, no stubs pinned
+import psutil
 
 from loadtest.floor import FloorResult, run_floor
 from loadtest.pool import load_pool
