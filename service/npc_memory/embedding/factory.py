@@ -13,7 +13,7 @@ async def create_embedder(config: EmbeddingConfig) -> Embedder:
     if config.kind == "local":
         from npc_memory.embedding.local import LocalE5Embedder
 
-        inner = LocalE5Embedder()
+        inner = LocalE5Embedder(config.threads)
     elif config.kind == "openai":
         from npc_memory.embedding.openai_http import OpenAIEmbedder
 

