@@ -23,7 +23,6 @@ from npc_memory.domain.model import (
     Vector,
 )
 from npc_memory.domain.paging import Cursor
-from npc_memory.domain.scoring import rank
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InvalidArgumentError
@@ -83,15 +82,15 @@ class MemoryEngine:
         )
 
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
-        """Rank the scope's memories for the query: candidates in one SQL round trip, scored in Python."""
+        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
         if query.embedding is None and query.text and self.embedder.available:
             (vector,) = await self.embedder.embed_queries([query.text])
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
         # keyword_backend is resolved at start (server.open_engine): "bm25" or "pgroonga", never "auto" here.
         backend = search_pgroonga if self.config.search.keyword_backend == "pgroonga" and terms else search
-        candidates = await backend.search_candidates(self.db, query, terms, self.config.search.candidates)
-        return rank(candidates, query)
+        hits: list[ScoredMemory] = await backend.search_ranked(self.db, query, terms, self.config.search.candidates)
+        return hits
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:
         """One memory of the scope."""

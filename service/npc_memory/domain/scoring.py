@@ -1,4 +1,4 @@
-"""The ranking formula of DESIGN.md §2 as pure functions: the one place scores are computed."""
+"""The ranking formula of DESIGN.md §2 as pure functions: the reference store/ranking.py must equal."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from npc_memory.domain.model import Candidate, Fusion, ScoredMemory, Scores, Sea
 RECENCY_DAYS = 30.0
 RRF_K = 60
 SECONDS_PER_DAY = 86_400.0
-_FLAT_RANGE = 1e-6
+FLAT_RANGE = 1e-6
 
 
 def recency_score(valid_at: datetime, now: datetime) -> float:
@@ -70,7 +70,7 @@ def relevance_scores(
     if calibration.method is Calibration.FLOOR:
         return [_clip((c - calibration.floor) / (1.0 - calibration.floor)) for c in cosines]
     low, high = min(cosines), max(cosines)
-    if high - low < _FLAT_RANGE:
+    if high - low < FLAT_RANGE:
         return [_clip(c) for c in cosines]
     return [(c - low) / (high - low) for c in cosines]
 
@@ -88,16 +88,16 @@ def _weighted(components: tuple[float, float, float, float], w: Weights) -> floa
     return w.recency * rec + w.importance * imp + w.relevance * rel + w.keyword * kw
 
 
-def _ranks(values: Sequence[float], present: Callable[[int], bool]) -> list[int | None]:
-    """1-based rank of each value (higher is better); None where the signal is absent."""
-    order = sorted((i for i in range(len(values)) if present(i)), key=lambda i: -values[i])
+def _ranks(values: Sequence[float], present: Callable[[int], bool], ids: Sequence[str]) -> list[int | None]:
+    """1-based rank of each value (higher is better, ties by id); None where the signal is absent."""
+    order = sorted((i for i in range(len(values)) if present(i)), key=lambda i: (-values[i], ids[i]))
     ranks: list[int | None] = [None] * len(values)
     for rank, i in enumerate(order, start=1):
         ranks[i] = rank
     return ranks
 
 
-def _rrf(columns: Sequence[Sequence[float]], w: Weights, has_query: bool) -> list[float]:
+def _rrf(columns: Sequence[Sequence[float]], w: Weights, has_query: bool, ids: Sequence[str]) -> list[float]:
     """Weighted reciprocal-rank fusion, scaled so a candidate first on every side scores 1."""
     weights = (w.recency, w.importance, w.relevance, w.keyword)
     present: list[Callable[[int], bool]] = [
@@ -106,7 +106,7 @@ def _rrf(columns: Sequence[Sequence[float]], w: Weights, has_query: bool) -> lis
         lambda _i: has_query,
         lambda i: columns[3][i] > 0.0,
     ]
-    ranks = [_ranks(col, p) for col, p in zip(columns, present, strict=True)]
+    ranks = [_ranks(col, p, ids) for col, p in zip(columns, present, strict=True)]
     best = sum(weights) / (RRF_K + 1) or 1.0
     n = len(columns[0])
     return [
@@ -125,7 +125,7 @@ def rank(
     rel = relevance_scores([c.cosine for c in candidates], has_query, calibration)
     kw = keyword_scores([c.bm25 for c in candidates])
     if query.fusion is Fusion.RRF:
-        final = _rrf((rec, imp, rel, kw), query.weights, has_query)
+        final = _rrf((rec, imp, rel, kw), query.weights, has_query, [str(c.memory.id) for c in candidates])
     else:
         final = [_weighted(parts, query.weights) for parts in zip(rec, imp, rel, kw, strict=True)]
     scored = [

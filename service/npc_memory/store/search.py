@@ -7,10 +7,11 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain.model import Candidate, SearchQuery
+from npc_memory.domain.model import Candidate, ScoredMemory, SearchQuery
 from npc_memory.domain.scoring import RECENCY_DAYS, SECONDS_PER_DAY
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
+from npc_memory.store.ranking import ranked, ranking_params, scored_from_row
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 
 BM25_K1 = 1.2
@@ -136,3 +137,17 @@ async def search_candidates(
         cur = await conn.execute(statement, search_params(query, terms, per_side), prepare=True, binary=True)
         rows = await cur.fetchall()
     return [Candidate(memory_from_row(r), float(r["cosine"]), float(r["bm25"])) for r in rows]
+
+
+RANKED = {key: ranked(statement) for key, statement in CANDIDATES.items()}
+"""The four variants ranked in SQL: what the service runs."""
+
+
+async def search_ranked(db: Database, query: SearchQuery, terms: Sequence[str], per_side: int) -> list[ScoredMemory]:
+    """The best ``query.limit`` memories with their scores, ranked in the database (one round trip)."""
+    statement = RANKED[(query.embedding is not None, bool(terms))]
+    params = search_params(query, terms, per_side) | ranking_params(query)
+    async with db.connection() as conn:
+        cur = await conn.execute(statement, params, prepare=True, binary=True)
+        rows = await cur.fetchall()
+    return [scored_from_row(r) for r in rows]

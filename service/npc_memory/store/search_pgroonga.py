@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from psycopg import sql
 
 from npc_memory.config import KeywordBackend
-from npc_memory.domain.model import Candidate, SearchQuery
+from npc_memory.domain.model import Candidate, ScoredMemory, SearchQuery
 from npc_memory.errors import ConfigError
 from npc_memory.store.filters import MEMORY_FILTER
 from npc_memory.store.pool import Database
+from npc_memory.store.ranking import ranked, ranking_params, scored_from_row
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 from npc_memory.store.search import _COSINE, _DENSE_TOP, _PRIOR_TOP, search_params
 
@@ -106,3 +107,16 @@ async def search_candidates(
         cur = await conn.execute(CANDIDATES[query.embedding is not None], params, prepare=True, binary=True)
         rows = await cur.fetchall()
     return [Candidate(memory_from_row(r), float(r["cosine"]), float(r["bm25"])) for r in rows]
+
+
+RANKED = {key: ranked(statement) for key, statement in CANDIDATES.items()}
+"""The PGroonga statements ranked in SQL: what the service runs."""
+
+
+async def search_ranked(db: Database, query: SearchQuery, terms: Sequence[str], per_side: int) -> list[ScoredMemory]:
+    """As store.search.search_ranked, with PGroonga's score as the raw keyword signal."""
+    params = search_params(query, terms, per_side) | ranking_params(query) | {"pgroonga_query": pgroonga_query(terms)}
+    async with db.connection() as conn:
+        cur = await conn.execute(RANKED[query.embedding is not None], params, prepare=True, binary=True)
+        rows = await cur.fetchall()
+    return [scored_from_row(r) for r in rows]
