@@ -21,7 +21,8 @@ import numpy.typing as npt
 import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.store.search import search_params, search_statement
+from npc_memory.store.ranking import ranking_params
+from npc_memory.store.search import RANKED, search_params
 from pgvector.psycopg import register_vector
 
 QUALITY_DATASET = Path(__file__).parent / "quality" / "dataset.json"
@@ -118,11 +119,11 @@ class BareSql:
         """The statement's parameters for one request, as the service builds them."""
         query = SearchQuery(scope=Scope(ask.user_id, ask.heroine_id), text=ask.text, limit=10, weights=Weights(),
                             now=self._now, embedding=ask.vector)
-        return search_params(query, terms, self._per_side)
+        return search_params(query, terms, self._per_side) | ranking_params(query)
 
     def run(self, params: dict[str, Any]) -> int:
-        """Execute (prepared, binary) exactly as the service does and fetch every row; the number of rows."""
-        statement = search_statement(params["embedding"] is not None, bool(params["terms"]))
+        """Execute (prepared, binary) exactly as the service does and fetch the ranked rows; how many."""
+        statement = RANKED[(params["embedding"] is not None, bool(params["terms"]))]
         with self._conn.cursor(binary=True) as cur:
             cur.execute(statement, params, prepare=True)
             return len(cur.fetchall())

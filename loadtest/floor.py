@@ -1,6 +1,6 @@
-"""The floor: the service's own search SQL run bare through psycopg, no gRPC, no embedder, no ranking.
+"""The floor: the service's own search SQL run bare through psycopg, no gRPC, no embedder.
 
-The same call the engine makes (``store.search.search_candidates``: one statement, rows decoded) with the same
+The same call the engine makes (``store.search.search_ranked``: one statement, scored in SQL) with the same
 query vectors and terms as the Locust searches, at a fixed concurrency, so the benchmark can report how far the
 service is above what PostgreSQL alone costs.
 """
@@ -17,7 +17,7 @@ import numpy as np
 from npc_memory.config import DatabaseConfig, SearchConfig
 from npc_memory.domain.model import Scope, SearchQuery, Weights
 from npc_memory.store.pool import Database
-from npc_memory.store.search import search_candidates
+from npc_memory.store.search import search_ranked
 from npc_memory.text import Tokenizer
 
 from loadtest import korean
@@ -66,7 +66,7 @@ async def run_floor(
                 now=datetime.now(UTC), embedding=pool.query_vectors[pool.queries.index(text)],
             )
             start = time.perf_counter()
-            await search_candidates(db, query, terms[text], per_side)
+            await search_ranked(db, query, terms[text], per_side)
             result.samples.append((info.rows, (time.perf_counter() - start) * 1000.0))
 
     started = time.perf_counter()

@@ -65,3 +65,14 @@ def test_repeated_terms_are_kept_for_term_frequency(tokenizer: Tokenizer) -> Non
 def test_text_with_only_function_words_has_no_terms(tokenizer: Tokenizer) -> None:
     """Nothing searchable comes out of conjunctions, adverbs, pronouns and punctuation."""
     assert tokenizer.terms("그런데 정말 나는?!") == []
+
+
+def test_repeated_text_is_served_from_the_cache_without_sharing_the_list() -> None:
+    """A repeated text gives equal terms from the LRU; changing a returned list never changes the next answer."""
+    tokenizer = Tokenizer(cache_size=2)
+    first = tokenizer.terms("고양이를 좋아함")
+    first.append("오염")
+    assert tokenizer.terms("고양이를 좋아함") == ["고양이", "좋아하다"]
+    tokenizer.terms("강아지")
+    tokenizer.terms("라면")  # evicts the first text; it is tokenised again, identically
+    assert tokenizer.terms("고양이를 좋아함") == ["고양이", "좋아하다"]
