@@ -47,7 +47,7 @@ async def test_korean_store_then_search_finds_the_fact(stub: svc_grpc.MemoryServ
     assert top.memory.memory_id == stored.results[0].memory_id
     assert 0 < top.scores.relevance <= 1
     assert top.scores.keyword == 1.0
-    assert top.scores.importance == pytest.approx(0.7)
+    assert top.scores.importance == 0.7  # exactly 7 / 10, as a designer reads it
     assert top.scores.final == pytest.approx(
         0.15 * top.scores.recency + 0.15 * 0.7 + 0.5 * top.scores.relevance + 0.2 * top.scores.keyword
     )

@@ -38,7 +38,7 @@ FROM (
         SELECT c.*,
                exp(-GREATEST(%(now_epoch)s - date_part('epoch', c.valid_at), 0.0::float8)
                    / %(recency_seconds)s) AS s_recency,
-               c.importance * 0.1::float8 AS s_importance,
+               c.importance / 10.0::float8 AS s_importance,
                CASE WHEN NOT %(has_vector)s THEN 0.0::float8
                     WHEN max(c.cosine) OVER w - min(c.cosine) OVER w < %(flat_range)s
                         THEN LEAST(1.0::float8, GREATEST(0.0::float8, c.cosine))
