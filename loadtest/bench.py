@@ -294,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  (one straight-
                 sampler.join()
                 run = _run_summary(stats, _samples(prefix), args.duration)
                 rss = service.rss or [psutil.Process(service.proc.pid).memory_info().rss / 2**20]
-                run["rss_mib"] = {"start": rss[0], "max": max(rss), "end": rss[-1]}
+                # One sample a second: the per-minute maxima show whether memory stays flat over a long run.
+                per_minute = [round(max(rss[i : i + 60]), 1) for i in range(0, len(rss), 60)]
+                run["rss_mib"] = {"start": rss[0], "max": max(rss), "end": rss[-1], "per_minute_max": per_minute}
                 entry["runs"][mode] = run
                 print(f"{scale:>9,} rows {mode:>6}: " + ", ".join(
                     f"{rpc} {e['rps']:.0f}/s p50 {e['p50']:.1f} p99 {e['p99']:.1f} ms fails {e['failures']}"
