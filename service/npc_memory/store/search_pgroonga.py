@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from psycopg import sql
 
 from npc_memory.config import KeywordBackend
-from npc_memory.domain.model import Candidate, ScoredMemory, SearchQuery
+from npc_memory.domain.model import ScoredMemory, SearchQuery
 from npc_memory.errors import ConfigError
 from npc_memory.store.filters import MEMORY_FILTER
 from npc_memory.store.pool import Database
 from npc_memory.store.ranking import ranked, ranking_params, scored_from_row
-from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
+from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.search import _COSINE, _DENSE_TOP, _PRIOR_TOP, search_params
 
 AVAILABLE = "SELECT 1 FROM pg_available_extensions WHERE name = 'pgroonga'"
@@ -96,17 +96,6 @@ async def prepare_pgroonga(db: Database) -> None:
     async with db.connection() as conn:
         await conn.execute(CREATE_EXTENSION)
         await conn.execute(CREATE_INDEX)
-
-
-async def search_candidates(
-    db: Database, query: SearchQuery, terms: Sequence[str], per_side: int
-) -> list[Candidate]:
-    """As store.search.search_candidates, with PGroonga's score as the raw keyword signal."""
-    params = search_params(query, terms, per_side) | {"pgroonga_query": pgroonga_query(terms)}
-    async with db.connection() as conn:
-        cur = await conn.execute(CANDIDATES[query.embedding is not None], params, prepare=True, binary=True)
-        rows = await cur.fetchall()
-    return [Candidate(memory_from_row(r), float(r["cosine"]), float(r["bm25"])) for r in rows]
 
 
 RANKED = {key: ranked(statement) for key, statement in CANDIDATES.items()}
