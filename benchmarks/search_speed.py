@@ -28,9 +28,9 @@ import psycopg
 from npc_memory.config import EmbeddingConfig
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import Tokenizer
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from benchmarks.search_speed_parts import (
     Ask,

@@ -17,7 +17,7 @@ from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server, open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 GENERATED_DIRS = (
-    "service/npc_memory/v1",
+    "clients/python/npc_memory_client/v1",
     "clients/cpp/generated",
     "clients/unreal/Source/ThirdParty/NpcMemoryProto",
     "clients/unity/Runtime/Generated",

@@ -20,9 +20,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.server import create_server, open_engine, watch_health
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
 READY = re.compile(rb"npc-memory serving on port (\d+)")

@@ -15,9 +15,9 @@ from npc_memory.config import load_config
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 FOOD, SHY, WARM, TOWN, MARKET = (

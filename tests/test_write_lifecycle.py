@@ -16,11 +16,11 @@ from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
 from npc_memory.store.settings import check_embedding_model, set_embedding_model
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 if TYPE_CHECKING:
-    from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+    from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
     Stub = svc_grpc.MemoryServiceAsyncStub
 

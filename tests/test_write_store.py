@@ -15,11 +15,11 @@ from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Stor
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import InvalidArgumentError
 from npc_memory.store.retention import maintain
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 if TYPE_CHECKING:
-    from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+    from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
     Stub = svc_grpc.MemoryServiceAsyncStub
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from npc_memory_client.v1 import memory_service_pb2, memory_service_pb2_grpc
 
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.config import Config
@@ -22,7 +23,6 @@ from npc_memory.store.migrate import migrate
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga, resolve_backend
 from npc_memory.store.settings import check_embedding_model
 from npc_memory.text import Tokenizer
-from npc_memory.v1 import memory_service_pb2, memory_service_pb2_grpc
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+
 from npc_memory.api import enums
 from npc_memory.api.validation import DEFAULT_CONTENT_TYPE, DEFAULT_TIER, MAX_REQUEST_ID, Checker
 from npc_memory.config import Config
@@ -19,8 +22,6 @@ from npc_memory.domain.model import (
     Tier,
 )
 from npc_memory.domain.paging import BadPageTokenError, Cursor, decode_cursor
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
 
 MAX_QUERY_CHARS = 2000
 DEFAULT_PAGE_SIZE = 50

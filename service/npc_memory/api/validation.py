@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
+from npc_memory_client.v1 import memory_pb2 as pb
 
 from npc_memory.domain.model import (
     DEFAULT_IMPORTANCE,
@@ -26,7 +27,6 @@ from npc_memory.domain.model import (
     Weights,
 )
 from npc_memory.errors import FieldViolation, InvalidArgumentError
-from npc_memory.v1 import memory_pb2 as pb
 
 E = TypeVar("E")
 

@@ -1,9 +1,9 @@
 """A typed npc-memory client, blocking (``Client``) and asyncio (``AsyncClient``).
 
-Plain values in (strings, ``Fact``, datetimes), the domain's frozen dataclasses out (``Memory``,
+Plain values in (strings, ``Fact``, datetimes), frozen dataclasses out (``Memory``,
 ``ScoredMemory``, ``StoreResult``), and typed exceptions with the bad fields named::
 
-    from npc_memory.client import Client, Fact
+    from npc_memory_client import Client, Fact
 
     with Client("localhost:50051") as memory:
         memory.store("player-1", "letia", ["고양이를 좋아함", Fact("매운 음식을 못 먹음", importance=7)])
@@ -11,9 +11,9 @@ Plain values in (strings, ``Fact``, datetimes), the domain's frozen dataclasses 
         print(best.memory.content, best.scores.final)
 """
 
-from npc_memory.client._results import MemoryPage
-from npc_memory.client.aio import AsyncClient
-from npc_memory.client.errors import (
+from npc_memory_client._results import MemoryPage
+from npc_memory_client.aio import AsyncClient
+from npc_memory_client.errors import (
     ClientError,
     ConflictError,
     DeadlineExceededError,
@@ -23,15 +23,14 @@ from npc_memory.client.errors import (
     NotFoundError,
     UnavailableError,
 )
-from npc_memory.client.inputs import Fact
-from npc_memory.client.retry import NO_RETRY, RetryPolicy
-from npc_memory.client.sync import Client
-from npc_memory.domain.model import (
+from npc_memory_client.inputs import Fact
+from npc_memory_client.model import (
     CloseReason,
     ContentType,
     Fusion,
     Memory,
     MemoryFilter,
+    Scope,
     ScoredMemory,
     Scores,
     Speaker,
@@ -41,6 +40,8 @@ from npc_memory.domain.model import (
     Tier,
     Weights,
 )
+from npc_memory_client.retry import NO_RETRY, RetryPolicy
+from npc_memory_client.sync import Client
 
 __all__ = [
     "NO_RETRY",
@@ -61,6 +62,7 @@ __all__ = [
     "MemoryPage",
     "NotFoundError",
     "RetryPolicy",
+    "Scope",
     "ScoredMemory",
     "Scores",
     "Speaker",

@@ -30,7 +30,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1anpc_memory/v1/
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'npc_memory.v1.memory_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'npc_memory_client.v1.memory_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1'

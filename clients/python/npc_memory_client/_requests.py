@@ -8,11 +8,11 @@ from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
-from npc_memory.api import enums
-from npc_memory.client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory.domain.model import MemoryFilter, Weights
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory_client._enums import to_wire
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.model import MemoryFilter, Weights
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 
 def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
@@ -40,13 +40,13 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
     """One fact; a bare string is the player's own fact about themself."""
     f = Fact(fact) if isinstance(fact, str) else fact
     out = pb.MemoryInput(
-        speaker=enums.to_proto(enums.SPEAKERS, f.speaker),
-        subject=enums.to_proto(enums.SUBJECTS, f.subject),
+        speaker=to_wire(f.speaker),
+        subject=to_wire(f.subject),
         subject_id=f.subject_id,
-        content_type=enums.to_proto(enums.CONTENT_TYPES, f.content_type),
+        content_type=to_wire(f.content_type),
         content=f.content,
         importance=f.importance,
-        tier=enums.to_proto(enums.TIERS, f.tier) if f.tier else pb.TIER_UNSPECIFIED,
+        tier=to_wire(f.tier) if f.tier else pb.TIER_UNSPECIFIED,
         slot=f.slot,
         supersedes=[str(s) for s in f.supersedes],
         embedding=list(f.embedding),
@@ -61,12 +61,12 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
 def memory_filter(f: MemoryFilter) -> pb.MemoryFilter:
     """The filter message."""
     return pb.MemoryFilter(
-        speakers=[enums.to_proto(enums.SPEAKERS, s) for s in f.speakers],
-        subjects=[enums.to_proto(enums.SUBJECTS, s) for s in f.subjects],
+        speakers=[to_wire(s) for s in f.speakers],
+        subjects=[to_wire(s) for s in f.subjects],
         subject_ids=list(f.subject_ids),
-        content_types=[enums.to_proto(enums.CONTENT_TYPES, c) for c in f.content_types],
+        content_types=[to_wire(c) for c in f.content_types],
         min_importance=f.min_importance,
-        tiers=[enums.to_proto(enums.TIERS, t) for t in f.tiers],
+        tiers=[to_wire(t) for t in f.tiers],
         slot=f.slot or "",
     )
 
@@ -96,7 +96,7 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> sv
     if (f := opts.get("filter")) is not None:
         out.filter.CopyFrom(memory_filter(f))
     if (fusion := opts.get("fusion")) is not None:
-        out.fusion = enums.to_proto(enums.FUSIONS, fusion)
+        out.fusion = to_wire(fusion)
     return out
 
 
@@ -122,7 +122,7 @@ def update(user_id: str, heroine_id: str, memory_id: str, opts: UpdateOptions) -
         out.importance = opts["importance"]
         out.update_mask.paths.append("importance")
     if "tier" in opts:
-        out.tier = enums.to_proto(enums.TIERS, opts["tier"])
+        out.tier = to_wire(opts["tier"])
         out.update_mask.paths.append("tier")
     if "metadata" in opts:
         out.metadata.CopyFrom(struct(opts["metadata"]))

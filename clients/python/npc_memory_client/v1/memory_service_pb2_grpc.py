@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from npc_memory.v1 import memory_service_pb2 as npc__memory_dot_v1_dot_memory__service__pb2
+from npc_memory_client.v1 import memory_service_pb2 as npc__memory_dot_v1_dot_memory__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

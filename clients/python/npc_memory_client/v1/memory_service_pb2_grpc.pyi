@@ -5,7 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from grpc import aio as _aio
-from npc_memory.v1 import memory_service_pb2 as _memory_service_pb2
+from npc_memory_client.v1 import memory_service_pb2 as _memory_service_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys

@@ -10,7 +10,7 @@ from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
-from npc_memory.v1 import memory_pb2 as _memory_pb2
+from npc_memory_client.v1 import memory_pb2 as _memory_pb2
 import builtins as _builtins
 import sys
 import typing as _typing

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 from uuid import UUID
 
-from npc_memory.domain.model import ContentType, Fusion, MemoryFilter, Speaker, Subject, Tier, Weights
+from npc_memory_client.model import ContentType, Fusion, MemoryFilter, Speaker, Subject, Tier, Weights
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Response messages → the domain's plain values (Memory, ScoredMemory, StoreResult)."""
+"""Response messages → the client's plain values (Memory, ScoredMemory, StoreResult)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,21 @@ from uuid import UUID
 
 from google.protobuf import json_format, timestamp_pb2
 
-from npc_memory.api import enums
-from npc_memory.domain.model import Memory, Scope, ScoredMemory, Scores, StoreResult
-from npc_memory.v1 import memory_pb2 as pb
-
-_CLOSE_REASONS = {number: reason for reason, number in enums.CLOSE_REASONS.items()}
-_OUTCOMES = {number: outcome for outcome, number in enums.OUTCOMES.items()}
+from npc_memory_client._enums import from_wire
+from npc_memory_client.model import (
+    CloseReason,
+    ContentType,
+    Memory,
+    Scope,
+    ScoredMemory,
+    Scores,
+    Speaker,
+    StoreOutcome,
+    StoreResult,
+    Subject,
+    Tier,
+)
+from npc_memory_client.v1 import memory_pb2 as pb
 
 
 @dataclass(frozen=True)
@@ -34,18 +43,18 @@ def _uuid(text: str) -> UUID | None:
 
 
 def memory(m: pb.Memory) -> Memory:
-    """A stored row as a domain Memory with aware UTC datetimes."""
+    """A stored row as a Memory with aware UTC datetimes."""
     metadata: dict[str, Any] = json_format.MessageToDict(m.metadata) if m.HasField("metadata") else {}
     return Memory(
         id=UUID(m.memory_id),
         scope=Scope(m.scope.user_id, m.scope.heroine_id),
-        speaker=enums.SPEAKERS[m.speaker],
-        subject=enums.SUBJECTS[m.subject],
+        speaker=from_wire(Speaker, m.speaker),
+        subject=from_wire(Subject, m.subject),
         subject_id=m.subject_id,
-        content_type=enums.CONTENT_TYPES[m.content_type],
+        content_type=from_wire(ContentType, m.content_type),
         content=m.content,
         importance=m.importance,
-        tier=enums.TIERS[m.tier],
+        tier=from_wire(Tier, m.tier),
         slot=m.slot or None,
         metadata=metadata,
         valid_at=_when(m.valid_at),
@@ -53,7 +62,7 @@ def memory(m: pb.Memory) -> Memory:
         created_at=_when(m.created_at),
         updated_at=_when(m.updated_at),
         superseded_by=_uuid(m.superseded_by),
-        close_reason=_CLOSE_REASONS.get(m.close_reason),
+        close_reason=from_wire(CloseReason, m.close_reason) if m.close_reason else None,
         embedding_model=m.embedding_model,
     )
 
@@ -73,7 +82,7 @@ def store_result(r: pb.StoreResult) -> StoreResult:
     """The outcome for one stored fact."""
     return StoreResult(
         memory_id=UUID(r.memory_id),
-        outcome=_OUTCOMES[r.outcome],
+        outcome=from_wire(StoreOutcome, r.outcome),
         superseded_ids=tuple(UUID(i) for i in r.superseded_ids),
     )
 

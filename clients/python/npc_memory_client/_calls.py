@@ -13,11 +13,11 @@ from uuid import UUID
 
 from google.protobuf.message import Message
 
-from npc_memory.client import _requests as rq
-from npc_memory.client import _results as rs
-from npc_memory.client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
-from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory_client import _requests as rq
+from npc_memory_client import _results as rs
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 T = TypeVar("T")
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
+from google.rpc import error_details_pb2, status_pb2
+
+# The trailer in which a gRPC server sends the full google.rpc.Status, details included.
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,15 @@ _BY_CODE: dict[grpc.StatusCode, type[ClientError]] = {
 }
 
 
+def _status(error: grpc.Call | grpc.aio.AioRpcError) -> status_pb2.Status | None:
+    for key, value in error.trailing_metadata() or ():
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            return status_pb2.Status.FromString(value)
+    return None
+
+
 def _violations(error: grpc.Call | grpc.aio.AioRpcError) -> tuple[FieldViolation, ...]:
-    status = rpc_status.from_call(error)
+    status = _status(error)
     if status is None:
         return ()
     found: list[FieldViolation] = []

@@ -11,19 +11,19 @@ from uuid import UUID
 
 import grpc
 
-from npc_memory.client import _calls
-from npc_memory.client._results import MemoryPage
-from npc_memory.client.errors import DeadlineExceededError, from_rpc_error
-from npc_memory.client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory.client.retry import RetryPolicy, next_pause
-from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client import _calls
+from npc_memory_client._results import MemoryPage
+from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.retry import RetryPolicy, next_pause
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 T = TypeVar("T")
 
 
 class Client:
-    """A blocking npc-memory client: plain values in, domain values out, typed exceptions.
+    """A blocking npc-memory client: plain values in, typed values out, typed exceptions.
 
     ``timeout`` is the default deadline of a call in seconds, retries included. Search, Get, List and
     History are retried on UNAVAILABLE; Store only when it has a ``request_id``.
