@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg import AsyncCursor
+from psycopg import AsyncCursor, sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
@@ -77,17 +77,17 @@ UPDATE user_memories SET importance = %(importance)s, updated_at = now()
 WHERE id = %(id)s AND importance < %(importance)s
 """
 
-INSERT = """
-INSERT INTO user_memories (
-    id, user_id, heroine_id, speaker, subject, subject_id, content_type, content, content_key,
-    importance, tier, slot, metadata, embedding, embedding_model, terms,
-    valid_at, invalid_at, close_reason, superseded_by
-) VALUES (
-    %(id)s, %(user_id)s, %(heroine_id)s, %(speaker)s, %(subject)s, %(subject_id)s, %(content_type)s,
-    %(content)s, %(content_key)s, %(importance)s, %(tier)s, %(slot)s, %(metadata)s, %(embedding)s,
-    %(embedding_model)s, %(terms)s, %(valid_at)s, %(invalid_at)s, %(close_reason)s, %(superseded_by)s
+# The columns a write sets, in insert_params' order; created_at and updated_at take the table's defaults.
+# The load-test seeder COPYs these same columns (loadtest/seed.py).
+INSERT_COLUMNS = (
+    "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content", "content_key",
+    "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms",
+    "valid_at", "invalid_at", "close_reason", "superseded_by",
 )
-"""
+INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").format(
+    columns=sql.SQL(", ").join(map(sql.Identifier, INSERT_COLUMNS)),
+    values=sql.SQL(", ").join(map(sql.Placeholder, INSERT_COLUMNS)),
+)
 
 
 def insert_params(
