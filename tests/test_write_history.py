@@ -1,4 +1,4 @@
-"""Conflicts become supersession in business time, over gRPC: seed 003's cat → dog, back-dated facts, supersedes."""
+"""Conflicts become supersession in business time, over gRPC: cat → dog over the days, back-dated facts, supersedes."""
 
 from __future__ import annotations
 

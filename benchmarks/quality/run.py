@@ -132,7 +132,7 @@ def modes(floor: float) -> tuple[list[Mode], list[Mode]]:
         Mode("min-max over candidates", Weights(), calibration=RelevanceCalibration(Calibration.MINMAX)),
         Mode(f"floor {floor:.3f} (median wrong-pair cosine)", Weights(),
              calibration=RelevanceCalibration(Calibration.FLOOR, floor)),
-        Mode("floor 0.750 (DESIGN.md's low end)", Weights(),
+        Mode("floor 0.750 (low end of the usual e5 cosine band)", Weights(),
              calibration=RelevanceCalibration(Calibration.FLOOR, 0.75)),
     ]
     return main, calibrations

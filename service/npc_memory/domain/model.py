@@ -46,7 +46,7 @@ class ContentType(StrEnum):
 
 
 class Tier(StrEnum):
-    """How distilled a memory is (seed 001): gist, understood knowledge, raw source."""
+    """How distilled a memory is: a gist (a word or summary), understood knowledge (may be revised), the raw source."""
 
     GIST = "gist"
     KNOWLEDGE = "knowledge"
