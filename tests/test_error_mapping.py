@@ -181,3 +181,18 @@ async def test_store_without_a_vector_and_no_embedder_names_the_embedding(
     description = "required: this server has no embedder configured"
     assert _refusal(err) == (grpc.StatusCode.INVALID_ARGUMENT, f"memories[1].embedding: {description}",
                              {"memories[1].embedding": description})
+
+
+async def test_content_edit_without_an_embedder_names_the_content(
+    caller_vectors_stub: Stub, stub: Stub, scope: Scope
+) -> None:
+    """With embedder 'none' a content edit → INVALID_ARGUMENT naming UpdateMemoryRequest.content; nothing changes."""
+    memory_id = await _store_one(stub, scope, "고양이를 좋아함", 1)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await caller_vectors_stub.UpdateMemory(_content_update(scope, memory_id, "강아지를 좋아함"))
+    code, message, violations = _refusal(err.value)
+    assert (code, list(violations)) == (grpc.StatusCode.INVALID_ARGUMENT, ["content"])
+    assert "no embedder" in violations["content"]
+    assert message == f"content: {violations['content']}"
+    listed = await stub.ListMemories(svc.ListMemoriesRequest(scope=_scope(scope), include_invalidated=True))
+    assert [m.content for m in listed.memories] == ["고양이를 좋아함"]

@@ -11,9 +11,9 @@ import grpc
 import psycopg
 import pytest
 from google.protobuf import timestamp_pb2
+from npc_memory.domain.errors import RequestIdReusedError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, StoreOutcome, Subject
 from npc_memory.engine import MemoryEngine
-from npc_memory.errors import InvalidArgumentError
 from npc_memory.store.retention import maintain
 from npc_memory.v1 import memory_pb2 as pb
 from npc_memory.v1 import memory_service_pb2 as svc
@@ -147,11 +147,11 @@ async def test_racing_identical_requests_write_once(stub: Stub, scope: Scope, da
 
 
 async def test_request_id_reused_for_another_request_is_invalid_argument(engine: MemoryEngine, scope: Scope) -> None:
-    """A live request_id sent with different facts is refused, naming request_id; other scopes are independent."""
+    """A live request_id sent with different facts is refused, naming the key; other scopes are independent."""
     await engine.store(scope, [fact("김밥을 좋아함")], request_id="req-2")
-    with pytest.raises(InvalidArgumentError) as err:
+    with pytest.raises(RequestIdReusedError) as err:
         await engine.store(scope, [fact("김밥을 싫어함")], request_id="req-2")
-    assert err.value.violations[0].field == "request_id"
+    assert err.value.request_id == "req-2"
     (other,) = await engine.store(Scope(scope.user_id, "roco"), [fact("김밥을 싫어함")], request_id="req-2")
     assert other.outcome == StoreOutcome.CREATED
 

@@ -10,6 +10,8 @@ from typing import Any
 from uuid import UUID
 
 from npc_memory.config import Config
+from npc_memory.domain.edit_rules import version_fact
+from npc_memory.domain.errors import ContentEditNeedsEmbedderError, EmbeddingRequiredError
 from npc_memory.domain.model import (
     Memory,
     MemoryFilter,
@@ -25,7 +27,6 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.errors import InvalidArgumentError
 from npc_memory.store import idempotency, lifecycle, reads, search, search_pgroonga, writes
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -45,12 +46,10 @@ class MemoryEngine:
     tokenizer: Tokenizer
     config: Config
 
-    async def _embed_passages(self, facts: Sequence[NewMemory], field: str) -> list[Vector]:
+    async def _embed_passages(self, facts: Sequence[NewMemory]) -> list[Vector]:
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
         if missing and not self.embedder.available:
-            raise InvalidArgumentError.single(
-                f"{field}[{missing[0]}].embedding", "required: this server has no embedder configured"
-            )
+            raise EmbeddingRequiredError(missing[0])
         vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
         by_index = dict(zip(missing, vectors, strict=True))
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
@@ -74,7 +73,7 @@ class MemoryEngine:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
-        vectors = await self._embed_passages(facts, "memories")
+        vectors = await self._embed_passages(facts)
         now = utcnow()
         items = [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
         return await writes.store_memories(
@@ -114,12 +113,10 @@ class MemoryEngine:
         new_version = None
         if content is not None:
             current = await reads.get_memory(self.db, scope, memory_id)
-            fact = NewMemory(
-                speaker=current.speaker, subject=current.subject, subject_id=current.subject_id,
-                content_type=current.content_type, content=content, importance=current.importance,
-                tier=current.tier, slot=current.slot, valid_at=valid_at, metadata=current.metadata,
-            )
-            (vector,) = await self._embed_passages([fact], "content")
+            if not self.embedder.available:  # UpdateMemory carries no vector, so the server must make one
+                raise ContentEditNeedsEmbedderError(memory_id)
+            fact = version_fact(current, content, valid_at)
+            (vector,) = await self._embed_passages([fact])
             new_version = self._prepare(fact, vector, utcnow())
         return await lifecycle.update(
             self.db, scope, memory_id, importance=importance,

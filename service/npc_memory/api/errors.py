@@ -1,4 +1,8 @@
-"""The one place the service's errors become gRPC status codes, with google.rpc rich details."""
+"""The one place the service's errors become gRPC status codes, with google.rpc rich details.
+
+The rules' refusals (domain/errors.py) are about facts and memories; here they are put in the request's terms:
+the proto path of the field at fault (``memories[1].supersedes[0]``) and what is wrong with it.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,19 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from npc_memory.domain.errors import (
+    CloseBeforeValidAtError,
+    ContentEditNeedsEmbedderError,
+    EditOfClosedMemoryError,
+    EmbeddingRequiredError,
+    MemoryAlreadyClosedError,
+    RequestIdReusedError,
+    RuleViolationError,
+    SupersedeBeforeValidAtError,
+    SupersedeTargetClosedError,
+    UnknownSupersedeTargetError,
+    VersionBeforeValidAtError,
+)
 from npc_memory.errors import (
     ConfigError,
     ConflictError,
@@ -40,8 +57,46 @@ Resp = TypeVar("Resp")
 Handler = Callable[[S, Req, Any], Awaitable[Resp]]
 
 
+def _supersedes(index: int, position: int) -> str:
+    return f"memories[{index}].supersedes[{position}]"
+
+
+def in_request_terms(error: RuleViolationError) -> InvalidArgumentError | FailedPreconditionError:
+    """A rule's refusal as the request error a client sees: the field at fault, or the state that forbids it."""
+    invalid = InvalidArgumentError.single
+    # A refusal added to domain/errors.py without a case below is still the caller's request, never INTERNAL.
+    answer: InvalidArgumentError | FailedPreconditionError = FailedPreconditionError(str(error))
+    match error:
+        case UnknownSupersedeTargetError(index=i, position=j, target=t):
+            answer = invalid(_supersedes(i, j), f"no memory {t} in this scope")
+        case SupersedeTargetClosedError(index=i, position=j, target=t):
+            answer = FailedPreconditionError(f"{_supersedes(i, j)}: memory {t} is already closed")
+        case SupersedeBeforeValidAtError(index=i, position=j, target=t):
+            answer = invalid(_supersedes(i, j), f"memory {t} became valid after this fact's valid_at")
+        case MemoryAlreadyClosedError(memory_id=m, closed_at=at):
+            answer = FailedPreconditionError(f"memory {m} was already closed at {at}")
+        case CloseBeforeValidAtError():
+            answer = invalid("invalid_at", "is before the memory's valid_at")
+        case EditOfClosedMemoryError(memory_id=m):
+            answer = FailedPreconditionError(f"memory {m} is closed; only valid memories can be edited")
+        case VersionBeforeValidAtError():
+            answer = invalid("valid_at", "is before the current version's valid_at")
+        case RequestIdReusedError():
+            answer = invalid("request_id", "was already used for a different request within the idempotency window")
+        case EmbeddingRequiredError(index=i):
+            answer = invalid(f"memories[{i}].embedding", "required: this server has no embedder configured")
+        case ContentEditNeedsEmbedderError():
+            # UpdateMemoryRequest has no vector field, so the content itself is what this server cannot take.
+            answer = invalid("content", "cannot be changed here: this server has no embedder configured and "
+                             "UpdateMemory carries no vector; store the new text with StoreMemories (with its "
+                             "embedding and supersedes) instead")
+    return answer
+
+
 def to_status(error: NpcMemoryError) -> status_pb2.Status:
     """The google.rpc.Status for one of our errors; INVALID_ARGUMENT carries a BadRequest."""
+    if isinstance(error, RuleViolationError):
+        error = in_request_terms(error)
     code = next((c for t, c in _CODES.items() if isinstance(error, t)), code_pb2.INTERNAL)
     status = status_pb2.Status(code=code, message=str(error))
     if isinstance(error, InvalidArgumentError):
