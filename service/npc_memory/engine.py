@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
-from npc_memory.config import Config
+from npc_memory.config import SearchConfig, WriteConfig
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import ContentEditNeedsEmbedderError, EmbeddingRequiredError
 from npc_memory.domain.model import (
@@ -31,6 +31,9 @@ from npc_memory.store import idempotency, lifecycle, reads, search, search_pgroo
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
 
+KeywordIndex = Literal["bm25", "pgroonga"]
+"""The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
+
 
 def utcnow() -> datetime:
     """The server's clock."""
@@ -44,7 +47,9 @@ class MemoryEngine:
     db: Database
     embedder: Embedder
     tokenizer: Tokenizer
-    config: Config
+    keyword_backend: KeywordIndex
+    write_settings: WriteConfig
+    search_settings: SearchConfig
 
     async def _embed_passages(self, facts: Sequence[NewMemory]) -> list[Vector]:
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
@@ -67,7 +72,7 @@ class MemoryEngine:
 
     async def store(self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "") -> list[StoreResult]:
         """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id."""
-        write = self.config.write
+        write = self.write_settings
         fingerprint = request_fingerprint(facts) if request_id else ""
         if request_id:  # a repeat skips the embedder; the write transaction checks the key again under its lock
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
@@ -86,9 +91,10 @@ class MemoryEngine:
             (vector,) = await self.embedder.embed_queries([query.text])
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
-        # keyword_backend is resolved at start (server.open_engine): "bm25" or "pgroonga", never "auto" here.
-        backend = search_pgroonga if self.config.search.keyword_backend == "pgroonga" and terms else search
-        hits: list[ScoredMemory] = await backend.search_ranked(self.db, query, terms, self.config.search.candidates)
+        backend = search_pgroonga if self.keyword_backend == "pgroonga" and terms else search
+        hits: list[ScoredMemory] = await backend.search_ranked(
+            self.db, query, terms, self.search_settings.candidates
+        )
         return hits
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:

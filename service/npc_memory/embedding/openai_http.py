@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import numpy as np
 
-from npc_memory.config import EmbeddingConfig
 from npc_memory.domain.model import Vector
 from npc_memory.embedding.base import normalise
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.errors import ConfigError, UnavailableError
 
 _MAX_INPUTS = 256
@@ -19,7 +19,7 @@ _MAX_INPUTS = 256
 class OpenAIEmbedder:
     """POSTs batches to ``{url}/embeddings``; transport failures become UnavailableError."""
 
-    def __init__(self, config: EmbeddingConfig, dim: int) -> None:
+    def __init__(self, config: EmbeddingSettings, dim: int) -> None:
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         self._client = httpx.AsyncClient(
             base_url=config.url.rstrip("/"), headers=headers, timeout=config.timeout_seconds
@@ -28,7 +28,7 @@ class OpenAIEmbedder:
         self._dim = dim
 
     @classmethod
-    async def connect(cls, config: EmbeddingConfig) -> OpenAIEmbedder:
+    async def connect(cls, config: EmbeddingSettings) -> OpenAIEmbedder:
         """Create the embedder and learn its vector size from one call unless configured."""
         embedder = cls(config, config.dim)
         if config.dim <= 0:
