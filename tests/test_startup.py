@@ -6,7 +6,6 @@ import asyncio
 import os
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -43,15 +42,17 @@ async def test_unreachable_database_is_one_line_and_a_nonzero_exit(command: str)
 
 
 @pytest.fixture(scope="module")
-def broken_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """An embedded data directory whose database already has a `user_memories` table the first migration
-    cannot create, so every start fails in the migration, after the embedded server is up."""
+def broken_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedded data directory whose database has a `user_memories` table the first migration cannot create.
+
+    So every start fails in the migration, after the embedded server is up.
+    """
     data_dir = tmp_path_factory.mktemp("broken")
     pg = EmbeddedPostgres(data_dir)
     with psycopg.connect(pg.url, autocommit=True) as conn:
         conn.execute("CREATE TABLE user_memories (id integer)")
     pg.stop()
-    yield data_dir
+    return data_dir
 
 
 @pytest.mark.parametrize("command", ["migrate", "retain"])

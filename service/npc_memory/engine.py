@@ -11,7 +11,12 @@ from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
 from npc_memory.domain.edit_rules import version_fact
-from npc_memory.domain.errors import ContentEditNeedsEmbedderError, EmbeddingRequiredError
+from npc_memory.domain.errors import (
+    ContentEditNeedsEmbedderError,
+    EmbeddingRequiredError,
+    TextRefusedError,
+    TextSource,
+)
 from npc_memory.domain.model import (
     Memory,
     MemoryFilter,
@@ -27,6 +32,7 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
+from npc_memory.errors import InputRejectedError
 from npc_memory.store import idempotency, lifecycle, reads, search, search_pgroonga, writes
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -51,11 +57,14 @@ class MemoryEngine:
     write_settings: WriteConfig
     search_settings: SearchConfig
 
-    async def _embed_passages(self, facts: Sequence[NewMemory]) -> list[Vector]:
+    async def _embed_passages(self, facts: Sequence[NewMemory], source: TextSource) -> list[Vector]:
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
         if missing and not self.embedder.available:
             raise EmbeddingRequiredError(missing[0])
-        vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+        try:
+            vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+        except InputRejectedError as exc:
+            raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
         by_index = dict(zip(missing, vectors, strict=True))
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 
@@ -78,7 +87,7 @@ class MemoryEngine:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
-        vectors = await self._embed_passages(facts)
+        vectors = await self._embed_passages(facts, "memories")
         now = utcnow()
         items = [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
         return await writes.store_memories(
@@ -88,7 +97,10 @@ class MemoryEngine:
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
         if query.embedding is None and query.text and self.embedder.available:
-            (vector,) = await self.embedder.embed_queries([query.text])
+            try:
+                (vector,) = await self.embedder.embed_queries([query.text])
+            except InputRejectedError as exc:
+                raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
         backend = search_pgroonga if self.keyword_backend == "pgroonga" and terms else search
@@ -122,7 +134,7 @@ class MemoryEngine:
             if not self.embedder.available:  # UpdateMemory carries no vector, so the server must make one
                 raise ContentEditNeedsEmbedderError(memory_id)
             fact = version_fact(current, content, valid_at)
-            (vector,) = await self._embed_passages([fact])
+            (vector,) = await self._embed_passages([fact], "content")
             new_version = self._prepare(fact, vector, utcnow())
         return await lifecycle.update(
             self.db, scope, memory_id, importance=importance,

@@ -6,14 +6,20 @@ about and picks the gRPC status, so the rules can be used (and tested) without t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
 from npc_memory.errors import NpcMemoryError
 
 
 class RuleViolationError(NpcMemoryError):
-    """A well-formed request that the domain rules refuse; nothing was written."""
+    """A well-formed request refused for what it asks (a rule, the stored state, the embedder's limits)."""
+
+
+TextSource = Literal["memories", "query", "content"]
+"""Where the refused text came from: facts to store, a search query, a content edit."""
 
 
 class UnknownSupersedeTargetError(RuleViolationError):
@@ -87,6 +93,16 @@ class EmbeddingRequiredError(RuleViolationError):
     def __init__(self, index: int) -> None:
         self.index = index
         super().__init__(f"fact {index} has no vector and this server has no embedder configured")
+
+
+class TextRefusedError(RuleViolationError):
+    """The embedder refused a text of the request as input (e.g. too long for its model); nothing was written."""
+
+    def __init__(self, source: TextSource, indices: Sequence[int], detail: str) -> None:
+        self.source, self.indices, self.detail = source, tuple(indices), detail
+        """``indices``: for facts to store, the batch positions of the texts sent together (one of them is
+        at fault); empty otherwise."""
+        super().__init__(f"{source} {list(self.indices)}: {detail}" if self.indices else f"{source}: {detail}")
 
 
 class ContentEditNeedsEmbedderError(RuleViolationError):
