@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from npc_memory.config import EmbeddingConfig
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import Tokenizer
 from npc_memory_client.v1 import memory_pb2 as pb
@@ -45,7 +45,7 @@ from loadtest.pool import Pool, load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
 
 PER_SIDE = 50
-EMBED_THREADS = EmbeddingConfig().threads
+EMBED_THREADS = EmbeddingSettings().threads
 
 
 def ensure_seeded(folder: Path, rows: int, pool: Pool) -> tuple[EmbeddedPostgres, list[tuple[str, str, int]]]:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
-from npc_memory.config import DatabaseConfig, SearchConfig
+from npc_memory.config import SearchConfig
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.store.pool import Database
+from npc_memory.store.pool import Database, PoolSettings
 from npc_memory.store.search import search_ranked
 from npc_memory.text import Tokenizer
 
@@ -49,7 +49,7 @@ async def run_floor(
     """Run bare searches from ``concurrency`` workers for ``seconds``; every worker has its own connection."""
     tokenizer = Tokenizer()
     terms = {q: tokenizer.terms(q) for q in pool.queries}
-    db = Database(url, DatabaseConfig(url=url, pool_min=concurrency, pool_max=concurrency))
+    db = Database(url, PoolSettings(min_size=concurrency, max_size=concurrency))
     await db.open()
     per_side = SearchConfig().candidates
     result = FloorResult()

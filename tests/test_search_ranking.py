@@ -57,9 +57,9 @@ async def test_sql_ranking_equals_the_python_reference(
         vector = None if side == "no-vector" else (await engine.embedder.embed_queries([text]))[0]
         terms = [] if side == "no-terms" else engine.tokenizer.terms(text)
         query = SearchQuery(ranked_scope, text, 8, weights, now, fusion=fusion, embedding=vector)
-        candidates = await search.search_candidates(engine.db, query, terms, engine.config.search.candidates)
+        candidates = await search.search_candidates(engine.db, query, terms, engine.search_settings.candidates)
         expected = rank(candidates, query)
-        got = await search.search_ranked(engine.db, query, terms, engine.config.search.candidates)
+        got = await search.search_ranked(engine.db, query, terms, engine.search_settings.candidates)
         assert [h.memory.id for h in got] == [h.memory.id for h in expected], text
         for g, e in zip(got, expected, strict=True):
             assert g.memory == e.memory
@@ -72,9 +72,8 @@ async def test_engine_search_returns_the_sql_ranking(engine: MemoryEngine, ranke
     query = SearchQuery(ranked_scope, "좋아하는 음식", 3, Weights(), DAY0 + timedelta(days=61))
     hits = await engine.search(query)
     vector = (await engine.embedder.embed_queries([query.text]))[0]
-    direct = await search.search_ranked(
-        engine.db, replace(query, embedding=vector), engine.tokenizer.terms(query.text), engine.config.search.candidates
-    )
+    direct = await search.search_ranked(engine.db, replace(query, embedding=vector),
+                                        engine.tokenizer.terms(query.text), engine.search_settings.candidates)
     assert len(hits) == 3
     assert [h.memory.id for h in hits] == [h.memory.id for h in direct]
     assert hits[0].scores.final >= hits[1].scores.final >= hits[2].scores.final

@@ -7,6 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from npc_memory.domain.errors import (
+    SupersedeBeforeValidAtError,
+    SupersedeTargetClosedError,
+    UnknownSupersedeTargetError,
+)
 from npc_memory.domain.model import ContentType, NewMemory, PreparedMemory, Speaker, StoreOutcome, Subject
 from npc_memory.domain.retention import RetentionPolicy, RetentionRow, to_retire
 from npc_memory.domain.write_plan import DupCandidate, Target, plan_batch
@@ -19,7 +24,6 @@ from npc_memory.domain.write_rules import (
     place_in_slot,
     request_fingerprint,
 )
-from npc_memory.errors import FailedPreconditionError, InvalidArgumentError
 
 DAY = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -158,13 +162,18 @@ def test_slotted_fact_is_not_a_duplicate_of_the_same_text_outside_its_slot() -> 
 
 
 def test_bad_supersedes_targets_fail_the_plan() -> None:
-    """Unknown target → InvalidArgumentError naming the field; closed target → FailedPreconditionError."""
-    unknown, closed = uuid.uuid4(), uuid.uuid4()
-    with pytest.raises(InvalidArgumentError) as err:
+    """Unknown, closed and newer targets each fail the plan, naming the fact and the supersedes entry."""
+    unknown, closed, older, newer = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    with pytest.raises(UnknownSupersedeTargetError) as unknown_err:
         plan_batch([_item("a"), _item("b", supersedes=(unknown,))], [], {}, {}, 0.93)
-    assert err.value.violations[0].field == "memories[1].supersedes[0]"
-    with pytest.raises(FailedPreconditionError):
+    assert (unknown_err.value.index, unknown_err.value.position, unknown_err.value.target) == (1, 0, unknown)
+    with pytest.raises(SupersedeTargetClosedError) as closed_err:
         plan_batch([_item("a", supersedes=(closed,))], [], {}, {closed: Target(closed, day(1), day(2))}, 0.93)
+    assert (closed_err.value.index, closed_err.value.position) == (0, 0)
+    with pytest.raises(SupersedeBeforeValidAtError) as newer_err:
+        plan_batch([_item("a", valid=5, supersedes=(older, newer))], [], {},
+                   {older: Target(older, day(1), None), newer: Target(newer, day(9), None)}, 0.93)
+    assert (newer_err.value.index, newer_err.value.position, newer_err.value.target) == (0, 1, newer)
 
 
 def test_slot_and_explicit_supersedes_of_the_same_row_close_it_once() -> None:

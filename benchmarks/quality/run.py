@@ -36,7 +36,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.domain.scoring import DEFAULT_CALIBRATION, Calibration, RelevanceCalibration, rank
 from npc_memory.engine import MemoryEngine
-from npc_memory.server import open_engine
+from npc_memory.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.store.search import search_candidates
 
@@ -95,7 +95,7 @@ async def gather(engine: MemoryEngine, data: dict[str, Any], ids: dict[tuple[str
         for q, vec in zip(s["questions"], vectors, strict=True):
             query = SearchQuery(scope=scope, text=q["text"], limit=10, weights=Weights(), now=now, embedding=vec)
             terms = engine.tokenizer.terms(q["text"])
-            candidates = await search_candidates(engine.db, query, terms, engine.config.search.candidates)
+            candidates = await search_candidates(engine.db, query, terms, engine.search_settings.candidates)
             expected = {ids[(scope.user_id, scope.heroine_id, k)] for k in q["expected"]}
             asked.append(Asked(q["kind"], query, candidates, expected))
     return asked
@@ -149,13 +149,9 @@ def table(title: str, rows: Sequence[tuple[str, dict[str, float]]]) -> str:
 async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
     """Load, ask, and score every mode."""
     config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))
-    engine = await open_engine(config, url)
-    try:
+    async with open_engine(config) as engine:
         ids = await load(engine, data)
         asked = await gather(engine, data, ids)
-    finally:
-        await engine.db.close()
-        await engine.embedder.aclose()
     main_modes, cal_modes = modes(learned_floor(asked))
     results: dict[str, Any] = {
         "facts": len(ids), "questions": len(asked),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -10,8 +9,9 @@ from uuid import UUID
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from npc_memory.domain.edit_rules import check_close, next_version
 from npc_memory.domain.model import Memory, PreparedMemory, Scope
-from npc_memory.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from npc_memory.errors import NotFoundError
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 from npc_memory.store.writes import CLOSE, INSERT, LOCK_SCOPE, insert_params
@@ -56,11 +56,7 @@ async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
 async def invalidate(db: Database, scope: Scope, memory_id: UUID, invalid_at: datetime) -> Memory:
     """Close a valid memory at ``invalid_at`` (business time); the row stays as history."""
     async with db.transaction() as conn:
-        current = await _locked(conn, scope, memory_id)
-        if current.invalid_at is not None:
-            raise FailedPreconditionError(f"memory {memory_id} was already closed at {current.invalid_at}")
-        if invalid_at < current.valid_at:
-            raise InvalidArgumentError.single("invalid_at", "is before the memory's valid_at")
+        check_close(await _locked(conn, scope, memory_id), invalid_at)
         cur = await conn.execute(INVALIDATE, {"id": memory_id, "invalid_at": invalid_at})
         row = await cur.fetchone()
     assert row is not None  # the row is locked by this transaction
@@ -74,7 +70,7 @@ async def update(
     """Re-evaluate in place and/or version a content edit, in one transaction.
 
     Importance, tier and metadata change in place (updated_at moves); a content edit closes the row at the
-    new version's valid_at and inserts the new version.
+    new version's valid_at and inserts the new version (domain/edit_rules.py decides what it carries).
     """
     async with db.transaction() as conn:
         current = await _locked(conn, scope, memory_id)
@@ -86,16 +82,9 @@ async def update(
             row = await cur.fetchone()
             assert row is not None  # the row is locked by this transaction
             current = memory_from_row(row)
-        if new_version is None or new_version.fact.content == current.content:
+        new = next_version(current, new_version) if new_version is not None else None
+        if new is None:
             return current
-        if current.invalid_at is not None:
-            raise FailedPreconditionError(f"memory {memory_id} is closed; only valid memories can be edited")
-        if new_version.valid_at < current.valid_at:
-            raise InvalidArgumentError.single("valid_at", "is before the current version's valid_at")
-        # The new version carries the row's fields as they are now, not as the caller last read them.
-        fact = replace(new_version.fact, importance=current.importance, tier=current.tier,
-                       metadata=current.metadata, slot=current.slot)
-        new = replace(new_version, fact=fact)
         await conn.execute(INSERT, insert_params(scope, new, None))
         await conn.execute(CLOSE, {"id": memory_id, "invalid_at": new.valid_at, "successor": new.id})
         cur = await conn.execute(LOCK_ROW, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": new.id})

@@ -12,9 +12,7 @@ from collections.abc import Sequence
 
 from psycopg import sql
 
-from npc_memory.config import KeywordBackend
 from npc_memory.domain.model import ScoredMemory, SearchQuery
-from npc_memory.errors import ConfigError
 from npc_memory.store.filters import MEMORY_FILTER
 from npc_memory.store.pool import Database
 from npc_memory.store.ranking import ranked, ranking_params, scored_from_row
@@ -73,15 +71,6 @@ def pgroonga_query(terms: Sequence[str]) -> str:
     """The morphemes as a PGroonga query: each quoted (so no term reads as an operator), joined by OR."""
     quoted = ('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in dict.fromkeys(terms))
     return " OR ".join(quoted)
-
-
-def resolve_backend(configured: KeywordBackend, available: bool) -> KeywordBackend:
-    """The backend to use: ``auto`` picks PGroonga when installed; asking for a missing PGroonga is an error."""
-    if configured == "pgroonga" and not available:
-        raise ConfigError("keyword_backend is pgroonga, but the database has no pgroonga extension available")
-    if configured == "auto":
-        return "pgroonga" if available else "bm25"
-    return configured
 
 
 async def pgroonga_available(db: Database) -> bool:

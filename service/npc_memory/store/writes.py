@@ -208,7 +208,7 @@ async def store_memories(
             )
         reads = await _send_reads(conn, scope, items, duplicate_threshold)
         if key_cur is not None:
-            first = idempotency.replay(await key_cur.fetchone(), fingerprint)
+            first = idempotency.replay(await key_cur.fetchone(), request_id, fingerprint)
             if first is not None:
                 return first
         dups, timelines, targets = await _fetch_reads(reads, items)
