@@ -21,7 +21,7 @@ from npc_memory.store.citus import (
     unplanned_tables,
     violations,
 )
-from npc_memory.store.migrate import CREATE_LEDGER, RECORD, available, migrate
+from npc_memory.store.migrate import available, migrate
 from psycopg import sql
 
 KEY_RULE_VERSION = 5
@@ -41,13 +41,7 @@ def fresh_url(database_url: str) -> Iterator[str]:
 
 def _migrate_before_key_rule(url: str) -> None:
     """Apply the migrations older than 0005, as a database created before it would hold them."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(CREATE_LEDGER)
-        for m in available():
-            if m.version < KEY_RULE_VERSION:
-                with conn.transaction():
-                    conn.execute(m.sql.encode())
-                    conn.execute(RECORD, {"version": m.version, "name": m.name})
+    assert migrate(url, target=KEY_RULE_VERSION - 1) == [m.version for m in available() if m.version < KEY_RULE_VERSION]
 
 
 INSERT_ROW = """

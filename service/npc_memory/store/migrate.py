@@ -44,8 +44,8 @@ def available() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-def migrate(url: str) -> list[int]:
-    """Apply the missing migrations, each in its own transaction; return the versions applied."""
+def migrate(url: str, target: int | None = None) -> list[int]:
+    """Apply the missing migrations (up to ``target``, if given), each in its own transaction; return them."""
     applied_now: list[int] = []
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
@@ -53,7 +53,7 @@ def migrate(url: str) -> list[int]:
             conn.execute(CREATE_LEDGER)
             done = {row[0] for row in conn.execute(APPLIED)}
             for migration in available():
-                if migration.version in done:
+                if migration.version in done or (target is not None and migration.version > target):
                     continue
                 with conn.transaction():
                     conn.execute(migration.sql.encode())

@@ -74,6 +74,7 @@ ORDER BY 1
 """
 
 CITUS_INSTALLED = "SELECT 1 FROM pg_extension WHERE extname = 'citus'"
+SET_SHARD_COUNT = "SELECT set_config('citus.shard_count', %(n)s, true)"
 
 
 def distribute_sql() -> str:
@@ -103,11 +104,12 @@ def unplanned_tables(conn: psycopg.Connection[Any]) -> list[str]:
     return [name for (name,) in conn.execute(TABLES).fetchall() if name not in planned and name != LEDGER]
 
 
-def distribute_for_citus(conn: psycopg.Connection[Any]) -> None:
+def distribute_for_citus(conn: psycopg.Connection[Any], shard_count: int | None = None) -> None:
     """Check the key rule, then distribute every table as ``distribute.sql`` says, in one transaction.
 
-    Run on the coordinator after the migrations. ConfigError if Citus is not installed in this database or
-    the schema breaks the rule (nothing is changed then).
+    Run on the coordinator after the migrations. ``shard_count`` overrides citus.shard_count (32 by default)
+    for the tables distributed now. ConfigError if Citus is not installed in this database or the schema
+    breaks the rule (nothing is changed then).
     """
     if conn.execute(CITUS_INSTALLED).fetchone() is None:
         raise ConfigError("the citus extension is not installed in this database (CREATE EXTENSION citus first)")
@@ -115,4 +117,6 @@ def distribute_for_citus(conn: psycopg.Connection[Any]) -> None:
     if problems:
         raise ConfigError("the schema cannot be distributed by user_id: " + "; ".join(problems))
     with conn.transaction():
+        if shard_count is not None:
+            conn.execute(SET_SHARD_COUNT, {"n": str(shard_count)})
         conn.execute(distribute_sql().encode())

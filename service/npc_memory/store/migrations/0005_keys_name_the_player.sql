@@ -13,7 +13,7 @@
 --
 -- Every statement that reads a row by id now also names user_id, so it stays a primary-key lookup.
 -- This takes an ACCESS EXCLUSIVE lock on user_memories while the new key's index is built and the foreign key
--- checked (docs/operations.md gives the time measured on 100k rows).
+-- checked: 1.7 s on 1 M rows on the development machine (docs/operations.md).
 ALTER TABLE user_memories DROP CONSTRAINT user_memories_superseded_by_fkey;
 ALTER TABLE user_memories DROP CONSTRAINT user_memories_pkey;
 ALTER TABLE user_memories ADD CONSTRAINT user_memories_pkey PRIMARY KEY (user_id, id);
