@@ -178,10 +178,11 @@ def plan_scopes(
 
 def seed(
     url: str, total: int, *, prefix: str = "lt", seed_value: int = 42, pool: Pool | None = None,
-    low: int = MIN_SCOPE, high: int = MAX_SCOPE, progress: bool = True,
+    low: int = MIN_SCOPE, high: int = MAX_SCOPE, progress: bool = True, migrate_first: bool = True,
 ) -> list[ScopeInfo]:
-    """Migrate, then COPY ``total`` rows of new scopes named ``{prefix}-pNNNNNN``; return the scopes."""
-    migrate(url)
+    """Migrate (unless told not to), then COPY ``total`` rows of new scopes named ``{prefix}-pNNNNNN``."""
+    if migrate_first:
+        migrate(url)
     pool = pool or load_pool()
     texts = _Texts(pool)
     plan = plan_scopes(total, prefix, seed_value, low, high)

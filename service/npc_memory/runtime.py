@@ -40,7 +40,7 @@ async def database_url(config: DatabaseConfig) -> AsyncIterator[str]:
 
 async def migrate_database(url: str, config: DatabaseConfig) -> list[int]:
     """Apply the missing migrations; return the versions applied (UnavailableError if unreachable)."""
-    return await asyncio.to_thread(migrate, url, config.connect_timeout)
+    return await asyncio.to_thread(migrate, url, None, config.connect_timeout)
 
 
 @contextlib.asynccontextmanager

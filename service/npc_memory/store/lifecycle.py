@@ -14,7 +14,7 @@ from npc_memory.domain.model import Memory, PreparedMemory, Scope
 from npc_memory.errors import NotFoundError
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.writes import CLOSE, INSERT, LOCK_SCOPE, insert_params
+from npc_memory.store.writes import CLOSE, INSERT, LOCK_SCOPE, insert_params, scope_params
 
 LOCK_ROW = sql.SQL("""
 SELECT {columns} FROM user_memories m
@@ -25,7 +25,7 @@ FOR UPDATE
 INVALIDATE = sql.SQL("""
 UPDATE user_memories m
 SET invalid_at = %(invalid_at)s, close_reason = 'invalidated', updated_at = now()
-WHERE m.id = %(id)s
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)s
 RETURNING {columns}
 """).format(columns=MEMORY_COLUMNS)
 
@@ -35,7 +35,7 @@ SET importance = COALESCE(%(importance)s, importance),
     tier = COALESCE(%(tier)s, tier),
     metadata = COALESCE(%(metadata)s, metadata),
     updated_at = now()
-WHERE m.id = %(id)s
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)s
 RETURNING {columns}
 """).format(columns=MEMORY_COLUMNS)
 
@@ -45,8 +45,8 @@ FORGET_REQUESTS = "DELETE FROM store_requests WHERE user_id = %(user_id)s"
 
 
 async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
-    await conn.execute(LOCK_SCOPE, {"user_id": scope.user_id, "heroine_id": scope.heroine_id})
-    cur = await conn.execute(LOCK_ROW, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id})
+    await conn.execute(LOCK_SCOPE, scope_params(scope))
+    cur = await conn.execute(LOCK_ROW, scope_params(scope) | {"id": memory_id})
     row = await cur.fetchone()
     if row is None:
         raise NotFoundError(f"no memory {memory_id} in this scope")
@@ -57,7 +57,7 @@ async def invalidate(db: Database, scope: Scope, memory_id: UUID, invalid_at: da
     """Close a valid memory at ``invalid_at`` (business time); the row stays as history."""
     async with db.transaction() as conn:
         check_close(await _locked(conn, scope, memory_id), invalid_at)
-        cur = await conn.execute(INVALIDATE, {"id": memory_id, "invalid_at": invalid_at})
+        cur = await conn.execute(INVALIDATE, scope_params(scope) | {"id": memory_id, "invalid_at": invalid_at})
         row = await cur.fetchone()
     assert row is not None  # the row is locked by this transaction
     return memory_from_row(row)
@@ -75,7 +75,7 @@ async def update(
     async with db.transaction() as conn:
         current = await _locked(conn, scope, memory_id)
         if importance is not None or tier is not None or metadata is not None:
-            cur = await conn.execute(UPDATE_IN_PLACE, {
+            cur = await conn.execute(UPDATE_IN_PLACE, scope_params(scope) | {
                 "id": memory_id, "importance": importance, "tier": tier,
                 "metadata": Jsonb(metadata) if metadata is not None else None,
             })
@@ -86,8 +86,10 @@ async def update(
         if new is None:
             return current
         await conn.execute(INSERT, insert_params(scope, new, None))
-        await conn.execute(CLOSE, {"id": memory_id, "invalid_at": new.valid_at, "successor": new.id})
-        cur = await conn.execute(LOCK_ROW, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": new.id})
+        await conn.execute(CLOSE, scope_params(scope) | {
+            "id": memory_id, "invalid_at": new.valid_at, "successor": new.id,
+        })
+        cur = await conn.execute(LOCK_ROW, scope_params(scope) | {"id": new.id})
         row = await cur.fetchone()
     assert row is not None  # inserted by this transaction
     return memory_from_row(row)

@@ -46,8 +46,8 @@ def available() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-def migrate(url: str, connect_timeout: float = 10.0) -> list[int]:
-    """Apply the missing migrations, each in its own transaction; return the versions applied.
+def migrate(url: str, target: int | None = None, connect_timeout: float = 10.0) -> list[int]:
+    """Apply the missing migrations (up to ``target``, if given), each in its own transaction; return them.
 
     UnavailableError if the server cannot be reached within ``connect_timeout`` seconds.
     """
@@ -63,7 +63,7 @@ def migrate(url: str, connect_timeout: float = 10.0) -> list[int]:
             conn.execute(CREATE_LEDGER)
             done = {row[0] for row in conn.execute(APPLIED)}
             for migration in available():
-                if migration.version in done:
+                if migration.version in done or (target is not None and migration.version > target):
                     continue
                 with conn.transaction():
                     conn.execute(migration.sql.encode())

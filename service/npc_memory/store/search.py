@@ -79,7 +79,7 @@ candidates AS ({dense}{keyword}{prior})
 SELECT {columns}, c.cosine, {bm25_score} AS bm25
 FROM candidates c
 {bm25_join}
-JOIN user_memories m ON m.id = c.id
+JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = c.id
 """
 
 

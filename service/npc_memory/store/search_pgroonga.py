@@ -48,7 +48,7 @@ candidates AS (
 SELECT {columns}, c.cosine, COALESCE(kw.score, 0.0::float8) AS bm25
 FROM candidates c
 LEFT JOIN kw ON kw.id = c.id
-JOIN user_memories m ON m.id = c.id
+JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = c.id
 """
 
 

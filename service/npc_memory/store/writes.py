@@ -69,12 +69,12 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s
 CLOSE = """
 UPDATE user_memories
 SET invalid_at = %(invalid_at)s, close_reason = 'superseded', superseded_by = %(successor)s, updated_at = now()
-WHERE id = %(id)s
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s
 """
 
 RAISE_IMPORTANCE = """
 UPDATE user_memories SET importance = %(importance)s, updated_at = now()
-WHERE id = %(id)s AND importance < %(importance)s
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND importance < %(importance)s
 """
 
 # The columns a write sets, in insert_params' order; created_at and updated_at take the table's defaults.
@@ -119,7 +119,8 @@ def insert_params(
     }
 
 
-def _scope_params(scope: Scope) -> dict[str, Any]:
+def scope_params(scope: Scope) -> dict[str, Any]:
+    """The parameters naming a scope: every statement on user_memories names its player (docs/operations.md)."""
     return {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
 
 
@@ -130,7 +131,7 @@ async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMe
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys(t for i in items for t in i.fact.supersedes))
-    dup_cur = await conn.execute(DUPLICATE_CANDIDATES, _scope_params(scope) | {
+    dup_cur = await conn.execute(DUPLICATE_CANDIDATES, scope_params(scope) | {
         "idx": list(range(len(items))),
         "subjects": [i.fact.subject.value for i in items],
         "subject_ids": [i.fact.subject_id for i in items],
@@ -139,8 +140,8 @@ async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMe
         "embeddings": [i.embedding for i in items],
         "threshold": threshold,
     })
-    slot_cur = await conn.execute(SLOT_TIMELINES, _scope_params(scope) | {"slots": slots}) if slots else None
-    target_cur = await conn.execute(TARGETS, _scope_params(scope) | {"ids": ids}) if ids else None
+    slot_cur = await conn.execute(SLOT_TIMELINES, scope_params(scope) | {"slots": slots}) if slots else None
+    target_cur = await conn.execute(TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
     return dup_cur, slot_cur, target_cur
 
 
@@ -180,12 +181,13 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
             ])
         if plan.closes:
             await cur.executemany(CLOSE, [
-                {"id": row_id, "invalid_at": at, "successor": successor}
+                scope_params(scope) | {"id": row_id, "invalid_at": at, "successor": successor}
                 for row_id, (at, successor) in plan.closes.items()
             ])
         if plan.raises:
             await cur.executemany(RAISE_IMPORTANCE, [
-                {"id": row_id, "importance": importance} for row_id, importance in plan.raises.items()
+                scope_params(scope) | {"id": row_id, "importance": importance}
+                for row_id, importance in plan.raises.items()
             ])
 
 
@@ -200,7 +202,7 @@ async def store_memories(
     nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
     """
     async with db.connection() as conn, conn.pipeline(), conn.transaction():
-        await conn.execute(LOCK_SCOPE, _scope_params(scope))
+        await conn.execute(LOCK_SCOPE, scope_params(scope))
         key_cur = None
         if request_id:
             key_cur = await conn.execute(
