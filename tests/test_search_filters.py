@@ -160,7 +160,9 @@ async def roco_weighted_stub(engine: MemoryEngine, tmp_path: Path) -> AsyncItera
     path = tmp_path / "npc-memory.toml"
     path.write_text("[search.heroines.roco]\nrecency = 0.0\nimportance = 0.0\nrelevance = 0.0\nkeyword = 1.0\n")
     loaded = load_config({"config": str(path)}, {})
-    configured = replace(engine, config=replace(engine.config, search=loaded.search))
+    # The file leaves keyword_backend at `auto`; a running engine carries the backend resolved at start.
+    search = replace(loaded.search, keyword_backend=engine.config.search.keyword_backend)
+    configured = replace(engine, config=replace(engine.config, search=search))
     server, port, _ = await create_server(configured, "127.0.0.1:0")
     await server.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:

@@ -25,8 +25,8 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.errors import InvalidArgumentError
-from npc_memory.store import idempotency, lifecycle, reads, search, search_pgroonga, writes
+from npc_memory.errors import ConfigError, InvalidArgumentError
+from npc_memory.store import idempotency, lifecycle, reads, search, writes
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
 
@@ -87,10 +87,10 @@ class MemoryEngine:
             (vector,) = await self.embedder.embed_queries([query.text])
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
-        # keyword_backend is resolved at start (server.open_engine): "bm25" or "pgroonga", never "auto" here.
-        backend = search_pgroonga if self.config.search.keyword_backend == "pgroonga" and terms else search
-        hits: list[ScoredMemory] = await backend.search_ranked(self.db, query, terms, self.config.search.candidates)
-        return hits
+        backend = self.config.search.keyword_backend
+        if backend == "auto":
+            raise ConfigError("keyword_backend must be resolved at start (server.open_engine), not 'auto'")
+        return await search.search_ranked(self.db, query, terms, self.config.search.candidates, backend)
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:
         """One memory of the scope."""
