@@ -110,10 +110,10 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
         model.encode(["워밍업"], True)
         out["embedder_alone"] = percentiles(timed([partial(model.encode, [a.text], True) for a in text_asks]))
         bare = BareSql(pg.url, PER_SIDE)
-        params = [bare.params(a, tok.terms(a.text)) for a in asks]
-        for p in params[:50]:
-            bare.run(p)
-        out["sql_bare"] = percentiles(timed([partial(bare.run, p) for p in params]))
+        requests = [bare.request(a, tok.terms(a.text)) for a in asks]
+        for r in requests[:50]:
+            bare.run(r)
+        out["sql_bare"] = percentiles(timed([partial(bare.run, r) for r in requests]))
         out["recall_at_10"] = sum(tie_aware_recall(ids, bare.cosines(a))
                                   for ids, a in zip(returned, recall_asks, strict=True)) / len(recall_asks)
         bare.close()

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
@@ -33,11 +33,11 @@ from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError
-from npc_memory.store import idempotency, lifecycle, reads, search, search_pgroonga, writes
+from npc_memory.store import idempotency, lifecycle, reads, search, writes
+from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
 
-KeywordIndex = Literal["bm25", "pgroonga"]
 """The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
 
@@ -53,7 +53,7 @@ class MemoryEngine:
     db: Database
     embedder: Embedder
     tokenizer: Tokenizer
-    keyword_backend: KeywordIndex
+    keyword_backend: ResolvedKeywordBackend
     write_settings: WriteConfig
     search_settings: SearchConfig
 
@@ -103,11 +103,7 @@ class MemoryEngine:
                 raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
-        backend = search_pgroonga if self.keyword_backend == "pgroonga" and terms else search
-        hits: list[ScoredMemory] = await backend.search_ranked(
-            self.db, query, terms, self.search_settings.candidates
-        )
-        return hits
+        return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:
         """One memory of the scope."""

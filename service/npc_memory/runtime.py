@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator
 
 from npc_memory.config import Config, DatabaseConfig, KeywordBackend
 from npc_memory.embedding import Embedder, create_embedder
-from npc_memory.engine import KeywordIndex, MemoryEngine
+from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
 from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.migrate import migrate
 from npc_memory.store.pool import Database
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga
@@ -56,7 +57,7 @@ async def open_database(config: DatabaseConfig) -> AsyncIterator[Database]:
             await db.close()
 
 
-def resolve_backend(configured: KeywordBackend, available: bool) -> KeywordIndex:
+def resolve_backend(configured: KeywordBackend, available: bool) -> ResolvedKeywordBackend:
     """The keyword side to use: ``auto`` picks PGroonga when installed; asking for a missing PGroonga is an error."""
     if configured == "pgroonga" and not available:
         raise ConfigError("keyword_backend is pgroonga, but the database has no pgroonga extension available")
@@ -65,7 +66,7 @@ def resolve_backend(configured: KeywordBackend, available: bool) -> KeywordIndex
     return configured
 
 
-async def keyword_backend(db: Database, configured: KeywordBackend) -> KeywordIndex:
+async def keyword_backend(db: Database, configured: KeywordBackend) -> ResolvedKeywordBackend:
     """Resolve the configured backend against the server; prepare PGroonga's index when it is the one."""
     backend = resolve_backend(configured, await pgroonga_available(db))
     if backend == "pgroonga":

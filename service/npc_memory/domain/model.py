@@ -195,15 +195,6 @@ class ScoredMemory:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A memory gathered by the store with its raw signals, before scoring."""
-
-    memory: Memory
-    cosine: float
-    bm25: float
-
-
-@dataclass(frozen=True)
 class PreparedMemory:
     """A fact ready to write: validated, embedded, tokenised, with its id and business time fixed."""
 
