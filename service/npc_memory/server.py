@@ -11,6 +11,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from npc_memory.api.deserialize import add_memory_service
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.config import Config
 from npc_memory.embedding import Embedder, create_embedder
@@ -22,7 +23,7 @@ from npc_memory.store.migrate import migrate
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga, resolve_backend
 from npc_memory.store.settings import check_embedding_model
 from npc_memory.text import Tokenizer
-from npc_memory.v1 import memory_service_pb2, memory_service_pb2_grpc
+from npc_memory.v1 import memory_service_pb2
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ HEALTH_INTERVAL_SECONDS = 2.0
 async def create_server(engine: MemoryEngine, address: str) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     """A started-ready (not yet started) server with the memory, health and reflection services."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(engine), server)
+    add_memory_service(MemoryServicer(engine), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
