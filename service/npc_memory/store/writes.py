@@ -37,19 +37,29 @@ LOCK_SCOPE = "SELECT pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' |
 # For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
 # same terms in order and a cosine at or above the threshold; domain/write_rules.is_duplicate makes the final
 # call (it also compares the negation/count markers). Comparing terms in SQL first matters: Korean facts of one
-# pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the scope.
+# pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the scope. Two joins, not
+# one with OR: each is an equality PostgreSQL can look up (the key by its md5 index, the terms by a hash join)
+# instead of comparing every fact with every row of the scope.
 DUPLICATE_CANDIDATES = """
+WITH b AS (
+    SELECT * FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
+                         %(term_keys)s::text[], %(embeddings)b::vector[])
+        AS b(idx, subject, subject_id, content_key, term_key, embedding)
+)
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
        1 - (m.embedding <=> b.embedding) AS cosine
-FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-            %(term_keys)s::text[], %(embeddings)b::vector[])
-     AS b(idx, subject, subject_id, content_key, term_key, embedding)
-JOIN user_memories m
-  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
- AND m.subject = b.subject AND m.subject_id = b.subject_id AND m.invalid_at IS NULL
- AND (m.content_key = b.content_key
-      OR (b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key
-          AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s))
+FROM b JOIN user_memories m
+  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
+ AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND md5(m.content_key) = md5(b.content_key) AND m.content_key = b.content_key
+UNION ALL
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
+       1 - (m.embedding <=> b.embedding) AS cosine
+FROM b JOIN user_memories m
+  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
+ AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key AND m.content_key <> b.content_key
+ AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s
 """
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
