@@ -4,8 +4,9 @@ Rows go in through ``COPY ... (FORMAT BINARY)`` with pgvector's binary dumper, n
 million rows take minutes instead of the hours the embedder would need: each row's vector is the real e5
 vector of its generated sentence, taken from the embedding pool (loadtest/pool.py). Scopes (one player with
 one heroine) hold ~100 to ~2,000 memories, log-uniformly; slots form supersession chains (older versions
-closed by newer ones), as the write path would leave them. BM25 terms come from npc_memory.text.Tokenizer
-and content keys from npc_memory.domain.write_rules.content_key, exactly as the service computes them.
+closed by newer ones), as the write path would leave them. BM25 terms and meaning signatures come from
+npc_memory.text.Tokenizer and content keys from npc_memory.domain.write_rules.content_key, exactly as the
+service computes them.
 
 Reusable: ``copy_memories(conn, rows)`` loads any iterable of ``MemoryRow`` tuples.
 """
@@ -31,7 +32,7 @@ import numpy.typing as npt
 import psycopg
 from npc_memory.domain.write_rules import content_key
 from npc_memory.store.migrate import migrate
-from npc_memory.text import Tokenizer
+from npc_memory.text import Analysis, Tokenizer
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
@@ -64,6 +65,7 @@ class MemoryRow(NamedTuple):
     embedding: npt.NDArray[np.float32]
     embedding_model: str
     terms: list[str]
+    meaning: list[str]
     valid_at: datetime
     invalid_at: datetime | None
     close_reason: str | None
@@ -75,7 +77,7 @@ class MemoryRow(NamedTuple):
 COLUMNS = MemoryRow._fields
 COLUMN_TYPES = (
     "uuid", "text", "text", "text", "text", "text", "text", "text", "text", "int2", "text", "text", "jsonb",
-    "vector", "text", "text[]", "timestamptz", "timestamptz", "text", "uuid", "timestamptz", "timestamptz",
+    "vector", "text", "text[]", "text[]", "timestamptz", "timestamptz", "text", "uuid", "timestamptz", "timestamptz",
 )
 COPY = f"COPY user_memories ({', '.join(COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)"
 MODEL_SETTING = """
@@ -111,12 +113,18 @@ class _Texts:
         self.pool = pool
         self.index = pool.passage_index()
         self._tok = Tokenizer()
-        self._terms: dict[str, list[str]] = {}
+        self._analyses: dict[str, Analysis] = {}
+
+    def _analysis(self, text: str) -> Analysis:
+        if text not in self._analyses:
+            self._analyses[text] = self._tok.analyse(text)
+        return self._analyses[text]
 
     def terms(self, text: str) -> list[str]:
-        if text not in self._terms:
-            self._terms[text] = self._tok.terms(text)
-        return self._terms[text]
+        return list(self._analysis(text).terms)
+
+    def meaning(self, text: str) -> list[str]:
+        return list(self._analysis(text).meaning)
 
 
 def _scope_size(rng: random.Random, low: int, high: int) -> int:
@@ -139,10 +147,12 @@ def _scope_rows(
     drafts: list[dict[str, Any]] = []
     for fact, text in chosen:
         valid_at = now - timedelta(seconds=rng.uniform(0, GAME_DAYS * 86_400))
-        terms = texts.terms(text) if text == fact.content else (
-            texts.terms(text.split(":", 1)[0]) + texts.terms(fact.content))
+        day = text.split(":", 1)[0] if text != fact.content else ""
+        terms = (texts.terms(day) if day else []) + texts.terms(fact.content)
+        meaning = sorted((texts.meaning(day) if day else []) + texts.meaning(fact.content))
         drafts.append({
             "id": uuid.uuid4(), "fact": fact, "text": text, "valid_at": valid_at, "terms": terms,
+            "meaning": meaning,
             "importance": min(10, max(1, fact.importance + rng.randint(-1, 1))),
             "tier": rng.choices(("knowledge", "source", "gist"), (8, 1, 1))[0],
         })
@@ -165,7 +175,7 @@ def _scope_rows(
             content_key=content_key(d["text"]), importance=d["importance"], tier=d["tier"],
             slot=fact.slot if fact.subject == "user" else None, metadata=Jsonb({"source": "loadtest"}),
             embedding=texts.pool.passage_vectors[texts.index[fact.content]], embedding_model=MODEL,
-            terms=d["terms"], valid_at=d["valid_at"], invalid_at=closed,
+            terms=d["terms"], meaning=d["meaning"], valid_at=d["valid_at"], invalid_at=closed,
             close_reason="superseded" if closed else None, superseded_by=d.get("superseded_by"),
             created_at=d["valid_at"], updated_at=closed or d["valid_at"],
         ))
