@@ -69,14 +69,16 @@ class MemoryEngine:
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 
     def _prepare(self, fact: NewMemory, vector: Vector, now: datetime) -> PreparedMemory:
+        analysis = self.tokenizer.analyse(fact.content)
         return PreparedMemory(
             id=uuid.uuid4(),
             fact=fact,
             valid_at=fact.valid_at or now,
             embedding=vector,
             embedding_model=self.embedder.name,
-            terms=tuple(self.tokenizer.terms(fact.content)),
+            terms=analysis.terms,
             content_key=content_key(fact.content),
+            meaning=analysis.meaning,
         )
 
     async def store(self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "") -> list[StoreResult]:

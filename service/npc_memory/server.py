@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from npc_memory_client.v1 import memory_service_pb2_grpc
 
+from npc_memory.api.deserialize import add_memory_service
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.background import SERVICE_NAME, maintain_every, watch_health
 from npc_memory.config import Config
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 async def create_server(engine: MemoryEngine, address: str) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     """A ready (not yet started) server with the memory, health and reflection services."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(engine), server)
+    add_memory_service(MemoryServicer(engine), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

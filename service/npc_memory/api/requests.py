@@ -26,6 +26,7 @@ from npc_memory.domain.paging import BadPageTokenError, Cursor, decode_cursor
 MAX_QUERY_CHARS = 2000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+MAX_SUBJECT_ID = 64
 UPDATABLE = frozenset({"importance", "tier", "metadata", "content"})
 
 
@@ -76,7 +77,9 @@ def _filter(c: Checker, f: pb.MemoryFilter) -> MemoryFilter:
     return MemoryFilter(
         speakers=c.enums("filter.speakers", f.speakers, enums.SPEAKERS),
         subjects=c.enums("filter.subjects", f.subjects, enums.SUBJECTS),
-        subject_ids=tuple(f.subject_ids),
+        subject_ids=tuple(
+            c.text(f"filter.subject_ids[{i}]", sid, max_chars=MAX_SUBJECT_ID) for i, sid in enumerate(f.subject_ids)
+        ),
         content_types=c.enums("filter.content_types", f.content_types, enums.CONTENT_TYPES),
         min_importance=c.importance("filter.min_importance", f.min_importance, default=0),
         tiers=c.enums("filter.tiers", f.tiers, enums.TIERS),
@@ -101,8 +104,6 @@ def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim
     now = c.timestamp("now", request.now, request.HasField("now")) or datetime.now(UTC)
     as_of = c.timestamp("as_of", request.as_of, request.HasField("as_of"))
     flt = _filter(c, request.filter)
-    for i, sid in enumerate(flt.subject_ids):
-        c.text(f"filter.subject_ids[{i}]", sid, max_chars=64)
     fusion = c.enum("fusion", request.fusion, enums.FUSIONS, Fusion.WEIGHTED) or Fusion.WEIGHTED
     c.done()
     return SearchQuery(
@@ -209,7 +210,7 @@ def parse_history(request: svc.GetMemoryHistoryRequest) -> HistoryRequest:
     memory_id = c.uuid("memory_id", request.memory_id) if request.memory_id else None
     if memory_id is None and not request.subject_id:
         c.bad("subject_id", "is required unless memory_id is given")
-    c.text("subject_id", request.subject_id, max_chars=64, required=False)
+    c.text("subject_id", request.subject_id, max_chars=MAX_SUBJECT_ID, required=False)
     slot = c.slot("slot", request.slot)
     c.done()
     return HistoryRequest(scope, request.subject_id, slot, memory_id)

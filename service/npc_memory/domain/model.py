@@ -205,3 +205,5 @@ class PreparedMemory:
     embedding_model: str
     terms: tuple[str, ...]
     content_key: str
+    meaning: tuple[str, ...]
+    """The grammatical morphemes that change what the text states (text/meaning.py), for the duplicate rule."""

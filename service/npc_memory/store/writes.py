@@ -35,21 +35,32 @@ from npc_memory.store.pool import Connection, Database
 LOCK_SCOPE = "SELECT pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' || %(heroine_id)s, 0))"
 
 # For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
-# same terms in order and a cosine at or above the threshold; domain/write_rules.is_duplicate makes the final
-# call (it also compares the negation/count markers). Comparing terms in SQL first matters: Korean facts of one
-# pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the scope.
+# same terms and meaning signature and a cosine at or above the threshold (domain/write_rules.is_duplicate makes
+# the final call; a row without a signature only matches its own text). Comparing terms in SQL first matters:
+# Korean facts of one pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the
+# scope. Two joins, not one with OR: each is an equality PostgreSQL can look up (the key by its md5 index, the
+# terms by a hash join) instead of comparing every fact with every row of the scope.
 DUPLICATE_CANDIDATES = """
-SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
+WITH b AS (
+    SELECT * FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
+                         %(term_keys)s::text[], %(meaning_keys)s::text[], %(embeddings)b::vector[])
+        AS b(idx, subject, subject_id, content_key, term_key, meaning_key, embedding)
+)
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
        1 - (m.embedding <=> b.embedding) AS cosine
-FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-            %(term_keys)s::text[], %(embeddings)b::vector[])
-     AS b(idx, subject, subject_id, content_key, term_key, embedding)
-JOIN user_memories m
-  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
- AND m.subject = b.subject AND m.subject_id = b.subject_id AND m.invalid_at IS NULL
- AND (m.content_key = b.content_key
-      OR (b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key
-          AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s))
+FROM b JOIN user_memories m
+  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
+ AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND md5(m.content_key) = md5(b.content_key) AND m.content_key = b.content_key
+UNION ALL
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
+       1 - (m.embedding <=> b.embedding) AS cosine
+FROM b JOIN user_memories m
+  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
+ AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key AND m.content_key <> b.content_key
+ AND array_to_string(m.meaning, ' ') = b.meaning_key
+ AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s
 """
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
@@ -81,7 +92,7 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND 
 # The load-test seeder COPYs these same columns (loadtest/seed.py).
 INSERT_COLUMNS = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content", "content_key",
-    "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms",
+    "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms", "meaning",
     "valid_at", "invalid_at", "close_reason", "superseded_by",
 )
 INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").format(
@@ -112,6 +123,7 @@ def insert_params(
         "embedding": item.embedding,
         "embedding_model": item.embedding_model,
         "terms": list(item.terms),
+        "meaning": list(item.meaning),
         "valid_at": item.valid_at,
         "invalid_at": successor[1] if successor else None,
         "close_reason": "superseded" if successor else None,
@@ -137,6 +149,7 @@ async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMe
         "subject_ids": [i.fact.subject_id for i in items],
         "content_keys": [i.content_key for i in items],
         "term_keys": [" ".join(i.terms) for i in items],
+        "meaning_keys": [" ".join(i.meaning) for i in items],
         "embeddings": [i.embedding for i in items],
         "threshold": threshold,
     })
@@ -151,7 +164,7 @@ async def _fetch_reads(
     dup_cur, slot_cur, target_cur = reads
     dups = [
         DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
-                     FactText.of(r["content"], r["terms"]), r["slot"])
+                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"])
         for r in await dup_cur.fetchall()
     ]
     timelines: dict[SlotKey, list[SlotRow]] = {}

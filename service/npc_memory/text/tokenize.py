@@ -1,13 +1,16 @@
-"""Turns text into BM25 terms: Korean content morphemes (particles and endings dropped), other words lower-cased."""
+"""Turns text into BM25 terms (Korean content morphemes, other words lower-cased) and a meaning signature."""
 
 from __future__ import annotations
 
 import functools
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kiwipiepy import Kiwi
+
+from npc_memory.text.meaning import signature
 
 # Content-bearing morpheme tags. Particles (J*), endings (E*), suffixes (XS*), pronouns (NP), bound nouns
 # (NNB), auxiliaries (VX), adverbs, determiners and punctuation carry no topic, so they are not terms.
@@ -36,6 +39,14 @@ def _feeling_verb(text: str, tokens: Sequence[Any], i: int) -> str | None:
     return text[start:end] + "하다"
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What the write path keeps of a text: its BM25 terms and its meaning signature (text/meaning.py)."""
+
+    terms: tuple[str, ...]
+    meaning: tuple[str, ...]
+
+
 class Tokenizer:
     """Morpheme tokenizer built on kiwipiepy; create one per process and share it."""
 
@@ -43,28 +54,36 @@ class Tokenizer:
         self._kiwi = Kiwi(num_workers=-1)
         # A heroine's questions repeat (as the query-embedding cache assumes): ~0.35 ms of Kiwi and per-token
         # Python per text was ~14% of the server's CPU under the Locust game-session load.
-        self._cached = functools.lru_cache(maxsize=cache_size)(self._terms)
+        self._cached = functools.lru_cache(maxsize=cache_size)(self._analyse)
 
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
-        return list(self._cached(text))
+        return list(self._cached(text).terms)
 
-    def _terms(self, text: str) -> tuple[str, ...]:
+    def analyse(self, text: str) -> Analysis:
+        """The terms and the meaning signature of ``text``, from one morpheme analysis."""
+        return self._cached(text)
+
+    def _analyse(self, text: str) -> Analysis:
         normalised = unicodedata.normalize("NFKC", text)
         tokens = self._kiwi.tokenize(normalised)
-        out: list[str] = []
-        i = 0
-        while i < len(tokens):
-            merged = _feeling_verb(normalised, tokens, i)
-            if merged is not None:
-                out.append(merged)
-                i += 3
-                continue
-            token, tag = tokens[i], _tag(tokens[i])
-            i += 1
-            if tag not in _KEEP_TAGS:
-                continue
-            form = token.form.lower()
-            # Verb stems get the dictionary ending so "좋아하" reads as the word a person would search.
-            out.append(form + "다" if tag in _VERB_TAGS else form)
-        return tuple(out)
+        return Analysis(_terms(normalised, tokens), signature(tokens))
+
+
+def _terms(normalised: str, tokens: Sequence[Any]) -> tuple[str, ...]:
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        merged = _feeling_verb(normalised, tokens, i)
+        if merged is not None:
+            out.append(merged)
+            i += 3
+            continue
+        token, tag = tokens[i], _tag(tokens[i])
+        i += 1
+        if tag not in _KEEP_TAGS:
+            continue
+        form = token.form.lower()
+        # Verb stems get the dictionary ending so "좋아하" reads as the word a person would search.
+        out.append(form + "다" if tag in _VERB_TAGS else form)
+    return tuple(out)
