@@ -23,9 +23,15 @@ GROUP BY user_id, heroine_id
 HAVING count(*) > %(smallest_max)s
 """
 
+# A memory that a valid memory was distilled from (a DERIVED_FROM link's target) is never retired: the
+# knowledge or gist built on it would lose its ground. Such rows are skipped, not counted as retirable.
 VALID_ROWS = """
-SELECT id, importance, valid_at FROM user_memories
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND invalid_at IS NULL
+SELECT m.id, m.importance, m.valid_at FROM user_memories m
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM memory_links l
+      JOIN user_memories c ON c.user_id = l.user_id AND c.id = l.from_id AND c.invalid_at IS NULL
+      WHERE l.user_id = %(user_id)s AND l.to_id = m.id AND l.kind = 'derived_from')
 """
 
 # Retired now in business time; a row valid from a later game time is retired the instant it begins.
