@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
 from npc_memory.domain.model import Scope
+from npc_memory_client import AsyncClient, Fact, LinkKind
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
@@ -219,3 +220,20 @@ async def test_superseding_carries_links_and_forget_player_erases_them(
     with psycopg.connect(database_url) as conn:
         row = conn.execute("SELECT count(*) FROM memory_links WHERE user_id = %s", (scope.user_id,)).fetchone()
     assert row == (0,)
+
+
+async def test_python_client_expands_lists_links_and_searches_with_hops(server_port: int, scope: Scope) -> None:
+    """The typed async client names batch positions in `related`, expands, lists links and reads hops back."""
+    async with AsyncClient(f"127.0.0.1:{server_port}") as memory:
+        first, second = await memory.store(scope.user_id, scope.heroine_id, [
+            Fact("레티아의 아버지는 등대지기이다"), Fact("낡은 나침반을 선물받았다", importance=1, related=[0]),
+        ])
+        view = await memory.links(scope.user_id, scope.heroine_id, first.memory_id)
+        assert [(k.from_id, k.to_id, k.kind) for k in view.related] == [
+            (second.memory_id, first.memory_id, LinkKind.RELATED_TO)]
+        step = await memory.expand(scope.user_id, scope.heroine_id, first.memory_id)
+        assert (step.depth, step.found, step.total_linked) == (1, [], 0)  # the one other memory is linked already
+        hits = await memory.search(scope.user_id, scope.heroine_id, "등대지기", limit=2, hops=1)
+        by_id = {h.memory.id: h for h in hits}
+        assert second.memory_id in by_id
+        assert by_id[second.memory_id].hops == 0 or by_id[second.memory_id].via_memory_id == first.memory_id

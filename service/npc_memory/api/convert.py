@@ -57,6 +57,7 @@ def scored(s: ScoredMemory) -> pb.ScoredMemory:
         ),
         via_memory_id=str(s.via_memory_id) if s.via_memory_id else "",
         hops=s.hops,
+        cosine=s.cosine,
     )
 
 

@@ -39,7 +39,8 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND from_id = %(id)s
   AND depth = %(depth)s
 """
 
-# Neighbours of the frontier, valid now, not the root, not on the frontier and not linked from the root yet:
+# Neighbours of the frontier, valid now, not the root, not on the frontier, not linked with the root yet (either
+# way, any kind: a memory the game already linked is not "found"):
 # those sharing the most keyword terms first (via: the first shared term, as seed 000's ABOUT), then the
 # nearest by cosine (via: the frontier memory it is nearest to). Vectors are unit length, so <#> is -cosine.
 NEIGHBOURS = """
@@ -55,8 +56,8 @@ SELECT n.id, n.via FROM (
       AND c.id <> %(id)s AND c.id <> ALL(%(frontier)s)
       AND c.valid_at <= %(now)s AND (c.invalid_at IS NULL OR c.invalid_at > %(now)s)
       AND NOT EXISTS (SELECT 1 FROM memory_links l
-                      WHERE l.user_id = %(user_id)s AND l.from_id = %(id)s AND l.to_id = c.id
-                        AND l.kind = 'related_to')
+                      WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s
+                        AND ((l.from_id = %(id)s AND l.to_id = c.id) OR (l.from_id = c.id AND l.to_id = %(id)s)))
     ORDER BY c.id, s.shared DESC, cosine DESC
 ) n
 ORDER BY n.shared DESC, n.cosine DESC, n.id

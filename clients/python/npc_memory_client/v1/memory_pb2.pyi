@@ -624,12 +624,15 @@ class ScoredMemory(_message.Message):
     SCORES_FIELD_NUMBER: _builtins.int
     VIA_MEMORY_ID_FIELD_NUMBER: _builtins.int
     HOPS_FIELD_NUMBER: _builtins.int
+    COSINE_FIELD_NUMBER: _builtins.int
     via_memory_id: _builtins.str
     """Set when the memory was reached by following links (SearchMemoriesRequest.hops): the memory it was
     linked from (a direct result, or a memory reached one hop earlier).
     """
     hops: _builtins.int
     """0 for a ranked result; 1 or 2 for one reached through that many links."""
+    cosine: _builtins.float
+    """The raw cosine to the query vector (0 without one): what a deepen search compares with its threshold."""
     @_builtins.property
     def memory(self) -> Global___Memory: ...
     @_builtins.property
@@ -641,10 +644,11 @@ class ScoredMemory(_message.Message):
         scores: Global___Scores | None = ...,
         via_memory_id: _builtins.str = ...,
         hops: _builtins.int = ...,
+        cosine: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "scores", b"scores"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hops", b"hops", "memory", b"memory", "scores", b"scores", "via_memory_id", b"via_memory_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cosine", b"cosine", "hops", b"hops", "memory", b"memory", "scores", b"scores", "via_memory_id", b"via_memory_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

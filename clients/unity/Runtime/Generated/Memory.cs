@@ -66,35 +66,35 @@ namespace NpcMemory.V1 {
             "AygOMhYubnBjX21lbW9yeS52MS5TdWJqZWN0EhMKC3N1YmplY3RfaWRzGAMg",
             "AygJEjEKDWNvbnRlbnRfdHlwZXMYBCADKA4yGi5ucGNfbWVtb3J5LnYxLkNv",
             "bnRlbnRUeXBlEhYKDm1pbl9pbXBvcnRhbmNlGAUgASgFEiIKBXRpZXJzGAYg",
-            "AygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNsb3QYByABKAkigQEKDFNj",
+            "AygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNsb3QYByABKAkikQEKDFNj",
             "b3JlZE1lbW9yeRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5LnYxLk1l",
             "bW9yeRIlCgZzY29yZXMYAiABKAsyFS5ucGNfbWVtb3J5LnYxLlNjb3JlcxIV",
-            "Cg12aWFfbWVtb3J5X2lkGAMgASgJEgwKBGhvcHMYBCABKAUiZgoLU3RvcmVS",
-            "ZXN1bHQSEQoJbWVtb3J5X2lkGAEgASgJEiwKB291dGNvbWUYAiABKA4yGy5u",
-            "cGNfbWVtb3J5LnYxLlN0b3JlT3V0Y29tZRIWCg5zdXBlcnNlZGVkX2lkcxgD",
-            "IAMoCSpJCgdTcGVha2VyEhcKE1NQRUFLRVJfVU5TUEVDSUZJRUQQABIQCgxT",
-            "UEVBS0VSX1VTRVIQARITCg9TUEVBS0VSX0hFUk9JTkUQAipcCgdTdWJqZWN0",
-            "EhcKE1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIQCgxTVUJKRUNUX1VTRVIQARIT",
-            "Cg9TVUJKRUNUX0hFUk9JTkUQAhIRCg1TVUJKRUNUX1dPUkxEEAMq4wEKC0Nv",
-            "bnRlbnRUeXBlEhwKGENPTlRFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhUKEUNP",
-            "TlRFTlRfVFlQRV9GQUNUEAESGwoXQ09OVEVOVF9UWVBFX1BSRUZFUkVOQ0UQ",
-            "AhIWChJDT05URU5UX1RZUEVfVFJBSVQQAxIWChJDT05URU5UX1RZUEVfRVZF",
-            "TlQQBBIYChRDT05URU5UX1RZUEVfT1BJTklPThAFEhkKFUNPTlRFTlRfVFlQ",
-            "RV9QRVJTT05BTBAGEh0KGUNPTlRFTlRfVFlQRV9SRUxBVElPTlNISVAQBypQ",
-            "CgRUaWVyEhQKEFRJRVJfVU5TUEVDSUZJRUQQABINCglUSUVSX0dJU1QQARIS",
-            "Cg5USUVSX0tOT1dMRURHRRACEg8KC1RJRVJfU09VUkNFEAMqgAEKC0Nsb3Nl",
-            "UmVhc29uEhwKGENMT1NFX1JFQVNPTl9VTlNQRUNJRklFRBAAEhsKF0NMT1NF",
-            "X1JFQVNPTl9TVVBFUlNFREVEEAESHAoYQ0xPU0VfUkVBU09OX0lOVkFMSURB",
-            "VEVEEAISGAoUQ0xPU0VfUkVBU09OX1JFVElSRUQQAypbCghMaW5rS2luZBIZ",
-            "ChVMSU5LX0tJTkRfVU5TUEVDSUZJRUQQABIYChRMSU5LX0tJTkRfUkVMQVRF",
-            "RF9UTxABEhoKFkxJTktfS0lORF9ERVJJVkVEX0ZST00QAipgCgxGdXNpb25N",
-            "ZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhoKFkZVU0lP",
-            "Tl9NRVRIT0RfV0VJR0hURUQQARIVChFGVVNJT05fTUVUSE9EX1JSRhACKqEB",
-            "CgxTdG9yZU91dGNvbWUSHQoZU1RPUkVfT1VUQ09NRV9VTlNQRUNJRklFRBAA",
-            "EhkKFVNUT1JFX09VVENPTUVfQ1JFQVRFRBABEhwKGFNUT1JFX09VVENPTUVf",
-            "U1VQRVJTRURFRBACEhsKF1NUT1JFX09VVENPTUVfRFVQTElDQVRFEAMSHAoY",
-            "U1RPUkVfT1VUQ09NRV9ISVNUT1JJQ0FMEARCIwoQZGV2Lm5wY21lbW9yeS52",
-            "MVABqgIMTnBjTWVtb3J5LlYxYgZwcm90bzM="));
+            "Cg12aWFfbWVtb3J5X2lkGAMgASgJEgwKBGhvcHMYBCABKAUSDgoGY29zaW5l",
+            "GAUgASgBImYKC1N0b3JlUmVzdWx0EhEKCW1lbW9yeV9pZBgBIAEoCRIsCgdv",
+            "dXRjb21lGAIgASgOMhsubnBjX21lbW9yeS52MS5TdG9yZU91dGNvbWUSFgoO",
+            "c3VwZXJzZWRlZF9pZHMYAyADKAkqSQoHU3BlYWtlchIXChNTUEVBS0VSX1VO",
+            "U1BFQ0lGSUVEEAASEAoMU1BFQUtFUl9VU0VSEAESEwoPU1BFQUtFUl9IRVJP",
+            "SU5FEAIqXAoHU3ViamVjdBIXChNTVUJKRUNUX1VOU1BFQ0lGSUVEEAASEAoM",
+            "U1VCSkVDVF9VU0VSEAESEwoPU1VCSkVDVF9IRVJPSU5FEAISEQoNU1VCSkVD",
+            "VF9XT1JMRBADKuMBCgtDb250ZW50VHlwZRIcChhDT05URU5UX1RZUEVfVU5T",
+            "UEVDSUZJRUQQABIVChFDT05URU5UX1RZUEVfRkFDVBABEhsKF0NPTlRFTlRf",
+            "VFlQRV9QUkVGRVJFTkNFEAISFgoSQ09OVEVOVF9UWVBFX1RSQUlUEAMSFgoS",
+            "Q09OVEVOVF9UWVBFX0VWRU5UEAQSGAoUQ09OVEVOVF9UWVBFX09QSU5JT04Q",
+            "BRIZChVDT05URU5UX1RZUEVfUEVSU09OQUwQBhIdChlDT05URU5UX1RZUEVf",
+            "UkVMQVRJT05TSElQEAcqUAoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAAS",
+            "DQoJVElFUl9HSVNUEAESEgoOVElFUl9LTk9XTEVER0UQAhIPCgtUSUVSX1NP",
+            "VVJDRRADKoABCgtDbG9zZVJlYXNvbhIcChhDTE9TRV9SRUFTT05fVU5TUEVD",
+            "SUZJRUQQABIbChdDTE9TRV9SRUFTT05fU1VQRVJTRURFRBABEhwKGENMT1NF",
+            "X1JFQVNPTl9JTlZBTElEQVRFRBACEhgKFENMT1NFX1JFQVNPTl9SRVRJUkVE",
+            "EAMqWwoITGlua0tpbmQSGQoVTElOS19LSU5EX1VOU1BFQ0lGSUVEEAASGAoU",
+            "TElOS19LSU5EX1JFTEFURURfVE8QARIaChZMSU5LX0tJTkRfREVSSVZFRF9G",
+            "Uk9NEAIqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVD",
+            "SUZJRUQQABIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAESFQoRRlVTSU9O",
+            "X01FVEhPRF9SUkYQAiqhAQoMU3RvcmVPdXRjb21lEh0KGVNUT1JFX09VVENP",
+            "TUVfVU5TUEVDSUZJRUQQABIZChVTVE9SRV9PVVRDT01FX0NSRUFURUQQARIc",
+            "ChhTVE9SRV9PVVRDT01FX1NVUEVSU0VERUQQAhIbChdTVE9SRV9PVVRDT01F",
+            "X0RVUExJQ0FURRADEhwKGFNUT1JFX09VVENPTUVfSElTVE9SSUNBTBAEQiMK",
+            "EGRldi5ucGNtZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.LinkKind), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
@@ -106,7 +106,7 @@ namespace NpcMemory.V1 {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scores), global::NpcMemory.V1.Scores.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword", "Final" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryFilter), global::NpcMemory.V1.MemoryFilter.Parser, new[]{ "Speakers", "Subjects", "SubjectIds", "ContentTypes", "MinImportance", "Tiers", "Slot" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ScoredMemory), global::NpcMemory.V1.ScoredMemory.Parser, new[]{ "Memory", "Scores", "ViaMemoryId", "Hops" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ScoredMemory), global::NpcMemory.V1.ScoredMemory.Parser, new[]{ "Memory", "Scores", "ViaMemoryId", "Hops", "Cosine" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreResult), global::NpcMemory.V1.StoreResult.Parser, new[]{ "MemoryId", "Outcome", "SupersededIds" }, null, null, null, null)
           }));
     }
@@ -3806,6 +3806,7 @@ namespace NpcMemory.V1 {
       scores_ = other.scores_ != null ? other.scores_.Clone() : null;
       viaMemoryId_ = other.viaMemoryId_;
       hops_ = other.hops_;
+      cosine_ = other.cosine_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3870,6 +3871,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "cosine" field.</summary>
+    public const int CosineFieldNumber = 5;
+    private double cosine_;
+    /// <summary>
+    /// The raw cosine to the query vector (0 without one): what a deepen search compares with its threshold.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double Cosine {
+      get { return cosine_; }
+      set {
+        cosine_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3889,6 +3905,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Scores, other.Scores)) return false;
       if (ViaMemoryId != other.ViaMemoryId) return false;
       if (Hops != other.Hops) return false;
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(Cosine, other.Cosine)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3900,6 +3917,7 @@ namespace NpcMemory.V1 {
       if (scores_ != null) hash ^= Scores.GetHashCode();
       if (ViaMemoryId.Length != 0) hash ^= ViaMemoryId.GetHashCode();
       if (Hops != 0) hash ^= Hops.GetHashCode();
+      if (Cosine != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(Cosine);
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3934,6 +3952,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(32);
         output.WriteInt32(Hops);
       }
+      if (Cosine != 0D) {
+        output.WriteRawTag(41);
+        output.WriteDouble(Cosine);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3960,6 +3982,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(32);
         output.WriteInt32(Hops);
       }
+      if (Cosine != 0D) {
+        output.WriteRawTag(41);
+        output.WriteDouble(Cosine);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3981,6 +4007,9 @@ namespace NpcMemory.V1 {
       }
       if (Hops != 0) {
         size += 1 + pb::CodedOutputStream.ComputeInt32Size(Hops);
+      }
+      if (Cosine != 0D) {
+        size += 1 + 8;
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -4011,6 +4040,9 @@ namespace NpcMemory.V1 {
       }
       if (other.Hops != 0) {
         Hops = other.Hops;
+      }
+      if (other.Cosine != 0D) {
+        Cosine = other.Cosine;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -4049,6 +4081,10 @@ namespace NpcMemory.V1 {
             Hops = input.ReadInt32();
             break;
           }
+          case 41: {
+            Cosine = input.ReadDouble();
+            break;
+          }
         }
       }
     #endif
@@ -4084,6 +4120,10 @@ namespace NpcMemory.V1 {
           }
           case 32: {
             Hops = input.ReadInt32();
+            break;
+          }
+          case 41: {
+            Cosine = input.ReadDouble();
             break;
           }
         }

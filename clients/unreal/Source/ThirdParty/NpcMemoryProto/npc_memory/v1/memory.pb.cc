@@ -185,6 +185,7 @@ PROTOBUF_CONSTEXPR ScoredMemory::ScoredMemory(
     /*decltype(_impl_.via_memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.memory_)*/nullptr
   , /*decltype(_impl_.scores_)*/nullptr
+  , /*decltype(_impl_.cosine_)*/0
   , /*decltype(_impl_.hops_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct ScoredMemoryDefaultTypeInternal {
@@ -335,6 +336,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.scores_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.via_memory_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.hops_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.cosine_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreResult, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -355,7 +357,7 @@ static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protode
   { 83, -1, -1, sizeof(::npc_memory::v1::Scores)},
   { 94, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
   { 107, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
-  { 117, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
+  { 118, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -420,38 +422,38 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "\003(\t\0221\n\rcontent_types\030\004 \003(\0162\032.npc_memory."
   "v1.ContentType\022\026\n\016min_importance\030\005 \001(\005\022\""
   "\n\005tiers\030\006 \003(\0162\023.npc_memory.v1.Tier\022\014\n\004sl"
-  "ot\030\007 \001(\t\"\201\001\n\014ScoredMemory\022%\n\006memory\030\001 \001("
+  "ot\030\007 \001(\t\"\221\001\n\014ScoredMemory\022%\n\006memory\030\001 \001("
   "\0132\025.npc_memory.v1.Memory\022%\n\006scores\030\002 \001(\013"
   "2\025.npc_memory.v1.Scores\022\025\n\rvia_memory_id"
-  "\030\003 \001(\t\022\014\n\004hops\030\004 \001(\005\"f\n\013StoreResult\022\021\n\tm"
-  "emory_id\030\001 \001(\t\022,\n\007outcome\030\002 \001(\0162\033.npc_me"
-  "mory.v1.StoreOutcome\022\026\n\016superseded_ids\030\003"
-  " \003(\t*I\n\007Speaker\022\027\n\023SPEAKER_UNSPECIFIED\020\000"
-  "\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SPEAKER_HEROINE\020\002*"
-  "\\\n\007Subject\022\027\n\023SUBJECT_UNSPECIFIED\020\000\022\020\n\014S"
-  "UBJECT_USER\020\001\022\023\n\017SUBJECT_HEROINE\020\002\022\021\n\rSU"
-  "BJECT_WORLD\020\003*\343\001\n\013ContentType\022\034\n\030CONTENT"
-  "_TYPE_UNSPECIFIED\020\000\022\025\n\021CONTENT_TYPE_FACT"
-  "\020\001\022\033\n\027CONTENT_TYPE_PREFERENCE\020\002\022\026\n\022CONTE"
-  "NT_TYPE_TRAIT\020\003\022\026\n\022CONTENT_TYPE_EVENT\020\004\022"
-  "\030\n\024CONTENT_TYPE_OPINION\020\005\022\031\n\025CONTENT_TYP"
-  "E_PERSONAL\020\006\022\035\n\031CONTENT_TYPE_RELATIONSHI"
-  "P\020\007*P\n\004Tier\022\024\n\020TIER_UNSPECIFIED\020\000\022\r\n\tTIE"
-  "R_GIST\020\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017\n\013TIER_SOU"
-  "RCE\020\003*\200\001\n\013CloseReason\022\034\n\030CLOSE_REASON_UN"
-  "SPECIFIED\020\000\022\033\n\027CLOSE_REASON_SUPERSEDED\020\001"
-  "\022\034\n\030CLOSE_REASON_INVALIDATED\020\002\022\030\n\024CLOSE_"
-  "REASON_RETIRED\020\003*[\n\010LinkKind\022\031\n\025LINK_KIN"
-  "D_UNSPECIFIED\020\000\022\030\n\024LINK_KIND_RELATED_TO\020"
-  "\001\022\032\n\026LINK_KIND_DERIVED_FROM\020\002*`\n\014FusionM"
-  "ethod\022\035\n\031FUSION_METHOD_UNSPECIFIED\020\000\022\032\n\026"
-  "FUSION_METHOD_WEIGHTED\020\001\022\025\n\021FUSION_METHO"
-  "D_RRF\020\002*\241\001\n\014StoreOutcome\022\035\n\031STORE_OUTCOM"
-  "E_UNSPECIFIED\020\000\022\031\n\025STORE_OUTCOME_CREATED"
-  "\020\001\022\034\n\030STORE_OUTCOME_SUPERSEDED\020\002\022\033\n\027STOR"
-  "E_OUTCOME_DUPLICATE\020\003\022\034\n\030STORE_OUTCOME_H"
-  "ISTORICAL\020\004B#\n\020dev.npcmemory.v1P\001\252\002\014NpcM"
-  "emory.V1b\006proto3"
+  "\030\003 \001(\t\022\014\n\004hops\030\004 \001(\005\022\016\n\006cosine\030\005 \001(\001\"f\n\013"
+  "StoreResult\022\021\n\tmemory_id\030\001 \001(\t\022,\n\007outcom"
+  "e\030\002 \001(\0162\033.npc_memory.v1.StoreOutcome\022\026\n\016"
+  "superseded_ids\030\003 \003(\t*I\n\007Speaker\022\027\n\023SPEAK"
+  "ER_UNSPECIFIED\020\000\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SP"
+  "EAKER_HEROINE\020\002*\\\n\007Subject\022\027\n\023SUBJECT_UN"
+  "SPECIFIED\020\000\022\020\n\014SUBJECT_USER\020\001\022\023\n\017SUBJECT"
+  "_HEROINE\020\002\022\021\n\rSUBJECT_WORLD\020\003*\343\001\n\013Conten"
+  "tType\022\034\n\030CONTENT_TYPE_UNSPECIFIED\020\000\022\025\n\021C"
+  "ONTENT_TYPE_FACT\020\001\022\033\n\027CONTENT_TYPE_PREFE"
+  "RENCE\020\002\022\026\n\022CONTENT_TYPE_TRAIT\020\003\022\026\n\022CONTE"
+  "NT_TYPE_EVENT\020\004\022\030\n\024CONTENT_TYPE_OPINION\020"
+  "\005\022\031\n\025CONTENT_TYPE_PERSONAL\020\006\022\035\n\031CONTENT_"
+  "TYPE_RELATIONSHIP\020\007*P\n\004Tier\022\024\n\020TIER_UNSP"
+  "ECIFIED\020\000\022\r\n\tTIER_GIST\020\001\022\022\n\016TIER_KNOWLED"
+  "GE\020\002\022\017\n\013TIER_SOURCE\020\003*\200\001\n\013CloseReason\022\034\n"
+  "\030CLOSE_REASON_UNSPECIFIED\020\000\022\033\n\027CLOSE_REA"
+  "SON_SUPERSEDED\020\001\022\034\n\030CLOSE_REASON_INVALID"
+  "ATED\020\002\022\030\n\024CLOSE_REASON_RETIRED\020\003*[\n\010Link"
+  "Kind\022\031\n\025LINK_KIND_UNSPECIFIED\020\000\022\030\n\024LINK_"
+  "KIND_RELATED_TO\020\001\022\032\n\026LINK_KIND_DERIVED_F"
+  "ROM\020\002*`\n\014FusionMethod\022\035\n\031FUSION_METHOD_U"
+  "NSPECIFIED\020\000\022\032\n\026FUSION_METHOD_WEIGHTED\020\001"
+  "\022\025\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014StoreOutcome"
+  "\022\035\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE"
+  "_OUTCOME_CREATED\020\001\022\034\n\030STORE_OUTCOME_SUPE"
+  "RSEDED\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020\003\022\034\n"
+  "\030STORE_OUTCOME_HISTORICAL\020\004B#\n\020dev.npcme"
+  "mory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps[2] = {
   &::descriptor_table_google_2fprotobuf_2fstruct_2eproto,
@@ -459,7 +461,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto = {
-    false, false, 3176, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
+    false, false, 3192, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
     "npc_memory/v1/memory.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 10,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets,
@@ -4243,6 +4245,7 @@ ScoredMemory::ScoredMemory(const ScoredMemory& from)
       decltype(_impl_.via_memory_id_){}
     , decltype(_impl_.memory_){nullptr}
     , decltype(_impl_.scores_){nullptr}
+    , decltype(_impl_.cosine_){}
     , decltype(_impl_.hops_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
@@ -4261,7 +4264,9 @@ ScoredMemory::ScoredMemory(const ScoredMemory& from)
   if (from._internal_has_scores()) {
     _this->_impl_.scores_ = new ::npc_memory::v1::Scores(*from._impl_.scores_);
   }
-  _this->_impl_.hops_ = from._impl_.hops_;
+  ::memcpy(&_impl_.cosine_, &from._impl_.cosine_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.hops_) -
+    reinterpret_cast<char*>(&_impl_.cosine_)) + sizeof(_impl_.hops_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ScoredMemory)
 }
 
@@ -4273,6 +4278,7 @@ inline void ScoredMemory::SharedCtor(
       decltype(_impl_.via_memory_id_){}
     , decltype(_impl_.memory_){nullptr}
     , decltype(_impl_.scores_){nullptr}
+    , decltype(_impl_.cosine_){0}
     , decltype(_impl_.hops_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
@@ -4317,7 +4323,9 @@ void ScoredMemory::Clear() {
     delete _impl_.scores_;
   }
   _impl_.scores_ = nullptr;
-  _impl_.hops_ = 0;
+  ::memset(&_impl_.cosine_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.hops_) -
+      reinterpret_cast<char*>(&_impl_.cosine_)) + sizeof(_impl_.hops_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -4358,6 +4366,14 @@ const char* ScoredMemory::_InternalParse(const char* ptr, ::_pbi::ParseContext* 
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 32)) {
           _impl_.hops_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
           CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // double cosine = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 41)) {
+          _impl_.cosine_ = ::PROTOBUF_NAMESPACE_ID::internal::UnalignedLoad<double>(ptr);
+          ptr += sizeof(double);
         } else
           goto handle_unusual;
         continue;
@@ -4420,6 +4436,16 @@ uint8_t* ScoredMemory::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteInt32ToArray(4, this->_internal_hops(), target);
   }
 
+  // double cosine = 5;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_cosine = this->_internal_cosine();
+  uint64_t raw_cosine;
+  memcpy(&raw_cosine, &tmp_cosine, sizeof(tmp_cosine));
+  if (raw_cosine != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteDoubleToArray(5, this->_internal_cosine(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -4457,6 +4483,15 @@ size_t ScoredMemory::ByteSizeLong() const {
         *_impl_.scores_);
   }
 
+  // double cosine = 5;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_cosine = this->_internal_cosine();
+  uint64_t raw_cosine;
+  memcpy(&raw_cosine, &tmp_cosine, sizeof(tmp_cosine));
+  if (raw_cosine != 0) {
+    total_size += 1 + 8;
+  }
+
   // int32 hops = 4;
   if (this->_internal_hops() != 0) {
     total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_hops());
@@ -4490,6 +4525,13 @@ void ScoredMemory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::P
   if (from._internal_has_scores()) {
     _this->_internal_mutable_scores()->::npc_memory::v1::Scores::MergeFrom(
         from._internal_scores());
+  }
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_cosine = from._internal_cosine();
+  uint64_t raw_cosine;
+  memcpy(&raw_cosine, &tmp_cosine, sizeof(tmp_cosine));
+  if (raw_cosine != 0) {
+    _this->_internal_set_cosine(from._internal_cosine());
   }
   if (from._internal_hops() != 0) {
     _this->_internal_set_hops(from._internal_hops());

@@ -2459,6 +2459,7 @@ class ScoredMemory final :
     kViaMemoryIdFieldNumber = 3,
     kMemoryFieldNumber = 1,
     kScoresFieldNumber = 2,
+    kCosineFieldNumber = 5,
     kHopsFieldNumber = 4,
   };
   // string via_memory_id = 3;
@@ -2511,6 +2512,15 @@ class ScoredMemory final :
       ::npc_memory::v1::Scores* scores);
   ::npc_memory::v1::Scores* unsafe_arena_release_scores();
 
+  // double cosine = 5;
+  void clear_cosine();
+  double cosine() const;
+  void set_cosine(double value);
+  private:
+  double _internal_cosine() const;
+  void _internal_set_cosine(double value);
+  public:
+
   // int32 hops = 4;
   void clear_hops();
   int32_t hops() const;
@@ -2531,6 +2541,7 @@ class ScoredMemory final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr via_memory_id_;
     ::npc_memory::v1::Memory* memory_;
     ::npc_memory::v1::Scores* scores_;
+    double cosine_;
     int32_t hops_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
@@ -5571,6 +5582,26 @@ inline void ScoredMemory::_internal_set_hops(int32_t value) {
 inline void ScoredMemory::set_hops(int32_t value) {
   _internal_set_hops(value);
   // @@protoc_insertion_point(field_set:npc_memory.v1.ScoredMemory.hops)
+}
+
+// double cosine = 5;
+inline void ScoredMemory::clear_cosine() {
+  _impl_.cosine_ = 0;
+}
+inline double ScoredMemory::_internal_cosine() const {
+  return _impl_.cosine_;
+}
+inline double ScoredMemory::cosine() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ScoredMemory.cosine)
+  return _internal_cosine();
+}
+inline void ScoredMemory::_internal_set_cosine(double value) {
+  
+  _impl_.cosine_ = value;
+}
+inline void ScoredMemory::set_cosine(double value) {
+  _internal_set_cosine(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ScoredMemory.cosine)
 }
 
 // -------------------------------------------------------------------
