@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime
 from typing import TypeAlias
 
 import grpc
@@ -11,6 +12,9 @@ import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
 from npc_memory.domain.model import Scope
+from npc_memory.domain.retention import RetentionPolicy
+from npc_memory.engine import MemoryEngine
+from npc_memory.store.retention import retain_scope
 from npc_memory_client import AsyncClient, Fact, LinkKind
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -237,3 +241,31 @@ async def test_python_client_expands_lists_links_and_searches_with_hops(server_p
         by_id = {h.memory.id: h for h in hits}
         assert second.memory_id in by_id
         assert by_id[second.memory_id].hops == 0 or by_id[second.memory_id].via_memory_id == first.memory_id
+
+
+async def test_retention_never_retires_a_source_a_valid_memory_is_derived_from(
+    stub: Stub, engine: MemoryEngine, scope: Scope
+) -> None:
+    """Over its limit, a scope retires its least important memory, but not a source that knowledge derives from."""
+    source, _, loose = await _store(stub, scope, [
+        _fact("오늘 레티아랑 호수에 갔어", tier=pb.TIER_SOURCE, importance=1),
+        _fact("플레이어는 레티아와 호수에 갔다", importance=5, parents=[_ref(batch_index=0)]),
+        _fact("점심은 김밥이었다", importance=2),
+    ])
+    retired = await retain_scope(engine.db, scope, RetentionPolicy(max_valid=2), datetime.now(UTC))
+    assert retired == [uuid.UUID(loose)]  # the least important one, the source (importance 1), is spared
+    got = await stub.GetMemory(svc.GetMemoryRequest(scope=_scope(scope), memory_id=source))
+    assert got.memory.close_reason == pb.CLOSE_REASON_UNSPECIFIED
+
+
+async def test_a_slot_supersede_in_store_carries_the_links_to_the_new_version(stub: Stub, scope: Scope) -> None:
+    """A newer fact in the same slot, stored by StoreMemories, gets the links of the version it closes."""
+    old, note = await _store(stub, scope, [
+        _fact("좋아하는 꽃은 장미", slot="favorite_flower"),
+        _fact("장미 꽃다발을 주었다", related=[_ref(batch_index=0)]),
+    ])
+    (new,) = await _store(stub, scope, [_fact("좋아하는 꽃은 해바라기", slot="favorite_flower")])
+    links = await stub.ListLinks(svc.ListLinksRequest(scope=_scope(scope), memory_id=new))
+    assert [(k.from_memory_id, k.to_memory_id) for k in links.related] == [(note, new)]
+    kept = await stub.ListLinks(svc.ListLinksRequest(scope=_scope(scope), memory_id=old))
+    assert [(k.from_memory_id, k.to_memory_id) for k in kept.related] == [(note, old)]
