@@ -20,15 +20,18 @@ from psycopg import sql
 
 from npc_memory.store.rows import memory_columns
 
-# One hop from the rows of {source}: the other end of each link, visible to the request (filter, validity),
+# One hop from the rows of {source}: the other end of each link (either way: two index lookups, the key and
+# memory_links_to, rather than one OR that a generic plan may scan), visible to the request (filter, validity),
 # not already in {exclude}. DISTINCT ON keeps one path per memory: through the best-scored ranked result.
 HOP = """
 SELECT DISTINCT ON (m.id) m.id, s.id AS via_memory_id, {hops}::int AS hops, s.{score} AS path_score
 FROM {source} s
-JOIN memory_links l ON l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s
-     AND (l.from_id = s.id OR l.to_id = s.id)
-JOIN user_memories m ON m.user_id = %(user_id)s
-     AND m.id = CASE WHEN l.from_id = s.id THEN l.to_id ELSE l.from_id END
+CROSS JOIN LATERAL (
+    SELECT l.to_id AS other FROM memory_links l WHERE l.user_id = %(user_id)s AND l.from_id = s.id
+    UNION ALL
+    SELECT l.from_id FROM memory_links l WHERE l.user_id = %(user_id)s AND l.to_id = s.id
+) n
+JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = n.other
 WHERE m.heroine_id = %(heroine_id)s AND {filter} AND %(hops)s >= {hops} {exclude}
 ORDER BY m.id, s.{score} DESC, s.id
 """
