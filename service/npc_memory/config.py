@@ -253,6 +253,10 @@ def _check(config: Config) -> None:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
     if not 0.0 < config.write.duplicate_threshold <= 1.0:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
+    if not 1 <= config.search.expand_per_depth <= config.search.max_limit:
+        raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
+    if not -1.0 < config.search.deepen_min_relevance <= 1.0:
+        raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
     policies = config.retention.policies
     for name, policy in {"default": policies.default, **policies.heroines}.items():
         if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:
