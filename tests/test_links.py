@@ -269,3 +269,14 @@ async def test_a_slot_supersede_in_store_carries_the_links_to_the_new_version(st
     assert [(k.from_memory_id, k.to_memory_id) for k in links.related] == [(note, new)]
     kept = await stub.ListLinks(svc.ListLinksRequest(scope=_scope(scope), memory_id=old))
     assert [(k.from_memory_id, k.to_memory_id) for k in kept.related] == [(note, old)]
+
+
+async def test_a_request_id_reused_with_other_links_is_refused(stub: Stub, scope: Scope) -> None:
+    """The idempotency fingerprint covers `related`: the same request_id with a different link is INVALID_ARGUMENT."""
+    facts = [_fact("첫 번째 사실"), _fact("두 번째 사실", related=[_ref(batch_index=0)])]
+    request = svc.StoreMemoriesRequest(scope=_scope(scope), memories=facts, request_id="links-once")
+    await stub.StoreMemories(request)
+    del request.memories[1].related[:]
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.StoreMemories(request)
+    assert "request_id" in _violations(err.value)
