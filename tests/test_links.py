@@ -112,9 +112,11 @@ async def test_a_linked_memory_comes_back_through_hops_and_not_without(stub: Stu
     ])
     anchor, compass, heirloom = ids[:3]
 
-    async def search(hops: int) -> list[pb.ScoredMemory]:
-        resp = await stub.SearchMemories(svc.SearchMemoriesRequest(
-            scope=_scope(scope), query="레티아 아버지 등대지기", limit=4, hops=hops))
+    async def search(hops: int, as_of: datetime | None = None) -> list[pb.ScoredMemory]:
+        request = svc.SearchMemoriesRequest(scope=_scope(scope), query="레티아 아버지 등대지기", limit=4, hops=hops)
+        if as_of is not None:
+            request.as_of.FromDatetime(as_of)
+        resp = await stub.SearchMemories(request)
         assert len(resp.results) <= 4
         found = [r.memory.memory_id for r in resp.results]
         assert len(found) == len(set(found))
@@ -132,9 +134,11 @@ async def test_a_linked_memory_comes_back_through_hops_and_not_without(stub: Stu
     assert two[heirloom].via_memory_id == compass
     assert two[heirloom].scores.keyword == 0.0
     assert 0 < two[heirloom].scores.final <= 1
-    # A closed memory is not followed.
+    # A closed memory is not followed now, and still is as of a time it was valid.
+    before = datetime.now(UTC)
     await stub.InvalidateMemory(svc.InvalidateMemoryRequest(scope=_scope(scope), memory_id=heirloom))
     assert heirloom not in [r.memory.memory_id for r in await search(2)]
+    assert heirloom in [r.memory.memory_id for r in await search(2, as_of=before)]
 
 
 async def test_deepen_answers_from_gists_when_they_suffice_and_reaches_sources_when_not(
