@@ -9,6 +9,10 @@ process and one client sends requests one at a time. Reported side by side, in m
 the caller's query vector; search over gRPC with the server embedding each (distinct, uncached) question;
 the embedder alone on the same questions; the service's statement run bare through psycopg (the floor);
 and the share of the exact top-10 (a plain scan) a relevance-only search returns.
+
+Links: before timing, every memory is linked (RELATED_TO) to two others of its scope, so a search with
+``hops`` has links to follow. The same caller-vector requests are then timed with hops = 1, hops = 2 and
+``deepen`` (up to three tier searches), each printed beside hops = 0 of the same run as a p50 ratio.
 """
 
 from __future__ import annotations
@@ -62,6 +66,33 @@ def ensure_seeded(folder: Path, rows: int, pool: Pool) -> tuple[EmbeddedPostgres
     return pg, [(s.user_id, s.heroine_id, s.rows) for s in read_manifest(manifest)]
 
 
+# Each memory → the 1st and 7th next of its scope by id: two links per memory, a graph with paths of many hops.
+LINK_SCOPES = """
+INSERT INTO memory_links (user_id, heroine_id, from_id, to_id, kind, depth, via)
+SELECT user_id, heroine_id, id, next_id, 'related_to', 0, '' FROM (
+    SELECT m.user_id, m.heroine_id, m.id,
+           lead(m.id, v.k) OVER (PARTITION BY m.user_id, m.heroine_id, v.k ORDER BY m.id) AS next_id
+    FROM user_memories m CROSS JOIN (VALUES (1), (7)) v(k)
+) x
+WHERE next_id IS NOT NULL
+ON CONFLICT DO NOTHING
+"""
+
+
+def ensure_linked(url: str) -> None:
+    """Give every memory two links once (after the server's start-up migrated the schema)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT NOT EXISTS (SELECT 1 FROM memory_links)").fetchone() == (True,):
+            conn.execute(LINK_SCOPES)
+            conn.execute("VACUUM ANALYZE memory_links")
+
+
+LINKED_VARIANTS: dict[str, dict[str, Any]] = {
+    "grpc_hops_1": {"hops": 1}, "grpc_hops_2": {"hops": 2}, "grpc_deepen": {"deepen": True},
+}
+"""The link and tier measurements: request fields added to the caller-vector search."""
+
+
 def plan(rng: random.Random, scopes: list[tuple[str, str, int]], pool: Pool, n: int) -> list[Ask]:
     """``n`` requests: a random scope each, a pool question with its real query vector."""
     out = []
@@ -98,6 +129,13 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
             for req in calls[:50]:  # warm-up: connections, prepared statements, caches
                 stub.SearchMemories(req)
             out["grpc_caller_vector"] = percentiles(timed([partial(stub.SearchMemories, r) for r in calls]))
+            ensure_linked(pg.url)
+            for name, fields in LINKED_VARIANTS.items():
+                variant = [_request(a, True, query=a.text, **fields) for a in asks]
+                for req in variant[:20]:
+                    stub.SearchMemories(req)
+                out[name] = percentiles(timed([partial(stub.SearchMemories, r) for r in variant]))
+            out["grpc_hops_0_again"] = percentiles(timed([partial(stub.SearchMemories, r) for r in calls]))
             text_calls = [_request(a, False, query=a.text) for a in text_asks]
             out["grpc_server_embedding"] = percentiles(
                 timed([partial(stub.SearchMemories, r) for r in text_calls]))
@@ -136,6 +174,15 @@ def report(results: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['rows']:,} | {r['scopes']:,} | {f('grpc_caller_vector')} | "
                      f"{f('grpc_server_embedding')} | {f('embedder_alone', ('p50', 'p95'))} | {f('sql_bare')} | "
                      f"{r['ratio_grpc_to_sql_p50']:.1f}x | {r['recall_at_10']:.1%} |")
+    lines += ["", "| rows | hops=0 p50/p95 | hops=0 again p50/p95 | hops=1 p50/p95 (x) | hops=2 p50/p95 (x) | "
+              "deepen p50/p95 (x) |", "|---:|---|---|---|---|---|"]
+    for r in results:
+        def g(key: str, r: dict[str, Any] = r) -> str:
+            base = (r["grpc_caller_vector"]["p50"] + r["grpc_hops_0_again"]["p50"]) / 2
+            ratio = f" ({r[key]['p50'] / base:.2f}x)" if key in LINKED_VARIANTS else ""
+            return f"{r[key]['p50']:.2f} / {r[key]['p95']:.2f}{ratio}"
+        lines.append(f"| {r['rows']:,} | {g('grpc_caller_vector')} | {g('grpc_hops_0_again')} | "
+                     f"{g('grpc_hops_1')} | {g('grpc_hops_2')} | {g('grpc_deepen')} |")
     return "\n".join(lines)
 
 

@@ -133,7 +133,8 @@ async def test_missing_memory_raises_not_found(client: AsyncClient, scope: Scope
 async def test_deadline_is_enforced(client: AsyncClient, scope: Scope) -> None:
     """A call that cannot finish within its timeout raises DeadlineExceededError."""
     with pytest.raises(DeadlineExceededError):
-        await client.search(scope.user_id, scope.heroine_id, "고양이", timeout=0.0005)
+        # A text never embedded before: the server cannot answer from its query cache within the deadline.
+        await client.search(scope.user_id, scope.heroine_id, f"고양이 {uuid.uuid4()}", timeout=0.0005)
 
 
 async def test_naive_datetimes_are_refused_before_sending(client: AsyncClient, scope: Scope) -> None:

@@ -56,12 +56,20 @@ def test_per_heroine_weights_come_from_the_file(tmp_path: Path) -> None:
         pytest.param({"NPC_MEMORY_EMBEDDER": "bert"}, "NPC_MEMORY_EMBEDDER", id="unknown-embedder"),
         pytest.param({"NPC_MEMORY_EMBEDDER": "none"}, "embedding_dim", id="none-without-dim"),
         pytest.param({"NPC_MEMORY_CONFIG": "/does/not/exist.toml"}, "config file", id="missing-file"),
+        pytest.param({"NPC_MEMORY_EXPAND_PER_DEPTH": "0"}, "expand_per_depth", id="expand-per-depth-zero"),
+        pytest.param({"NPC_MEMORY_DEEPEN_MIN_RELEVANCE": "1.5"}, "deepen_min_relevance", id="deepen-above-one"),
     ],
 )
 def test_bad_configuration_is_a_clear_error_at_start(env: dict[str, str], message: str) -> None:
     """A bad value stops the service at start with the setting named, never later in a request."""
     with pytest.raises(ConfigError, match=message):
         load_config(_flags(), env)
+
+
+def test_link_settings_come_from_the_environment() -> None:
+    """ExpandMemory's per-depth maximum and deepen's threshold are read from NPC_MEMORY_* like every setting."""
+    config = load_config(_flags(), {"NPC_MEMORY_EXPAND_PER_DEPTH": "3", "NPC_MEMORY_DEEPEN_MIN_RELEVANCE": "0.8"})
+    assert (config.search.expand_per_depth, config.search.deepen_min_relevance) == (3, 0.8)
 
 
 def test_empty_environment_value_means_unset() -> None:

@@ -117,3 +117,47 @@ async def test_cpp_reports_unavailable(cli: Path) -> None:
     code, _, err = await _run(cli, dead, "search", f"p-{uuid.uuid4().hex[:8]}", "letia", "q")
     assert code == 1
     assert err.startswith("error 14: ")
+
+
+async def test_cpp_expands_and_searches_with_hops_and_deepen(
+    cli: Path, server_port: int, stub: svc_grpc.MemoryServiceAsyncStub, scope: Scope
+) -> None:
+    """The C++ CLI expands twice (depth 1 then 2, no memory twice), reads hops/via back and a deepen's tier."""
+    # Every fact after the first is `related` to it, so a search ranking the first reaches the others by a link.
+    u, h = scope.user_id, scope.heroine_id
+    stored = await stub.StoreMemories(svc.StoreMemoriesRequest(scope=pb.Scope(user_id=u, heroine_id=h), memories=[
+        pb.MemoryInput(speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER, content=c, tier=t, importance=i,
+                       related=[pb.MemoryRef(batch_index=0)] if k else [])
+        for k, (c, t, i) in enumerate([
+            ("레티아의 아버지는 등대지기이다", pb.TIER_KNOWLEDGE, 9),
+            ("낡은 나침반을 선물받았다", pb.TIER_KNOWLEDGE, 1),
+            ("등대", pb.TIER_GIST, 5), ("바닷가에서 조개를 주웠다", pb.TIER_SOURCE, 5),
+            ("조개 목걸이를 만들었다", pb.TIER_SOURCE, 5), ("등대 불빛이 예뻤다", pb.TIER_SOURCE, 5),
+        ])
+    ]))
+    anchor, compass = stored.results[0].memory_id, stored.results[1].memory_id
+    code, out, err = await _run(cli, server_port, "expand", u, h, compass)
+    assert code == 0, err
+    head, *found = [line.split("\t") for line in out.splitlines()]
+    assert head[:3] == ["expanded", compass, "1"]
+    assert 1 <= len(found) <= 5
+    assert anchor not in [f[0] for f in found]  # already linked to the compass by the game
+    assert all(f[1] == "1" and f[2] for f in found)
+    code, out, err = await _run(cli, server_port, "expand", u, h)
+    assert code == 0, err
+    head2, *found2 = [line.split("\t") for line in out.splitlines()]
+    assert head2[:3] == ["expanded", compass, "2"]
+    assert not {f[0] for f in found} & {f[0] for f in found2}
+    assert int(head2[3]) == len(found) + len(found2)
+    code, out, err = await _run(cli, server_port, "search", u, h, "등대지기 아버지", "--limit", "2", "--hops", "1")
+    assert code == 0, err
+    hits = [line.split("\t") for line in out.splitlines()]
+    assert len(hits) <= 2
+    assert hits[0][4] == anchor
+    assert (hits[1][6], hits[1][7]) == ("1", anchor)  # every other memory is linked to the anchor: one is reached
+    code, out, err = await _run(cli, server_port, "search", u, h, "등대", "--limit", "1", "--deepen")
+    assert code == 0, err
+    tier, *rows = [line.split("\t") for line in out.splitlines()]
+    assert tier[0] == "tier"
+    assert tier[1] in {"gist", "knowledge", "source"}
+    assert len(rows) == 1

@@ -217,6 +217,8 @@ class Fuzz:
                 update_mask=field_mask_pb2.FieldMask(paths=["importance"])),
             "GetMemoryHistory": lambda: svc.GetMemoryHistoryRequest(scope=scope, subject_id="user", slot="fuzz_slot"),
             "ForgetPlayer": lambda: svc.ForgetPlayerRequest(user_id=f"fuzz-forget-{uuid.uuid4().hex[:8]}"),
+            "ExpandMemory": lambda: svc.ExpandMemoryRequest(scope=scope, memory_id=memory_id),
+            "ListLinks": lambda: svc.ListLinksRequest(scope=scope, memory_id=memory_id),
         }
         return builders[method]()
 

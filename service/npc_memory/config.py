@@ -65,6 +65,10 @@ class SearchConfig:
     """Largest ``limit`` a request may ask for."""
     candidates: int = 50
     """Candidates taken from each side (dense, keyword, recency/importance) before scoring."""
+    deepen_min_relevance: float = 0.85
+    """The raw cosine a result needs to answer a deepen search (e5 cosines of related Korean text: ~0.8-0.9)."""
+    expand_per_depth: int = 5
+    """Memories ExpandMemory links at most per call (one depth)."""
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
@@ -218,6 +222,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             default_weights=default_weights,
             heroine_weights=heroine_weights,
             candidates=pick("search_candidates", SearchConfig.candidates, int),
+            deepen_min_relevance=pick("deepen_min_relevance", SearchConfig.deepen_min_relevance, float),
+            expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),
@@ -247,6 +253,10 @@ def _check(config: Config) -> None:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
     if not 0.0 < config.write.duplicate_threshold <= 1.0:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
+    if not 1 <= config.search.expand_per_depth <= config.search.max_limit:
+        raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
+    if not -1.0 < config.search.deepen_min_relevance <= 1.0:
+        raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
     policies = config.retention.policies
     for name, policy in {"default": policies.default, **policies.heroines}.items():
         if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:

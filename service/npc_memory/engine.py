@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
+from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed, passing
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import (
     ContentEditNeedsEmbedderError,
@@ -17,6 +18,7 @@ from npc_memory.domain.errors import (
     TextRefusedError,
     TextSource,
 )
+from npc_memory.domain.links import Expansion, LinkView
 from npc_memory.domain.model import (
     Memory,
     MemoryFilter,
@@ -33,7 +35,7 @@ from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError
-from npc_memory.store import idempotency, lifecycle, reads, search, writes
+from npc_memory.store import idempotency, lifecycle, links, reads, search, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -96,16 +98,49 @@ class MemoryEngine:
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours
         )
 
-    async def search(self, query: SearchQuery) -> list[ScoredMemory]:
-        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
+    async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
             try:
                 (vector,) = await self.embedder.embed_queries([query.text])
             except InputRejectedError as exc:
                 raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
+        return query
+
+    async def search(self, query: SearchQuery) -> list[ScoredMemory]:
+        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
+        query = await self._embedded(query)
         terms = self.tokenizer.terms(query.text) if query.text else []
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
+
+    async def search_deep(self, query: SearchQuery) -> tuple[list[ScoredMemory], Tier]:
+        """A deepen search: gists, then knowledge, then sources, while too few results reach the threshold.
+
+        One ranked search per tier searched; the answer is what passed in the shallower tiers, then the
+        deepest tier's results, cut to ``limit``. Returns the deepest tier searched (the one that answered).
+        """
+        query = await self._embedded(query)
+        terms = self.tokenizer.terms(query.text) if query.text else []
+        passed: list[ScoredMemory] = []
+        tiers = deepen_tiers(query.filter.tiers)
+        for tier in tiers:
+            tier_query = replace(query, filter=replace(query.filter, tiers=(tier,)))
+            hits = await search.search_ranked(
+                self.db, tier_query, terms, self.search_settings.candidates, self.keyword_backend
+            )
+            enough = enough_passed(passed, hits, query.deepen_min_relevance, query.limit)
+            if enough or tier is tiers[-1]:
+                return deepen_answer(passed, hits, query.limit), tier
+            passed += passing(hits, query.deepen_min_relevance)
+        raise AssertionError("deepen_tiers is never empty")
+
+    async def expand(self, scope: Scope, memory_id: UUID | None) -> Expansion:
+        """One ExpandMemory step from ``memory_id`` (or the scope's last expanded memory)."""
+        return await links.expand(self.db, scope, memory_id, self.search_settings.expand_per_depth, utcnow())
+
+    async def links(self, scope: Scope, memory_id: UUID) -> LinkView:
+        """A memory's parents, children and related memories."""
+        return await links.links_of(self.db, scope, memory_id)
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:
         """One memory of the scope."""

@@ -1,10 +1,13 @@
 // npc_memory_cli: store and search memories on an npc-memory server from the command line.
 //
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
-//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] expand USER HEROINE [MEMORY_ID]
 //
 // store prints "memory_id<TAB>outcome" per fact; search prints
-// "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content" per hit, best first.
+// "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content<TAB>hops<TAB>via_memory_id" per hit, best
+// first (hops 0 and an empty via for a ranked result), after a "tier<TAB>TIER" line with --deepen; expand prints
+// "expanded<TAB>memory_id<TAB>depth<TAB>total_linked", then "memory_id<TAB>depth<TAB>via<TAB>content" per find.
 // On failure: "error <code>: <message>" and one "violation <field>: <description>" per bad field on
 // stderr; exit 2 for INVALID_ARGUMENT, 1 otherwise.
 #include <cstdio>
@@ -20,7 +23,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... "
                "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
-               "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]\n");
+               "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]\n"
+               "       npc_memory_cli [--target HOST:PORT] expand USER HEROINE [MEMORY_ID]\n");
   return 64;
 }
 
@@ -37,7 +41,8 @@ int Fail(const npc_memory_client::CallStatus& s) {
 int main(int argc, char** argv) {
   std::string target = "localhost:50051";
   std::vector<std::string> positional;
-  int importance = 0, limit = 0;
+  int importance = 0;
+  npc_memory_client::SearchOptions options;
   double timeout_seconds = 5.0;
   std::string subject = "user", slot;
   for (int i = 1; i < argc; ++i) {
@@ -50,7 +55,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--importance" && has_value) {
       importance = std::atoi(argv[++i]);
     } else if (arg == "--limit" && has_value) {
-      limit = std::atoi(argv[++i]);
+      options.limit = std::atoi(argv[++i]);
+    } else if (arg == "--hops" && has_value) {
+      options.hops = std::atoi(argv[++i]);
+    } else if (arg == "--deepen") {
+      options.deepen = true;
     } else if (arg == "--subject" && has_value) {
       subject = argv[++i];
     } else if (arg == "--slot" && has_value) {
@@ -59,13 +68,24 @@ int main(int argc, char** argv) {
       positional.push_back(arg);
     }
   }
-  if (positional.size() < 4) return Usage();
+  if (positional.size() < 3) return Usage();
   const std::string& command = positional[0];
   const std::string& user = positional[1];
   const std::string& heroine = positional[2];
   npc_memory_client::MemoryClient client(
       target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
 
+  if (command == "expand" && positional.size() <= 4) {
+    npc_memory_client::Expansion expansion;
+    const auto status = client.Expand(user, heroine, positional.size() == 4 ? positional[3] : "", &expansion);
+    if (!status.ok) return Fail(status);
+    std::printf("expanded\t%s\t%d\t%d\n", expansion.memory_id.c_str(), expansion.depth, expansion.total_linked);
+    for (const auto& f : expansion.found) {
+      std::printf("%s\t%d\t%s\t%s\n", f.memory_id.c_str(), f.depth, f.via.c_str(), f.content.c_str());
+    }
+    return 0;
+  }
+  if (positional.size() < 4) return Usage();
   if (command == "store") {
     std::vector<npc_memory_client::Fact> facts;
     for (size_t i = 3; i < positional.size(); ++i) {
@@ -84,12 +104,14 @@ int main(int argc, char** argv) {
   }
   if (command == "search" && positional.size() == 4) {
     std::vector<npc_memory_client::Hit> hits;
-    const auto status = client.Search(user, heroine, positional[3], limit, &hits);
+    std::string tier;
+    const auto status = client.Search(user, heroine, positional[3], options, &hits, &tier);
     if (!status.ok) return Fail(status);
+    if (options.deepen) std::printf("tier\t%s\n", tier.c_str());
     int rank = 0;
     for (const auto& h : hits) {
-      std::printf("%d\t%.6f\t%.6f\t%.6f\t%s\t%s\n", ++rank, h.final_score, h.relevance, h.keyword,
-                  h.memory_id.c_str(), h.content.c_str());
+      std::printf("%d\t%.6f\t%.6f\t%.6f\t%s\t%s\t%d\t%s\n", ++rank, h.final_score, h.relevance, h.keyword,
+                  h.memory_id.c_str(), h.content.c_str(), h.hops, h.via_memory_id.c_str());
     }
     return 0;
   }

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from npc_memory_client import _requests as rq
 from npc_memory_client import _results as rs
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.model import Expansion, LinkView, Memory, ScoredMemory, StoreResult
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 T = TypeVar("T")
@@ -95,3 +95,15 @@ def forget_player(user_id: str) -> Call[int]:
     return Call(
         "ForgetPlayer", svc.ForgetPlayerRequest(user_id=user_id), lambda r: int(r.deleted_memories), idempotent=False
     )
+
+
+def expand(user_id: str, heroine_id: str, memory_id: UUID | str | None) -> Call[Expansion]:
+    """ExpandMemory: one depth further; no memory_id continues the scope's last expansion."""
+    request = svc.ExpandMemoryRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id or ""))
+    return Call("ExpandMemory", request, rs.expansion, idempotent=False)
+
+
+def links(user_id: str, heroine_id: str, memory_id: UUID | str) -> Call[LinkView]:
+    """ListLinks: a memory's parents, children and related memories."""
+    request = svc.ListLinksRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id))
+    return Call("ListLinks", request, rs.link_view, idempotent=True)

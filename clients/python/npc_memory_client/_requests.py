@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
@@ -50,12 +51,19 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
         slot=f.slot,
         supersedes=[str(s) for s in f.supersedes],
         embedding=list(f.embedding),
+        related=[memory_ref(r) for r in f.related],
+        parents=[memory_ref(r) for r in f.parents],
     )
     if f.valid_at is not None:
         out.valid_at.CopyFrom(timestamp(f.valid_at))
     if f.metadata:
         out.metadata.CopyFrom(struct(f.metadata))
     return out
+
+
+def memory_ref(ref: UUID | str | int) -> pb.MemoryRef:
+    """A stored memory's id, or the position of another fact of the same call."""
+    return pb.MemoryRef(batch_index=ref) if isinstance(ref, int) else pb.MemoryRef(memory_id=str(ref))
 
 
 def memory_filter(f: MemoryFilter) -> pb.MemoryFilter:
@@ -86,6 +94,8 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> sv
         scope=scope(user_id, heroine_id), query=query, limit=opts.get("limit", 0),
         query_embedding=list(opts.get("query_embedding", ())),
         include_invalidated=opts.get("include_invalidated", False),
+        hops=opts.get("hops", 0), deepen=opts.get("deepen", False),
+        deepen_min_relevance=opts.get("deepen_min_relevance", 0.0),
     )
     if (w := opts.get("weights")) is not None:
         out.weights.CopyFrom(_weights(w))

@@ -13,6 +13,10 @@ from npc_memory_client._enums import from_wire
 from npc_memory_client.model import (
     CloseReason,
     ContentType,
+    Expansion,
+    Link,
+    LinkKind,
+    LinkView,
     Memory,
     Scope,
     ScoredMemory,
@@ -24,6 +28,7 @@ from npc_memory_client.model import (
     Tier,
 )
 from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,34 @@ def scored(s: pb.ScoredMemory) -> ScoredMemory:
         scores=Scores(
             recency=sc.recency, importance=sc.importance, relevance=sc.relevance, keyword=sc.keyword, final=sc.final
         ),
+        cosine=s.cosine,
+        via_memory_id=UUID(s.via_memory_id) if s.via_memory_id else None,
+        hops=s.hops,
     )
+
+
+LINK_KINDS = {pb.LINK_KIND_RELATED_TO: LinkKind.RELATED_TO, pb.LINK_KIND_DERIVED_FROM: LinkKind.DERIVED_FROM}
+
+
+def link(k: pb.MemoryLink) -> Link:
+    """One link of a scope."""
+    return Link(
+        UUID(k.from_memory_id), UUID(k.to_memory_id), LINK_KINDS[k.kind], k.depth, k.via,
+        _when(k.discovered_at) if k.HasField("discovered_at") else None,
+    )
+
+
+def expansion(r: svc.ExpandMemoryResponse) -> Expansion:
+    """What one ExpandMemory step found."""
+    return Expansion(
+        UUID(r.memory_id), r.depth, [(link(k), memory(m)) for k, m in zip(r.found, r.memories, strict=True)],
+        r.total_linked,
+    )
+
+
+def link_view(r: svc.ListLinksResponse) -> LinkView:
+    """A memory's links by role."""
+    return LinkView([link(k) for k in r.parents], [link(k) for k in r.children], [link(k) for k in r.related])
 
 
 def store_result(r: pb.StoreResult) -> StoreResult:

@@ -28,6 +28,10 @@ class Fact:
     valid_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Sequence[float] = ()
+    related: Sequence[UUID | str | int] = ()
+    """Memories this fact is related to: ids, or the position (int) of another fact of the same call."""
+    parents: Sequence[UUID | str | int] = ()
+    """Memories this fact was distilled from, named the same way."""
 
 
 class SearchOptions(TypedDict, total=False):
@@ -41,6 +45,9 @@ class SearchOptions(TypedDict, total=False):
     fusion: Fusion
     include_invalidated: bool
     query_embedding: Sequence[float]
+    hops: int
+    deepen: bool
+    deepen_min_relevance: float
 
 
 class ListOptions(TypedDict, total=False):

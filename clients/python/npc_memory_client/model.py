@@ -153,3 +153,46 @@ class ScoredMemory:
 
     memory: Memory
     scores: Scores
+    cosine: float = 0.0
+    """The raw cosine to the query (0 without a query vector): what a deepen search compares."""
+    via_memory_id: UUID | None = None
+    """The memory this one was reached from through a link; None for a ranked result."""
+    hops: int = 0
+
+
+class LinkKind(StrEnum):
+    """How two memories are linked."""
+
+    RELATED_TO = "related_to"
+    DERIVED_FROM = "derived_from"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link of a scope: ``from_id`` → ``to_id``; depth 0 when the game named it."""
+
+    from_id: UUID
+    to_id: UUID
+    kind: LinkKind
+    depth: int = 0
+    via: str = ""
+    discovered_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What one ExpandMemory call did: the depth it reached, the links it made, the linked total."""
+
+    memory_id: UUID
+    depth: int
+    found: list[tuple[Link, Memory]]
+    total_linked: int
+
+
+@dataclass(frozen=True)
+class LinkView:
+    """A memory's links by role."""
+
+    parents: list[Link]
+    children: list[Link]
+    related: list[Link]

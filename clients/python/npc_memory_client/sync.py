@@ -15,7 +15,7 @@ from npc_memory_client import _calls
 from npc_memory_client._results import MemoryPage
 from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.model import Expansion, LinkView, Memory, ScoredMemory, StoreResult
 from npc_memory_client.retry import RetryPolicy, next_pause
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
@@ -122,3 +122,15 @@ class Client:
     def forget_player(self, user_id: str, *, timeout: float | None = None) -> int:
         """Erase every row of a player across heroines; the number erased."""
         return self._run(_calls.forget_player(user_id), timeout)
+
+    def expand(
+        self, user_id: str, heroine_id: str, memory_id: UUID | str | None = None, *, timeout: float | None = None
+    ) -> Expansion:
+        """Go one depth further from a memory (default: the scope's last expanded one), linking what it finds."""
+        return self._run(_calls.expand(user_id, heroine_id, memory_id), timeout)
+
+    def links(
+        self, user_id: str, heroine_id: str, memory_id: UUID | str, *, timeout: float | None = None
+    ) -> LinkView:
+        """A memory's parents, children and related memories."""
+        return self._run(_calls.links(user_id, heroine_id, memory_id), timeout)

@@ -6,8 +6,10 @@ from datetime import datetime
 
 from google.protobuf import timestamp_pb2
 from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 from npc_memory.api import enums
+from npc_memory.domain.links import Expansion, Link, LinkKind, LinkView
 from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
 
 
@@ -53,6 +55,37 @@ def scored(s: ScoredMemory) -> pb.ScoredMemory:
             recency=sc.recency, importance=sc.importance, relevance=sc.relevance, keyword=sc.keyword,
             final=sc.final,
         ),
+        via_memory_id=str(s.via_memory_id) if s.via_memory_id else "",
+        hops=s.hops,
+        cosine=s.cosine,
+    )
+
+
+LINK_KINDS = {LinkKind.RELATED_TO: pb.LINK_KIND_RELATED_TO, LinkKind.DERIVED_FROM: pb.LINK_KIND_DERIVED_FROM}
+
+
+def link(k: Link) -> pb.MemoryLink:
+    """One link of a scope."""
+    out = pb.MemoryLink(from_memory_id=str(k.from_id), to_memory_id=str(k.to_id), kind=LINK_KINDS[k.kind],
+                        depth=k.depth, via=k.via)
+    if k.discovered_at is not None:
+        out.discovered_at.CopyFrom(timestamp(k.discovered_at))
+    return out
+
+
+def expansion(e: Expansion) -> svc.ExpandMemoryResponse:
+    """What one ExpandMemory step found."""
+    return svc.ExpandMemoryResponse(
+        memory_id=str(e.memory_id), depth=e.depth, found=[link(k) for k, _ in e.found],
+        memories=[memory(m) for _, m in e.found], total_linked=e.total_linked,
+    )
+
+
+def link_view(v: LinkView) -> svc.ListLinksResponse:
+    """A memory's links by role."""
+    return svc.ListLinksResponse(
+        parents=[link(k) for k in v.parents], children=[link(k) for k in v.children],
+        related=[link(k) for k in v.related],
     )
 
 

@@ -25,9 +25,11 @@ from npc_memory.domain.errors import (
     MemoryAlreadyClosedError,
     RequestIdReusedError,
     RuleViolationError,
+    SourceImmutableError,
     SupersedeBeforeValidAtError,
     SupersedeTargetClosedError,
     TextRefusedError,
+    UnknownLinkTargetError,
     UnknownSupersedeTargetError,
     VersionBeforeValidAtError,
 )
@@ -138,6 +140,17 @@ def _edit_terms(error: RuleViolationError) -> RequestError | None:
     return None
 
 
+def _link_terms(error: RuleViolationError) -> RequestError | None:
+    """Refusals about links and tiers: an unknown ``related``/``parents`` entry, an edit of a source."""
+    match error:
+        case UnknownLinkTargetError(index=i, field=f, position=j, target=t):
+            return InvalidArgumentError.single(f"memories[{i}].{f}[{j}]", f"no memory {t} in this scope")
+        case SourceImmutableError(memory_id=m):
+            return FailedPreconditionError(f"memory {m} is a source; a source's content is never changed "
+                                           "(store a new source, or edit the knowledge distilled from it)")
+    return None
+
+
 def _text_terms(error: RuleViolationError) -> RequestError | None:
     """A text the embedder refused: the fact's content when known, else the batch, the query or the content."""
     invalid = InvalidArgumentError.single
@@ -154,7 +167,8 @@ def _text_terms(error: RuleViolationError) -> RequestError | None:
 def in_request_terms(error: RuleViolationError) -> RequestError:
     """A rule's refusal as the request error a client sees: the field at fault, or the state that forbids it."""
     # A refusal added to domain/errors.py without a case above is still the caller's request, never INTERNAL.
-    return _store_terms(error) or _edit_terms(error) or _text_terms(error) or FailedPreconditionError(str(error))
+    return (_store_terms(error) or _edit_terms(error) or _link_terms(error) or _text_terms(error)
+            or FailedPreconditionError(str(error)))
 
 
 def to_status(error: NpcMemoryError) -> status_pb2.Status:

@@ -27,6 +27,7 @@ MAX_QUERY_CHARS = 2000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 MAX_SUBJECT_ID = 64
+MAX_HOPS = 2
 UPDATABLE = frozenset({"importance", "tier", "metadata", "content"})
 
 
@@ -39,7 +40,10 @@ class StoreRequest:
     request_id: str
 
 
-def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, write: WriteConfig, dim: int) -> NewMemory:
+def _fact(
+    c: Checker, index: int, request: svc.StoreMemoriesRequest, scope: Scope, write: WriteConfig, dim: int
+) -> NewMemory:
+    path, m, batch = f"memories[{index}]", request.memories[index], len(request.memories)
     speaker = c.enum(f"{path}.speaker", m.speaker, enums.SPEAKERS)
     subject = c.enum(f"{path}.subject", m.subject, enums.SUBJECTS)
     return NewMemory(
@@ -56,6 +60,8 @@ def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, write: WriteCo
         valid_at=c.timestamp(f"{path}.valid_at", m.valid_at, m.HasField("valid_at")),
         metadata=c.metadata(f"{path}.metadata", m.metadata),
         embedding=c.vector(f"{path}.embedding", m.embedding, dim),
+        related=tuple(c.ref(f"{path}.related[{j}]", r, index, batch) for j, r in enumerate(m.related)),
+        parents=tuple(c.ref(f"{path}.parents[{j}]", r, index, batch) for j, r in enumerate(m.parents)),
     )
 
 
@@ -67,7 +73,7 @@ def parse_store(request: svc.StoreMemoriesRequest, write: WriteConfig, dim: int)
         c.bad("memories", "at least one memory is required")
     elif len(request.memories) > write.max_batch:
         c.bad("memories", f"{len(request.memories)} memories; the maximum batch is {write.max_batch}")
-    facts = [_fact(c, f"memories[{i}]", m, scope, write, dim) for i, m in enumerate(request.memories)]
+    facts = [_fact(c, i, request, scope, write, dim) for i in range(len(request.memories))]
     c.text("request_id", request.request_id, max_chars=MAX_REQUEST_ID, required=False)
     c.done()
     return StoreRequest(scope, facts, request.request_id)
@@ -105,10 +111,16 @@ def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim
     as_of = c.timestamp("as_of", request.as_of, request.HasField("as_of"))
     flt = _filter(c, request.filter)
     fusion = c.enum("fusion", request.fusion, enums.FUSIONS, Fusion.WEIGHTED) or Fusion.WEIGHTED
+    if not 0 <= request.hops <= MAX_HOPS:
+        c.bad("hops", f"must be between 0 and {MAX_HOPS}")
+    threshold = request.deepen_min_relevance or settings.deepen_min_relevance
+    if not -1.0 <= threshold <= 1.0:
+        c.bad("deepen_min_relevance", "must be a cosine between -1 and 1 (0 means the server's default)")
     c.done()
     return SearchQuery(
         scope=scope, text=text, limit=limit, weights=weights, now=now, as_of=as_of, filter=flt,
         fusion=fusion, include_invalidated=request.include_invalidated, embedding=embedding,
+        hops=request.hops, deepen=request.deepen, deepen_min_relevance=threshold,
     )
 
 
@@ -141,7 +153,9 @@ def parse_list(request: svc.ListMemoriesRequest) -> ListRequest:
     return ListRequest(scope, flt, request.include_invalidated, page_size, after)
 
 
-def parse_scoped_id(request: svc.GetMemoryRequest | svc.InvalidateMemoryRequest) -> tuple[Scope, UUID]:
+def parse_scoped_id(
+    request: svc.GetMemoryRequest | svc.InvalidateMemoryRequest | svc.ListLinksRequest,
+) -> tuple[Scope, UUID]:
     """Validate the scope and memory_id of a one-memory request."""
     c = Checker()
     scope = c.scope("scope", request.scope, request.HasField("scope"))
@@ -222,3 +236,12 @@ def parse_forget(request: svc.ForgetPlayerRequest) -> str:
     user_id = c.user_id("user_id", request.user_id)
     c.done()
     return user_id
+
+
+def parse_expand(request: svc.ExpandMemoryRequest) -> tuple[Scope, UUID | None]:
+    """Validate an ExpandMemory request; no memory_id means the scope's last expanded memory."""
+    c = Checker()
+    scope = c.scope("scope", request.scope, request.HasField("scope"))
+    memory_id = c.uuid("memory_id", request.memory_id) if request.memory_id else None
+    c.done()
+    return scope, memory_id

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from npc_memory.api import convert, requests
+from npc_memory.api import convert, enums, requests
 from npc_memory.api.errors import handle_errors
 from npc_memory.domain.paging import encode_cursor
 from npc_memory.engine import MemoryEngine
@@ -38,9 +39,14 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
     ) -> svc.SearchMemoriesResponse:
         """Rank the scope's memories for a query."""
         query = requests.parse_search(request, self._engine.search_settings, self._dim)
-        hits = await self._engine.search(query)
+        tier = None
+        if query.deepen:
+            hits, tier = await self._engine.search_deep(query)
+        else:
+            hits = await self._engine.search(query)
         return svc.SearchMemoriesResponse(
-            results=[convert.scored(h) for h in hits], embedding_model=self._engine.embedder.name
+            results=[convert.scored(h) for h in hits], embedding_model=self._engine.embedder.name,
+            answered_tier=enums.to_proto(enums.TIERS, tier) if tier else pb.TIER_UNSPECIFIED,
         )
 
     @handle_errors
@@ -105,3 +111,19 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """Erase a player's rows across heroines."""
         user_id = requests.parse_forget(request)
         return svc.ForgetPlayerResponse(deleted_memories=await self._engine.forget_player(user_id))
+
+    @handle_errors
+    async def ExpandMemory(  # noqa: N802
+        self, request: svc.ExpandMemoryRequest, context: Ctx[Any, Any]
+    ) -> svc.ExpandMemoryResponse:
+        """One depth further from a memory."""
+        scope, memory_id = requests.parse_expand(request)
+        return convert.expansion(await self._engine.expand(scope, memory_id))
+
+    @handle_errors
+    async def ListLinks(  # noqa: N802
+        self, request: svc.ListLinksRequest, context: Ctx[Any, Any]
+    ) -> svc.ListLinksResponse:
+        """A memory's parents, children and related memories."""
+        scope, memory_id = requests.parse_scoped_id(request)
+        return convert.link_view(await self._engine.links(scope, memory_id))

@@ -20,6 +20,7 @@ from npc_memory.domain.model import (
     USER_SUBJECT_ID,
     WORLD_SUBJECT_ID,
     ContentType,
+    MemoryRef,
     Scope,
     Subject,
     Tier,
@@ -215,6 +216,16 @@ class Checker:
             if value in RESERVED_SUBJECT_IDS or not HEROINE_ID.fullmatch(value):
                 self.bad(path, "must be a heroine id (a-z, 0-9, '_' or '-') for SUBJECT_HEROINE")
         return value
+
+    def ref(self, path: str, ref: pb.MemoryRef, index: int, batch: int) -> MemoryRef:
+        """A memory id, or the position of another fact of the batch (``index`` is the naming fact's)."""
+        if ref.WhichOneof("ref") == "batch_index":
+            if not 0 <= ref.batch_index < batch:
+                self.bad(f"{path}.batch_index", f"must name a fact of this request (0-{batch - 1})")
+            elif ref.batch_index == index:
+                self.bad(f"{path}.batch_index", "a fact cannot name itself")
+            return ref.batch_index
+        return self.uuid(f"{path}.memory_id", ref.memory_id)
 
     def slot(self, path: str, value: str) -> str | None:
         """An optional slot key."""

@@ -13,6 +13,9 @@ import numpy.typing as npt
 
 Vector = npt.NDArray[np.float32]
 
+MemoryRef = UUID | int
+"""A memory a fact names: a stored memory's id, or the position of another fact of the same batch."""
+
 DEFAULT_IMPORTANCE = 5
 USER_SUBJECT_ID = "user"
 WORLD_SUBJECT_ID = "world"
@@ -111,6 +114,8 @@ class NewMemory:
     valid_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Vector | None = None
+    related: tuple[MemoryRef, ...] = ()
+    parents: tuple[MemoryRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,9 @@ class SearchQuery:
     fusion: Fusion = Fusion.WEIGHTED
     include_invalidated: bool = False
     embedding: Vector | None = None
+    hops: int = 0
+    deepen: bool = False
+    deepen_min_relevance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -192,6 +200,11 @@ class ScoredMemory:
 
     memory: Memory
     scores: Scores
+    cosine: float = 0.0
+    """The raw cosine to the query (0 without a query vector): what a deepen search compares."""
+    via_memory_id: UUID | None = None
+    """The memory this one was reached from through a link; None for a ranked result."""
+    hops: int = 0
 
 
 @dataclass(frozen=True)

@@ -101,4 +101,6 @@ def request_fingerprint(facts: Sequence[NewMemory]) -> str:
             f.metadata,
         ], ensure_ascii=False, sort_keys=True, default=str).encode())
         digest.update(f.embedding.tobytes() if f.embedding is not None else b"-")
+        if f.related or f.parents:  # only then, so keys recorded before links existed keep their fingerprint
+            digest.update(json.dumps([[str(r) for r in f.related], [str(p) for p in f.parents]]).encode())
     return digest.hexdigest()

@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from npc_memory.domain.edit_rules import check_close, next_version
 from npc_memory.domain.model import Memory, PreparedMemory, Scope
 from npc_memory.errors import NotFoundError
+from npc_memory.store.link_writes import CARRY_LINKS, carry_params
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 from npc_memory.store.writes import CLOSE, INSERT, LOCK_SCOPE, insert_params, scope_params
@@ -89,6 +90,7 @@ async def update(
         await conn.execute(CLOSE, scope_params(scope) | {
             "id": memory_id, "invalid_at": new.valid_at, "successor": new.id,
         })
+        await conn.execute(CARRY_LINKS, carry_params(scope, memory_id, new.id))
         cur = await conn.execute(LOCK_ROW, scope_params(scope) | {"id": new.id})
         row = await cur.fetchone()
     assert row is not None  # inserted by this transaction

@@ -23,9 +23,16 @@ GROUP BY user_id, heroine_id
 HAVING count(*) > %(smallest_max)s
 """
 
+# A memory that a valid memory was distilled from (a DERIVED_FROM link's target) is kept: the knowledge or gist
+# built on it would lose its ground. It counts toward the scope's total but is never chosen (`grounds`).
 VALID_ROWS = """
-SELECT id, importance, valid_at FROM user_memories
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND invalid_at IS NULL
+SELECT m.id, m.importance, m.valid_at,
+       EXISTS (SELECT 1 FROM memory_links l
+               JOIN user_memories c ON c.user_id = l.user_id AND c.id = l.from_id AND c.invalid_at IS NULL
+               WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s AND l.to_id = m.id
+                 AND l.kind = 'derived_from') AS grounds
+FROM user_memories m
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
 """
 
 # Retired now in business time; a row valid from a later game time is retired the instant it begins.
@@ -54,7 +61,7 @@ async def retain_scope(db: Database, scope: Scope, policy: RetentionPolicy, now:
     async with db.transaction() as conn:
         await conn.execute(LOCK_SCOPE, params)
         cur = await conn.execute(VALID_ROWS, params)
-        rows = [RetentionRow(r["id"], r["importance"], r["valid_at"]) for r in await cur.fetchall()]
+        rows = [RetentionRow(r["id"], r["importance"], r["valid_at"], r["grounds"]) for r in await cur.fetchall()]
         ids = to_retire(rows, policy)
         if ids:
             await conn.execute(RETIRE, params | {"ids": ids, "now": now})

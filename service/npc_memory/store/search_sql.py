@@ -7,7 +7,8 @@ and ranked in the same statement: only the ``limit`` best rows leave the databas
 
 The keyword side is a backend's CTE (store/search_bm25.py, store/search_pgroonga.py); the rest is shared.
 A query without a vector runs a variant with no cosine and no dense list; a query without terms runs one with
-no keyword CTE at all.
+no keyword CTE at all. A query with ``hops`` runs the ranked statement inside the link part
+(store/search_links.py): still one statement.
 
 Speed notes (EXPLAIN ANALYZE on 2,000-row scopes): every expression is float8 (date_part, not extract, whose
 numeric result made the prior cost ~3 us a row); the scope is read once into a materialised CTE.
@@ -26,6 +27,7 @@ from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.keyword import KeywordSide, ResolvedKeywordBackend
 from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.search_bm25 import BM25
+from npc_memory.store.search_links import link_places, with_links
 from npc_memory.store.search_pgroonga import PGROONGA
 
 KEYWORD_SIDES: dict[ResolvedKeywordBackend, KeywordSide] = {"bm25": BM25, "pgroonga": PGROONGA}
@@ -142,6 +144,13 @@ _RANKED = {
 }
 
 
+_LINKED = {
+    (v, k): with_links(ranked, MEMORY_FILTER, sql.SQL(COSINE if v else "0.0::float8"), **_signals("m"))
+    for (v, k), ranked in _RANKED.items()
+}
+"""The same statements followed by the link part (store/search_links.py), for searches with ``hops``."""
+
+
 def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> Variant:
     """The statement variant a query needs: no cosine without a vector, no keyword CTE without terms."""
     return query.embedding is not None, backend if terms else None
@@ -149,7 +158,7 @@ def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBa
 
 def search_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
     """The statement the service runs for the query: its ``limit`` best memories with their scores."""
-    return _RANKED[variant(query, terms, backend)]
+    return (_LINKED if query.hops else _RANKED)[variant(query, terms, backend)]
 
 
 def candidate_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
@@ -181,5 +190,7 @@ def search_params(
         "rrf_best": (w.recency + w.importance + w.relevance + w.keyword) / (RRF_K + 1) or 1.0,
         "flat_range": FLAT_RANGE,
         "limit": query.limit,
+        "hops": query.hops,
+        "link_places": link_places(query.limit, query.hops),
     }
     return params | KEYWORD_SIDES[keyword].params(terms) if keyword else params

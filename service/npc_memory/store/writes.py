@@ -16,6 +16,7 @@ from psycopg import AsyncCursor, sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from npc_memory.domain.links import Link, batch_links, referenced_ids
 from npc_memory.domain.model import PreparedMemory, Scope, StoreResult
 from npc_memory.domain.write_plan import (
     DupCandidate,
@@ -28,6 +29,7 @@ from npc_memory.domain.write_plan import (
 )
 from npc_memory.domain.write_rules import FactText, SlotRow
 from npc_memory.store import idempotency
+from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
 from npc_memory.store.pool import Connection, Database
 
 # Writers of one scope queue behind each other; other scopes never wait. Every statement that changes a
@@ -142,7 +144,7 @@ Reads = tuple[AsyncCursor[DictRow], AsyncCursor[DictRow] | None, AsyncCursor[Dic
 async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
-    ids = list(dict.fromkeys(t for i in items for t in i.fact.supersedes))
+    ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
     dup_cur = await conn.execute(DUPLICATE_CANDIDATES, scope_params(scope) | {
         "idx": list(range(len(items))),
         "subjects": [i.fact.subject.value for i in items],
@@ -180,8 +182,8 @@ async def _fetch_reads(
     return dups, timelines, targets
 
 
-async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
-    """Queue a plan's writes: inserts first (closes point at them), then closes and raises."""
+async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequence[Link]) -> None:
+    """Queue a plan's writes: inserts first (closes and links point at them), then closes, raises and links."""
     async with conn.cursor() as cur:
         if plan.inserts:
             await cur.executemany(INSERT, [
@@ -196,6 +198,12 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
             await cur.executemany(CLOSE, [
                 scope_params(scope) | {"id": row_id, "invalid_at": at, "successor": successor}
                 for row_id, (at, successor) in plan.closes.items()
+            ])
+        if links:
+            await cur.executemany(INSERT_LINK, [link_params(scope, link) for link in links])
+        if plan.closes:
+            await cur.executemany(CARRY_LINKS, [
+                carry_params(scope, row_id, successor) for row_id, (_, successor) in plan.closes.items()
             ])
         if plan.raises:
             await cur.executemany(RAISE_IMPORTANCE, [
@@ -228,7 +236,7 @@ async def store_memories(
                 return first
         dups, timelines, targets = await _fetch_reads(reads, items)
         plan = plan_batch(items, dups, timelines, targets, duplicate_threshold)
-        await _apply(conn, scope, plan)
+        await _apply(conn, scope, plan, batch_links(items, plan.results, targets.keys()))
         if request_id:
             await idempotency.record(conn, scope, request_id, fingerprint, plan.results)
         return plan.results

@@ -147,6 +147,28 @@ CLOSE_REASON_RETIRED: CloseReason.ValueType  # 3
 """The retention policy retired it (forgetting)."""
 Global___CloseReason: _TypeAlias = CloseReason  # noqa: Y015
 
+class _LinkKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _LinkKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LinkKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LINK_KIND_UNSPECIFIED: _LinkKind.ValueType  # 0
+    LINK_KIND_RELATED_TO: _LinkKind.ValueType  # 1
+    """The two memories are about the same thing (named by the game, or found by ExpandMemory)."""
+    LINK_KIND_DERIVED_FROM: _LinkKind.ValueType  # 2
+    """`from` was distilled from `to`: knowledge from a source, a gist from knowledge."""
+
+class LinkKind(_LinkKind, metaclass=_LinkKindEnumTypeWrapper):
+    """How two memories are linked."""
+
+LINK_KIND_UNSPECIFIED: LinkKind.ValueType  # 0
+LINK_KIND_RELATED_TO: LinkKind.ValueType  # 1
+"""The two memories are about the same thing (named by the game, or found by ExpandMemory)."""
+LINK_KIND_DERIVED_FROM: LinkKind.ValueType  # 2
+"""`from` was distilled from `to`: knowledge from a source, a gist from knowledge."""
+Global___LinkKind: _TypeAlias = LinkKind  # noqa: Y015
+
 class _FusionMethod:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -251,6 +273,8 @@ class MemoryInput(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     EMBEDDING_FIELD_NUMBER: _builtins.int
     TIER_FIELD_NUMBER: _builtins.int
+    RELATED_FIELD_NUMBER: _builtins.int
+    PARENTS_FIELD_NUMBER: _builtins.int
     speaker: Global___Speaker.ValueType
     """Required."""
     subject: Global___Subject.ValueType
@@ -285,6 +309,14 @@ class MemoryInput(_message.Message):
     def embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Optional caller-supplied vector of the server's embedding dimension."""
 
+    @_builtins.property
+    def related(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryRef]:
+        """Memories this fact is related to (RELATED_TO links), in the same scope."""
+
+    @_builtins.property
+    def parents(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryRef]:
+        """Memories this fact was distilled from (DERIVED_FROM links): the sources of knowledge, the knowledge of a gist."""
+
     def __init__(
         self,
         *,
@@ -300,14 +332,83 @@ class MemoryInput(_message.Message):
         metadata: _struct_pb2.Struct | None = ...,
         embedding: _abc.Iterable[_builtins.float] | None = ...,
         tier: Global___Tier.ValueType = ...,
+        related: _abc.Iterable[Global___MemoryRef] | None = ...,
+        parents: _abc.Iterable[Global___MemoryRef] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "valid_at", b"valid_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "parents", b"parents", "related", b"related", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___MemoryInput: _TypeAlias = MemoryInput  # noqa: Y015
+
+@_typing.final
+class MemoryRef(_message.Message):
+    """A memory named by a fact of a StoreMemories batch: a stored memory's id or another fact of the same batch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    BATCH_INDEX_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    """A memory of the scope."""
+    batch_index: _builtins.int
+    """The position of another fact in the same request's `memories` (0-based)."""
+    def __init__(
+        self,
+        *,
+        memory_id: _builtins.str = ...,
+        batch_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["batch_index", b"batch_index", "memory_id", b"memory_id", "ref", b"ref"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_index", b"batch_index", "memory_id", b"memory_id", "ref", b"ref"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_ref: _TypeAlias = _typing.Literal["memory_id", "batch_index"]  # noqa: Y015
+    _WhichOneofArgType_ref: _TypeAlias = _typing.Literal["ref", b"ref"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_ref) -> _WhichOneofReturnType_ref | None: ...
+
+Global___MemoryRef: _TypeAlias = MemoryRef  # noqa: Y015
+
+@_typing.final
+class MemoryLink(_message.Message):
+    """One link between two memories of a scope."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FROM_MEMORY_ID_FIELD_NUMBER: _builtins.int
+    TO_MEMORY_ID_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    VIA_FIELD_NUMBER: _builtins.int
+    DISCOVERED_AT_FIELD_NUMBER: _builtins.int
+    from_memory_id: _builtins.str
+    to_memory_id: _builtins.str
+    kind: Global___LinkKind.ValueType
+    depth: _builtins.int
+    """The ExpandMemory step that found it (1, 2, ...); 0 when the game named it on StoreMemories."""
+    via: _builtins.str
+    """The keyword (shared term) or the memory id it was found through; empty for links the game named."""
+    @_builtins.property
+    def discovered_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        from_memory_id: _builtins.str = ...,
+        to_memory_id: _builtins.str = ...,
+        kind: Global___LinkKind.ValueType = ...,
+        depth: _builtins.int = ...,
+        via: _builtins.str = ...,
+        discovered_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["discovered_at", b"discovered_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "discovered_at", b"discovered_at", "from_memory_id", b"from_memory_id", "kind", b"kind", "to_memory_id", b"to_memory_id", "via", b"via"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MemoryLink: _TypeAlias = MemoryLink  # noqa: Y015
 
 @_typing.final
 class Memory(_message.Message):
@@ -521,6 +622,17 @@ class ScoredMemory(_message.Message):
 
     MEMORY_FIELD_NUMBER: _builtins.int
     SCORES_FIELD_NUMBER: _builtins.int
+    VIA_MEMORY_ID_FIELD_NUMBER: _builtins.int
+    HOPS_FIELD_NUMBER: _builtins.int
+    COSINE_FIELD_NUMBER: _builtins.int
+    via_memory_id: _builtins.str
+    """Set when the memory was reached by following links (SearchMemoriesRequest.hops): the memory it was
+    linked from (a direct result, or a memory reached one hop earlier).
+    """
+    hops: _builtins.int
+    """0 for a ranked result; 1 or 2 for one reached through that many links."""
+    cosine: _builtins.float
+    """The raw cosine to the query vector (0 without one): what a deepen search compares with its threshold."""
     @_builtins.property
     def memory(self) -> Global___Memory: ...
     @_builtins.property
@@ -530,10 +642,13 @@ class ScoredMemory(_message.Message):
         *,
         memory: Global___Memory | None = ...,
         scores: Global___Scores | None = ...,
+        via_memory_id: _builtins.str = ...,
+        hops: _builtins.int = ...,
+        cosine: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "scores", b"scores"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "scores", b"scores"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cosine", b"cosine", "hops", b"hops", "memory", b"memory", "scores", b"scores", "via_memory_id", b"via_memory_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -90,6 +90,9 @@ class SearchMemoriesRequest(_message.Message):
     FILTER_FIELD_NUMBER: _builtins.int
     FUSION_FIELD_NUMBER: _builtins.int
     INCLUDE_INVALIDATED_FIELD_NUMBER: _builtins.int
+    HOPS_FIELD_NUMBER: _builtins.int
+    DEEPEN_FIELD_NUMBER: _builtins.int
+    DEEPEN_MIN_RELEVANCE_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query text; embedded by the server unless query_embedding is given."""
     limit: _builtins.int
@@ -97,6 +100,16 @@ class SearchMemoriesRequest(_message.Message):
     fusion: _memory_pb2.FusionMethod.ValueType
     include_invalidated: _builtins.bool
     """Also consider closed (invalidated, superseded, retired) memories, for audits."""
+    hops: _builtins.int
+    """0 (default), 1 or 2: also return memories linked to the ranked results, up to this many links away.
+    They take at most limit/2 of the places, replacing the lowest-ranked results.
+    """
+    deepen: _builtins.bool
+    """Search gists first, then knowledge, then sources, going deeper only while fewer than `limit` results
+    reach the relevance threshold.
+    """
+    deepen_min_relevance: _builtins.float
+    """The raw cosine a result needs to count as answering a deepen search; 0 means the server's default."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
@@ -130,10 +143,13 @@ class SearchMemoriesRequest(_message.Message):
         filter: _memory_pb2.MemoryFilter | None = ...,
         fusion: _memory_pb2.FusionMethod.ValueType = ...,
         include_invalidated: _builtins.bool = ...,
+        hops: _builtins.int = ...,
+        deepen: _builtins.bool = ...,
+        deepen_min_relevance: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "filter", b"filter", "now", b"now", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "filter", b"filter", "fusion", b"fusion", "include_invalidated", b"include_invalidated", "limit", b"limit", "now", b"now", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "deepen", b"deepen", "deepen_min_relevance", b"deepen_min_relevance", "filter", b"filter", "fusion", b"fusion", "hops", b"hops", "include_invalidated", b"include_invalidated", "limit", b"limit", "now", b"now", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -145,8 +161,11 @@ class SearchMemoriesResponse(_message.Message):
 
     RESULTS_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    ANSWERED_TIER_FIELD_NUMBER: _builtins.int
     embedding_model: _builtins.str
     """The embedding model the query was compared with."""
+    answered_tier: _memory_pb2.Tier.ValueType
+    """For a deepen search: the deepest tier searched (the one that answered)."""
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.ScoredMemory]:
         """Best first."""
@@ -156,10 +175,11 @@ class SearchMemoriesResponse(_message.Message):
         *,
         results: _abc.Iterable[_memory_pb2.ScoredMemory] | None = ...,
         embedding_model: _builtins.str = ...,
+        answered_tier: _memory_pb2.Tier.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "results", b"results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered_tier", b"answered_tier", "embedding_model", b"embedding_model", "results", b"results"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -479,3 +499,124 @@ class ForgetPlayerResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ForgetPlayerResponse: _TypeAlias = ForgetPlayerResponse  # noqa: Y015
+
+@_typing.final
+class ExpandMemoryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    """The memory to expand from. Empty: the memory this scope expanded last, one depth further."""
+    @_builtins.property
+    def scope(self) -> _memory_pb2.Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: _memory_pb2.Scope | None = ...,
+        memory_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory_id", b"memory_id", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExpandMemoryRequest: _TypeAlias = ExpandMemoryRequest  # noqa: Y015
+
+@_typing.final
+class ExpandMemoryResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    FOUND_FIELD_NUMBER: _builtins.int
+    MEMORIES_FIELD_NUMBER: _builtins.int
+    TOTAL_LINKED_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    """The memory expanded from."""
+    depth: _builtins.int
+    """The depth this call reached (1 for the first call on a memory)."""
+    total_linked: _builtins.int
+    """How many memories are linked from this memory by expansion in all."""
+    @_builtins.property
+    def found(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """The links this call made: at most the server's per-depth maximum, never one made before."""
+
+    @_builtins.property
+    def memories(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]:
+        """The memories found this call, in the order of `found`."""
+
+    def __init__(
+        self,
+        *,
+        memory_id: _builtins.str = ...,
+        depth: _builtins.int = ...,
+        found: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+        memories: _abc.Iterable[_memory_pb2.Memory] | None = ...,
+        total_linked: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "found", b"found", "memories", b"memories", "memory_id", b"memory_id", "total_linked", b"total_linked"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExpandMemoryResponse: _TypeAlias = ExpandMemoryResponse  # noqa: Y015
+
+@_typing.final
+class ListLinksRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    @_builtins.property
+    def scope(self) -> _memory_pb2.Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: _memory_pb2.Scope | None = ...,
+        memory_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory_id", b"memory_id", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLinksRequest: _TypeAlias = ListLinksRequest  # noqa: Y015
+
+@_typing.final
+class ListLinksResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENTS_FIELD_NUMBER: _builtins.int
+    CHILDREN_FIELD_NUMBER: _builtins.int
+    RELATED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def parents(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """DERIVED_FROM links from this memory: what it was distilled from."""
+
+    @_builtins.property
+    def children(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """DERIVED_FROM links to this memory: what was distilled from it."""
+
+    @_builtins.property
+    def related(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """RELATED_TO links either way."""
+
+    def __init__(
+        self,
+        *,
+        parents: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+        children: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+        related: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["children", b"children", "parents", b"parents", "related", b"related"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLinksResponse: _TypeAlias = ListLinksResponse  # noqa: Y015

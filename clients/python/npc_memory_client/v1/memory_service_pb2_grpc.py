@@ -75,6 +75,16 @@ class MemoryServiceStub:
                 request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerRequest.SerializeToString,
                 response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerResponse.FromString,
                 _registered_method=True)
+        self.ExpandMemory = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/ExpandMemory',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryResponse.FromString,
+                _registered_method=True)
+        self.ListLinks = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/ListLinks',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -137,6 +147,20 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExpandMemory(self, request, context):
+        """Goes one depth further from a memory each call, linking at most a few newly found related memories.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListLinks(self, request, context):
+        """A memory's links: its parents, children and related memories.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -179,6 +203,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ForgetPlayer,
                     request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerRequest.FromString,
                     response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerResponse.SerializeToString,
+            ),
+            'ExpandMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpandMemory,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryResponse.SerializeToString,
+            ),
+            'ListLinks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLinks,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +432,60 @@ class MemoryService:
             '/npc_memory.v1.MemoryService/ForgetPlayer',
             npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerRequest.SerializeToString,
             npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpandMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/ExpandMemory',
+            npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLinks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/ListLinks',
+            npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.FromString,
             options,
             channel_credentials,
             insecure,

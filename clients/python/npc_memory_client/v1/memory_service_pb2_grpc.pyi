@@ -49,6 +49,10 @@ class MemoryServiceStub:
     """Returns the rows of a slot, a subject or one memory's version chain over time."""
     ForgetPlayer: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ForgetPlayerRequest, _memory_service_pb2.ForgetPlayerResponse]
     """Erases every row and history of a player, across all heroines."""
+    ExpandMemory: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ExpandMemoryRequest, _memory_service_pb2.ExpandMemoryResponse]
+    """Goes one depth further from a memory each call, linking at most a few newly found related memories."""
+    ListLinks: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListLinksRequest, _memory_service_pb2.ListLinksResponse]
+    """A memory's links: its parents, children and related memories."""
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -71,6 +75,10 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """Returns the rows of a slot, a subject or one memory's version chain over time."""
     ForgetPlayer: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ForgetPlayerRequest, _memory_service_pb2.ForgetPlayerResponse]  # type: ignore[assignment]
     """Erases every row and history of a player, across all heroines."""
+    ExpandMemory: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ExpandMemoryRequest, _memory_service_pb2.ExpandMemoryResponse]  # type: ignore[assignment]
+    """Goes one depth further from a memory each call, linking at most a few newly found related memories."""
+    ListLinks: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListLinksRequest, _memory_service_pb2.ListLinksResponse]  # type: ignore[assignment]
+    """A memory's links: its parents, children and related memories."""
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     """Long-term memory for game NPCs."""
@@ -138,5 +146,21 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.ForgetPlayerResponse, _abc.Awaitable[_memory_service_pb2.ForgetPlayerResponse]]:
         """Erases every row and history of a player, across all heroines."""
+
+    @_abc_1.abstractmethod
+    def ExpandMemory(
+        self,
+        request: _memory_service_pb2.ExpandMemoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ExpandMemoryResponse, _abc.Awaitable[_memory_service_pb2.ExpandMemoryResponse]]:
+        """Goes one depth further from a memory each call, linking at most a few newly found related memories."""
+
+    @_abc_1.abstractmethod
+    def ListLinks(
+        self,
+        request: _memory_service_pb2.ListLinksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ListLinksResponse, _abc.Awaitable[_memory_service_pb2.ListLinksResponse]]:
+        """A memory's links: its parents, children and related memories."""
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

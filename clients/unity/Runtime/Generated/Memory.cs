@@ -27,7 +27,7 @@ namespace NpcMemory.V1 {
             "ChpucGNfbWVtb3J5L3YxL21lbW9yeS5wcm90bxINbnBjX21lbW9yeS52MRoc",
             "Z29vZ2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVm",
             "L3RpbWVzdGFtcC5wcm90byIsCgVTY29wZRIPCgd1c2VyX2lkGAEgASgJEhIK",
-            "Cmhlcm9pbmVfaWQYAiABKAki+wIKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
+            "Cmhlcm9pbmVfaWQYAiABKAki0QMKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
             "ASABKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgCIAEo",
             "DjIWLm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAMgASgJ",
             "EjAKDGNvbnRlbnRfdHlwZRgEIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVu",
@@ -35,66 +35,78 @@ namespace NpcMemory.V1 {
             "BHNsb3QYByABKAkSEgoKc3VwZXJzZWRlcxgIIAMoCRIsCgh2YWxpZF9hdBgJ",
             "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEY",
             "CiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWVtYmVkZGluZxgL",
-            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyIvkECgZN",
-            "ZW1vcnkSEQoJbWVtb3J5X2lkGAEgASgJEiMKBXNjb3BlGAIgASgLMhQubnBj",
-            "X21lbW9yeS52MS5TY29wZRInCgdzcGVha2VyGAMgASgOMhYubnBjX21lbW9y",
-            "eS52MS5TcGVha2VyEicKB3N1YmplY3QYBCABKA4yFi5ucGNfbWVtb3J5LnYx",
-            "LlN1YmplY3QSEgoKc3ViamVjdF9pZBgFIAEoCRIwCgxjb250ZW50X3R5cGUY",
-            "BiABKA4yGi5ucGNfbWVtb3J5LnYxLkNvbnRlbnRUeXBlEg8KB2NvbnRlbnQY",
-            "ByABKAkSEgoKaW1wb3J0YW5jZRgIIAEoBRIhCgR0aWVyGAkgASgOMhMubnBj",
-            "X21lbW9yeS52MS5UaWVyEgwKBHNsb3QYCiABKAkSKQoIbWV0YWRhdGEYCyAB",
-            "KAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKCHZhbGlkX2F0GAwgASgL",
-            "MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgppbnZhbGlkX2F0GA0g",
-            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0",
-            "GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVk",
-            "X2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zdXBl",
-            "cnNlZGVkX2J5GBAgASgJEjAKDGNsb3NlX3JlYXNvbhgRIAEoDjIaLm5wY19t",
-            "ZW1vcnkudjEuQ2xvc2VSZWFzb24SFwoPZW1iZWRkaW5nX21vZGVsGBIgASgJ",
-            "IlIKB1dlaWdodHMSDwoHcmVjZW5jeRgBIAEoARISCgppbXBvcnRhbmNlGAIg",
-            "ASgBEhEKCXJlbGV2YW5jZRgDIAEoARIPCgdrZXl3b3JkGAQgASgBImAKBlNj",
-            "b3JlcxIPCgdyZWNlbmN5GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAESEQoJ",
-            "cmVsZXZhbmNlGAMgASgBEg8KB2tleXdvcmQYBCABKAESDQoFZmluYWwYBSAB",
-            "KAEi9AEKDE1lbW9yeUZpbHRlchIoCghzcGVha2VycxgBIAMoDjIWLm5wY19t",
-            "ZW1vcnkudjEuU3BlYWtlchIoCghzdWJqZWN0cxgCIAMoDjIWLm5wY19tZW1v",
-            "cnkudjEuU3ViamVjdBITCgtzdWJqZWN0X2lkcxgDIAMoCRIxCg1jb250ZW50",
-            "X3R5cGVzGAQgAygOMhoubnBjX21lbW9yeS52MS5Db250ZW50VHlwZRIWCg5t",
-            "aW5faW1wb3J0YW5jZRgFIAEoBRIiCgV0aWVycxgGIAMoDjITLm5wY19tZW1v",
-            "cnkudjEuVGllchIMCgRzbG90GAcgASgJIlwKDFNjb3JlZE1lbW9yeRIlCgZt",
-            "ZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIlCgZzY29yZXMY",
-            "AiABKAsyFS5ucGNfbWVtb3J5LnYxLlNjb3JlcyJmCgtTdG9yZVJlc3VsdBIR",
-            "CgltZW1vcnlfaWQYASABKAkSLAoHb3V0Y29tZRgCIAEoDjIbLm5wY19tZW1v",
-            "cnkudjEuU3RvcmVPdXRjb21lEhYKDnN1cGVyc2VkZWRfaWRzGAMgAygJKkkK",
-            "B1NwZWFrZXISFwoTU1BFQUtFUl9VTlNQRUNJRklFRBAAEhAKDFNQRUFLRVJf",
-            "VVNFUhABEhMKD1NQRUFLRVJfSEVST0lORRACKlwKB1N1YmplY3QSFwoTU1VC",
-            "SkVDVF9VTlNQRUNJRklFRBAAEhAKDFNVQkpFQ1RfVVNFUhABEhMKD1NVQkpF",
-            "Q1RfSEVST0lORRACEhEKDVNVQkpFQ1RfV09STEQQAyrjAQoLQ29udGVudFR5",
-            "cGUSHAoYQ09OVEVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRQ09OVEVOVF9U",
-            "WVBFX0ZBQ1QQARIbChdDT05URU5UX1RZUEVfUFJFRkVSRU5DRRACEhYKEkNP",
-            "TlRFTlRfVFlQRV9UUkFJVBADEhYKEkNPTlRFTlRfVFlQRV9FVkVOVBAEEhgK",
-            "FENPTlRFTlRfVFlQRV9PUElOSU9OEAUSGQoVQ09OVEVOVF9UWVBFX1BFUlNP",
-            "TkFMEAYSHQoZQ09OVEVOVF9UWVBFX1JFTEFUSU9OU0hJUBAHKlAKBFRpZXIS",
-            "FAoQVElFUl9VTlNQRUNJRklFRBAAEg0KCVRJRVJfR0lTVBABEhIKDlRJRVJf",
-            "S05PV0xFREdFEAISDwoLVElFUl9TT1VSQ0UQAyqAAQoLQ2xvc2VSZWFzb24S",
-            "HAoYQ0xPU0VfUkVBU09OX1VOU1BFQ0lGSUVEEAASGwoXQ0xPU0VfUkVBU09O",
-            "X1NVUEVSU0VERUQQARIcChhDTE9TRV9SRUFTT05fSU5WQUxJREFURUQQAhIY",
-            "ChRDTE9TRV9SRUFTT05fUkVUSVJFRBADKmAKDEZ1c2lvbk1ldGhvZBIdChlG",
-            "VVNJT05fTUVUSE9EX1VOU1BFQ0lGSUVEEAASGgoWRlVTSU9OX01FVEhPRF9X",
-            "RUlHSFRFRBABEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAIqoQEKDFN0b3JlT3V0",
-            "Y29tZRIdChlTVE9SRV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGQoVU1RPUkVf",
-            "T1VUQ09NRV9DUkVBVEVEEAESHAoYU1RPUkVfT1VUQ09NRV9TVVBFUlNFREVE",
-            "EAISGwoXU1RPUkVfT1VUQ09NRV9EVVBMSUNBVEUQAxIcChhTVE9SRV9PVVRD",
-            "T01FX0hJU1RPUklDQUwQBEIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNN",
-            "ZW1vcnkuVjFiBnByb3RvMw=="));
+            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEikKB3Jl",
+            "bGF0ZWQYDSADKAsyGC5ucGNfbWVtb3J5LnYxLk1lbW9yeVJlZhIpCgdwYXJl",
+            "bnRzGA4gAygLMhgubnBjX21lbW9yeS52MS5NZW1vcnlSZWYiPgoJTWVtb3J5",
+            "UmVmEhMKCW1lbW9yeV9pZBgBIAEoCUgAEhUKC2JhdGNoX2luZGV4GAIgASgF",
+            "SABCBQoDcmVmIrABCgpNZW1vcnlMaW5rEhYKDmZyb21fbWVtb3J5X2lkGAEg",
+            "ASgJEhQKDHRvX21lbW9yeV9pZBgCIAEoCRIlCgRraW5kGAMgASgOMhcubnBj",
+            "X21lbW9yeS52MS5MaW5rS2luZBINCgVkZXB0aBgEIAEoBRILCgN2aWEYBSAB",
+            "KAkSMQoNZGlzY292ZXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5U",
+            "aW1lc3RhbXAi+QQKBk1lbW9yeRIRCgltZW1vcnlfaWQYASABKAkSIwoFc2Nv",
+            "cGUYAiABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEicKB3NwZWFrZXIYAyAB",
+            "KA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgEIAEoDjIW",
+            "Lm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAUgASgJEjAK",
+            "DGNvbnRlbnRfdHlwZRgGIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVudFR5",
+            "cGUSDwoHY29udGVudBgHIAEoCRISCgppbXBvcnRhbmNlGAggASgFEiEKBHRp",
+            "ZXIYCSABKA4yEy5ucGNfbWVtb3J5LnYxLlRpZXISDAoEc2xvdBgKIAEoCRIp",
+            "CghtZXRhZGF0YRgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoI",
+            "dmFsaWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4K",
+            "CmludmFsaWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1w",
+            "Ei4KCmNyZWF0ZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0",
+            "YW1wEi4KCnVwZGF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGlt",
+            "ZXN0YW1wEhUKDXN1cGVyc2VkZWRfYnkYECABKAkSMAoMY2xvc2VfcmVhc29u",
+            "GBEgASgOMhoubnBjX21lbW9yeS52MS5DbG9zZVJlYXNvbhIXCg9lbWJlZGRp",
+            "bmdfbW9kZWwYEiABKAkiUgoHV2VpZ2h0cxIPCgdyZWNlbmN5GAEgASgBEhIK",
+            "CmltcG9ydGFuY2UYAiABKAESEQoJcmVsZXZhbmNlGAMgASgBEg8KB2tleXdv",
+            "cmQYBCABKAEiYAoGU2NvcmVzEg8KB3JlY2VuY3kYASABKAESEgoKaW1wb3J0",
+            "YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyABKAESDwoHa2V5d29yZBgEIAEo",
+            "ARINCgVmaW5hbBgFIAEoASL0AQoMTWVtb3J5RmlsdGVyEigKCHNwZWFrZXJz",
+            "GAEgAygOMhYubnBjX21lbW9yeS52MS5TcGVha2VyEigKCHN1YmplY3RzGAIg",
+            "AygOMhYubnBjX21lbW9yeS52MS5TdWJqZWN0EhMKC3N1YmplY3RfaWRzGAMg",
+            "AygJEjEKDWNvbnRlbnRfdHlwZXMYBCADKA4yGi5ucGNfbWVtb3J5LnYxLkNv",
+            "bnRlbnRUeXBlEhYKDm1pbl9pbXBvcnRhbmNlGAUgASgFEiIKBXRpZXJzGAYg",
+            "AygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNsb3QYByABKAkikQEKDFNj",
+            "b3JlZE1lbW9yeRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5LnYxLk1l",
+            "bW9yeRIlCgZzY29yZXMYAiABKAsyFS5ucGNfbWVtb3J5LnYxLlNjb3JlcxIV",
+            "Cg12aWFfbWVtb3J5X2lkGAMgASgJEgwKBGhvcHMYBCABKAUSDgoGY29zaW5l",
+            "GAUgASgBImYKC1N0b3JlUmVzdWx0EhEKCW1lbW9yeV9pZBgBIAEoCRIsCgdv",
+            "dXRjb21lGAIgASgOMhsubnBjX21lbW9yeS52MS5TdG9yZU91dGNvbWUSFgoO",
+            "c3VwZXJzZWRlZF9pZHMYAyADKAkqSQoHU3BlYWtlchIXChNTUEVBS0VSX1VO",
+            "U1BFQ0lGSUVEEAASEAoMU1BFQUtFUl9VU0VSEAESEwoPU1BFQUtFUl9IRVJP",
+            "SU5FEAIqXAoHU3ViamVjdBIXChNTVUJKRUNUX1VOU1BFQ0lGSUVEEAASEAoM",
+            "U1VCSkVDVF9VU0VSEAESEwoPU1VCSkVDVF9IRVJPSU5FEAISEQoNU1VCSkVD",
+            "VF9XT1JMRBADKuMBCgtDb250ZW50VHlwZRIcChhDT05URU5UX1RZUEVfVU5T",
+            "UEVDSUZJRUQQABIVChFDT05URU5UX1RZUEVfRkFDVBABEhsKF0NPTlRFTlRf",
+            "VFlQRV9QUkVGRVJFTkNFEAISFgoSQ09OVEVOVF9UWVBFX1RSQUlUEAMSFgoS",
+            "Q09OVEVOVF9UWVBFX0VWRU5UEAQSGAoUQ09OVEVOVF9UWVBFX09QSU5JT04Q",
+            "BRIZChVDT05URU5UX1RZUEVfUEVSU09OQUwQBhIdChlDT05URU5UX1RZUEVf",
+            "UkVMQVRJT05TSElQEAcqUAoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAAS",
+            "DQoJVElFUl9HSVNUEAESEgoOVElFUl9LTk9XTEVER0UQAhIPCgtUSUVSX1NP",
+            "VVJDRRADKoABCgtDbG9zZVJlYXNvbhIcChhDTE9TRV9SRUFTT05fVU5TUEVD",
+            "SUZJRUQQABIbChdDTE9TRV9SRUFTT05fU1VQRVJTRURFRBABEhwKGENMT1NF",
+            "X1JFQVNPTl9JTlZBTElEQVRFRBACEhgKFENMT1NFX1JFQVNPTl9SRVRJUkVE",
+            "EAMqWwoITGlua0tpbmQSGQoVTElOS19LSU5EX1VOU1BFQ0lGSUVEEAASGAoU",
+            "TElOS19LSU5EX1JFTEFURURfVE8QARIaChZMSU5LX0tJTkRfREVSSVZFRF9G",
+            "Uk9NEAIqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVD",
+            "SUZJRUQQABIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAESFQoRRlVTSU9O",
+            "X01FVEhPRF9SUkYQAiqhAQoMU3RvcmVPdXRjb21lEh0KGVNUT1JFX09VVENP",
+            "TUVfVU5TUEVDSUZJRUQQABIZChVTVE9SRV9PVVRDT01FX0NSRUFURUQQARIc",
+            "ChhTVE9SRV9PVVRDT01FX1NVUEVSU0VERUQQAhIbChdTVE9SRV9PVVRDT01F",
+            "X0RVUExJQ0FURRADEhwKGFNUT1JFX09VVENPTUVfSElTVE9SSUNBTBAEQiMK",
+            "EGRldi5ucGNtZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
-          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
+          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.LinkKind), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scope), global::NpcMemory.V1.Scope.Parser, new[]{ "UserId", "HeroineId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Related", "Parents" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryRef), global::NpcMemory.V1.MemoryRef.Parser, new[]{ "MemoryId", "BatchIndex" }, new[]{ "Ref" }, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryLink), global::NpcMemory.V1.MemoryLink.Parser, new[]{ "FromMemoryId", "ToMemoryId", "Kind", "Depth", "Via", "DiscoveredAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scores), global::NpcMemory.V1.Scores.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword", "Final" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryFilter), global::NpcMemory.V1.MemoryFilter.Parser, new[]{ "Speakers", "Subjects", "SubjectIds", "ContentTypes", "MinImportance", "Tiers", "Slot" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ScoredMemory), global::NpcMemory.V1.ScoredMemory.Parser, new[]{ "Memory", "Scores" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ScoredMemory), global::NpcMemory.V1.ScoredMemory.Parser, new[]{ "Memory", "Scores", "ViaMemoryId", "Hops", "Cosine" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreResult), global::NpcMemory.V1.StoreResult.Parser, new[]{ "MemoryId", "Outcome", "SupersededIds" }, null, null, null, null)
           }));
     }
@@ -183,6 +195,21 @@ namespace NpcMemory.V1 {
     /// The retention policy retired it (forgetting).
     /// </summary>
     [pbr::OriginalName("CLOSE_REASON_RETIRED")] Retired = 3,
+  }
+
+  /// <summary>
+  /// How two memories are linked.
+  /// </summary>
+  public enum LinkKind {
+    [pbr::OriginalName("LINK_KIND_UNSPECIFIED")] Unspecified = 0,
+    /// <summary>
+    /// The two memories are about the same thing (named by the game, or found by ExpandMemory).
+    /// </summary>
+    [pbr::OriginalName("LINK_KIND_RELATED_TO")] RelatedTo = 1,
+    /// <summary>
+    /// `from` was distilled from `to`: knowledge from a source, a gist from knowledge.
+    /// </summary>
+    [pbr::OriginalName("LINK_KIND_DERIVED_FROM")] DerivedFrom = 2,
   }
 
   /// <summary>
@@ -515,6 +542,8 @@ namespace NpcMemory.V1 {
       metadata_ = other.metadata_ != null ? other.metadata_.Clone() : null;
       embedding_ = other.embedding_.Clone();
       tier_ = other.tier_;
+      related_ = other.related_.Clone();
+      parents_ = other.parents_.Clone();
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -698,6 +727,34 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "related" field.</summary>
+    public const int RelatedFieldNumber = 13;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryRef> _repeated_related_codec
+        = pb::FieldCodec.ForMessage(106, global::NpcMemory.V1.MemoryRef.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> related_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryRef>();
+    /// <summary>
+    /// Memories this fact is related to (RELATED_TO links), in the same scope.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> Related {
+      get { return related_; }
+    }
+
+    /// <summary>Field number for the "parents" field.</summary>
+    public const int ParentsFieldNumber = 14;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryRef> _repeated_parents_codec
+        = pb::FieldCodec.ForMessage(114, global::NpcMemory.V1.MemoryRef.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> parents_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryRef>();
+    /// <summary>
+    /// Memories this fact was distilled from (DERIVED_FROM links): the sources of knowledge, the knowledge of a gist.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> Parents {
+      get { return parents_; }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -725,6 +782,8 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Metadata, other.Metadata)) return false;
       if(!embedding_.Equals(other.embedding_)) return false;
       if (Tier != other.Tier) return false;
+      if(!related_.Equals(other.related_)) return false;
+      if(!parents_.Equals(other.parents_)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -744,6 +803,8 @@ namespace NpcMemory.V1 {
       if (metadata_ != null) hash ^= Metadata.GetHashCode();
       hash ^= embedding_.GetHashCode();
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) hash ^= Tier.GetHashCode();
+      hash ^= related_.GetHashCode();
+      hash ^= parents_.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -804,6 +865,8 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      related_.WriteTo(output, _repeated_related_codec);
+      parents_.WriteTo(output, _repeated_parents_codec);
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -856,6 +919,8 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      related_.WriteTo(ref output, _repeated_related_codec);
+      parents_.WriteTo(ref output, _repeated_parents_codec);
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -898,6 +963,8 @@ namespace NpcMemory.V1 {
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) {
         size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Tier);
       }
+      size += related_.CalculateSize(_repeated_related_codec);
+      size += parents_.CalculateSize(_repeated_parents_codec);
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
       }
@@ -948,6 +1015,8 @@ namespace NpcMemory.V1 {
       if (other.Tier != global::NpcMemory.V1.Tier.Unspecified) {
         Tier = other.Tier;
       }
+      related_.Add(other.related_);
+      parents_.Add(other.parents_);
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
 
@@ -1016,6 +1085,14 @@ namespace NpcMemory.V1 {
           }
           case 96: {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
+            break;
+          }
+          case 106: {
+            related_.AddEntriesFrom(input, _repeated_related_codec);
+            break;
+          }
+          case 114: {
+            parents_.AddEntriesFrom(input, _repeated_parents_codec);
             break;
           }
         }
@@ -1088,6 +1165,674 @@ namespace NpcMemory.V1 {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
+          case 106: {
+            related_.AddEntriesFrom(ref input, _repeated_related_codec);
+            break;
+          }
+          case 114: {
+            parents_.AddEntriesFrom(ref input, _repeated_parents_codec);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// A memory named by a fact of a StoreMemories batch: a stored memory's id or another fact of the same batch.
+  /// </summary>
+  public sealed partial class MemoryRef : pb::IMessage<MemoryRef>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<MemoryRef> _parser = new pb::MessageParser<MemoryRef>(() => new MemoryRef());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<MemoryRef> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[2]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryRef() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryRef(MemoryRef other) : this() {
+      switch (other.RefCase) {
+        case RefOneofCase.MemoryId:
+          MemoryId = other.MemoryId;
+          break;
+        case RefOneofCase.BatchIndex:
+          BatchIndex = other.BatchIndex;
+          break;
+      }
+
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryRef Clone() {
+      return new MemoryRef(this);
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 1;
+    /// <summary>
+    /// A memory of the scope.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return refCase_ == RefOneofCase.MemoryId ? (string) ref_ : ""; }
+      set {
+        ref_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+        refCase_ = RefOneofCase.MemoryId;
+      }
+    }
+
+    /// <summary>Field number for the "batch_index" field.</summary>
+    public const int BatchIndexFieldNumber = 2;
+    /// <summary>
+    /// The position of another fact in the same request's `memories` (0-based).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int BatchIndex {
+      get { return refCase_ == RefOneofCase.BatchIndex ? (int) ref_ : 0; }
+      set {
+        ref_ = value;
+        refCase_ = RefOneofCase.BatchIndex;
+      }
+    }
+
+    private object ref_;
+    /// <summary>Enum of possible cases for the "ref" oneof.</summary>
+    public enum RefOneofCase {
+      None = 0,
+      MemoryId = 1,
+      BatchIndex = 2,
+    }
+    private RefOneofCase refCase_ = RefOneofCase.None;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public RefOneofCase RefCase {
+      get { return refCase_; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void ClearRef() {
+      refCase_ = RefOneofCase.None;
+      ref_ = null;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as MemoryRef);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(MemoryRef other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (MemoryId != other.MemoryId) return false;
+      if (BatchIndex != other.BatchIndex) return false;
+      if (RefCase != other.RefCase) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (refCase_ == RefOneofCase.MemoryId) hash ^= MemoryId.GetHashCode();
+      if (refCase_ == RefOneofCase.BatchIndex) hash ^= BatchIndex.GetHashCode();
+      hash ^= (int) refCase_;
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (refCase_ == RefOneofCase.MemoryId) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (refCase_ == RefOneofCase.BatchIndex) {
+        output.WriteRawTag(16);
+        output.WriteInt32(BatchIndex);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (refCase_ == RefOneofCase.MemoryId) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (refCase_ == RefOneofCase.BatchIndex) {
+        output.WriteRawTag(16);
+        output.WriteInt32(BatchIndex);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (refCase_ == RefOneofCase.MemoryId) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (refCase_ == RefOneofCase.BatchIndex) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(BatchIndex);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(MemoryRef other) {
+      if (other == null) {
+        return;
+      }
+      switch (other.RefCase) {
+        case RefOneofCase.MemoryId:
+          MemoryId = other.MemoryId;
+          break;
+        case RefOneofCase.BatchIndex:
+          BatchIndex = other.BatchIndex;
+          break;
+      }
+
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            BatchIndex = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            BatchIndex = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// One link between two memories of a scope.
+  /// </summary>
+  public sealed partial class MemoryLink : pb::IMessage<MemoryLink>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<MemoryLink> _parser = new pb::MessageParser<MemoryLink>(() => new MemoryLink());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<MemoryLink> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[3]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryLink() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryLink(MemoryLink other) : this() {
+      fromMemoryId_ = other.fromMemoryId_;
+      toMemoryId_ = other.toMemoryId_;
+      kind_ = other.kind_;
+      depth_ = other.depth_;
+      via_ = other.via_;
+      discoveredAt_ = other.discoveredAt_ != null ? other.discoveredAt_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryLink Clone() {
+      return new MemoryLink(this);
+    }
+
+    /// <summary>Field number for the "from_memory_id" field.</summary>
+    public const int FromMemoryIdFieldNumber = 1;
+    private string fromMemoryId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string FromMemoryId {
+      get { return fromMemoryId_; }
+      set {
+        fromMemoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "to_memory_id" field.</summary>
+    public const int ToMemoryIdFieldNumber = 2;
+    private string toMemoryId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string ToMemoryId {
+      get { return toMemoryId_; }
+      set {
+        toMemoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "kind" field.</summary>
+    public const int KindFieldNumber = 3;
+    private global::NpcMemory.V1.LinkKind kind_ = global::NpcMemory.V1.LinkKind.Unspecified;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.LinkKind Kind {
+      get { return kind_; }
+      set {
+        kind_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "depth" field.</summary>
+    public const int DepthFieldNumber = 4;
+    private int depth_;
+    /// <summary>
+    /// The ExpandMemory step that found it (1, 2, ...); 0 when the game named it on StoreMemories.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Depth {
+      get { return depth_; }
+      set {
+        depth_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "via" field.</summary>
+    public const int ViaFieldNumber = 5;
+    private string via_ = "";
+    /// <summary>
+    /// The keyword (shared term) or the memory id it was found through; empty for links the game named.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string Via {
+      get { return via_; }
+      set {
+        via_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "discovered_at" field.</summary>
+    public const int DiscoveredAtFieldNumber = 6;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp discoveredAt_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp DiscoveredAt {
+      get { return discoveredAt_; }
+      set {
+        discoveredAt_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as MemoryLink);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(MemoryLink other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (FromMemoryId != other.FromMemoryId) return false;
+      if (ToMemoryId != other.ToMemoryId) return false;
+      if (Kind != other.Kind) return false;
+      if (Depth != other.Depth) return false;
+      if (Via != other.Via) return false;
+      if (!object.Equals(DiscoveredAt, other.DiscoveredAt)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (FromMemoryId.Length != 0) hash ^= FromMemoryId.GetHashCode();
+      if (ToMemoryId.Length != 0) hash ^= ToMemoryId.GetHashCode();
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) hash ^= Kind.GetHashCode();
+      if (Depth != 0) hash ^= Depth.GetHashCode();
+      if (Via.Length != 0) hash ^= Via.GetHashCode();
+      if (discoveredAt_ != null) hash ^= DiscoveredAt.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (FromMemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(FromMemoryId);
+      }
+      if (ToMemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(ToMemoryId);
+      }
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) Kind);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Depth);
+      }
+      if (Via.Length != 0) {
+        output.WriteRawTag(42);
+        output.WriteString(Via);
+      }
+      if (discoveredAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(DiscoveredAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (FromMemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(FromMemoryId);
+      }
+      if (ToMemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(ToMemoryId);
+      }
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) Kind);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Depth);
+      }
+      if (Via.Length != 0) {
+        output.WriteRawTag(42);
+        output.WriteString(Via);
+      }
+      if (discoveredAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(DiscoveredAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (FromMemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(FromMemoryId);
+      }
+      if (ToMemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(ToMemoryId);
+      }
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Kind);
+      }
+      if (Depth != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Depth);
+      }
+      if (Via.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(Via);
+      }
+      if (discoveredAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(DiscoveredAt);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(MemoryLink other) {
+      if (other == null) {
+        return;
+      }
+      if (other.FromMemoryId.Length != 0) {
+        FromMemoryId = other.FromMemoryId;
+      }
+      if (other.ToMemoryId.Length != 0) {
+        ToMemoryId = other.ToMemoryId;
+      }
+      if (other.Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        Kind = other.Kind;
+      }
+      if (other.Depth != 0) {
+        Depth = other.Depth;
+      }
+      if (other.Via.Length != 0) {
+        Via = other.Via;
+      }
+      if (other.discoveredAt_ != null) {
+        if (discoveredAt_ == null) {
+          DiscoveredAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        DiscoveredAt.MergeFrom(other.DiscoveredAt);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            FromMemoryId = input.ReadString();
+            break;
+          }
+          case 18: {
+            ToMemoryId = input.ReadString();
+            break;
+          }
+          case 24: {
+            Kind = (global::NpcMemory.V1.LinkKind) input.ReadEnum();
+            break;
+          }
+          case 32: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 42: {
+            Via = input.ReadString();
+            break;
+          }
+          case 50: {
+            if (discoveredAt_ == null) {
+              DiscoveredAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(DiscoveredAt);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            FromMemoryId = input.ReadString();
+            break;
+          }
+          case 18: {
+            ToMemoryId = input.ReadString();
+            break;
+          }
+          case 24: {
+            Kind = (global::NpcMemory.V1.LinkKind) input.ReadEnum();
+            break;
+          }
+          case 32: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 42: {
+            Via = input.ReadString();
+            break;
+          }
+          case 50: {
+            if (discoveredAt_ == null) {
+              DiscoveredAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(DiscoveredAt);
+            break;
+          }
         }
       }
     }
@@ -1112,7 +1857,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[2]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2006,7 +2751,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[3]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2309,7 +3054,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2664,7 +3409,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3037,7 +3782,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[8]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3059,6 +3804,9 @@ namespace NpcMemory.V1 {
     public ScoredMemory(ScoredMemory other) : this() {
       memory_ = other.memory_ != null ? other.memory_.Clone() : null;
       scores_ = other.scores_ != null ? other.scores_.Clone() : null;
+      viaMemoryId_ = other.viaMemoryId_;
+      hops_ = other.hops_;
+      cosine_ = other.cosine_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3092,6 +3840,52 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "via_memory_id" field.</summary>
+    public const int ViaMemoryIdFieldNumber = 3;
+    private string viaMemoryId_ = "";
+    /// <summary>
+    /// Set when the memory was reached by following links (SearchMemoriesRequest.hops): the memory it was
+    /// linked from (a direct result, or a memory reached one hop earlier).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string ViaMemoryId {
+      get { return viaMemoryId_; }
+      set {
+        viaMemoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "hops" field.</summary>
+    public const int HopsFieldNumber = 4;
+    private int hops_;
+    /// <summary>
+    /// 0 for a ranked result; 1 or 2 for one reached through that many links.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Hops {
+      get { return hops_; }
+      set {
+        hops_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "cosine" field.</summary>
+    public const int CosineFieldNumber = 5;
+    private double cosine_;
+    /// <summary>
+    /// The raw cosine to the query vector (0 without one): what a deepen search compares with its threshold.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double Cosine {
+      get { return cosine_; }
+      set {
+        cosine_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3109,6 +3903,9 @@ namespace NpcMemory.V1 {
       }
       if (!object.Equals(Memory, other.Memory)) return false;
       if (!object.Equals(Scores, other.Scores)) return false;
+      if (ViaMemoryId != other.ViaMemoryId) return false;
+      if (Hops != other.Hops) return false;
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(Cosine, other.Cosine)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3118,6 +3915,9 @@ namespace NpcMemory.V1 {
       int hash = 1;
       if (memory_ != null) hash ^= Memory.GetHashCode();
       if (scores_ != null) hash ^= Scores.GetHashCode();
+      if (ViaMemoryId.Length != 0) hash ^= ViaMemoryId.GetHashCode();
+      if (Hops != 0) hash ^= Hops.GetHashCode();
+      if (Cosine != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(Cosine);
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3144,6 +3944,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteMessage(Scores);
       }
+      if (ViaMemoryId.Length != 0) {
+        output.WriteRawTag(26);
+        output.WriteString(ViaMemoryId);
+      }
+      if (Hops != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Hops);
+      }
+      if (Cosine != 0D) {
+        output.WriteRawTag(41);
+        output.WriteDouble(Cosine);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3162,6 +3974,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteMessage(Scores);
       }
+      if (ViaMemoryId.Length != 0) {
+        output.WriteRawTag(26);
+        output.WriteString(ViaMemoryId);
+      }
+      if (Hops != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Hops);
+      }
+      if (Cosine != 0D) {
+        output.WriteRawTag(41);
+        output.WriteDouble(Cosine);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3177,6 +4001,15 @@ namespace NpcMemory.V1 {
       }
       if (scores_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(Scores);
+      }
+      if (ViaMemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(ViaMemoryId);
+      }
+      if (Hops != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Hops);
+      }
+      if (Cosine != 0D) {
+        size += 1 + 8;
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3201,6 +4034,15 @@ namespace NpcMemory.V1 {
           Scores = new global::NpcMemory.V1.Scores();
         }
         Scores.MergeFrom(other.Scores);
+      }
+      if (other.ViaMemoryId.Length != 0) {
+        ViaMemoryId = other.ViaMemoryId;
+      }
+      if (other.Hops != 0) {
+        Hops = other.Hops;
+      }
+      if (other.Cosine != 0D) {
+        Cosine = other.Cosine;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3229,6 +4071,18 @@ namespace NpcMemory.V1 {
               Scores = new global::NpcMemory.V1.Scores();
             }
             input.ReadMessage(Scores);
+            break;
+          }
+          case 26: {
+            ViaMemoryId = input.ReadString();
+            break;
+          }
+          case 32: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 41: {
+            Cosine = input.ReadDouble();
             break;
           }
         }
@@ -3260,6 +4114,18 @@ namespace NpcMemory.V1 {
             input.ReadMessage(Scores);
             break;
           }
+          case 26: {
+            ViaMemoryId = input.ReadString();
+            break;
+          }
+          case 32: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 41: {
+            Cosine = input.ReadDouble();
+            break;
+          }
         }
       }
     }
@@ -3284,7 +4150,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[9]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]

@@ -32,7 +32,7 @@ namespace NpcMemory.V1 {
             "b3J5LnYxLlNjb3BlEiwKCG1lbW9yaWVzGAIgAygLMhoubnBjX21lbW9yeS52",
             "MS5NZW1vcnlJbnB1dBISCgpyZXF1ZXN0X2lkGAMgASgJIkQKFVN0b3JlTWVt",
             "b3JpZXNSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhoubnBjX21lbW9yeS52",
-            "MS5TdG9yZVJlc3VsdCLnAgoVU2VhcmNoTWVtb3JpZXNSZXF1ZXN0EiMKBXNj",
+            "MS5TdG9yZVJlc3VsdCKjAwoVU2VhcmNoTWVtb3JpZXNSZXF1ZXN0EiMKBXNj",
             "b3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRINCgVxdWVyeRgCIAEo",
             "CRIXCg9xdWVyeV9lbWJlZGRpbmcYAyADKAISDQoFbGltaXQYBCABKAUSJwoH",
             "d2VpZ2h0cxgFIAEoCzIWLm5wY19tZW1vcnkudjEuV2VpZ2h0cxIpCgVhc19v",
@@ -40,61 +40,78 @@ namespace NpcMemory.V1 {
             "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZmaWx0ZXIYCCAB",
             "KAsyGy5ucGNfbWVtb3J5LnYxLk1lbW9yeUZpbHRlchIrCgZmdXNpb24YCSAB",
             "KA4yGy5ucGNfbWVtb3J5LnYxLkZ1c2lvbk1ldGhvZBIbChNpbmNsdWRlX2lu",
-            "dmFsaWRhdGVkGAogASgIIl8KFlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USLAoH",
-            "cmVzdWx0cxgBIAMoCzIbLm5wY19tZW1vcnkudjEuU2NvcmVkTWVtb3J5EhcK",
-            "D2VtYmVkZGluZ19tb2RlbBgCIAEoCSJKChBHZXRNZW1vcnlSZXF1ZXN0EiMK",
-            "BXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlf",
-            "aWQYAiABKAkiOgoRR2V0TWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgL",
-            "MhUubnBjX21lbW9yeS52MS5NZW1vcnkiqwEKE0xpc3RNZW1vcmllc1JlcXVl",
-            "c3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCXBh",
-            "Z2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEisKBmZpbHRlchgE",
-            "IAEoCzIbLm5wY19tZW1vcnkudjEuTWVtb3J5RmlsdGVyEhsKE2luY2x1ZGVf",
-            "aW52YWxpZGF0ZWQYBSABKAgiWAoUTGlzdE1lbW9yaWVzUmVzcG9uc2USJwoI",
-            "bWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIXCg9uZXh0",
-            "X3BhZ2VfdG9rZW4YAiABKAkigQEKF0ludmFsaWRhdGVNZW1vcnlSZXF1ZXN0",
-            "EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1v",
-            "cnlfaWQYAiABKAkSLgoKaW52YWxpZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90",
-            "b2J1Zi5UaW1lc3RhbXAiQQoYSW52YWxpZGF0ZU1lbW9yeVJlc3BvbnNlEiUK",
-            "Bm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5Ip8CChNVcGRh",
+            "dmFsaWRhdGVkGAogASgIEgwKBGhvcHMYCyABKAUSDgoGZGVlcGVuGAwgASgI",
+            "EhwKFGRlZXBlbl9taW5fcmVsZXZhbmNlGA0gASgBIosBChZTZWFyY2hNZW1v",
+            "cmllc1Jlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5ucGNfbWVtb3J5LnYx",
+            "LlNjb3JlZE1lbW9yeRIXCg9lbWJlZGRpbmdfbW9kZWwYAiABKAkSKgoNYW5z",
+            "d2VyZWRfdGllchgDIAEoDjITLm5wY19tZW1vcnkudjEuVGllciJKChBHZXRN",
+            "ZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5T",
+            "Y29wZRIRCgltZW1vcnlfaWQYAiABKAkiOgoRR2V0TWVtb3J5UmVzcG9uc2US",
+            "JQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnkiqwEKE0xp",
+            "c3RNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5",
+            "LnYxLlNjb3BlEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMg",
+            "ASgJEisKBmZpbHRlchgEIAEoCzIbLm5wY19tZW1vcnkudjEuTWVtb3J5Rmls",
+            "dGVyEhsKE2luY2x1ZGVfaW52YWxpZGF0ZWQYBSABKAgiWAoUTGlzdE1lbW9y",
+            "aWVzUmVzcG9uc2USJwoIbWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYx",
+            "Lk1lbW9yeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkigQEKF0ludmFsaWRh",
             "dGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52",
-            "MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkSLwoLdXBkYXRlX21hc2sYAyAB",
-            "KAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrEhIKCmltcG9ydGFuY2UY",
-            "BCABKAUSIQoEdGllchgFIAEoDjITLm5wY19tZW1vcnkudjEuVGllchIpCght",
-            "ZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29u",
-            "dGVudBgHIAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1",
-            "Zi5UaW1lc3RhbXAiPQoUVXBkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5",
-            "GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnkicwoXR2V0TWVtb3J5SGlz",
-            "dG9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNj",
-            "b3BlEhIKCnN1YmplY3RfaWQYAiABKAkSDAoEc2xvdBgDIAEoCRIRCgltZW1v",
-            "cnlfaWQYBCABKAkiQwoYR2V0TWVtb3J5SGlzdG9yeVJlc3BvbnNlEicKCG1l",
-            "bW9yaWVzGAEgAygLMhUubnBjX21lbW9yeS52MS5NZW1vcnkiJgoTRm9yZ2V0",
-            "UGxheWVyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIjAKFEZvcmdldFBsYXll",
-            "clJlc3BvbnNlEhgKEGRlbGV0ZWRfbWVtb3JpZXMYASABKAMy7wUKDU1lbW9y",
-            "eVNlcnZpY2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnkudjEuU3Rv",
-            "cmVNZW1vcmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3Jp",
-            "ZXNSZXNwb25zZRJdCg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEu",
-            "U2VhcmNoTWVtb3JpZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hN",
-            "ZW1vcmllc1Jlc3BvbnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEu",
-            "R2V0TWVtb3J5UmVxdWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVz",
-            "cG9uc2USVwoMTGlzdE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVt",
-            "b3JpZXNSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNw",
-            "b25zZRJjChBJbnZhbGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZh",
-            "bGlkYXRlTWVtb3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0",
-            "ZU1lbW9yeVJlc3BvbnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnku",
-            "djEuVXBkYXRlTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRl",
-            "TWVtb3J5UmVzcG9uc2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1v",
-            "cnkudjEuR2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYx",
-            "LkdldE1lbW9yeUhpc3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5u",
-            "cGNfbWVtb3J5LnYxLkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5",
-            "LnYxLkZvcmdldFBsYXllclJlc3BvbnNlQiMKEGRldi5ucGNtZW1vcnkudjFQ",
-            "AaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
+            "MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkSLgoKaW52YWxpZF9hdBgDIAEo",
+            "CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQQoYSW52YWxpZGF0ZU1l",
+            "bW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEu",
+            "TWVtb3J5Ip8CChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgL",
+            "MhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkSLwoL",
+            "dXBkYXRlX21hc2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNr",
+            "EhIKCmltcG9ydGFuY2UYBCABKAUSIQoEdGllchgFIAEoDjITLm5wY19tZW1v",
+            "cnkudjEuVGllchIpCghtZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1",
+            "Zi5TdHJ1Y3QSDwoHY29udGVudBgHIAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIa",
+            "Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPQoUVXBkYXRlTWVtb3J5UmVz",
+            "cG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnki",
+            "cwoXR2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5u",
+            "cGNfbWVtb3J5LnYxLlNjb3BlEhIKCnN1YmplY3RfaWQYAiABKAkSDAoEc2xv",
+            "dBgDIAEoCRIRCgltZW1vcnlfaWQYBCABKAkiQwoYR2V0TWVtb3J5SGlzdG9y",
+            "eVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9yeS52MS5N",
+            "ZW1vcnkiJgoTRm9yZ2V0UGxheWVyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJ",
+            "IjAKFEZvcmdldFBsYXllclJlc3BvbnNlEhgKEGRlbGV0ZWRfbWVtb3JpZXMY",
+            "ASABKAMiTQoTRXhwYW5kTWVtb3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIU",
+            "Lm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIgASgJIqEBChRF",
+            "eHBhbmRNZW1vcnlSZXNwb25zZRIRCgltZW1vcnlfaWQYASABKAkSDQoFZGVw",
+            "dGgYAiABKAUSKAoFZm91bmQYAyADKAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9y",
+            "eUxpbmsSJwoIbWVtb3JpZXMYBCADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9y",
+            "eRIUCgx0b3RhbF9saW5rZWQYBSABKAUiSgoQTGlzdExpbmtzUmVxdWVzdBIj",
+            "CgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5",
+            "X2lkGAIgASgJIpgBChFMaXN0TGlua3NSZXNwb25zZRIqCgdwYXJlbnRzGAEg",
+            "AygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEisKCGNoaWxkcmVuGAIg",
+            "AygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEioKB3JlbGF0ZWQYAyAD",
+            "KAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9yeUxpbmsymAcKDU1lbW9yeVNlcnZp",
+            "Y2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnkudjEuU3RvcmVNZW1v",
+            "cmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3JpZXNSZXNw",
+            "b25zZRJdCg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEuU2VhcmNo",
+            "TWVtb3JpZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hNZW1vcmll",
+            "c1Jlc3BvbnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEuR2V0TWVt",
+            "b3J5UmVxdWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVzcG9uc2US",
+            "VwoMTGlzdE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNS",
+            "ZXF1ZXN0GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNwb25zZRJj",
+            "ChBJbnZhbGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZhbGlkYXRl",
+            "TWVtb3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0ZU1lbW9y",
+            "eVJlc3BvbnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnkudjEuVXBk",
+            "YXRlTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRlTWVtb3J5",
+            "UmVzcG9uc2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1vcnkudjEu",
+            "R2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYxLkdldE1l",
+            "bW9yeUhpc3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5ucGNfbWVt",
+            "b3J5LnYxLkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkZv",
+            "cmdldFBsYXllclJlc3BvbnNlElcKDEV4cGFuZE1lbW9yeRIiLm5wY19tZW1v",
+            "cnkudjEuRXhwYW5kTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuRXhw",
+            "YW5kTWVtb3J5UmVzcG9uc2USTgoJTGlzdExpbmtzEh8ubnBjX21lbW9yeS52",
+            "MS5MaXN0TGlua3NSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5MaXN0TGlua3NS",
+            "ZXNwb25zZUIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNNZW1vcnkuVjFi",
+            "BnByb3RvMw=="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesRequest), global::NpcMemory.V1.StoreMemoriesRequest.Parser, new[]{ "Scope", "Memories", "RequestId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesResponse), global::NpcMemory.V1.StoreMemoriesResponse.Parser, new[]{ "Results" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel", "AnsweredTier" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryResponse), global::NpcMemory.V1.GetMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated" }, null, null, null, null),
@@ -106,7 +123,11 @@ namespace NpcMemory.V1 {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryResponse), global::NpcMemory.V1.GetMemoryHistoryResponse.Parser, new[]{ "Memories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerRequest), global::NpcMemory.V1.ForgetPlayerRequest.Parser, new[]{ "UserId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerResponse), global::NpcMemory.V1.ForgetPlayerResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null)
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerResponse), global::NpcMemory.V1.ForgetPlayerResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ExpandMemoryRequest), global::NpcMemory.V1.ExpandMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ExpandMemoryResponse), global::NpcMemory.V1.ExpandMemoryResponse.Parser, new[]{ "MemoryId", "Depth", "Found", "Memories", "TotalLinked" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListLinksRequest), global::NpcMemory.V1.ListLinksRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListLinksResponse), global::NpcMemory.V1.ListLinksResponse.Parser, new[]{ "Parents", "Children", "Related" }, null, null, null, null)
           }));
     }
     #endregion
@@ -606,6 +627,9 @@ namespace NpcMemory.V1 {
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       fusion_ = other.fusion_;
       includeInvalidated_ = other.includeInvalidated_;
+      hops_ = other.hops_;
+      deepen_ = other.deepen_;
+      deepenMinRelevance_ = other.deepenMinRelevance_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -755,6 +779,53 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "hops" field.</summary>
+    public const int HopsFieldNumber = 11;
+    private int hops_;
+    /// <summary>
+    /// 0 (default), 1 or 2: also return memories linked to the ranked results, up to this many links away.
+    /// They take at most limit/2 of the places, replacing the lowest-ranked results.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Hops {
+      get { return hops_; }
+      set {
+        hops_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "deepen" field.</summary>
+    public const int DeepenFieldNumber = 12;
+    private bool deepen_;
+    /// <summary>
+    /// Search gists first, then knowledge, then sources, going deeper only while fewer than `limit` results
+    /// reach the relevance threshold.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Deepen {
+      get { return deepen_; }
+      set {
+        deepen_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "deepen_min_relevance" field.</summary>
+    public const int DeepenMinRelevanceFieldNumber = 13;
+    private double deepenMinRelevance_;
+    /// <summary>
+    /// The raw cosine a result needs to count as answering a deepen search; 0 means the server's default.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double DeepenMinRelevance {
+      get { return deepenMinRelevance_; }
+      set {
+        deepenMinRelevance_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -780,6 +851,9 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Filter, other.Filter)) return false;
       if (Fusion != other.Fusion) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (Hops != other.Hops) return false;
+      if (Deepen != other.Deepen) return false;
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(DeepenMinRelevance, other.DeepenMinRelevance)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -797,6 +871,9 @@ namespace NpcMemory.V1 {
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (Fusion != global::NpcMemory.V1.FusionMethod.Unspecified) hash ^= Fusion.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (Hops != 0) hash ^= Hops.GetHashCode();
+      if (Deepen != false) hash ^= Deepen.GetHashCode();
+      if (DeepenMinRelevance != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(DeepenMinRelevance);
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -852,6 +929,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
+      if (Hops != 0) {
+        output.WriteRawTag(88);
+        output.WriteInt32(Hops);
+      }
+      if (Deepen != false) {
+        output.WriteRawTag(96);
+        output.WriteBool(Deepen);
+      }
+      if (DeepenMinRelevance != 0D) {
+        output.WriteRawTag(105);
+        output.WriteDouble(DeepenMinRelevance);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -899,6 +988,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
+      if (Hops != 0) {
+        output.WriteRawTag(88);
+        output.WriteInt32(Hops);
+      }
+      if (Deepen != false) {
+        output.WriteRawTag(96);
+        output.WriteBool(Deepen);
+      }
+      if (DeepenMinRelevance != 0D) {
+        output.WriteRawTag(105);
+        output.WriteDouble(DeepenMinRelevance);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -936,6 +1037,15 @@ namespace NpcMemory.V1 {
       }
       if (IncludeInvalidated != false) {
         size += 1 + 1;
+      }
+      if (Hops != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Hops);
+      }
+      if (Deepen != false) {
+        size += 1 + 1;
+      }
+      if (DeepenMinRelevance != 0D) {
+        size += 1 + 8;
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -991,6 +1101,15 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.Hops != 0) {
+        Hops = other.Hops;
+      }
+      if (other.Deepen != false) {
+        Deepen = other.Deepen;
+      }
+      if (other.DeepenMinRelevance != 0D) {
+        DeepenMinRelevance = other.DeepenMinRelevance;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1061,6 +1180,18 @@ namespace NpcMemory.V1 {
           }
           case 80: {
             IncludeInvalidated = input.ReadBool();
+            break;
+          }
+          case 88: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 96: {
+            Deepen = input.ReadBool();
+            break;
+          }
+          case 105: {
+            DeepenMinRelevance = input.ReadDouble();
             break;
           }
         }
@@ -1134,6 +1265,18 @@ namespace NpcMemory.V1 {
             IncludeInvalidated = input.ReadBool();
             break;
           }
+          case 88: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 96: {
+            Deepen = input.ReadBool();
+            break;
+          }
+          case 105: {
+            DeepenMinRelevance = input.ReadDouble();
+            break;
+          }
         }
       }
     }
@@ -1177,6 +1320,7 @@ namespace NpcMemory.V1 {
     public SearchMemoriesResponse(SearchMemoriesResponse other) : this() {
       results_ = other.results_.Clone();
       embeddingModel_ = other.embeddingModel_;
+      answeredTier_ = other.answeredTier_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1215,6 +1359,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "answered_tier" field.</summary>
+    public const int AnsweredTierFieldNumber = 3;
+    private global::NpcMemory.V1.Tier answeredTier_ = global::NpcMemory.V1.Tier.Unspecified;
+    /// <summary>
+    /// For a deepen search: the deepest tier searched (the one that answered).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Tier AnsweredTier {
+      get { return answeredTier_; }
+      set {
+        answeredTier_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1232,6 +1391,7 @@ namespace NpcMemory.V1 {
       }
       if(!results_.Equals(other.results_)) return false;
       if (EmbeddingModel != other.EmbeddingModel) return false;
+      if (AnsweredTier != other.AnsweredTier) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1241,6 +1401,7 @@ namespace NpcMemory.V1 {
       int hash = 1;
       hash ^= results_.GetHashCode();
       if (EmbeddingModel.Length != 0) hash ^= EmbeddingModel.GetHashCode();
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) hash ^= AnsweredTier.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1264,6 +1425,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(EmbeddingModel);
       }
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) AnsweredTier);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1279,6 +1444,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(EmbeddingModel);
       }
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) AnsweredTier);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1292,6 +1461,9 @@ namespace NpcMemory.V1 {
       size += results_.CalculateSize(_repeated_results_codec);
       if (EmbeddingModel.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(EmbeddingModel);
+      }
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) AnsweredTier);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1308,6 +1480,9 @@ namespace NpcMemory.V1 {
       results_.Add(other.results_);
       if (other.EmbeddingModel.Length != 0) {
         EmbeddingModel = other.EmbeddingModel;
+      }
+      if (other.AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        AnsweredTier = other.AnsweredTier;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1332,6 +1507,10 @@ namespace NpcMemory.V1 {
             EmbeddingModel = input.ReadString();
             break;
           }
+          case 24: {
+            AnsweredTier = (global::NpcMemory.V1.Tier) input.ReadEnum();
+            break;
+          }
         }
       }
     #endif
@@ -1353,6 +1532,10 @@ namespace NpcMemory.V1 {
           }
           case 18: {
             EmbeddingModel = input.ReadString();
+            break;
+          }
+          case 24: {
+            AnsweredTier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
         }
@@ -4421,6 +4604,1048 @@ namespace NpcMemory.V1 {
             break;
           case 8: {
             DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ExpandMemoryRequest : pb::IMessage<ExpandMemoryRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ExpandMemoryRequest> _parser = new pb::MessageParser<ExpandMemoryRequest>(() => new ExpandMemoryRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ExpandMemoryRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[16]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryRequest(ExpandMemoryRequest other) : this() {
+      scope_ = other.scope_ != null ? other.scope_.Clone() : null;
+      memoryId_ = other.memoryId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryRequest Clone() {
+      return new ExpandMemoryRequest(this);
+    }
+
+    /// <summary>Field number for the "scope" field.</summary>
+    public const int ScopeFieldNumber = 1;
+    private global::NpcMemory.V1.Scope scope_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Scope Scope {
+      get { return scope_; }
+      set {
+        scope_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 2;
+    private string memoryId_ = "";
+    /// <summary>
+    /// The memory to expand from. Empty: the memory this scope expanded last, one depth further.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return memoryId_; }
+      set {
+        memoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ExpandMemoryRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ExpandMemoryRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Scope, other.Scope)) return false;
+      if (MemoryId != other.MemoryId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (scope_ != null) hash ^= Scope.GetHashCode();
+      if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (scope_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ExpandMemoryRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.scope_ != null) {
+        if (scope_ == null) {
+          Scope = new global::NpcMemory.V1.Scope();
+        }
+        Scope.MergeFrom(other.Scope);
+      }
+      if (other.MemoryId.Length != 0) {
+        MemoryId = other.MemoryId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ExpandMemoryResponse : pb::IMessage<ExpandMemoryResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ExpandMemoryResponse> _parser = new pb::MessageParser<ExpandMemoryResponse>(() => new ExpandMemoryResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ExpandMemoryResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[17]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryResponse(ExpandMemoryResponse other) : this() {
+      memoryId_ = other.memoryId_;
+      depth_ = other.depth_;
+      found_ = other.found_.Clone();
+      memories_ = other.memories_.Clone();
+      totalLinked_ = other.totalLinked_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryResponse Clone() {
+      return new ExpandMemoryResponse(this);
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 1;
+    private string memoryId_ = "";
+    /// <summary>
+    /// The memory expanded from.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return memoryId_; }
+      set {
+        memoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "depth" field.</summary>
+    public const int DepthFieldNumber = 2;
+    private int depth_;
+    /// <summary>
+    /// The depth this call reached (1 for the first call on a memory).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Depth {
+      get { return depth_; }
+      set {
+        depth_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "found" field.</summary>
+    public const int FoundFieldNumber = 3;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_found_codec
+        = pb::FieldCodec.ForMessage(26, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> found_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// The links this call made: at most the server's per-depth maximum, never one made before.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Found {
+      get { return found_; }
+    }
+
+    /// <summary>Field number for the "memories" field.</summary>
+    public const int MemoriesFieldNumber = 4;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.Memory> _repeated_memories_codec
+        = pb::FieldCodec.ForMessage(34, global::NpcMemory.V1.Memory.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.Memory> memories_ = new pbc::RepeatedField<global::NpcMemory.V1.Memory>();
+    /// <summary>
+    /// The memories found this call, in the order of `found`.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.Memory> Memories {
+      get { return memories_; }
+    }
+
+    /// <summary>Field number for the "total_linked" field.</summary>
+    public const int TotalLinkedFieldNumber = 5;
+    private int totalLinked_;
+    /// <summary>
+    /// How many memories are linked from this memory by expansion in all.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int TotalLinked {
+      get { return totalLinked_; }
+      set {
+        totalLinked_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ExpandMemoryResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ExpandMemoryResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (MemoryId != other.MemoryId) return false;
+      if (Depth != other.Depth) return false;
+      if(!found_.Equals(other.found_)) return false;
+      if(!memories_.Equals(other.memories_)) return false;
+      if (TotalLinked != other.TotalLinked) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (Depth != 0) hash ^= Depth.GetHashCode();
+      hash ^= found_.GetHashCode();
+      hash ^= memories_.GetHashCode();
+      if (TotalLinked != 0) hash ^= TotalLinked.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(16);
+        output.WriteInt32(Depth);
+      }
+      found_.WriteTo(output, _repeated_found_codec);
+      memories_.WriteTo(output, _repeated_memories_codec);
+      if (TotalLinked != 0) {
+        output.WriteRawTag(40);
+        output.WriteInt32(TotalLinked);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(16);
+        output.WriteInt32(Depth);
+      }
+      found_.WriteTo(ref output, _repeated_found_codec);
+      memories_.WriteTo(ref output, _repeated_memories_codec);
+      if (TotalLinked != 0) {
+        output.WriteRawTag(40);
+        output.WriteInt32(TotalLinked);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (MemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (Depth != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Depth);
+      }
+      size += found_.CalculateSize(_repeated_found_codec);
+      size += memories_.CalculateSize(_repeated_memories_codec);
+      if (TotalLinked != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(TotalLinked);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ExpandMemoryResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.MemoryId.Length != 0) {
+        MemoryId = other.MemoryId;
+      }
+      if (other.Depth != 0) {
+        Depth = other.Depth;
+      }
+      found_.Add(other.found_);
+      memories_.Add(other.memories_);
+      if (other.TotalLinked != 0) {
+        TotalLinked = other.TotalLinked;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 26: {
+            found_.AddEntriesFrom(input, _repeated_found_codec);
+            break;
+          }
+          case 34: {
+            memories_.AddEntriesFrom(input, _repeated_memories_codec);
+            break;
+          }
+          case 40: {
+            TotalLinked = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 26: {
+            found_.AddEntriesFrom(ref input, _repeated_found_codec);
+            break;
+          }
+          case 34: {
+            memories_.AddEntriesFrom(ref input, _repeated_memories_codec);
+            break;
+          }
+          case 40: {
+            TotalLinked = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListLinksRequest : pb::IMessage<ListLinksRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListLinksRequest> _parser = new pb::MessageParser<ListLinksRequest>(() => new ListLinksRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListLinksRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[18]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksRequest(ListLinksRequest other) : this() {
+      scope_ = other.scope_ != null ? other.scope_.Clone() : null;
+      memoryId_ = other.memoryId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksRequest Clone() {
+      return new ListLinksRequest(this);
+    }
+
+    /// <summary>Field number for the "scope" field.</summary>
+    public const int ScopeFieldNumber = 1;
+    private global::NpcMemory.V1.Scope scope_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Scope Scope {
+      get { return scope_; }
+      set {
+        scope_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 2;
+    private string memoryId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return memoryId_; }
+      set {
+        memoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListLinksRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListLinksRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Scope, other.Scope)) return false;
+      if (MemoryId != other.MemoryId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (scope_ != null) hash ^= Scope.GetHashCode();
+      if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (scope_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListLinksRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.scope_ != null) {
+        if (scope_ == null) {
+          Scope = new global::NpcMemory.V1.Scope();
+        }
+        Scope.MergeFrom(other.Scope);
+      }
+      if (other.MemoryId.Length != 0) {
+        MemoryId = other.MemoryId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListLinksResponse : pb::IMessage<ListLinksResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListLinksResponse> _parser = new pb::MessageParser<ListLinksResponse>(() => new ListLinksResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListLinksResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[19]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksResponse(ListLinksResponse other) : this() {
+      parents_ = other.parents_.Clone();
+      children_ = other.children_.Clone();
+      related_ = other.related_.Clone();
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksResponse Clone() {
+      return new ListLinksResponse(this);
+    }
+
+    /// <summary>Field number for the "parents" field.</summary>
+    public const int ParentsFieldNumber = 1;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_parents_codec
+        = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> parents_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// DERIVED_FROM links from this memory: what it was distilled from.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Parents {
+      get { return parents_; }
+    }
+
+    /// <summary>Field number for the "children" field.</summary>
+    public const int ChildrenFieldNumber = 2;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_children_codec
+        = pb::FieldCodec.ForMessage(18, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> children_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// DERIVED_FROM links to this memory: what was distilled from it.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Children {
+      get { return children_; }
+    }
+
+    /// <summary>Field number for the "related" field.</summary>
+    public const int RelatedFieldNumber = 3;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_related_codec
+        = pb::FieldCodec.ForMessage(26, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> related_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// RELATED_TO links either way.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Related {
+      get { return related_; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListLinksResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListLinksResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if(!parents_.Equals(other.parents_)) return false;
+      if(!children_.Equals(other.children_)) return false;
+      if(!related_.Equals(other.related_)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      hash ^= parents_.GetHashCode();
+      hash ^= children_.GetHashCode();
+      hash ^= related_.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      parents_.WriteTo(output, _repeated_parents_codec);
+      children_.WriteTo(output, _repeated_children_codec);
+      related_.WriteTo(output, _repeated_related_codec);
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      parents_.WriteTo(ref output, _repeated_parents_codec);
+      children_.WriteTo(ref output, _repeated_children_codec);
+      related_.WriteTo(ref output, _repeated_related_codec);
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      size += parents_.CalculateSize(_repeated_parents_codec);
+      size += children_.CalculateSize(_repeated_children_codec);
+      size += related_.CalculateSize(_repeated_related_codec);
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListLinksResponse other) {
+      if (other == null) {
+        return;
+      }
+      parents_.Add(other.parents_);
+      children_.Add(other.children_);
+      related_.Add(other.related_);
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            parents_.AddEntriesFrom(input, _repeated_parents_codec);
+            break;
+          }
+          case 18: {
+            children_.AddEntriesFrom(input, _repeated_children_codec);
+            break;
+          }
+          case 26: {
+            related_.AddEntriesFrom(input, _repeated_related_codec);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            parents_.AddEntriesFrom(ref input, _repeated_parents_codec);
+            break;
+          }
+          case 18: {
+            children_.AddEntriesFrom(ref input, _repeated_children_codec);
+            break;
+          }
+          case 26: {
+            related_.AddEntriesFrom(ref input, _repeated_related_codec);
             break;
           }
         }

@@ -80,6 +80,14 @@ namespace NpcMemory.V1 {
     static readonly grpc::Marshaller<global::NpcMemory.V1.ForgetPlayerRequest> __Marshaller_npc_memory_v1_ForgetPlayerRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ForgetPlayerRequest.Parser));
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.ForgetPlayerResponse> __Marshaller_npc_memory_v1_ForgetPlayerResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ForgetPlayerResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ExpandMemoryRequest> __Marshaller_npc_memory_v1_ExpandMemoryRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExpandMemoryRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ExpandMemoryResponse> __Marshaller_npc_memory_v1_ExpandMemoryResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExpandMemoryResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ListLinksRequest> __Marshaller_npc_memory_v1_ListLinksRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ListLinksRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ListLinksResponse> __Marshaller_npc_memory_v1_ListLinksResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ListLinksResponse.Parser));
 
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Method<global::NpcMemory.V1.StoreMemoriesRequest, global::NpcMemory.V1.StoreMemoriesResponse> __Method_StoreMemories = new grpc::Method<global::NpcMemory.V1.StoreMemoriesRequest, global::NpcMemory.V1.StoreMemoriesResponse>(
@@ -144,6 +152,22 @@ namespace NpcMemory.V1 {
         "ForgetPlayer",
         __Marshaller_npc_memory_v1_ForgetPlayerRequest,
         __Marshaller_npc_memory_v1_ForgetPlayerResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.ExpandMemoryRequest, global::NpcMemory.V1.ExpandMemoryResponse> __Method_ExpandMemory = new grpc::Method<global::NpcMemory.V1.ExpandMemoryRequest, global::NpcMemory.V1.ExpandMemoryResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "ExpandMemory",
+        __Marshaller_npc_memory_v1_ExpandMemoryRequest,
+        __Marshaller_npc_memory_v1_ExpandMemoryResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.ListLinksRequest, global::NpcMemory.V1.ListLinksResponse> __Method_ListLinks = new grpc::Method<global::NpcMemory.V1.ListLinksRequest, global::NpcMemory.V1.ListLinksResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "ListLinks",
+        __Marshaller_npc_memory_v1_ListLinksRequest,
+        __Marshaller_npc_memory_v1_ListLinksResponse);
 
     /// <summary>Service descriptor</summary>
     public static global::Google.Protobuf.Reflection.ServiceDescriptor Descriptor
@@ -561,6 +585,102 @@ namespace NpcMemory.V1 {
       public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ForgetPlayerResponse> ForgetPlayerAsync(global::NpcMemory.V1.ForgetPlayerRequest request, grpc::CallOptions options)
       {
         return CallInvoker.AsyncUnaryCall(__Method_ForgetPlayer, null, options, request);
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ExpandMemoryResponse ExpandMemory(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ExpandMemory(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ExpandMemoryResponse ExpandMemory(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_ExpandMemory, null, options, request);
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ExpandMemoryResponse> ExpandMemoryAsync(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ExpandMemoryAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ExpandMemoryResponse> ExpandMemoryAsync(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_ExpandMemory, null, options, request);
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ListLinksResponse ListLinks(global::NpcMemory.V1.ListLinksRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ListLinks(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ListLinksResponse ListLinks(global::NpcMemory.V1.ListLinksRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_ListLinks, null, options, request);
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ListLinksResponse> ListLinksAsync(global::NpcMemory.V1.ListLinksRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ListLinksAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ListLinksResponse> ListLinksAsync(global::NpcMemory.V1.ListLinksRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_ListLinks, null, options, request);
       }
       /// <summary>Creates a new instance of client from given <c>ClientBaseConfiguration</c>.</summary>
       [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]

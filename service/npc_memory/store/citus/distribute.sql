@@ -19,3 +19,11 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'user_mem
 -- on one worker.
 SELECT create_distributed_table('store_requests', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'store_requests'::regclass);
+
+-- Links and expansion state next to the player's memories (co-located): both ends of a link are one scope's
+-- rows, so the foreign keys hold inside one shard.
+SELECT create_distributed_table('memory_links', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_links'::regclass);
+
+SELECT create_distributed_table('expand_state', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'expand_state'::regclass);

@@ -118,11 +118,20 @@ CallStatus MemoryClient::Store(const std::string& user_id, const std::string& he
 
 CallStatus MemoryClient::Search(const std::string& user_id, const std::string& heroine_id,
                                 const std::string& query, int limit, std::vector<Hit>* out) {
+  SearchOptions options;
+  options.limit = limit;
+  return Search(user_id, heroine_id, query, options, out);
+}
+
+CallStatus MemoryClient::Search(const std::string& user_id, const std::string& heroine_id, const std::string& query,
+                                const SearchOptions& options, std::vector<Hit>* out, std::string* answered_tier) {
   pb::SearchMemoriesRequest req;
   req.mutable_scope()->set_user_id(user_id);
   req.mutable_scope()->set_heroine_id(heroine_id);
   req.set_query(query);
-  req.set_limit(limit);
+  req.set_limit(options.limit);
+  req.set_hops(options.hops);
+  req.set_deepen(options.deepen);
   pb::SearchMemoriesResponse resp;
   grpc::ClientContext ctx;
   impl_->Deadline(&ctx);
@@ -132,7 +141,37 @@ CallStatus MemoryClient::Search(const std::string& user_id, const std::string& h
       const auto& m = r.memory();
       const auto& s = r.scores();
       out->push_back({m.memory_id(), m.content(), m.subject_id(), m.importance(), s.final(),
-                      s.recency(), s.importance(), s.relevance(), s.keyword()});
+                      s.recency(), s.importance(), s.relevance(), s.keyword(), r.via_memory_id(), r.hops()});
+    }
+  }
+  if (status.ok && answered_tier != nullptr) {
+    switch (resp.answered_tier()) {
+      case pb::TIER_GIST: *answered_tier = "gist"; break;
+      case pb::TIER_KNOWLEDGE: *answered_tier = "knowledge"; break;
+      case pb::TIER_SOURCE: *answered_tier = "source"; break;
+      default: answered_tier->clear();
+    }
+  }
+  return status;
+}
+
+CallStatus MemoryClient::Expand(const std::string& user_id, const std::string& heroine_id,
+                                const std::string& memory_id, Expansion* out) {
+  pb::ExpandMemoryRequest req;
+  req.mutable_scope()->set_user_id(user_id);
+  req.mutable_scope()->set_heroine_id(heroine_id);
+  req.set_memory_id(memory_id);
+  pb::ExpandMemoryResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Deadline(&ctx);
+  CallStatus status = FromStatus(impl_->stub->ExpandMemory(&ctx, req, &resp));
+  if (status.ok && out != nullptr) {
+    out->memory_id = resp.memory_id();
+    out->depth = resp.depth();
+    out->total_linked = resp.total_linked();
+    for (int i = 0; i < resp.found_size() && i < resp.memories_size(); ++i) {
+      const auto& link = resp.found(i);
+      out->found.push_back({link.to_memory_id(), resp.memories(i).content(), link.depth(), link.via()});
     }
   }
   return status;

@@ -31,6 +31,8 @@ static const char* MemoryService_method_names[] = {
   "/npc_memory.v1.MemoryService/UpdateMemory",
   "/npc_memory.v1.MemoryService/GetMemoryHistory",
   "/npc_memory.v1.MemoryService/ForgetPlayer",
+  "/npc_memory.v1.MemoryService/ExpandMemory",
+  "/npc_memory.v1.MemoryService/ListLinks",
 };
 
 std::unique_ptr< MemoryService::Stub> MemoryService::NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options) {
@@ -48,6 +50,8 @@ MemoryService::Stub::Stub(const std::shared_ptr< ::grpc::ChannelInterface>& chan
   , rpcmethod_UpdateMemory_(MemoryService_method_names[5], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_GetMemoryHistory_(MemoryService_method_names[6], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_ForgetPlayer_(MemoryService_method_names[7], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ExpandMemory_(MemoryService_method_names[8], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ListLinks_(MemoryService_method_names[9], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   {}
 
 ::grpc::Status MemoryService::Stub::StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::npc_memory::v1::StoreMemoriesResponse* response) {
@@ -234,6 +238,52 @@ void MemoryService::Stub::async::ForgetPlayer(::grpc::ClientContext* context, co
   return result;
 }
 
+::grpc::Status MemoryService::Stub::ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::npc_memory::v1::ExpandMemoryResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ExpandMemory_, context, request, response);
+}
+
+void MemoryService::Stub::async::ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ExpandMemory_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ExpandMemory_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* MemoryService::Stub::PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::ExpandMemoryResponse, ::npc_memory::v1::ExpandMemoryRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_ExpandMemory_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* MemoryService::Stub::AsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncExpandMemoryRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::npc_memory::v1::ListLinksResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ListLinks_, context, request, response);
+}
+
+void MemoryService::Stub::async::ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListLinks_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListLinks_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* MemoryService::Stub::PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::ListLinksResponse, ::npc_memory::v1::ListLinksRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_ListLinks_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* MemoryService::Stub::AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncListLinksRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
 MemoryService::Service::Service() {
   AddMethod(new ::grpc::internal::RpcServiceMethod(
       MemoryService_method_names[0],
@@ -315,6 +365,26 @@ MemoryService::Service::Service() {
              ::npc_memory::v1::ForgetPlayerResponse* resp) {
                return service->ForgetPlayer(ctx, req, resp);
              }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[8],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::ExpandMemoryRequest* req,
+             ::npc_memory::v1::ExpandMemoryResponse* resp) {
+               return service->ExpandMemory(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[9],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::ListLinksRequest* req,
+             ::npc_memory::v1::ListLinksResponse* resp) {
+               return service->ListLinks(ctx, req, resp);
+             }, this)));
 }
 
 MemoryService::Service::~Service() {
@@ -370,6 +440,20 @@ MemoryService::Service::~Service() {
 }
 
 ::grpc::Status MemoryService::Service::ForgetPlayer(::grpc::ServerContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::ExpandMemory(::grpc::ServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::ListLinks(::grpc::ServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response) {
   (void) context;
   (void) request;
   (void) response;

@@ -101,6 +101,22 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>> PrepareAsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>>(PrepareAsyncForgetPlayerRaw(context, request, cq));
     }
+    // Goes one depth further from a memory each call, linking at most a few newly found related memories.
+    virtual ::grpc::Status ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::npc_memory::v1::ExpandMemoryResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>> AsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>>(AsyncExpandMemoryRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>> PrepareAsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>>(PrepareAsyncExpandMemoryRaw(context, request, cq));
+    }
+    // A memory's links: its parents, children and related memories.
+    virtual ::grpc::Status ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::npc_memory::v1::ListLinksResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>> AsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>>(AsyncListLinksRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>> PrepareAsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>>(PrepareAsyncListLinksRaw(context, request, cq));
+    }
     class async_interface {
      public:
       virtual ~async_interface() {}
@@ -128,6 +144,12 @@ class MemoryService final {
       // Erases every row and history of a player, across all heroines.
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      virtual void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // A memory's links: its parents, children and related memories.
+      virtual void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
     };
     typedef class async_interface experimental_async_interface;
     virtual class async_interface* async() { return nullptr; }
@@ -149,6 +171,10 @@ class MemoryService final {
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryHistoryResponse>* PrepareAsyncGetMemoryHistoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>* AsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>* PrepareAsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>* AsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>* PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>* AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>* PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) = 0;
   };
   class Stub final : public StubInterface {
    public:
@@ -209,6 +235,20 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>> PrepareAsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>>(PrepareAsyncForgetPlayerRaw(context, request, cq));
     }
+    ::grpc::Status ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::npc_memory::v1::ExpandMemoryResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>> AsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>>(AsyncExpandMemoryRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>> PrepareAsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>>(PrepareAsyncExpandMemoryRaw(context, request, cq));
+    }
+    ::grpc::Status ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::npc_memory::v1::ListLinksResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>> AsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>>(AsyncListLinksRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>> PrepareAsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>>(PrepareAsyncListLinksRaw(context, request, cq));
+    }
     class async final :
       public StubInterface::async_interface {
      public:
@@ -228,6 +268,10 @@ class MemoryService final {
       void GetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, std::function<void(::grpc::Status)>) override;
       void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, std::function<void(::grpc::Status)>) override;
+      void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)>) override;
+      void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
      private:
       friend class Stub;
       explicit async(Stub* stub): stub_(stub) { }
@@ -255,6 +299,10 @@ class MemoryService final {
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetMemoryHistoryResponse>* PrepareAsyncGetMemoryHistoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>* AsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>* PrepareAsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* AsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) override;
     const ::grpc::internal::RpcMethod rpcmethod_StoreMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_SearchMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemory_;
@@ -263,6 +311,8 @@ class MemoryService final {
     const ::grpc::internal::RpcMethod rpcmethod_UpdateMemory_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemoryHistory_;
     const ::grpc::internal::RpcMethod rpcmethod_ForgetPlayer_;
+    const ::grpc::internal::RpcMethod rpcmethod_ExpandMemory_;
+    const ::grpc::internal::RpcMethod rpcmethod_ListLinks_;
   };
   static std::unique_ptr<Stub> NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options = ::grpc::StubOptions());
 
@@ -286,6 +336,10 @@ class MemoryService final {
     virtual ::grpc::Status GetMemoryHistory(::grpc::ServerContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response);
     // Erases every row and history of a player, across all heroines.
     virtual ::grpc::Status ForgetPlayer(::grpc::ServerContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response);
+    // Goes one depth further from a memory each call, linking at most a few newly found related memories.
+    virtual ::grpc::Status ExpandMemory(::grpc::ServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response);
+    // A memory's links: its parents, children and related memories.
+    virtual ::grpc::Status ListLinks(::grpc::ServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response);
   };
   template <class BaseClass>
   class WithAsyncMethod_StoreMemories : public BaseClass {
@@ -447,7 +501,47 @@ class MemoryService final {
       ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
-  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<Service > > > > > > > > AsyncService;
+  template <class BaseClass>
+  class WithAsyncMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodAsync(8);
+    }
+    ~WithAsyncMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExpandMemory(::grpc::ServerContext* context, ::npc_memory::v1::ExpandMemoryRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ExpandMemoryResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ListLinks() {
+      ::grpc::Service::MarkMethodAsync(9);
+    }
+    ~WithAsyncMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListLinks(::grpc::ServerContext* context, ::npc_memory::v1::ListLinksRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ListLinksResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<Service > > > > > > > > > > AsyncService;
   template <class BaseClass>
   class WithCallbackMethod_StoreMemories : public BaseClass {
    private:
@@ -664,7 +758,61 @@ class MemoryService final {
     virtual ::grpc::ServerUnaryReactor* ForgetPlayer(
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ForgetPlayerRequest* /*request*/, ::npc_memory::v1::ForgetPlayerResponse* /*response*/)  { return nullptr; }
   };
-  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<Service > > > > > > > > CallbackService;
+  template <class BaseClass>
+  class WithCallbackMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodCallback(8,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response) { return this->ExpandMemory(context, request, response); }));}
+    void SetMessageAllocatorFor_ExpandMemory(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(8);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExpandMemory(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ListLinks() {
+      ::grpc::Service::MarkMethodCallback(9,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response) { return this->ListLinks(context, request, response); }));}
+    void SetMessageAllocatorFor_ListLinks(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(9);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListLinks(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/)  { return nullptr; }
+  };
+  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<Service > > > > > > > > > > CallbackService;
   typedef CallbackService ExperimentalCallbackService;
   template <class BaseClass>
   class WithGenericMethod_StoreMemories : public BaseClass {
@@ -798,6 +946,40 @@ class MemoryService final {
     }
     // disable synchronous version of this method
     ::grpc::Status ForgetPlayer(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ForgetPlayerRequest* /*request*/, ::npc_memory::v1::ForgetPlayerResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodGeneric(8);
+    }
+    ~WithGenericMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ListLinks() {
+      ::grpc::Service::MarkMethodGeneric(9);
+    }
+    ~WithGenericMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
       abort();
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
@@ -960,6 +1142,46 @@ class MemoryService final {
     }
     void RequestForgetPlayer(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
       ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodRaw(8);
+    }
+    ~WithRawMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExpandMemory(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ListLinks() {
+      ::grpc::Service::MarkMethodRaw(9);
+    }
+    ~WithRawMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListLinks(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1136,6 +1358,50 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     virtual ::grpc::ServerUnaryReactor* ForgetPlayer(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodRawCallback(8,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ExpandMemory(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExpandMemory(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ListLinks() {
+      ::grpc::Service::MarkMethodRawCallback(9,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ListLinks(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListLinks(
       ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
@@ -1354,9 +1620,63 @@ class MemoryService final {
     // replace default version of method with streamed unary
     virtual ::grpc::Status StreamedForgetPlayer(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ForgetPlayerRequest,::npc_memory::v1::ForgetPlayerResponse>* server_unary_streamer) = 0;
   };
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<Service > > > > > > > > StreamedUnaryService;
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodStreamed(8,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>* streamer) {
+                       return this->StreamedExpandMemory(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedExpandMemory(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ExpandMemoryRequest,::npc_memory::v1::ExpandMemoryResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ListLinks() {
+      ::grpc::Service::MarkMethodStreamed(9,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>* streamer) {
+                       return this->StreamedListLinks(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedListLinks(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ListLinksRequest,::npc_memory::v1::ListLinksResponse>* server_unary_streamer) = 0;
+  };
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<Service > > > > > > > > > > StreamedUnaryService;
   typedef Service SplitStreamedService;
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<Service > > > > > > > > StreamedService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<Service > > > > > > > > > > StreamedService;
 };
 
 }  // namespace v1

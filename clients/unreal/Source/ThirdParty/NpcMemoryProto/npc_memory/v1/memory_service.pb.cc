@@ -61,7 +61,10 @@ PROTOBUF_CONSTEXPR SearchMemoriesRequest::SearchMemoriesRequest(
   , /*decltype(_impl_.filter_)*/nullptr
   , /*decltype(_impl_.limit_)*/0
   , /*decltype(_impl_.fusion_)*/0
+  , /*decltype(_impl_.hops_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
+  , /*decltype(_impl_.deepen_)*/false
+  , /*decltype(_impl_.deepen_min_relevance_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct SearchMemoriesRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR SearchMemoriesRequestDefaultTypeInternal()
@@ -76,6 +79,7 @@ PROTOBUF_CONSTEXPR SearchMemoriesResponse::SearchMemoriesResponse(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.results_)*/{}
   , /*decltype(_impl_.embedding_model_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.answered_tier_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct SearchMemoriesResponseDefaultTypeInternal {
   PROTOBUF_CONSTEXPR SearchMemoriesResponseDefaultTypeInternal()
@@ -260,9 +264,69 @@ struct ForgetPlayerResponseDefaultTypeInternal {
   };
 };
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ForgetPlayerResponseDefaultTypeInternal _ForgetPlayerResponse_default_instance_;
+PROTOBUF_CONSTEXPR ExpandMemoryRequest::ExpandMemoryRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ExpandMemoryRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ExpandMemoryRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ExpandMemoryRequestDefaultTypeInternal() {}
+  union {
+    ExpandMemoryRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ExpandMemoryRequestDefaultTypeInternal _ExpandMemoryRequest_default_instance_;
+PROTOBUF_CONSTEXPR ExpandMemoryResponse::ExpandMemoryResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.found_)*/{}
+  , /*decltype(_impl_.memories_)*/{}
+  , /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.depth_)*/0
+  , /*decltype(_impl_.total_linked_)*/0
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ExpandMemoryResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ExpandMemoryResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ExpandMemoryResponseDefaultTypeInternal() {}
+  union {
+    ExpandMemoryResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ExpandMemoryResponseDefaultTypeInternal _ExpandMemoryResponse_default_instance_;
+PROTOBUF_CONSTEXPR ListLinksRequest::ListLinksRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListLinksRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListLinksRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListLinksRequestDefaultTypeInternal() {}
+  union {
+    ListLinksRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListLinksRequestDefaultTypeInternal _ListLinksRequest_default_instance_;
+PROTOBUF_CONSTEXPR ListLinksResponse::ListLinksResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.parents_)*/{}
+  , /*decltype(_impl_.children_)*/{}
+  , /*decltype(_impl_.related_)*/{}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListLinksResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListLinksResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListLinksResponseDefaultTypeInternal() {}
+  union {
+    ListLinksResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListLinksResponseDefaultTypeInternal _ListLinksResponse_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
-static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16];
+static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[20];
 static constexpr ::_pb::EnumDescriptor const** file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 
@@ -299,6 +363,9 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.filter_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.fusion_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.include_invalidated_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.hops_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.deepen_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.deepen_min_relevance_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -307,6 +374,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.results_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.embedding_model_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.answered_tier_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -409,24 +477,64 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _weak_field_map_
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ForgetPlayerResponse, _impl_.deleted_memories_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryRequest, _impl_.scope_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryRequest, _impl_.memory_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.depth_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.found_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.memories_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.total_linked_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksRequest, _impl_.scope_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksRequest, _impl_.memory_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _impl_.parents_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _impl_.children_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _impl_.related_),
 };
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
   { 0, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
   { 9, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
   { 16, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
-  { 32, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
-  { 40, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
-  { 48, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
-  { 55, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
-  { 66, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
-  { 74, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
-  { 83, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
-  { 90, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
-  { 104, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
-  { 111, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 121, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 128, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 135, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 35, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
+  { 44, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
+  { 52, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
+  { 59, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
+  { 70, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
+  { 78, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
+  { 87, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
+  { 94, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
+  { 108, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
+  { 115, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
+  { 125, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 132, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 139, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 146, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
+  { 154, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
+  { 165, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
+  { 173, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -446,6 +554,10 @@ static const ::_pb::Message* const file_default_instances[] = {
   &::npc_memory::v1::_GetMemoryHistoryResponse_default_instance_._instance,
   &::npc_memory::v1::_ForgetPlayerRequest_default_instance_._instance,
   &::npc_memory::v1::_ForgetPlayerResponse_default_instance_._instance,
+  &::npc_memory::v1::_ExpandMemoryRequest_default_instance_._instance,
+  &::npc_memory::v1::_ExpandMemoryResponse_default_instance_._instance,
+  &::npc_memory::v1::_ListLinksRequest_default_instance_._instance,
+  &::npc_memory::v1::_ListLinksResponse_default_instance_._instance,
 };
 
 const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) =
@@ -458,7 +570,7 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "\010memories\030\002 \003(\0132\032.npc_memory.v1.MemoryIn"
   "put\022\022\n\nrequest_id\030\003 \001(\t\"D\n\025StoreMemories"
   "Response\022+\n\007results\030\001 \003(\0132\032.npc_memory.v"
-  "1.StoreResult\"\347\002\n\025SearchMemoriesRequest\022"
+  "1.StoreResult\"\243\003\n\025SearchMemoriesRequest\022"
   "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\r\n\005"
   "query\030\002 \001(\t\022\027\n\017query_embedding\030\003 \003(\002\022\r\n\005"
   "limit\030\004 \001(\005\022\'\n\007weights\030\005 \001(\0132\026.npc_memor"
@@ -467,60 +579,79 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "otobuf.Timestamp\022+\n\006filter\030\010 \001(\0132\033.npc_m"
   "emory.v1.MemoryFilter\022+\n\006fusion\030\t \001(\0162\033."
   "npc_memory.v1.FusionMethod\022\033\n\023include_in"
-  "validated\030\n \001(\010\"_\n\026SearchMemoriesRespons"
-  "e\022,\n\007results\030\001 \003(\0132\033.npc_memory.v1.Score"
-  "dMemory\022\027\n\017embedding_model\030\002 \001(\t\"J\n\020GetM"
-  "emoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory"
-  ".v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\":\n\021GetMemor"
-  "yResponse\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v"
-  "1.Memory\"\253\001\n\023ListMemoriesRequest\022#\n\005scop"
-  "e\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\tpage_si"
-  "ze\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t\022+\n\006filter\030\004"
-  " \001(\0132\033.npc_memory.v1.MemoryFilter\022\033\n\023inc"
-  "lude_invalidated\030\005 \001(\010\"X\n\024ListMemoriesRe"
-  "sponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1"
-  ".Memory\022\027\n\017next_page_token\030\002 \001(\t\"\201\001\n\027Inv"
-  "alidateMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.np"
-  "c_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\n"
-  "invalid_at\030\003 \001(\0132\032.google.protobuf.Times"
-  "tamp\"A\n\030InvalidateMemoryResponse\022%\n\006memo"
-  "ry\030\001 \001(\0132\025.npc_memory.v1.Memory\"\237\002\n\023Upda"
-  "teMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_mem"
-  "ory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013updat"
-  "e_mask\030\003 \001(\0132\032.google.protobuf.FieldMask"
-  "\022\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc"
-  "_memory.v1.Tier\022)\n\010metadata\030\006 \001(\0132\027.goog"
-  "le.protobuf.Struct\022\017\n\007content\030\007 \001(\t\022,\n\010v"
-  "alid_at\030\010 \001(\0132\032.google.protobuf.Timestam"
-  "p\"=\n\024UpdateMemoryResponse\022%\n\006memory\030\001 \001("
-  "\0132\025.npc_memory.v1.Memory\"s\n\027GetMemoryHis"
-  "toryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory."
-  "v1.Scope\022\022\n\nsubject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001"
-  "(\t\022\021\n\tmemory_id\030\004 \001(\t\"C\n\030GetMemoryHistor"
-  "yResponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory"
-  ".v1.Memory\"&\n\023ForgetPlayerRequest\022\017\n\007use"
-  "r_id\030\001 \001(\t\"0\n\024ForgetPlayerResponse\022\030\n\020de"
-  "leted_memories\030\001 \001(\0032\357\005\n\rMemoryService\022Z"
-  "\n\rStoreMemories\022#.npc_memory.v1.StoreMem"
-  "oriesRequest\032$.npc_memory.v1.StoreMemori"
-  "esResponse\022]\n\016SearchMemories\022$.npc_memor"
-  "y.v1.SearchMemoriesRequest\032%.npc_memory."
-  "v1.SearchMemoriesResponse\022N\n\tGetMemory\022\037"
-  ".npc_memory.v1.GetMemoryRequest\032 .npc_me"
-  "mory.v1.GetMemoryResponse\022W\n\014ListMemorie"
-  "s\022\".npc_memory.v1.ListMemoriesRequest\032#."
-  "npc_memory.v1.ListMemoriesResponse\022c\n\020In"
-  "validateMemory\022&.npc_memory.v1.Invalidat"
-  "eMemoryRequest\032\'.npc_memory.v1.Invalidat"
-  "eMemoryResponse\022W\n\014UpdateMemory\022\".npc_me"
-  "mory.v1.UpdateMemoryRequest\032#.npc_memory"
-  ".v1.UpdateMemoryResponse\022c\n\020GetMemoryHis"
-  "tory\022&.npc_memory.v1.GetMemoryHistoryReq"
-  "uest\032\'.npc_memory.v1.GetMemoryHistoryRes"
-  "ponse\022W\n\014ForgetPlayer\022\".npc_memory.v1.Fo"
-  "rgetPlayerRequest\032#.npc_memory.v1.Forget"
-  "PlayerResponseB#\n\020dev.npcmemory.v1P\001\252\002\014N"
-  "pcMemory.V1b\006proto3"
+  "validated\030\n \001(\010\022\014\n\004hops\030\013 \001(\005\022\016\n\006deepen\030"
+  "\014 \001(\010\022\034\n\024deepen_min_relevance\030\r \001(\001\"\213\001\n\026"
+  "SearchMemoriesResponse\022,\n\007results\030\001 \003(\0132"
+  "\033.npc_memory.v1.ScoredMemory\022\027\n\017embeddin"
+  "g_model\030\002 \001(\t\022*\n\ranswered_tier\030\003 \001(\0162\023.n"
+  "pc_memory.v1.Tier\"J\n\020GetMemoryRequest\022#\n"
+  "\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\tme"
+  "mory_id\030\002 \001(\t\":\n\021GetMemoryResponse\022%\n\006me"
+  "mory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\253\001\n\023Li"
+  "stMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_m"
+  "emory.v1.Scope\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npag"
+  "e_token\030\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033.npc_memo"
+  "ry.v1.MemoryFilter\022\033\n\023include_invalidate"
+  "d\030\005 \001(\010\"X\n\024ListMemoriesResponse\022\'\n\010memor"
+  "ies\030\001 \003(\0132\025.npc_memory.v1.Memory\022\027\n\017next"
+  "_page_token\030\002 \001(\t\"\201\001\n\027InvalidateMemoryRe"
+  "quest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Sco"
+  "pe\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_at\030\003 \001("
+  "\0132\032.google.protobuf.Timestamp\"A\n\030Invalid"
+  "ateMemoryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_"
+  "memory.v1.Memory\"\237\002\n\023UpdateMemoryRequest"
+  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n"
+  "\tmemory_id\030\002 \001(\t\022/\n\013update_mask\030\003 \001(\0132\032."
+  "google.protobuf.FieldMask\022\022\n\nimportance\030"
+  "\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc_memory.v1.Tier"
+  "\022)\n\010metadata\030\006 \001(\0132\027.google.protobuf.Str"
+  "uct\022\017\n\007content\030\007 \001(\t\022,\n\010valid_at\030\010 \001(\0132\032"
+  ".google.protobuf.Timestamp\"=\n\024UpdateMemo"
+  "ryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_memory."
+  "v1.Memory\"s\n\027GetMemoryHistoryRequest\022#\n\005"
+  "scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\022\n\nsub"
+  "ject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tmemory_id"
+  "\030\004 \001(\t\"C\n\030GetMemoryHistoryResponse\022\'\n\010me"
+  "mories\030\001 \003(\0132\025.npc_memory.v1.Memory\"&\n\023F"
+  "orgetPlayerRequest\022\017\n\007user_id\030\001 \001(\t\"0\n\024F"
+  "orgetPlayerResponse\022\030\n\020deleted_memories\030"
+  "\001 \001(\003\"M\n\023ExpandMemoryRequest\022#\n\005scope\030\001 "
+  "\001(\0132\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002"
+  " \001(\t\"\241\001\n\024ExpandMemoryResponse\022\021\n\tmemory_"
+  "id\030\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005found\030\003 \003(\0132\031"
+  ".npc_memory.v1.MemoryLink\022\'\n\010memories\030\004 "
+  "\003(\0132\025.npc_memory.v1.Memory\022\024\n\014total_link"
+  "ed\030\005 \001(\005\"J\n\020ListLinksRequest\022#\n\005scope\030\001 "
+  "\001(\0132\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002"
+  " \001(\t\"\230\001\n\021ListLinksResponse\022*\n\007parents\030\001 "
+  "\003(\0132\031.npc_memory.v1.MemoryLink\022+\n\010childr"
+  "en\030\002 \003(\0132\031.npc_memory.v1.MemoryLink\022*\n\007r"
+  "elated\030\003 \003(\0132\031.npc_memory.v1.MemoryLink2"
+  "\230\007\n\rMemoryService\022Z\n\rStoreMemories\022#.npc"
+  "_memory.v1.StoreMemoriesRequest\032$.npc_me"
+  "mory.v1.StoreMemoriesResponse\022]\n\016SearchM"
+  "emories\022$.npc_memory.v1.SearchMemoriesRe"
+  "quest\032%.npc_memory.v1.SearchMemoriesResp"
+  "onse\022N\n\tGetMemory\022\037.npc_memory.v1.GetMem"
+  "oryRequest\032 .npc_memory.v1.GetMemoryResp"
+  "onse\022W\n\014ListMemories\022\".npc_memory.v1.Lis"
+  "tMemoriesRequest\032#.npc_memory.v1.ListMem"
+  "oriesResponse\022c\n\020InvalidateMemory\022&.npc_"
+  "memory.v1.InvalidateMemoryRequest\032\'.npc_"
+  "memory.v1.InvalidateMemoryResponse\022W\n\014Up"
+  "dateMemory\022\".npc_memory.v1.UpdateMemoryR"
+  "equest\032#.npc_memory.v1.UpdateMemoryRespo"
+  "nse\022c\n\020GetMemoryHistory\022&.npc_memory.v1."
+  "GetMemoryHistoryRequest\032\'.npc_memory.v1."
+  "GetMemoryHistoryResponse\022W\n\014ForgetPlayer"
+  "\022\".npc_memory.v1.ForgetPlayerRequest\032#.n"
+  "pc_memory.v1.ForgetPlayerResponse\022W\n\014Exp"
+  "andMemory\022\".npc_memory.v1.ExpandMemoryRe"
+  "quest\032#.npc_memory.v1.ExpandMemoryRespon"
+  "se\022N\n\tListLinks\022\037.npc_memory.v1.ListLink"
+  "sRequest\032 .npc_memory.v1.ListLinksRespon"
+  "seB#\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1b"
+  "\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[4] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
@@ -530,9 +661,9 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 2859, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 3607, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
-    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 4, 16,
+    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 4, 20,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
     file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto, file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
@@ -1102,7 +1233,10 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
     , decltype(_impl_.filter_){nullptr}
     , decltype(_impl_.limit_){}
     , decltype(_impl_.fusion_){}
+    , decltype(_impl_.hops_){}
     , decltype(_impl_.include_invalidated_){}
+    , decltype(_impl_.deepen_){}
+    , decltype(_impl_.deepen_min_relevance_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1130,8 +1264,8 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
     _this->_impl_.filter_ = new ::npc_memory::v1::MemoryFilter(*from._impl_.filter_);
   }
   ::memcpy(&_impl_.limit_, &from._impl_.limit_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_invalidated_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.deepen_min_relevance_) -
+    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.deepen_min_relevance_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SearchMemoriesRequest)
 }
 
@@ -1149,7 +1283,10 @@ inline void SearchMemoriesRequest::SharedCtor(
     , decltype(_impl_.filter_){nullptr}
     , decltype(_impl_.limit_){0}
     , decltype(_impl_.fusion_){0}
+    , decltype(_impl_.hops_){0}
     , decltype(_impl_.include_invalidated_){false}
+    , decltype(_impl_.deepen_){false}
+    , decltype(_impl_.deepen_min_relevance_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.query_.InitDefault();
@@ -1211,8 +1348,8 @@ void SearchMemoriesRequest::Clear() {
   }
   _impl_.filter_ = nullptr;
   ::memset(&_impl_.limit_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_invalidated_));
+      reinterpret_cast<char*>(&_impl_.deepen_min_relevance_) -
+      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.deepen_min_relevance_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1305,6 +1442,30 @@ const char* SearchMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::Parse
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 80)) {
           _impl_.include_invalidated_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 hops = 11;
+      case 11:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 88)) {
+          _impl_.hops_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // bool deepen = 12;
+      case 12:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 96)) {
+          _impl_.deepen_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // double deepen_min_relevance = 13;
+      case 13:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 105)) {
+          _impl_.deepen_min_relevance_ = ::PROTOBUF_NAMESPACE_ID::internal::UnalignedLoad<double>(ptr);
+          ptr += sizeof(double);
         } else
           goto handle_unusual;
         continue;
@@ -1406,6 +1567,28 @@ uint8_t* SearchMemoriesRequest::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteBoolToArray(10, this->_internal_include_invalidated(), target);
   }
 
+  // int32 hops = 11;
+  if (this->_internal_hops() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(11, this->_internal_hops(), target);
+  }
+
+  // bool deepen = 12;
+  if (this->_internal_deepen() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(12, this->_internal_deepen(), target);
+  }
+
+  // double deepen_min_relevance = 13;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_deepen_min_relevance = this->_internal_deepen_min_relevance();
+  uint64_t raw_deepen_min_relevance;
+  memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
+  if (raw_deepen_min_relevance != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteDoubleToArray(13, this->_internal_deepen_min_relevance(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1486,9 +1669,28 @@ size_t SearchMemoriesRequest::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_fusion());
   }
 
+  // int32 hops = 11;
+  if (this->_internal_hops() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_hops());
+  }
+
   // bool include_invalidated = 10;
   if (this->_internal_include_invalidated() != 0) {
     total_size += 1 + 1;
+  }
+
+  // bool deepen = 12;
+  if (this->_internal_deepen() != 0) {
+    total_size += 1 + 1;
+  }
+
+  // double deepen_min_relevance = 13;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_deepen_min_relevance = this->_internal_deepen_min_relevance();
+  uint64_t raw_deepen_min_relevance;
+  memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
+  if (raw_deepen_min_relevance != 0) {
+    total_size += 1 + 8;
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -1539,8 +1741,21 @@ void SearchMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, 
   if (from._internal_fusion() != 0) {
     _this->_internal_set_fusion(from._internal_fusion());
   }
+  if (from._internal_hops() != 0) {
+    _this->_internal_set_hops(from._internal_hops());
+  }
   if (from._internal_include_invalidated() != 0) {
     _this->_internal_set_include_invalidated(from._internal_include_invalidated());
+  }
+  if (from._internal_deepen() != 0) {
+    _this->_internal_set_deepen(from._internal_deepen());
+  }
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_deepen_min_relevance = from._internal_deepen_min_relevance();
+  uint64_t raw_deepen_min_relevance;
+  memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
+  if (raw_deepen_min_relevance != 0) {
+    _this->_internal_set_deepen_min_relevance(from._internal_deepen_min_relevance());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -1567,8 +1782,8 @@ void SearchMemoriesRequest::InternalSwap(SearchMemoriesRequest* other) {
       &other->_impl_.query_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.include_invalidated_)
-      + sizeof(SearchMemoriesRequest::_impl_.include_invalidated_)
+      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.deepen_min_relevance_)
+      + sizeof(SearchMemoriesRequest::_impl_.deepen_min_relevance_)
       - PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -1601,6 +1816,7 @@ SearchMemoriesResponse::SearchMemoriesResponse(const SearchMemoriesResponse& fro
   new (&_impl_) Impl_{
       decltype(_impl_.results_){from._impl_.results_}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.answered_tier_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1612,6 +1828,7 @@ SearchMemoriesResponse::SearchMemoriesResponse(const SearchMemoriesResponse& fro
     _this->_impl_.embedding_model_.Set(from._internal_embedding_model(), 
       _this->GetArenaForAllocation());
   }
+  _this->_impl_.answered_tier_ = from._impl_.answered_tier_;
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SearchMemoriesResponse)
 }
 
@@ -1622,6 +1839,7 @@ inline void SearchMemoriesResponse::SharedCtor(
   new (&_impl_) Impl_{
       decltype(_impl_.results_){arena}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.answered_tier_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.embedding_model_.InitDefault();
@@ -1657,6 +1875,7 @@ void SearchMemoriesResponse::Clear() {
 
   _impl_.results_.Clear();
   _impl_.embedding_model_.ClearToEmpty();
+  _impl_.answered_tier_ = 0;
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1686,6 +1905,15 @@ const char* SearchMemoriesResponse::_InternalParse(const char* ptr, ::_pbi::Pars
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.SearchMemoriesResponse.embedding_model"));
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.Tier answered_tier = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+          _internal_set_answered_tier(static_cast<::npc_memory::v1::Tier>(val));
         } else
           goto handle_unusual;
         continue;
@@ -1736,6 +1964,13 @@ uint8_t* SearchMemoriesResponse::_InternalSerialize(
         2, this->_internal_embedding_model(), target);
   }
 
+  // .npc_memory.v1.Tier answered_tier = 3;
+  if (this->_internal_answered_tier() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteEnumToArray(
+      3, this->_internal_answered_tier(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1766,6 +2001,12 @@ size_t SearchMemoriesResponse::ByteSizeLong() const {
         this->_internal_embedding_model());
   }
 
+  // .npc_memory.v1.Tier answered_tier = 3;
+  if (this->_internal_answered_tier() != 0) {
+    total_size += 1 +
+      ::_pbi::WireFormatLite::EnumSize(this->_internal_answered_tier());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -1787,6 +2028,9 @@ void SearchMemoriesResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg,
   _this->_impl_.results_.MergeFrom(from._impl_.results_);
   if (!from._internal_embedding_model().empty()) {
     _this->_internal_set_embedding_model(from._internal_embedding_model());
+  }
+  if (from._internal_answered_tier() != 0) {
+    _this->_internal_set_answered_tier(from._internal_answered_tier());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -1812,6 +2056,7 @@ void SearchMemoriesResponse::InternalSwap(SearchMemoriesResponse* other) {
       &_impl_.embedding_model_, lhs_arena,
       &other->_impl_.embedding_model_, rhs_arena
   );
+  swap(_impl_.answered_tier_, other->_impl_.answered_tier_);
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesResponse::GetMetadata() const {
@@ -4992,6 +5237,1107 @@ void ForgetPlayerResponse::InternalSwap(ForgetPlayerResponse* other) {
       file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[15]);
 }
 
+// ===================================================================
+
+class ExpandMemoryRequest::_Internal {
+ public:
+  static const ::npc_memory::v1::Scope& scope(const ExpandMemoryRequest* msg);
+};
+
+const ::npc_memory::v1::Scope&
+ExpandMemoryRequest::_Internal::scope(const ExpandMemoryRequest* msg) {
+  return *msg->_impl_.scope_;
+}
+void ExpandMemoryRequest::clear_scope() {
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+}
+ExpandMemoryRequest::ExpandMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ExpandMemoryRequest)
+}
+ExpandMemoryRequest::ExpandMemoryRequest(const ExpandMemoryRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ExpandMemoryRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_memory_id().empty()) {
+    _this->_impl_.memory_id_.Set(from._internal_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_scope()) {
+    _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ExpandMemoryRequest)
+}
+
+inline void ExpandMemoryRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ExpandMemoryRequest::~ExpandMemoryRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ExpandMemoryRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ExpandMemoryRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.memory_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.scope_;
+}
+
+void ExpandMemoryRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ExpandMemoryRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ExpandMemoryRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.memory_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ExpandMemoryRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.Scope scope = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_scope(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string memory_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ExpandMemoryRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ExpandMemoryRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ExpandMemoryRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::scope(this),
+        _Internal::scope(this).GetCachedSize(), target, stream);
+  }
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_memory_id().data(), static_cast<int>(this->_internal_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ExpandMemoryRequest.memory_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_memory_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ExpandMemoryRequest)
+  return target;
+}
+
+size_t ExpandMemoryRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ExpandMemoryRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_memory_id());
+  }
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.scope_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ExpandMemoryRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ExpandMemoryRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ExpandMemoryRequest::GetClassData() const { return &_class_data_; }
+
+
+void ExpandMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ExpandMemoryRequest*>(&to_msg);
+  auto& from = static_cast<const ExpandMemoryRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ExpandMemoryRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_memory_id().empty()) {
+    _this->_internal_set_memory_id(from._internal_memory_id());
+  }
+  if (from._internal_has_scope()) {
+    _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
+        from._internal_scope());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ExpandMemoryRequest::CopyFrom(const ExpandMemoryRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ExpandMemoryRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ExpandMemoryRequest::IsInitialized() const {
+  return true;
+}
+
+void ExpandMemoryRequest::InternalSwap(ExpandMemoryRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.memory_id_, lhs_arena,
+      &other->_impl_.memory_id_, rhs_arena
+  );
+  swap(_impl_.scope_, other->_impl_.scope_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16]);
+}
+
+// ===================================================================
+
+class ExpandMemoryResponse::_Internal {
+ public:
+};
+
+void ExpandMemoryResponse::clear_found() {
+  _impl_.found_.Clear();
+}
+void ExpandMemoryResponse::clear_memories() {
+  _impl_.memories_.Clear();
+}
+ExpandMemoryResponse::ExpandMemoryResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ExpandMemoryResponse)
+}
+ExpandMemoryResponse::ExpandMemoryResponse(const ExpandMemoryResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ExpandMemoryResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.found_){from._impl_.found_}
+    , decltype(_impl_.memories_){from._impl_.memories_}
+    , decltype(_impl_.memory_id_){}
+    , decltype(_impl_.depth_){}
+    , decltype(_impl_.total_linked_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_memory_id().empty()) {
+    _this->_impl_.memory_id_.Set(from._internal_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  ::memcpy(&_impl_.depth_, &from._impl_.depth_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.total_linked_) -
+    reinterpret_cast<char*>(&_impl_.depth_)) + sizeof(_impl_.total_linked_));
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ExpandMemoryResponse)
+}
+
+inline void ExpandMemoryResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.found_){arena}
+    , decltype(_impl_.memories_){arena}
+    , decltype(_impl_.memory_id_){}
+    , decltype(_impl_.depth_){0}
+    , decltype(_impl_.total_linked_){0}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ExpandMemoryResponse::~ExpandMemoryResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ExpandMemoryResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ExpandMemoryResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.found_.~RepeatedPtrField();
+  _impl_.memories_.~RepeatedPtrField();
+  _impl_.memory_id_.Destroy();
+}
+
+void ExpandMemoryResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ExpandMemoryResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ExpandMemoryResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.found_.Clear();
+  _impl_.memories_.Clear();
+  _impl_.memory_id_.ClearToEmpty();
+  ::memset(&_impl_.depth_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.total_linked_) -
+      reinterpret_cast<char*>(&_impl_.depth_)) + sizeof(_impl_.total_linked_));
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ExpandMemoryResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string memory_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ExpandMemoryResponse.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 depth = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.depth_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.MemoryLink found = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_found(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<26>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.Memory memories = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_memories(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<34>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 total_linked = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
+          _impl_.total_linked_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ExpandMemoryResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ExpandMemoryResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string memory_id = 1;
+  if (!this->_internal_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_memory_id().data(), static_cast<int>(this->_internal_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ExpandMemoryResponse.memory_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_memory_id(), target);
+  }
+
+  // int32 depth = 2;
+  if (this->_internal_depth() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(2, this->_internal_depth(), target);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink found = 3;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_found_size()); i < n; i++) {
+    const auto& repfield = this->_internal_found(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(3, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.Memory memories = 4;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_memories_size()); i < n; i++) {
+    const auto& repfield = this->_internal_memories(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(4, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // int32 total_linked = 5;
+  if (this->_internal_total_linked() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(5, this->_internal_total_linked(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ExpandMemoryResponse)
+  return target;
+}
+
+size_t ExpandMemoryResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ExpandMemoryResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.MemoryLink found = 3;
+  total_size += 1UL * this->_internal_found_size();
+  for (const auto& msg : this->_impl_.found_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.Memory memories = 4;
+  total_size += 1UL * this->_internal_memories_size();
+  for (const auto& msg : this->_impl_.memories_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // string memory_id = 1;
+  if (!this->_internal_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_memory_id());
+  }
+
+  // int32 depth = 2;
+  if (this->_internal_depth() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_depth());
+  }
+
+  // int32 total_linked = 5;
+  if (this->_internal_total_linked() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_total_linked());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ExpandMemoryResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ExpandMemoryResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ExpandMemoryResponse::GetClassData() const { return &_class_data_; }
+
+
+void ExpandMemoryResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ExpandMemoryResponse*>(&to_msg);
+  auto& from = static_cast<const ExpandMemoryResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ExpandMemoryResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  _this->_impl_.found_.MergeFrom(from._impl_.found_);
+  _this->_impl_.memories_.MergeFrom(from._impl_.memories_);
+  if (!from._internal_memory_id().empty()) {
+    _this->_internal_set_memory_id(from._internal_memory_id());
+  }
+  if (from._internal_depth() != 0) {
+    _this->_internal_set_depth(from._internal_depth());
+  }
+  if (from._internal_total_linked() != 0) {
+    _this->_internal_set_total_linked(from._internal_total_linked());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ExpandMemoryResponse::CopyFrom(const ExpandMemoryResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ExpandMemoryResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ExpandMemoryResponse::IsInitialized() const {
+  return true;
+}
+
+void ExpandMemoryResponse::InternalSwap(ExpandMemoryResponse* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  _impl_.found_.InternalSwap(&other->_impl_.found_);
+  _impl_.memories_.InternalSwap(&other->_impl_.memories_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.memory_id_, lhs_arena,
+      &other->_impl_.memory_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(ExpandMemoryResponse, _impl_.total_linked_)
+      + sizeof(ExpandMemoryResponse::_impl_.total_linked_)
+      - PROTOBUF_FIELD_OFFSET(ExpandMemoryResponse, _impl_.depth_)>(
+          reinterpret_cast<char*>(&_impl_.depth_),
+          reinterpret_cast<char*>(&other->_impl_.depth_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[17]);
+}
+
+// ===================================================================
+
+class ListLinksRequest::_Internal {
+ public:
+  static const ::npc_memory::v1::Scope& scope(const ListLinksRequest* msg);
+};
+
+const ::npc_memory::v1::Scope&
+ListLinksRequest::_Internal::scope(const ListLinksRequest* msg) {
+  return *msg->_impl_.scope_;
+}
+void ListLinksRequest::clear_scope() {
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+}
+ListLinksRequest::ListLinksRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListLinksRequest)
+}
+ListLinksRequest::ListLinksRequest(const ListLinksRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListLinksRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_memory_id().empty()) {
+    _this->_impl_.memory_id_.Set(from._internal_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_scope()) {
+    _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListLinksRequest)
+}
+
+inline void ListLinksRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ListLinksRequest::~ListLinksRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListLinksRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListLinksRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.memory_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.scope_;
+}
+
+void ListLinksRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListLinksRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListLinksRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.memory_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListLinksRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.Scope scope = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_scope(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string memory_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ListLinksRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListLinksRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListLinksRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::scope(this),
+        _Internal::scope(this).GetCachedSize(), target, stream);
+  }
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_memory_id().data(), static_cast<int>(this->_internal_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ListLinksRequest.memory_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_memory_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListLinksRequest)
+  return target;
+}
+
+size_t ListLinksRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListLinksRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_memory_id());
+  }
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.scope_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListLinksRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListLinksRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListLinksRequest::GetClassData() const { return &_class_data_; }
+
+
+void ListLinksRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListLinksRequest*>(&to_msg);
+  auto& from = static_cast<const ListLinksRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListLinksRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_memory_id().empty()) {
+    _this->_internal_set_memory_id(from._internal_memory_id());
+  }
+  if (from._internal_has_scope()) {
+    _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
+        from._internal_scope());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListLinksRequest::CopyFrom(const ListLinksRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListLinksRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListLinksRequest::IsInitialized() const {
+  return true;
+}
+
+void ListLinksRequest::InternalSwap(ListLinksRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.memory_id_, lhs_arena,
+      &other->_impl_.memory_id_, rhs_arena
+  );
+  swap(_impl_.scope_, other->_impl_.scope_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListLinksRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[18]);
+}
+
+// ===================================================================
+
+class ListLinksResponse::_Internal {
+ public:
+};
+
+void ListLinksResponse::clear_parents() {
+  _impl_.parents_.Clear();
+}
+void ListLinksResponse::clear_children() {
+  _impl_.children_.Clear();
+}
+void ListLinksResponse::clear_related() {
+  _impl_.related_.Clear();
+}
+ListLinksResponse::ListLinksResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListLinksResponse)
+}
+ListLinksResponse::ListLinksResponse(const ListLinksResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListLinksResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.parents_){from._impl_.parents_}
+    , decltype(_impl_.children_){from._impl_.children_}
+    , decltype(_impl_.related_){from._impl_.related_}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListLinksResponse)
+}
+
+inline void ListLinksResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.parents_){arena}
+    , decltype(_impl_.children_){arena}
+    , decltype(_impl_.related_){arena}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+ListLinksResponse::~ListLinksResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListLinksResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListLinksResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.parents_.~RepeatedPtrField();
+  _impl_.children_.~RepeatedPtrField();
+  _impl_.related_.~RepeatedPtrField();
+}
+
+void ListLinksResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListLinksResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListLinksResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.parents_.Clear();
+  _impl_.children_.Clear();
+  _impl_.related_.Clear();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListLinksResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // repeated .npc_memory.v1.MemoryLink parents = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_parents(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<10>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.MemoryLink children = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_children(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<18>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.MemoryLink related = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_related(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<26>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListLinksResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListLinksResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.MemoryLink parents = 1;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_parents_size()); i < n; i++) {
+    const auto& repfield = this->_internal_parents(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(1, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink children = 2;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_children_size()); i < n; i++) {
+    const auto& repfield = this->_internal_children(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(2, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink related = 3;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_related_size()); i < n; i++) {
+    const auto& repfield = this->_internal_related(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(3, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListLinksResponse)
+  return target;
+}
+
+size_t ListLinksResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListLinksResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.MemoryLink parents = 1;
+  total_size += 1UL * this->_internal_parents_size();
+  for (const auto& msg : this->_impl_.parents_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink children = 2;
+  total_size += 1UL * this->_internal_children_size();
+  for (const auto& msg : this->_impl_.children_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink related = 3;
+  total_size += 1UL * this->_internal_related_size();
+  for (const auto& msg : this->_impl_.related_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListLinksResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListLinksResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListLinksResponse::GetClassData() const { return &_class_data_; }
+
+
+void ListLinksResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListLinksResponse*>(&to_msg);
+  auto& from = static_cast<const ListLinksResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListLinksResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  _this->_impl_.parents_.MergeFrom(from._impl_.parents_);
+  _this->_impl_.children_.MergeFrom(from._impl_.children_);
+  _this->_impl_.related_.MergeFrom(from._impl_.related_);
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListLinksResponse::CopyFrom(const ListLinksResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListLinksResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListLinksResponse::IsInitialized() const {
+  return true;
+}
+
+void ListLinksResponse::InternalSwap(ListLinksResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  _impl_.parents_.InternalSwap(&other->_impl_.parents_);
+  _impl_.children_.InternalSwap(&other->_impl_.children_);
+  _impl_.related_.InternalSwap(&other->_impl_.related_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListLinksResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[19]);
+}
+
 // @@protoc_insertion_point(namespace_scope)
 }  // namespace v1
 }  // namespace npc_memory
@@ -5059,6 +6405,22 @@ Arena::CreateMaybeMessage< ::npc_memory::v1::ForgetPlayerRequest >(Arena* arena)
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::ForgetPlayerResponse*
 Arena::CreateMaybeMessage< ::npc_memory::v1::ForgetPlayerResponse >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::ForgetPlayerResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ExpandMemoryRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ExpandMemoryRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ExpandMemoryRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ExpandMemoryResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ExpandMemoryResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ExpandMemoryResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListLinksRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListLinksRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListLinksRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListLinksResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListLinksResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListLinksResponse >(arena);
 }
 PROTOBUF_NAMESPACE_CLOSE
 

@@ -50,6 +50,12 @@ struct TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto {
 extern const ::PROTOBUF_NAMESPACE_ID::internal::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
 namespace npc_memory {
 namespace v1 {
+class ExpandMemoryRequest;
+struct ExpandMemoryRequestDefaultTypeInternal;
+extern ExpandMemoryRequestDefaultTypeInternal _ExpandMemoryRequest_default_instance_;
+class ExpandMemoryResponse;
+struct ExpandMemoryResponseDefaultTypeInternal;
+extern ExpandMemoryResponseDefaultTypeInternal _ExpandMemoryResponse_default_instance_;
 class ForgetPlayerRequest;
 struct ForgetPlayerRequestDefaultTypeInternal;
 extern ForgetPlayerRequestDefaultTypeInternal _ForgetPlayerRequest_default_instance_;
@@ -74,6 +80,12 @@ extern InvalidateMemoryRequestDefaultTypeInternal _InvalidateMemoryRequest_defau
 class InvalidateMemoryResponse;
 struct InvalidateMemoryResponseDefaultTypeInternal;
 extern InvalidateMemoryResponseDefaultTypeInternal _InvalidateMemoryResponse_default_instance_;
+class ListLinksRequest;
+struct ListLinksRequestDefaultTypeInternal;
+extern ListLinksRequestDefaultTypeInternal _ListLinksRequest_default_instance_;
+class ListLinksResponse;
+struct ListLinksResponseDefaultTypeInternal;
+extern ListLinksResponseDefaultTypeInternal _ListLinksResponse_default_instance_;
 class ListMemoriesRequest;
 struct ListMemoriesRequestDefaultTypeInternal;
 extern ListMemoriesRequestDefaultTypeInternal _ListMemoriesRequest_default_instance_;
@@ -101,6 +113,8 @@ extern UpdateMemoryResponseDefaultTypeInternal _UpdateMemoryResponse_default_ins
 }  // namespace v1
 }  // namespace npc_memory
 PROTOBUF_NAMESPACE_OPEN
+template<> ::npc_memory::v1::ExpandMemoryRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ExpandMemoryRequest>(Arena*);
+template<> ::npc_memory::v1::ExpandMemoryResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ExpandMemoryResponse>(Arena*);
 template<> ::npc_memory::v1::ForgetPlayerRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ForgetPlayerRequest>(Arena*);
 template<> ::npc_memory::v1::ForgetPlayerResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ForgetPlayerResponse>(Arena*);
 template<> ::npc_memory::v1::GetMemoryHistoryRequest* Arena::CreateMaybeMessage<::npc_memory::v1::GetMemoryHistoryRequest>(Arena*);
@@ -109,6 +123,8 @@ template<> ::npc_memory::v1::GetMemoryRequest* Arena::CreateMaybeMessage<::npc_m
 template<> ::npc_memory::v1::GetMemoryResponse* Arena::CreateMaybeMessage<::npc_memory::v1::GetMemoryResponse>(Arena*);
 template<> ::npc_memory::v1::InvalidateMemoryRequest* Arena::CreateMaybeMessage<::npc_memory::v1::InvalidateMemoryRequest>(Arena*);
 template<> ::npc_memory::v1::InvalidateMemoryResponse* Arena::CreateMaybeMessage<::npc_memory::v1::InvalidateMemoryResponse>(Arena*);
+template<> ::npc_memory::v1::ListLinksRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ListLinksRequest>(Arena*);
+template<> ::npc_memory::v1::ListLinksResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ListLinksResponse>(Arena*);
 template<> ::npc_memory::v1::ListMemoriesRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ListMemoriesRequest>(Arena*);
 template<> ::npc_memory::v1::ListMemoriesResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ListMemoriesResponse>(Arena*);
 template<> ::npc_memory::v1::SearchMemoriesRequest* Arena::CreateMaybeMessage<::npc_memory::v1::SearchMemoriesRequest>(Arena*);
@@ -603,7 +619,10 @@ class SearchMemoriesRequest final :
     kFilterFieldNumber = 8,
     kLimitFieldNumber = 4,
     kFusionFieldNumber = 9,
+    kHopsFieldNumber = 11,
     kIncludeInvalidatedFieldNumber = 10,
+    kDeepenFieldNumber = 12,
+    kDeepenMinRelevanceFieldNumber = 13,
   };
   // repeated float query_embedding = 3;
   int query_embedding_size() const;
@@ -749,6 +768,15 @@ class SearchMemoriesRequest final :
   void _internal_set_fusion(::npc_memory::v1::FusionMethod value);
   public:
 
+  // int32 hops = 11;
+  void clear_hops();
+  int32_t hops() const;
+  void set_hops(int32_t value);
+  private:
+  int32_t _internal_hops() const;
+  void _internal_set_hops(int32_t value);
+  public:
+
   // bool include_invalidated = 10;
   void clear_include_invalidated();
   bool include_invalidated() const;
@@ -756,6 +784,24 @@ class SearchMemoriesRequest final :
   private:
   bool _internal_include_invalidated() const;
   void _internal_set_include_invalidated(bool value);
+  public:
+
+  // bool deepen = 12;
+  void clear_deepen();
+  bool deepen() const;
+  void set_deepen(bool value);
+  private:
+  bool _internal_deepen() const;
+  void _internal_set_deepen(bool value);
+  public:
+
+  // double deepen_min_relevance = 13;
+  void clear_deepen_min_relevance();
+  double deepen_min_relevance() const;
+  void set_deepen_min_relevance(double value);
+  private:
+  double _internal_deepen_min_relevance() const;
+  void _internal_set_deepen_min_relevance(double value);
   public:
 
   // @@protoc_insertion_point(class_scope:npc_memory.v1.SearchMemoriesRequest)
@@ -775,7 +821,10 @@ class SearchMemoriesRequest final :
     ::npc_memory::v1::MemoryFilter* filter_;
     int32_t limit_;
     int fusion_;
+    int32_t hops_;
     bool include_invalidated_;
+    bool deepen_;
+    double deepen_min_relevance_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -906,6 +955,7 @@ class SearchMemoriesResponse final :
   enum : int {
     kResultsFieldNumber = 1,
     kEmbeddingModelFieldNumber = 2,
+    kAnsweredTierFieldNumber = 3,
   };
   // repeated .npc_memory.v1.ScoredMemory results = 1;
   int results_size() const;
@@ -939,6 +989,15 @@ class SearchMemoriesResponse final :
   std::string* _internal_mutable_embedding_model();
   public:
 
+  // .npc_memory.v1.Tier answered_tier = 3;
+  void clear_answered_tier();
+  ::npc_memory::v1::Tier answered_tier() const;
+  void set_answered_tier(::npc_memory::v1::Tier value);
+  private:
+  ::npc_memory::v1::Tier _internal_answered_tier() const;
+  void _internal_set_answered_tier(::npc_memory::v1::Tier value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.SearchMemoriesResponse)
  private:
   class _Internal;
@@ -949,6 +1008,7 @@ class SearchMemoriesResponse final :
   struct Impl_ {
     ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::ScoredMemory > results_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr embedding_model_;
+    int answered_tier_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -3113,6 +3173,764 @@ class ForgetPlayerResponse final :
   union { Impl_ _impl_; };
   friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
 };
+// -------------------------------------------------------------------
+
+class ExpandMemoryRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ExpandMemoryRequest) */ {
+ public:
+  inline ExpandMemoryRequest() : ExpandMemoryRequest(nullptr) {}
+  ~ExpandMemoryRequest() override;
+  explicit PROTOBUF_CONSTEXPR ExpandMemoryRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ExpandMemoryRequest(const ExpandMemoryRequest& from);
+  ExpandMemoryRequest(ExpandMemoryRequest&& from) noexcept
+    : ExpandMemoryRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline ExpandMemoryRequest& operator=(const ExpandMemoryRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ExpandMemoryRequest& operator=(ExpandMemoryRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ExpandMemoryRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ExpandMemoryRequest* internal_default_instance() {
+    return reinterpret_cast<const ExpandMemoryRequest*>(
+               &_ExpandMemoryRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    16;
+
+  friend void swap(ExpandMemoryRequest& a, ExpandMemoryRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ExpandMemoryRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ExpandMemoryRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ExpandMemoryRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ExpandMemoryRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ExpandMemoryRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ExpandMemoryRequest& from) {
+    ExpandMemoryRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ExpandMemoryRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ExpandMemoryRequest";
+  }
+  protected:
+  explicit ExpandMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kMemoryIdFieldNumber = 2,
+    kScopeFieldNumber = 1,
+  };
+  // string memory_id = 2;
+  void clear_memory_id();
+  const std::string& memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_memory_id();
+  PROTOBUF_NODISCARD std::string* release_memory_id();
+  void set_allocated_memory_id(std::string* memory_id);
+  private:
+  const std::string& _internal_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
+  std::string* _internal_mutable_memory_id();
+  public:
+
+  // .npc_memory.v1.Scope scope = 1;
+  bool has_scope() const;
+  private:
+  bool _internal_has_scope() const;
+  public:
+  void clear_scope();
+  const ::npc_memory::v1::Scope& scope() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::Scope* release_scope();
+  ::npc_memory::v1::Scope* mutable_scope();
+  void set_allocated_scope(::npc_memory::v1::Scope* scope);
+  private:
+  const ::npc_memory::v1::Scope& _internal_scope() const;
+  ::npc_memory::v1::Scope* _internal_mutable_scope();
+  public:
+  void unsafe_arena_set_allocated_scope(
+      ::npc_memory::v1::Scope* scope);
+  ::npc_memory::v1::Scope* unsafe_arena_release_scope();
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ExpandMemoryRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+    ::npc_memory::v1::Scope* scope_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ExpandMemoryResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ExpandMemoryResponse) */ {
+ public:
+  inline ExpandMemoryResponse() : ExpandMemoryResponse(nullptr) {}
+  ~ExpandMemoryResponse() override;
+  explicit PROTOBUF_CONSTEXPR ExpandMemoryResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ExpandMemoryResponse(const ExpandMemoryResponse& from);
+  ExpandMemoryResponse(ExpandMemoryResponse&& from) noexcept
+    : ExpandMemoryResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline ExpandMemoryResponse& operator=(const ExpandMemoryResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ExpandMemoryResponse& operator=(ExpandMemoryResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ExpandMemoryResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ExpandMemoryResponse* internal_default_instance() {
+    return reinterpret_cast<const ExpandMemoryResponse*>(
+               &_ExpandMemoryResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    17;
+
+  friend void swap(ExpandMemoryResponse& a, ExpandMemoryResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ExpandMemoryResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ExpandMemoryResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ExpandMemoryResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ExpandMemoryResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ExpandMemoryResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ExpandMemoryResponse& from) {
+    ExpandMemoryResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ExpandMemoryResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ExpandMemoryResponse";
+  }
+  protected:
+  explicit ExpandMemoryResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kFoundFieldNumber = 3,
+    kMemoriesFieldNumber = 4,
+    kMemoryIdFieldNumber = 1,
+    kDepthFieldNumber = 2,
+    kTotalLinkedFieldNumber = 5,
+  };
+  // repeated .npc_memory.v1.MemoryLink found = 3;
+  int found_size() const;
+  private:
+  int _internal_found_size() const;
+  public:
+  void clear_found();
+  ::npc_memory::v1::MemoryLink* mutable_found(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_found();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_found(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_found();
+  public:
+  const ::npc_memory::v1::MemoryLink& found(int index) const;
+  ::npc_memory::v1::MemoryLink* add_found();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      found() const;
+
+  // repeated .npc_memory.v1.Memory memories = 4;
+  int memories_size() const;
+  private:
+  int _internal_memories_size() const;
+  public:
+  void clear_memories();
+  ::npc_memory::v1::Memory* mutable_memories(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >*
+      mutable_memories();
+  private:
+  const ::npc_memory::v1::Memory& _internal_memories(int index) const;
+  ::npc_memory::v1::Memory* _internal_add_memories();
+  public:
+  const ::npc_memory::v1::Memory& memories(int index) const;
+  ::npc_memory::v1::Memory* add_memories();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >&
+      memories() const;
+
+  // string memory_id = 1;
+  void clear_memory_id();
+  const std::string& memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_memory_id();
+  PROTOBUF_NODISCARD std::string* release_memory_id();
+  void set_allocated_memory_id(std::string* memory_id);
+  private:
+  const std::string& _internal_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
+  std::string* _internal_mutable_memory_id();
+  public:
+
+  // int32 depth = 2;
+  void clear_depth();
+  int32_t depth() const;
+  void set_depth(int32_t value);
+  private:
+  int32_t _internal_depth() const;
+  void _internal_set_depth(int32_t value);
+  public:
+
+  // int32 total_linked = 5;
+  void clear_total_linked();
+  int32_t total_linked() const;
+  void set_total_linked(int32_t value);
+  private:
+  int32_t _internal_total_linked() const;
+  void _internal_set_total_linked(int32_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ExpandMemoryResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > found_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory > memories_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+    int32_t depth_;
+    int32_t total_linked_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ListLinksRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ListLinksRequest) */ {
+ public:
+  inline ListLinksRequest() : ListLinksRequest(nullptr) {}
+  ~ListLinksRequest() override;
+  explicit PROTOBUF_CONSTEXPR ListLinksRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ListLinksRequest(const ListLinksRequest& from);
+  ListLinksRequest(ListLinksRequest&& from) noexcept
+    : ListLinksRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline ListLinksRequest& operator=(const ListLinksRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ListLinksRequest& operator=(ListLinksRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ListLinksRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ListLinksRequest* internal_default_instance() {
+    return reinterpret_cast<const ListLinksRequest*>(
+               &_ListLinksRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    18;
+
+  friend void swap(ListLinksRequest& a, ListLinksRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ListLinksRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ListLinksRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ListLinksRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ListLinksRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ListLinksRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ListLinksRequest& from) {
+    ListLinksRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ListLinksRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ListLinksRequest";
+  }
+  protected:
+  explicit ListLinksRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kMemoryIdFieldNumber = 2,
+    kScopeFieldNumber = 1,
+  };
+  // string memory_id = 2;
+  void clear_memory_id();
+  const std::string& memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_memory_id();
+  PROTOBUF_NODISCARD std::string* release_memory_id();
+  void set_allocated_memory_id(std::string* memory_id);
+  private:
+  const std::string& _internal_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
+  std::string* _internal_mutable_memory_id();
+  public:
+
+  // .npc_memory.v1.Scope scope = 1;
+  bool has_scope() const;
+  private:
+  bool _internal_has_scope() const;
+  public:
+  void clear_scope();
+  const ::npc_memory::v1::Scope& scope() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::Scope* release_scope();
+  ::npc_memory::v1::Scope* mutable_scope();
+  void set_allocated_scope(::npc_memory::v1::Scope* scope);
+  private:
+  const ::npc_memory::v1::Scope& _internal_scope() const;
+  ::npc_memory::v1::Scope* _internal_mutable_scope();
+  public:
+  void unsafe_arena_set_allocated_scope(
+      ::npc_memory::v1::Scope* scope);
+  ::npc_memory::v1::Scope* unsafe_arena_release_scope();
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ListLinksRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+    ::npc_memory::v1::Scope* scope_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ListLinksResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ListLinksResponse) */ {
+ public:
+  inline ListLinksResponse() : ListLinksResponse(nullptr) {}
+  ~ListLinksResponse() override;
+  explicit PROTOBUF_CONSTEXPR ListLinksResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ListLinksResponse(const ListLinksResponse& from);
+  ListLinksResponse(ListLinksResponse&& from) noexcept
+    : ListLinksResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline ListLinksResponse& operator=(const ListLinksResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ListLinksResponse& operator=(ListLinksResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ListLinksResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ListLinksResponse* internal_default_instance() {
+    return reinterpret_cast<const ListLinksResponse*>(
+               &_ListLinksResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    19;
+
+  friend void swap(ListLinksResponse& a, ListLinksResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ListLinksResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ListLinksResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ListLinksResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ListLinksResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ListLinksResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ListLinksResponse& from) {
+    ListLinksResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ListLinksResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ListLinksResponse";
+  }
+  protected:
+  explicit ListLinksResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kParentsFieldNumber = 1,
+    kChildrenFieldNumber = 2,
+    kRelatedFieldNumber = 3,
+  };
+  // repeated .npc_memory.v1.MemoryLink parents = 1;
+  int parents_size() const;
+  private:
+  int _internal_parents_size() const;
+  public:
+  void clear_parents();
+  ::npc_memory::v1::MemoryLink* mutable_parents(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_parents();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_parents(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_parents();
+  public:
+  const ::npc_memory::v1::MemoryLink& parents(int index) const;
+  ::npc_memory::v1::MemoryLink* add_parents();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      parents() const;
+
+  // repeated .npc_memory.v1.MemoryLink children = 2;
+  int children_size() const;
+  private:
+  int _internal_children_size() const;
+  public:
+  void clear_children();
+  ::npc_memory::v1::MemoryLink* mutable_children(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_children();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_children(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_children();
+  public:
+  const ::npc_memory::v1::MemoryLink& children(int index) const;
+  ::npc_memory::v1::MemoryLink* add_children();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      children() const;
+
+  // repeated .npc_memory.v1.MemoryLink related = 3;
+  int related_size() const;
+  private:
+  int _internal_related_size() const;
+  public:
+  void clear_related();
+  ::npc_memory::v1::MemoryLink* mutable_related(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_related();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_related(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_related();
+  public:
+  const ::npc_memory::v1::MemoryLink& related(int index) const;
+  ::npc_memory::v1::MemoryLink* add_related();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      related() const;
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ListLinksResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > parents_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > children_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > related_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
 // ===================================================================
 
 
@@ -3923,6 +4741,66 @@ inline void SearchMemoriesRequest::set_include_invalidated(bool value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.include_invalidated)
 }
 
+// int32 hops = 11;
+inline void SearchMemoriesRequest::clear_hops() {
+  _impl_.hops_ = 0;
+}
+inline int32_t SearchMemoriesRequest::_internal_hops() const {
+  return _impl_.hops_;
+}
+inline int32_t SearchMemoriesRequest::hops() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.hops)
+  return _internal_hops();
+}
+inline void SearchMemoriesRequest::_internal_set_hops(int32_t value) {
+  
+  _impl_.hops_ = value;
+}
+inline void SearchMemoriesRequest::set_hops(int32_t value) {
+  _internal_set_hops(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.hops)
+}
+
+// bool deepen = 12;
+inline void SearchMemoriesRequest::clear_deepen() {
+  _impl_.deepen_ = false;
+}
+inline bool SearchMemoriesRequest::_internal_deepen() const {
+  return _impl_.deepen_;
+}
+inline bool SearchMemoriesRequest::deepen() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.deepen)
+  return _internal_deepen();
+}
+inline void SearchMemoriesRequest::_internal_set_deepen(bool value) {
+  
+  _impl_.deepen_ = value;
+}
+inline void SearchMemoriesRequest::set_deepen(bool value) {
+  _internal_set_deepen(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.deepen)
+}
+
+// double deepen_min_relevance = 13;
+inline void SearchMemoriesRequest::clear_deepen_min_relevance() {
+  _impl_.deepen_min_relevance_ = 0;
+}
+inline double SearchMemoriesRequest::_internal_deepen_min_relevance() const {
+  return _impl_.deepen_min_relevance_;
+}
+inline double SearchMemoriesRequest::deepen_min_relevance() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.deepen_min_relevance)
+  return _internal_deepen_min_relevance();
+}
+inline void SearchMemoriesRequest::_internal_set_deepen_min_relevance(double value) {
+  
+  _impl_.deepen_min_relevance_ = value;
+}
+inline void SearchMemoriesRequest::set_deepen_min_relevance(double value) {
+  _internal_set_deepen_min_relevance(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.deepen_min_relevance)
+}
+
 // -------------------------------------------------------------------
 
 // SearchMemoriesResponse
@@ -4012,6 +4890,26 @@ inline void SearchMemoriesResponse::set_allocated_embedding_model(std::string* e
   }
 #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SearchMemoriesResponse.embedding_model)
+}
+
+// .npc_memory.v1.Tier answered_tier = 3;
+inline void SearchMemoriesResponse::clear_answered_tier() {
+  _impl_.answered_tier_ = 0;
+}
+inline ::npc_memory::v1::Tier SearchMemoriesResponse::_internal_answered_tier() const {
+  return static_cast< ::npc_memory::v1::Tier >(_impl_.answered_tier_);
+}
+inline ::npc_memory::v1::Tier SearchMemoriesResponse::answered_tier() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesResponse.answered_tier)
+  return _internal_answered_tier();
+}
+inline void SearchMemoriesResponse::_internal_set_answered_tier(::npc_memory::v1::Tier value) {
+  
+  _impl_.answered_tier_ = value;
+}
+inline void SearchMemoriesResponse::set_answered_tier(::npc_memory::v1::Tier value) {
+  _internal_set_answered_tier(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesResponse.answered_tier)
 }
 
 // -------------------------------------------------------------------
@@ -5841,9 +6739,578 @@ inline void ForgetPlayerResponse::set_deleted_memories(int64_t value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.ForgetPlayerResponse.deleted_memories)
 }
 
+// -------------------------------------------------------------------
+
+// ExpandMemoryRequest
+
+// .npc_memory.v1.Scope scope = 1;
+inline bool ExpandMemoryRequest::_internal_has_scope() const {
+  return this != internal_default_instance() && _impl_.scope_ != nullptr;
+}
+inline bool ExpandMemoryRequest::has_scope() const {
+  return _internal_has_scope();
+}
+inline const ::npc_memory::v1::Scope& ExpandMemoryRequest::_internal_scope() const {
+  const ::npc_memory::v1::Scope* p = _impl_.scope_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::Scope&>(
+      ::npc_memory::v1::_Scope_default_instance_);
+}
+inline const ::npc_memory::v1::Scope& ExpandMemoryRequest::scope() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryRequest.scope)
+  return _internal_scope();
+}
+inline void ExpandMemoryRequest::unsafe_arena_set_allocated_scope(
+    ::npc_memory::v1::Scope* scope) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  _impl_.scope_ = scope;
+  if (scope) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.ExpandMemoryRequest.scope)
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::release_scope() {
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::unsafe_arena_release_scope() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ExpandMemoryRequest.scope)
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::_internal_mutable_scope() {
+  
+  if (_impl_.scope_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::Scope>(GetArenaForAllocation());
+    _impl_.scope_ = p;
+  }
+  return _impl_.scope_;
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::mutable_scope() {
+  ::npc_memory::v1::Scope* _msg = _internal_mutable_scope();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryRequest.scope)
+  return _msg;
+}
+inline void ExpandMemoryRequest::set_allocated_scope(::npc_memory::v1::Scope* scope) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  if (scope) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(scope));
+    if (message_arena != submessage_arena) {
+      scope = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, scope, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.scope_ = scope;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ExpandMemoryRequest.scope)
+}
+
+// string memory_id = 2;
+inline void ExpandMemoryRequest::clear_memory_id() {
+  _impl_.memory_id_.ClearToEmpty();
+}
+inline const std::string& ExpandMemoryRequest::memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryRequest.memory_id)
+  return _internal_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ExpandMemoryRequest::set_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryRequest.memory_id)
+}
+inline std::string* ExpandMemoryRequest::mutable_memory_id() {
+  std::string* _s = _internal_mutable_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryRequest.memory_id)
+  return _s;
+}
+inline const std::string& ExpandMemoryRequest::_internal_memory_id() const {
+  return _impl_.memory_id_.Get();
+}
+inline void ExpandMemoryRequest::_internal_set_memory_id(const std::string& value) {
+  
+  _impl_.memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryRequest::_internal_mutable_memory_id() {
+  
+  return _impl_.memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryRequest::release_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ExpandMemoryRequest.memory_id)
+  return _impl_.memory_id_.Release();
+}
+inline void ExpandMemoryRequest::set_allocated_memory_id(std::string* memory_id) {
+  if (memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.memory_id_.SetAllocated(memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.memory_id_.IsDefault()) {
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ExpandMemoryRequest.memory_id)
+}
+
+// -------------------------------------------------------------------
+
+// ExpandMemoryResponse
+
+// string memory_id = 1;
+inline void ExpandMemoryResponse::clear_memory_id() {
+  _impl_.memory_id_.ClearToEmpty();
+}
+inline const std::string& ExpandMemoryResponse::memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.memory_id)
+  return _internal_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ExpandMemoryResponse::set_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryResponse.memory_id)
+}
+inline std::string* ExpandMemoryResponse::mutable_memory_id() {
+  std::string* _s = _internal_mutable_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryResponse.memory_id)
+  return _s;
+}
+inline const std::string& ExpandMemoryResponse::_internal_memory_id() const {
+  return _impl_.memory_id_.Get();
+}
+inline void ExpandMemoryResponse::_internal_set_memory_id(const std::string& value) {
+  
+  _impl_.memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryResponse::_internal_mutable_memory_id() {
+  
+  return _impl_.memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryResponse::release_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ExpandMemoryResponse.memory_id)
+  return _impl_.memory_id_.Release();
+}
+inline void ExpandMemoryResponse::set_allocated_memory_id(std::string* memory_id) {
+  if (memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.memory_id_.SetAllocated(memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.memory_id_.IsDefault()) {
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ExpandMemoryResponse.memory_id)
+}
+
+// int32 depth = 2;
+inline void ExpandMemoryResponse::clear_depth() {
+  _impl_.depth_ = 0;
+}
+inline int32_t ExpandMemoryResponse::_internal_depth() const {
+  return _impl_.depth_;
+}
+inline int32_t ExpandMemoryResponse::depth() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.depth)
+  return _internal_depth();
+}
+inline void ExpandMemoryResponse::_internal_set_depth(int32_t value) {
+  
+  _impl_.depth_ = value;
+}
+inline void ExpandMemoryResponse::set_depth(int32_t value) {
+  _internal_set_depth(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryResponse.depth)
+}
+
+// repeated .npc_memory.v1.MemoryLink found = 3;
+inline int ExpandMemoryResponse::_internal_found_size() const {
+  return _impl_.found_.size();
+}
+inline int ExpandMemoryResponse::found_size() const {
+  return _internal_found_size();
+}
+inline ::npc_memory::v1::MemoryLink* ExpandMemoryResponse::mutable_found(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryResponse.found)
+  return _impl_.found_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ExpandMemoryResponse::mutable_found() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ExpandMemoryResponse.found)
+  return &_impl_.found_;
+}
+inline const ::npc_memory::v1::MemoryLink& ExpandMemoryResponse::_internal_found(int index) const {
+  return _impl_.found_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ExpandMemoryResponse::found(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.found)
+  return _internal_found(index);
+}
+inline ::npc_memory::v1::MemoryLink* ExpandMemoryResponse::_internal_add_found() {
+  return _impl_.found_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ExpandMemoryResponse::add_found() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_found();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ExpandMemoryResponse.found)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ExpandMemoryResponse::found() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ExpandMemoryResponse.found)
+  return _impl_.found_;
+}
+
+// repeated .npc_memory.v1.Memory memories = 4;
+inline int ExpandMemoryResponse::_internal_memories_size() const {
+  return _impl_.memories_.size();
+}
+inline int ExpandMemoryResponse::memories_size() const {
+  return _internal_memories_size();
+}
+inline ::npc_memory::v1::Memory* ExpandMemoryResponse::mutable_memories(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _impl_.memories_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >*
+ExpandMemoryResponse::mutable_memories() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ExpandMemoryResponse.memories)
+  return &_impl_.memories_;
+}
+inline const ::npc_memory::v1::Memory& ExpandMemoryResponse::_internal_memories(int index) const {
+  return _impl_.memories_.Get(index);
+}
+inline const ::npc_memory::v1::Memory& ExpandMemoryResponse::memories(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _internal_memories(index);
+}
+inline ::npc_memory::v1::Memory* ExpandMemoryResponse::_internal_add_memories() {
+  return _impl_.memories_.Add();
+}
+inline ::npc_memory::v1::Memory* ExpandMemoryResponse::add_memories() {
+  ::npc_memory::v1::Memory* _add = _internal_add_memories();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >&
+ExpandMemoryResponse::memories() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _impl_.memories_;
+}
+
+// int32 total_linked = 5;
+inline void ExpandMemoryResponse::clear_total_linked() {
+  _impl_.total_linked_ = 0;
+}
+inline int32_t ExpandMemoryResponse::_internal_total_linked() const {
+  return _impl_.total_linked_;
+}
+inline int32_t ExpandMemoryResponse::total_linked() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.total_linked)
+  return _internal_total_linked();
+}
+inline void ExpandMemoryResponse::_internal_set_total_linked(int32_t value) {
+  
+  _impl_.total_linked_ = value;
+}
+inline void ExpandMemoryResponse::set_total_linked(int32_t value) {
+  _internal_set_total_linked(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryResponse.total_linked)
+}
+
+// -------------------------------------------------------------------
+
+// ListLinksRequest
+
+// .npc_memory.v1.Scope scope = 1;
+inline bool ListLinksRequest::_internal_has_scope() const {
+  return this != internal_default_instance() && _impl_.scope_ != nullptr;
+}
+inline bool ListLinksRequest::has_scope() const {
+  return _internal_has_scope();
+}
+inline const ::npc_memory::v1::Scope& ListLinksRequest::_internal_scope() const {
+  const ::npc_memory::v1::Scope* p = _impl_.scope_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::Scope&>(
+      ::npc_memory::v1::_Scope_default_instance_);
+}
+inline const ::npc_memory::v1::Scope& ListLinksRequest::scope() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksRequest.scope)
+  return _internal_scope();
+}
+inline void ListLinksRequest::unsafe_arena_set_allocated_scope(
+    ::npc_memory::v1::Scope* scope) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  _impl_.scope_ = scope;
+  if (scope) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.ListLinksRequest.scope)
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::release_scope() {
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::unsafe_arena_release_scope() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ListLinksRequest.scope)
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::_internal_mutable_scope() {
+  
+  if (_impl_.scope_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::Scope>(GetArenaForAllocation());
+    _impl_.scope_ = p;
+  }
+  return _impl_.scope_;
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::mutable_scope() {
+  ::npc_memory::v1::Scope* _msg = _internal_mutable_scope();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksRequest.scope)
+  return _msg;
+}
+inline void ListLinksRequest::set_allocated_scope(::npc_memory::v1::Scope* scope) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  if (scope) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(scope));
+    if (message_arena != submessage_arena) {
+      scope = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, scope, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.scope_ = scope;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ListLinksRequest.scope)
+}
+
+// string memory_id = 2;
+inline void ListLinksRequest::clear_memory_id() {
+  _impl_.memory_id_.ClearToEmpty();
+}
+inline const std::string& ListLinksRequest::memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksRequest.memory_id)
+  return _internal_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ListLinksRequest::set_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ListLinksRequest.memory_id)
+}
+inline std::string* ListLinksRequest::mutable_memory_id() {
+  std::string* _s = _internal_mutable_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksRequest.memory_id)
+  return _s;
+}
+inline const std::string& ListLinksRequest::_internal_memory_id() const {
+  return _impl_.memory_id_.Get();
+}
+inline void ListLinksRequest::_internal_set_memory_id(const std::string& value) {
+  
+  _impl_.memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ListLinksRequest::_internal_mutable_memory_id() {
+  
+  return _impl_.memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ListLinksRequest::release_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ListLinksRequest.memory_id)
+  return _impl_.memory_id_.Release();
+}
+inline void ListLinksRequest::set_allocated_memory_id(std::string* memory_id) {
+  if (memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.memory_id_.SetAllocated(memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.memory_id_.IsDefault()) {
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ListLinksRequest.memory_id)
+}
+
+// -------------------------------------------------------------------
+
+// ListLinksResponse
+
+// repeated .npc_memory.v1.MemoryLink parents = 1;
+inline int ListLinksResponse::_internal_parents_size() const {
+  return _impl_.parents_.size();
+}
+inline int ListLinksResponse::parents_size() const {
+  return _internal_parents_size();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::mutable_parents(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksResponse.parents)
+  return _impl_.parents_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ListLinksResponse::mutable_parents() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListLinksResponse.parents)
+  return &_impl_.parents_;
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::_internal_parents(int index) const {
+  return _impl_.parents_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::parents(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksResponse.parents)
+  return _internal_parents(index);
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::_internal_add_parents() {
+  return _impl_.parents_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::add_parents() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_parents();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListLinksResponse.parents)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ListLinksResponse::parents() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListLinksResponse.parents)
+  return _impl_.parents_;
+}
+
+// repeated .npc_memory.v1.MemoryLink children = 2;
+inline int ListLinksResponse::_internal_children_size() const {
+  return _impl_.children_.size();
+}
+inline int ListLinksResponse::children_size() const {
+  return _internal_children_size();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::mutable_children(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksResponse.children)
+  return _impl_.children_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ListLinksResponse::mutable_children() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListLinksResponse.children)
+  return &_impl_.children_;
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::_internal_children(int index) const {
+  return _impl_.children_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::children(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksResponse.children)
+  return _internal_children(index);
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::_internal_add_children() {
+  return _impl_.children_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::add_children() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_children();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListLinksResponse.children)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ListLinksResponse::children() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListLinksResponse.children)
+  return _impl_.children_;
+}
+
+// repeated .npc_memory.v1.MemoryLink related = 3;
+inline int ListLinksResponse::_internal_related_size() const {
+  return _impl_.related_.size();
+}
+inline int ListLinksResponse::related_size() const {
+  return _internal_related_size();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::mutable_related(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksResponse.related)
+  return _impl_.related_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ListLinksResponse::mutable_related() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListLinksResponse.related)
+  return &_impl_.related_;
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::_internal_related(int index) const {
+  return _impl_.related_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::related(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksResponse.related)
+  return _internal_related(index);
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::_internal_add_related() {
+  return _impl_.related_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::add_related() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_related();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListLinksResponse.related)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ListLinksResponse::related() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListLinksResponse.related)
+  return _impl_.related_;
+}
+
 #ifdef __GNUC__
   #pragma GCC diagnostic pop
 #endif  // __GNUC__
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
 // -------------------------------------------------------------------
 
 // -------------------------------------------------------------------
