@@ -7,8 +7,10 @@ without the query cache:
 
 - ``today``: one OpenMP thread per call and one worker thread, the service's setting before this change
   (``embedding.threads = 1``);
-- ``adaptive``: ``embedding.threads = 0``: a call alone runs on every core, calls that overlap get one core each
-  (``npc_memory.embedding.cores.CoreBudget``).
+- ``adaptive``: ``embedding.threads = 0``: a call alone runs on every core no other thread of the machine is
+  running on, calls that overlap get one core each (``npc_memory.embedding.cores.CoreBudget``);
+- ``adaptive, no idle probe``: the same, but a call alone takes every core even while other processes run (shows
+  what the probe buys on a loaded machine).
 
 Lone latency is measured in rounds that alternate the designs, so slow drift of a noisy machine falls on all of
 them alike. Saturated throughput: ``--callers`` asyncio tasks call ``embed_queries`` flat out for ``--seconds``.
@@ -25,15 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from npc_memory.embedding.cores import CoreBudget
 from npc_memory.embedding.local import LocalE5Embedder
 
 from benchmarks.search_speed_parts import distinct_questions, percentiles
 from loadtest import korean
 
-DESIGNS = {
-    "today": 1,
-    "adaptive": 0,
-}
+DESIGNS = {"today": (1, True), "adaptive": (0, True), "adaptive, no idle probe": (0, False)}
 BASELINE = "today"
 
 
@@ -68,7 +68,9 @@ async def saturated(embedder: LocalE5Embedder, texts: Sequence[str], callers: in
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every design, lone and saturated, interleaved in rounds."""
     texts = distinct_questions(korean.all_queries())
-    embedders = {name: LocalE5Embedder(threads) for name, threads in DESIGNS.items()}
+    embedders = {name: LocalE5Embedder(threads) for name, (threads, _probe) in DESIGNS.items()}
+    for name, (_threads, probe) in DESIGNS.items():
+        embedders[name].cores = CoreBudget(embedders[name].cores.total, probe)
     lone_ms: dict[str, list[float]] = {name: [] for name in embedders}
     sat: dict[str, list[dict[str, float]]] = {name: [] for name in embedders}
     try:

