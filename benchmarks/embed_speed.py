@@ -1,6 +1,6 @@
 """The local embedder alone: one caller (latency) and many callers at once (throughput), old setting beside new.
 
-    python -m benchmarks.embed_speed [--callers 8] [--seconds 8] [--lone 60] [--rounds 3] [--json out.json]
+    python -m benchmarks.embed_speed [--callers 8] [--seconds 8] [--lone 60] [--gap-ms 5] [--rounds 3] [--json F]
 
 Designs compared in one process, on the same distinct Korean questions (the load test's and the quality set's),
 without the query cache:
@@ -37,13 +37,14 @@ DESIGNS = {"today": (1, True), "adaptive": (0, True), "adaptive, no idle probe":
 BASELINE = "today"
 
 
-async def lone(embedder: LocalE5Embedder, texts: Sequence[str]) -> list[float]:
-    """One caller, one question at a time: milliseconds each."""
+async def lone(embedder: LocalE5Embedder, texts: Sequence[str], gap_ms: float = 0.0) -> list[float]:
+    """One caller, one question at a time, ``gap_ms`` apart (a search's SQL runs there): milliseconds each."""
     out = []
     for text in texts:
         start = time.perf_counter()
         await embedder.embed_queries([text])
         out.append((time.perf_counter() - start) * 1000.0)
+        await asyncio.sleep(gap_ms / 1000.0)
     return out
 
 
@@ -79,7 +80,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for r in range(args.rounds):
             chunk = texts[(r * args.lone) % len(texts):][:args.lone]
             for name, e in embedders.items():
-                lone_ms[name] += await lone(e, chunk)
+                lone_ms[name] += await lone(e, chunk, args.gap_ms)
             for name, e in embedders.items():
                 sat[name].append(await saturated(e, texts, args.callers, args.seconds / args.rounds))
     finally:
@@ -115,6 +116,8 @@ def main() -> None:
     parser.add_argument("--callers", type=int, default=8, help="concurrent callers for the saturated run")
     parser.add_argument("--seconds", type=float, default=8.0, help="saturated seconds per design, over all rounds")
     parser.add_argument("--lone", type=int, default=60, help="lone questions per design per round")
+    parser.add_argument("--gap-ms", type=float, default=5.0,
+                        help="pause between lone calls, where a search runs its SQL (idle OpenMP threads go to sleep)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
