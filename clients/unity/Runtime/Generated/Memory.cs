@@ -27,7 +27,7 @@ namespace NpcMemory.V1 {
             "ChpucGNfbWVtb3J5L3YxL21lbW9yeS5wcm90bxINbnBjX21lbW9yeS52MRoc",
             "Z29vZ2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVm",
             "L3RpbWVzdGFtcC5wcm90byIsCgVTY29wZRIPCgd1c2VyX2lkGAEgASgJEhIK",
-            "Cmhlcm9pbmVfaWQYAiABKAki+wIKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
+            "Cmhlcm9pbmVfaWQYAiABKAkirAMKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
             "ASABKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgCIAEo",
             "DjIWLm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAMgASgJ",
             "EjAKDGNvbnRlbnRfdHlwZRgEIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVu",
@@ -35,62 +35,74 @@ namespace NpcMemory.V1 {
             "BHNsb3QYByABKAkSEgoKc3VwZXJzZWRlcxgIIAMoCRIsCgh2YWxpZF9hdBgJ",
             "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEY",
             "CiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWVtYmVkZGluZxgL",
-            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyIvkECgZN",
-            "ZW1vcnkSEQoJbWVtb3J5X2lkGAEgASgJEiMKBXNjb3BlGAIgASgLMhQubnBj",
-            "X21lbW9yeS52MS5TY29wZRInCgdzcGVha2VyGAMgASgOMhYubnBjX21lbW9y",
-            "eS52MS5TcGVha2VyEicKB3N1YmplY3QYBCABKA4yFi5ucGNfbWVtb3J5LnYx",
-            "LlN1YmplY3QSEgoKc3ViamVjdF9pZBgFIAEoCRIwCgxjb250ZW50X3R5cGUY",
-            "BiABKA4yGi5ucGNfbWVtb3J5LnYxLkNvbnRlbnRUeXBlEg8KB2NvbnRlbnQY",
-            "ByABKAkSEgoKaW1wb3J0YW5jZRgIIAEoBRIhCgR0aWVyGAkgASgOMhMubnBj",
-            "X21lbW9yeS52MS5UaWVyEgwKBHNsb3QYCiABKAkSKQoIbWV0YWRhdGEYCyAB",
-            "KAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKCHZhbGlkX2F0GAwgASgL",
-            "MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgppbnZhbGlkX2F0GA0g",
-            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0",
-            "GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVk",
-            "X2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zdXBl",
-            "cnNlZGVkX2J5GBAgASgJEjAKDGNsb3NlX3JlYXNvbhgRIAEoDjIaLm5wY19t",
-            "ZW1vcnkudjEuQ2xvc2VSZWFzb24SFwoPZW1iZWRkaW5nX21vZGVsGBIgASgJ",
-            "IlIKB1dlaWdodHMSDwoHcmVjZW5jeRgBIAEoARISCgppbXBvcnRhbmNlGAIg",
-            "ASgBEhEKCXJlbGV2YW5jZRgDIAEoARIPCgdrZXl3b3JkGAQgASgBImAKBlNj",
-            "b3JlcxIPCgdyZWNlbmN5GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAESEQoJ",
-            "cmVsZXZhbmNlGAMgASgBEg8KB2tleXdvcmQYBCABKAESDQoFZmluYWwYBSAB",
-            "KAEi9AEKDE1lbW9yeUZpbHRlchIoCghzcGVha2VycxgBIAMoDjIWLm5wY19t",
-            "ZW1vcnkudjEuU3BlYWtlchIoCghzdWJqZWN0cxgCIAMoDjIWLm5wY19tZW1v",
-            "cnkudjEuU3ViamVjdBITCgtzdWJqZWN0X2lkcxgDIAMoCRIxCg1jb250ZW50",
-            "X3R5cGVzGAQgAygOMhoubnBjX21lbW9yeS52MS5Db250ZW50VHlwZRIWCg5t",
-            "aW5faW1wb3J0YW5jZRgFIAEoBRIiCgV0aWVycxgGIAMoDjITLm5wY19tZW1v",
-            "cnkudjEuVGllchIMCgRzbG90GAcgASgJIlwKDFNjb3JlZE1lbW9yeRIlCgZt",
-            "ZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIlCgZzY29yZXMY",
-            "AiABKAsyFS5ucGNfbWVtb3J5LnYxLlNjb3JlcyJmCgtTdG9yZVJlc3VsdBIR",
-            "CgltZW1vcnlfaWQYASABKAkSLAoHb3V0Y29tZRgCIAEoDjIbLm5wY19tZW1v",
-            "cnkudjEuU3RvcmVPdXRjb21lEhYKDnN1cGVyc2VkZWRfaWRzGAMgAygJKkkK",
-            "B1NwZWFrZXISFwoTU1BFQUtFUl9VTlNQRUNJRklFRBAAEhAKDFNQRUFLRVJf",
-            "VVNFUhABEhMKD1NQRUFLRVJfSEVST0lORRACKlwKB1N1YmplY3QSFwoTU1VC",
-            "SkVDVF9VTlNQRUNJRklFRBAAEhAKDFNVQkpFQ1RfVVNFUhABEhMKD1NVQkpF",
-            "Q1RfSEVST0lORRACEhEKDVNVQkpFQ1RfV09STEQQAyrjAQoLQ29udGVudFR5",
-            "cGUSHAoYQ09OVEVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRQ09OVEVOVF9U",
-            "WVBFX0ZBQ1QQARIbChdDT05URU5UX1RZUEVfUFJFRkVSRU5DRRACEhYKEkNP",
-            "TlRFTlRfVFlQRV9UUkFJVBADEhYKEkNPTlRFTlRfVFlQRV9FVkVOVBAEEhgK",
-            "FENPTlRFTlRfVFlQRV9PUElOSU9OEAUSGQoVQ09OVEVOVF9UWVBFX1BFUlNP",
-            "TkFMEAYSHQoZQ09OVEVOVF9UWVBFX1JFTEFUSU9OU0hJUBAHKlAKBFRpZXIS",
-            "FAoQVElFUl9VTlNQRUNJRklFRBAAEg0KCVRJRVJfR0lTVBABEhIKDlRJRVJf",
-            "S05PV0xFREdFEAISDwoLVElFUl9TT1VSQ0UQAyqAAQoLQ2xvc2VSZWFzb24S",
-            "HAoYQ0xPU0VfUkVBU09OX1VOU1BFQ0lGSUVEEAASGwoXQ0xPU0VfUkVBU09O",
-            "X1NVUEVSU0VERUQQARIcChhDTE9TRV9SRUFTT05fSU5WQUxJREFURUQQAhIY",
-            "ChRDTE9TRV9SRUFTT05fUkVUSVJFRBADKmAKDEZ1c2lvbk1ldGhvZBIdChlG",
-            "VVNJT05fTUVUSE9EX1VOU1BFQ0lGSUVEEAASGgoWRlVTSU9OX01FVEhPRF9X",
-            "RUlHSFRFRBABEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAIqoQEKDFN0b3JlT3V0",
-            "Y29tZRIdChlTVE9SRV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGQoVU1RPUkVf",
-            "T1VUQ09NRV9DUkVBVEVEEAESHAoYU1RPUkVfT1VUQ09NRV9TVVBFUlNFREVE",
-            "EAISGwoXU1RPUkVfT1VUQ09NRV9EVVBMSUNBVEUQAxIcChhTVE9SRV9PVVRD",
-            "T01FX0hJU1RPUklDQUwQBEIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNN",
-            "ZW1vcnkuVjFiBnByb3RvMw=="));
+            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEi8KDnZh",
+            "bGlkX2dhbWVfZGF5GA0gASgLMhcubnBjX21lbW9yeS52MS5HYW1lVGltZSIX",
+            "CghHYW1lVGltZRILCgNkYXkYASABKAEi8gUKBk1lbW9yeRIRCgltZW1vcnlf",
+            "aWQYASABKAkSIwoFc2NvcGUYAiABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3Bl",
+            "EicKB3NwZWFrZXIYAyABKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoH",
+            "c3ViamVjdBgEIAEoDjIWLm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJq",
+            "ZWN0X2lkGAUgASgJEjAKDGNvbnRlbnRfdHlwZRgGIAEoDjIaLm5wY19tZW1v",
+            "cnkudjEuQ29udGVudFR5cGUSDwoHY29udGVudBgHIAEoCRISCgppbXBvcnRh",
+            "bmNlGAggASgFEiEKBHRpZXIYCSABKA4yEy5ucGNfbWVtb3J5LnYxLlRpZXIS",
+            "DAoEc2xvdBgKIAEoCRIpCghtZXRhZGF0YRgLIAEoCzIXLmdvb2dsZS5wcm90",
+            "b2J1Zi5TdHJ1Y3QSLAoIdmFsaWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9i",
+            "dWYuVGltZXN0YW1wEi4KCmludmFsaWRfYXQYDSABKAsyGi5nb29nbGUucHJv",
+            "dG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYDiABKAsyGi5nb29nbGUu",
+            "cHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDyABKAsyGi5nb29n",
+            "bGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXN1cGVyc2VkZWRfYnkYECABKAkS",
+            "MAoMY2xvc2VfcmVhc29uGBEgASgOMhoubnBjX21lbW9yeS52MS5DbG9zZVJl",
+            "YXNvbhIXCg9lbWJlZGRpbmdfbW9kZWwYEiABKAkSLwoOdmFsaWRfZ2FtZV9k",
+            "YXkYEyABKAsyFy5ucGNfbWVtb3J5LnYxLkdhbWVUaW1lEjEKEGludmFsaWRf",
+            "Z2FtZV9kYXkYFCABKAsyFy5ucGNfbWVtb3J5LnYxLkdhbWVUaW1lEhMKC3Rp",
+            "bWVsaW5lX2lkGBUgASgDIl8KCVNhdmVQb2ludBIPCgdzYXZlX2lkGAEgASgJ",
+            "EhMKC3RpbWVsaW5lX2lkGAIgASgDEiwKCHNhdmVkX2F0GAMgASgLMhouZ29v",
+            "Z2xlLnByb3RvYnVmLlRpbWVzdGFtcCKLAQoIVGltZWxpbmUSEwoLdGltZWxp",
+            "bmVfaWQYASABKAMSGgoScGFyZW50X3RpbWVsaW5lX2lkGAIgASgDEi8KC2Jy",
+            "YW5jaGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIP",
+            "CgdzYXZlX2lkGAQgASgJEgwKBGxpdmUYBSABKAgiUgoHV2VpZ2h0cxIPCgdy",
+            "ZWNlbmN5GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAESEQoJcmVsZXZhbmNl",
+            "GAMgASgBEg8KB2tleXdvcmQYBCABKAEiYAoGU2NvcmVzEg8KB3JlY2VuY3kY",
+            "ASABKAESEgoKaW1wb3J0YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyABKAES",
+            "DwoHa2V5d29yZBgEIAEoARINCgVmaW5hbBgFIAEoASL0AQoMTWVtb3J5Rmls",
+            "dGVyEigKCHNwZWFrZXJzGAEgAygOMhYubnBjX21lbW9yeS52MS5TcGVha2Vy",
+            "EigKCHN1YmplY3RzGAIgAygOMhYubnBjX21lbW9yeS52MS5TdWJqZWN0EhMK",
+            "C3N1YmplY3RfaWRzGAMgAygJEjEKDWNvbnRlbnRfdHlwZXMYBCADKA4yGi5u",
+            "cGNfbWVtb3J5LnYxLkNvbnRlbnRUeXBlEhYKDm1pbl9pbXBvcnRhbmNlGAUg",
+            "ASgFEiIKBXRpZXJzGAYgAygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNs",
+            "b3QYByABKAkiXAoMU2NvcmVkTWVtb3J5EiUKBm1lbW9yeRgBIAEoCzIVLm5w",
+            "Y19tZW1vcnkudjEuTWVtb3J5EiUKBnNjb3JlcxgCIAEoCzIVLm5wY19tZW1v",
+            "cnkudjEuU2NvcmVzImYKC1N0b3JlUmVzdWx0EhEKCW1lbW9yeV9pZBgBIAEo",
+            "CRIsCgdvdXRjb21lGAIgASgOMhsubnBjX21lbW9yeS52MS5TdG9yZU91dGNv",
+            "bWUSFgoOc3VwZXJzZWRlZF9pZHMYAyADKAkqSQoHU3BlYWtlchIXChNTUEVB",
+            "S0VSX1VOU1BFQ0lGSUVEEAASEAoMU1BFQUtFUl9VU0VSEAESEwoPU1BFQUtF",
+            "Ul9IRVJPSU5FEAIqXAoHU3ViamVjdBIXChNTVUJKRUNUX1VOU1BFQ0lGSUVE",
+            "EAASEAoMU1VCSkVDVF9VU0VSEAESEwoPU1VCSkVDVF9IRVJPSU5FEAISEQoN",
+            "U1VCSkVDVF9XT1JMRBADKuMBCgtDb250ZW50VHlwZRIcChhDT05URU5UX1RZ",
+            "UEVfVU5TUEVDSUZJRUQQABIVChFDT05URU5UX1RZUEVfRkFDVBABEhsKF0NP",
+            "TlRFTlRfVFlQRV9QUkVGRVJFTkNFEAISFgoSQ09OVEVOVF9UWVBFX1RSQUlU",
+            "EAMSFgoSQ09OVEVOVF9UWVBFX0VWRU5UEAQSGAoUQ09OVEVOVF9UWVBFX09Q",
+            "SU5JT04QBRIZChVDT05URU5UX1RZUEVfUEVSU09OQUwQBhIdChlDT05URU5U",
+            "X1RZUEVfUkVMQVRJT05TSElQEAcqUAoEVGllchIUChBUSUVSX1VOU1BFQ0lG",
+            "SUVEEAASDQoJVElFUl9HSVNUEAESEgoOVElFUl9LTk9XTEVER0UQAhIPCgtU",
+            "SUVSX1NPVVJDRRADKoABCgtDbG9zZVJlYXNvbhIcChhDTE9TRV9SRUFTT05f",
+            "VU5TUEVDSUZJRUQQABIbChdDTE9TRV9SRUFTT05fU1VQRVJTRURFRBABEhwK",
+            "GENMT1NFX1JFQVNPTl9JTlZBTElEQVRFRBACEhgKFENMT1NFX1JFQVNPTl9S",
+            "RVRJUkVEEAMqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5T",
+            "UEVDSUZJRUQQABIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAESFQoRRlVT",
+            "SU9OX01FVEhPRF9SUkYQAiqhAQoMU3RvcmVPdXRjb21lEh0KGVNUT1JFX09V",
+            "VENPTUVfVU5TUEVDSUZJRUQQABIZChVTVE9SRV9PVVRDT01FX0NSRUFURUQQ",
+            "ARIcChhTVE9SRV9PVVRDT01FX1NVUEVSU0VERUQQAhIbChdTVE9SRV9PVVRD",
+            "T01FX0RVUExJQ0FURRADEhwKGFNUT1JFX09VVENPTUVfSElTVE9SSUNBTBAE",
+            "QiMKEGRldi5ucGNtZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scope), global::NpcMemory.V1.Scope.Parser, new[]{ "UserId", "HeroineId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "ValidGameDay" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GameTime), global::NpcMemory.V1.GameTime.Parser, new[]{ "Day" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "ValidGameDay", "InvalidGameDay", "TimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SavePoint), global::NpcMemory.V1.SavePoint.Parser, new[]{ "SaveId", "TimelineId", "SavedAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Timeline), global::NpcMemory.V1.Timeline.Parser, new[]{ "TimelineId", "ParentTimelineId", "BranchedAt", "SaveId", "Live" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scores), global::NpcMemory.V1.Scores.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword", "Final" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryFilter), global::NpcMemory.V1.MemoryFilter.Parser, new[]{ "Speakers", "Subjects", "SubjectIds", "ContentTypes", "MinImportance", "Tiers", "Slot" }, null, null, null, null),
@@ -515,6 +527,7 @@ namespace NpcMemory.V1 {
       metadata_ = other.metadata_ != null ? other.metadata_.Clone() : null;
       embedding_ = other.embedding_.Clone();
       tier_ = other.tier_;
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -698,6 +711,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 13;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// Instead of valid_at: when the fact became true on the game's clock (docs/game-time.md).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -725,6 +753,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Metadata, other.Metadata)) return false;
       if(!embedding_.Equals(other.embedding_)) return false;
       if (Tier != other.Tier) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -744,6 +773,7 @@ namespace NpcMemory.V1 {
       if (metadata_ != null) hash ^= Metadata.GetHashCode();
       hash ^= embedding_.GetHashCode();
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) hash ^= Tier.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -804,6 +834,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(106);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -856,6 +890,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(106);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -897,6 +935,9 @@ namespace NpcMemory.V1 {
       size += embedding_.CalculateSize(_repeated_embedding_codec);
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) {
         size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Tier);
+      }
+      if (validGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -947,6 +988,12 @@ namespace NpcMemory.V1 {
       embedding_.Add(other.embedding_);
       if (other.Tier != global::NpcMemory.V1.Tier.Unspecified) {
         Tier = other.Tier;
+      }
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1016,6 +1063,13 @@ namespace NpcMemory.V1 {
           }
           case 96: {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
+            break;
+          }
+          case 106: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
             break;
           }
         }
@@ -1088,6 +1142,207 @@ namespace NpcMemory.V1 {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
+          case 106: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// A moment on the game's own clock, as a number of game days (day 1.5 is noon of day 1). The service keeps it
+  /// on its time axis as 2000-01-01T00:00:00Z plus `day` x 86,400 seconds, so game time and recency in game days
+  /// work everywhere a Timestamp does. Allowed: -730,000 to 2,900,000.
+  /// </summary>
+  public sealed partial class GameTime : pb::IMessage<GameTime>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<GameTime> _parser = new pb::MessageParser<GameTime>(() => new GameTime());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<GameTime> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[2]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime(GameTime other) : this() {
+      day_ = other.day_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime Clone() {
+      return new GameTime(this);
+    }
+
+    /// <summary>Field number for the "day" field.</summary>
+    public const int DayFieldNumber = 1;
+    private double day_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double Day {
+      get { return day_; }
+      set {
+        day_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as GameTime);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(GameTime other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(Day, other.Day)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (Day != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(Day);
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (Day != 0D) {
+        output.WriteRawTag(9);
+        output.WriteDouble(Day);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (Day != 0D) {
+        output.WriteRawTag(9);
+        output.WriteDouble(Day);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (Day != 0D) {
+        size += 1 + 8;
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(GameTime other) {
+      if (other == null) {
+        return;
+      }
+      if (other.Day != 0D) {
+        Day = other.Day;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 9: {
+            Day = input.ReadDouble();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 9: {
+            Day = input.ReadDouble();
+            break;
+          }
         }
       }
     }
@@ -1112,7 +1367,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[2]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[3]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1150,6 +1405,9 @@ namespace NpcMemory.V1 {
       supersededBy_ = other.supersededBy_;
       closeReason_ = other.closeReason_;
       embeddingModel_ = other.embeddingModel_;
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
+      invalidGameDay_ = other.invalidGameDay_ != null ? other.invalidGameDay_.Clone() : null;
+      timelineId_ = other.timelineId_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1393,6 +1651,51 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 19;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// valid_at on the game's clock (meaningful when the game sends game time).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "invalid_game_day" field.</summary>
+    public const int InvalidGameDayFieldNumber = 20;
+    private global::NpcMemory.V1.GameTime invalidGameDay_;
+    /// <summary>
+    /// invalid_at on the game's clock; unset while valid.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime InvalidGameDay {
+      get { return invalidGameDay_; }
+      set {
+        invalidGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 21;
+    private long timelineId_;
+    /// <summary>
+    /// The timeline the row was written on (1 is the player's first; see LoadSavePoint).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1426,6 +1729,9 @@ namespace NpcMemory.V1 {
       if (SupersededBy != other.SupersededBy) return false;
       if (CloseReason != other.CloseReason) return false;
       if (EmbeddingModel != other.EmbeddingModel) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
+      if (!object.Equals(InvalidGameDay, other.InvalidGameDay)) return false;
+      if (TimelineId != other.TimelineId) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1451,6 +1757,9 @@ namespace NpcMemory.V1 {
       if (SupersededBy.Length != 0) hash ^= SupersededBy.GetHashCode();
       if (CloseReason != global::NpcMemory.V1.CloseReason.Unspecified) hash ^= CloseReason.GetHashCode();
       if (EmbeddingModel.Length != 0) hash ^= EmbeddingModel.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
+      if (invalidGameDay_ != null) hash ^= InvalidGameDay.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1541,6 +1850,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(154, 1);
+        output.WriteMessage(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(162, 1);
+        output.WriteMessage(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(168, 1);
+        output.WriteInt64(TimelineId);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1623,6 +1944,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(154, 1);
+        output.WriteMessage(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(162, 1);
+        output.WriteMessage(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(168, 1);
+        output.WriteInt64(TimelineId);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1686,6 +2019,15 @@ namespace NpcMemory.V1 {
       }
       if (EmbeddingModel.Length != 0) {
         size += 2 + pb::CodedOutputStream.ComputeStringSize(EmbeddingModel);
+      }
+      if (validGameDay_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        size += 2 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1770,6 +2112,21 @@ namespace NpcMemory.V1 {
       }
       if (other.EmbeddingModel.Length != 0) {
         EmbeddingModel = other.EmbeddingModel;
+      }
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
+      }
+      if (other.invalidGameDay_ != null) {
+        if (invalidGameDay_ == null) {
+          InvalidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        InvalidGameDay.MergeFrom(other.InvalidGameDay);
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1874,6 +2231,24 @@ namespace NpcMemory.V1 {
           }
           case 146: {
             EmbeddingModel = input.ReadString();
+            break;
+          }
+          case 154: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
+          case 162: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
+          case 168: {
+            TimelineId = input.ReadInt64();
             break;
           }
         }
@@ -1981,6 +2356,666 @@ namespace NpcMemory.V1 {
             EmbeddingModel = input.ReadString();
             break;
           }
+          case 154: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
+          case 162: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
+          case 168: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// A save slot of a player: the player's timeline at one instant of system time.
+  /// </summary>
+  public sealed partial class SavePoint : pb::IMessage<SavePoint>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<SavePoint> _parser = new pb::MessageParser<SavePoint>(() => new SavePoint());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<SavePoint> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint(SavePoint other) : this() {
+      saveId_ = other.saveId_;
+      timelineId_ = other.timelineId_;
+      savedAt_ = other.savedAt_ != null ? other.savedAt_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint Clone() {
+      return new SavePoint(this);
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 1;
+    private string saveId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 2;
+    private long timelineId_;
+    /// <summary>
+    /// The timeline that was live when the save was made.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "saved_at" field.</summary>
+    public const int SavedAtFieldNumber = 3;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp savedAt_;
+    /// <summary>
+    /// System time of the save.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp SavedAt {
+      get { return savedAt_; }
+      set {
+        savedAt_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as SavePoint);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(SavePoint other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (SaveId != other.SaveId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(SavedAt, other.SavedAt)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (savedAt_ != null) hash ^= SavedAt.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(SaveId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (savedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(SavedAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(SaveId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (savedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(SavedAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (savedAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(SavedAt);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(SavePoint other) {
+      if (other == null) {
+        return;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.savedAt_ != null) {
+        if (savedAt_ == null) {
+          SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        SavedAt.MergeFrom(other.SavedAt);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (savedAt_ == null) {
+              SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SavedAt);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (savedAt_ == null) {
+              SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SavedAt);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// One of a player's timelines.
+  /// </summary>
+  public sealed partial class Timeline : pb::IMessage<Timeline>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<Timeline> _parser = new pb::MessageParser<Timeline>(() => new Timeline());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<Timeline> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline(Timeline other) : this() {
+      timelineId_ = other.timelineId_;
+      parentTimelineId_ = other.parentTimelineId_;
+      branchedAt_ = other.branchedAt_ != null ? other.branchedAt_.Clone() : null;
+      saveId_ = other.saveId_;
+      live_ = other.live_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline Clone() {
+      return new Timeline(this);
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 1;
+    private long timelineId_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "parent_timeline_id" field.</summary>
+    public const int ParentTimelineIdFieldNumber = 2;
+    private long parentTimelineId_;
+    /// <summary>
+    /// The timeline it branched from; 0 for the root (timeline 1).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long ParentTimelineId {
+      get { return parentTimelineId_; }
+      set {
+        parentTimelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "branched_at" field.</summary>
+    public const int BranchedAtFieldNumber = 3;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp branchedAt_;
+    /// <summary>
+    /// The system time on the parent it branched at (the save's time); unset for the root.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp BranchedAt {
+      get { return branchedAt_; }
+      set {
+        branchedAt_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 4;
+    private string saveId_ = "";
+    /// <summary>
+    /// The save point whose load made it; empty for the root.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "live" field.</summary>
+    public const int LiveFieldNumber = 5;
+    private bool live_;
+    /// <summary>
+    /// Whether it is the player's live timeline (the one reads and writes use).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Live {
+      get { return live_; }
+      set {
+        live_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as Timeline);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(Timeline other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (TimelineId != other.TimelineId) return false;
+      if (ParentTimelineId != other.ParentTimelineId) return false;
+      if (!object.Equals(BranchedAt, other.BranchedAt)) return false;
+      if (SaveId != other.SaveId) return false;
+      if (Live != other.Live) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (ParentTimelineId != 0L) hash ^= ParentTimelineId.GetHashCode();
+      if (branchedAt_ != null) hash ^= BranchedAt.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (Live != false) hash ^= Live.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (TimelineId != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SaveId);
+      }
+      if (Live != false) {
+        output.WriteRawTag(40);
+        output.WriteBool(Live);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (TimelineId != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SaveId);
+      }
+      if (Live != false) {
+        output.WriteRawTag(40);
+        output.WriteBool(Live);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (Live != false) {
+        size += 1 + 1;
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(Timeline other) {
+      if (other == null) {
+        return;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.ParentTimelineId != 0L) {
+        ParentTimelineId = other.ParentTimelineId;
+      }
+      if (other.branchedAt_ != null) {
+        if (branchedAt_ == null) {
+          BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        BranchedAt.MergeFrom(other.BranchedAt);
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      if (other.Live != false) {
+        Live = other.Live;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 8: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 16: {
+            ParentTimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (branchedAt_ == null) {
+              BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(BranchedAt);
+            break;
+          }
+          case 34: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 40: {
+            Live = input.ReadBool();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 8: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 16: {
+            ParentTimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (branchedAt_ == null) {
+              BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(BranchedAt);
+            break;
+          }
+          case 34: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 40: {
+            Live = input.ReadBool();
+            break;
+          }
         }
       }
     }
@@ -2006,7 +3041,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[3]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2309,7 +3344,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2664,7 +3699,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[8]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3037,7 +4072,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[9]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3284,7 +4319,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[10]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]

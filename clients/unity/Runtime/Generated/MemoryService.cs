@@ -27,83 +27,122 @@ namespace NpcMemory.V1 {
             "CiJucGNfbWVtb3J5L3YxL21lbW9yeV9zZXJ2aWNlLnByb3RvEg1ucGNfbWVt",
             "b3J5LnYxGiBnb29nbGUvcHJvdG9idWYvZmllbGRfbWFzay5wcm90bxocZ29v",
             "Z2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVmL3Rp",
-            "bWVzdGFtcC5wcm90bxoabnBjX21lbW9yeS92MS9tZW1vcnkucHJvdG8ifQoU",
-            "U3RvcmVNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVt",
-            "b3J5LnYxLlNjb3BlEiwKCG1lbW9yaWVzGAIgAygLMhoubnBjX21lbW9yeS52",
-            "MS5NZW1vcnlJbnB1dBISCgpyZXF1ZXN0X2lkGAMgASgJIkQKFVN0b3JlTWVt",
-            "b3JpZXNSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhoubnBjX21lbW9yeS52",
-            "MS5TdG9yZVJlc3VsdCLnAgoVU2VhcmNoTWVtb3JpZXNSZXF1ZXN0EiMKBXNj",
-            "b3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRINCgVxdWVyeRgCIAEo",
-            "CRIXCg9xdWVyeV9lbWJlZGRpbmcYAyADKAISDQoFbGltaXQYBCABKAUSJwoH",
-            "d2VpZ2h0cxgFIAEoCzIWLm5wY19tZW1vcnkudjEuV2VpZ2h0cxIpCgVhc19v",
-            "ZhgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDbm93GAcg",
-            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZmaWx0ZXIYCCAB",
-            "KAsyGy5ucGNfbWVtb3J5LnYxLk1lbW9yeUZpbHRlchIrCgZmdXNpb24YCSAB",
-            "KA4yGy5ucGNfbWVtb3J5LnYxLkZ1c2lvbk1ldGhvZBIbChNpbmNsdWRlX2lu",
-            "dmFsaWRhdGVkGAogASgIIl8KFlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USLAoH",
-            "cmVzdWx0cxgBIAMoCzIbLm5wY19tZW1vcnkudjEuU2NvcmVkTWVtb3J5EhcK",
-            "D2VtYmVkZGluZ19tb2RlbBgCIAEoCSJKChBHZXRNZW1vcnlSZXF1ZXN0EiMK",
+            "bWVzdGFtcC5wcm90bxoabnBjX21lbW9yeS92MS9tZW1vcnkucHJvdG8iOgoW",
+            "Q3JlYXRlU2F2ZVBvaW50UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEg8KB3Nh",
+            "dmVfaWQYAiABKAkiRwoXQ3JlYXRlU2F2ZVBvaW50UmVzcG9uc2USLAoKc2F2",
+            "ZV9wb2ludBgBIAEoCzIYLm5wY19tZW1vcnkudjEuU2F2ZVBvaW50IjgKFExv",
+            "YWRTYXZlUG9pbnRSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDwoHc2F2ZV9p",
+            "ZBgCIAEoCSJCChVMb2FkU2F2ZVBvaW50UmVzcG9uc2USKQoIdGltZWxpbmUY",
+            "ASABKAsyFy5ucGNfbWVtb3J5LnYxLlRpbWVsaW5lIigKFUxpc3RTYXZlUG9p",
+            "bnRzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIo0BChZMaXN0U2F2ZVBvaW50",
+            "c1Jlc3BvbnNlEi0KC3NhdmVfcG9pbnRzGAEgAygLMhgubnBjX21lbW9yeS52",
+            "MS5TYXZlUG9pbnQSKgoJdGltZWxpbmVzGAIgAygLMhcubnBjX21lbW9yeS52",
+            "MS5UaW1lbGluZRIYChBsaXZlX3RpbWVsaW5lX2lkGAMgASgDIjsKE0Ryb3BU",
+            "aW1lbGluZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRITCgt0aW1lbGluZV9p",
+            "ZBgCIAEoAyIwChREcm9wVGltZWxpbmVSZXNwb25zZRIYChBkZWxldGVkX21l",
+            "bW9yaWVzGAEgASgDIn0KFFN0b3JlTWVtb3JpZXNSZXF1ZXN0EiMKBXNjb3Bl",
+            "GAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIsCghtZW1vcmllcxgCIAMo",
+            "CzIaLm5wY19tZW1vcnkudjEuTWVtb3J5SW5wdXQSEgoKcmVxdWVzdF9pZBgD",
+            "IAEoCSJEChVTdG9yZU1lbW9yaWVzUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMo",
+            "CzIaLm5wY19tZW1vcnkudjEuU3RvcmVSZXN1bHQiigQKFVNlYXJjaE1lbW9y",
+            "aWVzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
+            "cGUSDQoFcXVlcnkYAiABKAkSFwoPcXVlcnlfZW1iZWRkaW5nGAMgAygCEg0K",
+            "BWxpbWl0GAQgASgFEicKB3dlaWdodHMYBSABKAsyFi5ucGNfbWVtb3J5LnYx",
+            "LldlaWdodHMSKQoFYXNfb2YYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGlt",
+            "ZXN0YW1wEicKA25vdxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
+            "bXASKwoGZmlsdGVyGAggASgLMhsubnBjX21lbW9yeS52MS5NZW1vcnlGaWx0",
+            "ZXISKwoGZnVzaW9uGAkgASgOMhsubnBjX21lbW9yeS52MS5GdXNpb25NZXRo",
+            "b2QSGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgKIAEoCBIvCg5hc19vZl9nYW1l",
+            "X2RheRgLIAEoCzIXLm5wY19tZW1vcnkudjEuR2FtZVRpbWUSLQoMbm93X2dh",
+            "bWVfZGF5GAwgASgLMhcubnBjX21lbW9yeS52MS5HYW1lVGltZRITCgt0aW1l",
+            "bGluZV9pZBgNIAEoAxIsCghrbm93bl9hdBgOIAEoCzIaLmdvb2dsZS5wcm90",
+            "b2J1Zi5UaW1lc3RhbXAiXwoWU2VhcmNoTWVtb3JpZXNSZXNwb25zZRIsCgdy",
+            "ZXN1bHRzGAEgAygLMhsubnBjX21lbW9yeS52MS5TY29yZWRNZW1vcnkSFwoP",
+            "ZW1iZWRkaW5nX21vZGVsGAIgASgJIo0BChBHZXRNZW1vcnlSZXF1ZXN0EiMK",
             "BXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlf",
-            "aWQYAiABKAkiOgoRR2V0TWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgL",
-            "MhUubnBjX21lbW9yeS52MS5NZW1vcnkiqwEKE0xpc3RNZW1vcmllc1JlcXVl",
-            "c3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCXBh",
-            "Z2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEisKBmZpbHRlchgE",
-            "IAEoCzIbLm5wY19tZW1vcnkudjEuTWVtb3J5RmlsdGVyEhsKE2luY2x1ZGVf",
-            "aW52YWxpZGF0ZWQYBSABKAgiWAoUTGlzdE1lbW9yaWVzUmVzcG9uc2USJwoI",
-            "bWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIXCg9uZXh0",
-            "X3BhZ2VfdG9rZW4YAiABKAkigQEKF0ludmFsaWRhdGVNZW1vcnlSZXF1ZXN0",
-            "EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1v",
-            "cnlfaWQYAiABKAkSLgoKaW52YWxpZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90",
-            "b2J1Zi5UaW1lc3RhbXAiQQoYSW52YWxpZGF0ZU1lbW9yeVJlc3BvbnNlEiUK",
-            "Bm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5Ip8CChNVcGRh",
-            "dGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52",
-            "MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkSLwoLdXBkYXRlX21hc2sYAyAB",
-            "KAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrEhIKCmltcG9ydGFuY2UY",
-            "BCABKAUSIQoEdGllchgFIAEoDjITLm5wY19tZW1vcnkudjEuVGllchIpCght",
-            "ZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29u",
-            "dGVudBgHIAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1",
-            "Zi5UaW1lc3RhbXAiPQoUVXBkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5",
-            "GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnkicwoXR2V0TWVtb3J5SGlz",
-            "dG9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNj",
-            "b3BlEhIKCnN1YmplY3RfaWQYAiABKAkSDAoEc2xvdBgDIAEoCRIRCgltZW1v",
-            "cnlfaWQYBCABKAkiQwoYR2V0TWVtb3J5SGlzdG9yeVJlc3BvbnNlEicKCG1l",
-            "bW9yaWVzGAEgAygLMhUubnBjX21lbW9yeS52MS5NZW1vcnkiJgoTRm9yZ2V0",
-            "UGxheWVyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIjAKFEZvcmdldFBsYXll",
-            "clJlc3BvbnNlEhgKEGRlbGV0ZWRfbWVtb3JpZXMYASABKAMy7wUKDU1lbW9y",
-            "eVNlcnZpY2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnkudjEuU3Rv",
-            "cmVNZW1vcmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3Jp",
-            "ZXNSZXNwb25zZRJdCg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEu",
-            "U2VhcmNoTWVtb3JpZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hN",
-            "ZW1vcmllc1Jlc3BvbnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEu",
-            "R2V0TWVtb3J5UmVxdWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVz",
-            "cG9uc2USVwoMTGlzdE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVt",
-            "b3JpZXNSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNw",
-            "b25zZRJjChBJbnZhbGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZh",
-            "bGlkYXRlTWVtb3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0",
-            "ZU1lbW9yeVJlc3BvbnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnku",
-            "djEuVXBkYXRlTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRl",
-            "TWVtb3J5UmVzcG9uc2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1v",
-            "cnkudjEuR2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYx",
-            "LkdldE1lbW9yeUhpc3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5u",
-            "cGNfbWVtb3J5LnYxLkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5",
-            "LnYxLkZvcmdldFBsYXllclJlc3BvbnNlQiMKEGRldi5ucGNtZW1vcnkudjFQ",
-            "AaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
+            "aWQYAiABKAkSEwoLdGltZWxpbmVfaWQYAyABKAMSLAoIa25vd25fYXQYBCAB",
+            "KAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjoKEUdldE1lbW9yeVJl",
+            "c3BvbnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5",
+            "Iu4BChNMaXN0TWVtb3JpZXNSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBj",
+            "X21lbW9yeS52MS5TY29wZRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90",
+            "b2tlbhgDIAEoCRIrCgZmaWx0ZXIYBCABKAsyGy5ucGNfbWVtb3J5LnYxLk1l",
+            "bW9yeUZpbHRlchIbChNpbmNsdWRlX2ludmFsaWRhdGVkGAUgASgIEhMKC3Rp",
+            "bWVsaW5lX2lkGAYgASgDEiwKCGtub3duX2F0GAcgASgLMhouZ29vZ2xlLnBy",
+            "b3RvYnVmLlRpbWVzdGFtcCJYChRMaXN0TWVtb3JpZXNSZXNwb25zZRInCght",
+            "ZW1vcmllcxgBIAMoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5EhcKD25leHRf",
+            "cGFnZV90b2tlbhgCIAEoCSK0AQoXSW52YWxpZGF0ZU1lbW9yeVJlcXVlc3QS",
+            "IwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9y",
+            "eV9pZBgCIAEoCRIuCgppbnZhbGlkX2F0GAMgASgLMhouZ29vZ2xlLnByb3Rv",
+            "YnVmLlRpbWVzdGFtcBIxChBpbnZhbGlkX2dhbWVfZGF5GAQgASgLMhcubnBj",
+            "X21lbW9yeS52MS5HYW1lVGltZSJBChhJbnZhbGlkYXRlTWVtb3J5UmVzcG9u",
+            "c2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnki0AIK",
+            "E1VwZGF0ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVt",
+            "b3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCRIvCgt1cGRhdGVfbWFz",
+            "axgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2sSEgoKaW1wb3J0",
+            "YW5jZRgEIAEoBRIhCgR0aWVyGAUgASgOMhMubnBjX21lbW9yeS52MS5UaWVy",
+            "EikKCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIP",
+            "Cgdjb250ZW50GAcgASgJEiwKCHZhbGlkX2F0GAggASgLMhouZ29vZ2xlLnBy",
+            "b3RvYnVmLlRpbWVzdGFtcBIvCg52YWxpZF9nYW1lX2RheRgJIAEoCzIXLm5w",
+            "Y19tZW1vcnkudjEuR2FtZVRpbWUiPQoUVXBkYXRlTWVtb3J5UmVzcG9uc2US",
+            "JQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnkitgEKF0dl",
+            "dE1lbW9yeUhpc3RvcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21l",
+            "bW9yeS52MS5TY29wZRISCgpzdWJqZWN0X2lkGAIgASgJEgwKBHNsb3QYAyAB",
+            "KAkSEQoJbWVtb3J5X2lkGAQgASgJEhMKC3RpbWVsaW5lX2lkGAUgASgDEiwK",
+            "CGtub3duX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJD",
+            "ChhHZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2USJwoIbWVtb3JpZXMYASADKAsy",
+            "FS5ucGNfbWVtb3J5LnYxLk1lbW9yeSImChNGb3JnZXRQbGF5ZXJSZXF1ZXN0",
+            "Eg8KB3VzZXJfaWQYASABKAkiMAoURm9yZ2V0UGxheWVyUmVzcG9uc2USGAoQ",
+            "ZGVsZXRlZF9tZW1vcmllcxgBIAEoAzLlCAoNTWVtb3J5U2VydmljZRJaCg1T",
+            "dG9yZU1lbW9yaWVzEiMubnBjX21lbW9yeS52MS5TdG9yZU1lbW9yaWVzUmVx",
+            "dWVzdBokLm5wY19tZW1vcnkudjEuU3RvcmVNZW1vcmllc1Jlc3BvbnNlEl0K",
+            "DlNlYXJjaE1lbW9yaWVzEiQubnBjX21lbW9yeS52MS5TZWFyY2hNZW1vcmll",
+            "c1JlcXVlc3QaJS5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVzcG9u",
+            "c2USTgoJR2V0TWVtb3J5Eh8ubnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXF1",
+            "ZXN0GiAubnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXNwb25zZRJXCgxMaXN0",
+            "TWVtb3JpZXMSIi5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1JlcXVlc3Qa",
+            "Iy5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlEmMKEEludmFs",
+            "aWRhdGVNZW1vcnkSJi5ucGNfbWVtb3J5LnYxLkludmFsaWRhdGVNZW1vcnlS",
+            "ZXF1ZXN0GicubnBjX21lbW9yeS52MS5JbnZhbGlkYXRlTWVtb3J5UmVzcG9u",
+            "c2USVwoMVXBkYXRlTWVtb3J5EiIubnBjX21lbW9yeS52MS5VcGRhdGVNZW1v",
+            "cnlSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXNwb25z",
+            "ZRJjChBHZXRNZW1vcnlIaXN0b3J5EiYubnBjX21lbW9yeS52MS5HZXRNZW1v",
+            "cnlIaXN0b3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5SGlz",
+            "dG9yeVJlc3BvbnNlElcKDEZvcmdldFBsYXllchIiLm5wY19tZW1vcnkudjEu",
+            "Rm9yZ2V0UGxheWVyUmVxdWVzdBojLm5wY19tZW1vcnkudjEuRm9yZ2V0UGxh",
+            "eWVyUmVzcG9uc2USYAoPQ3JlYXRlU2F2ZVBvaW50EiUubnBjX21lbW9yeS52",
+            "MS5DcmVhdGVTYXZlUG9pbnRSZXF1ZXN0GiYubnBjX21lbW9yeS52MS5DcmVh",
+            "dGVTYXZlUG9pbnRSZXNwb25zZRJaCg1Mb2FkU2F2ZVBvaW50EiMubnBjX21l",
+            "bW9yeS52MS5Mb2FkU2F2ZVBvaW50UmVxdWVzdBokLm5wY19tZW1vcnkudjEu",
+            "TG9hZFNhdmVQb2ludFJlc3BvbnNlEl0KDkxpc3RTYXZlUG9pbnRzEiQubnBj",
+            "X21lbW9yeS52MS5MaXN0U2F2ZVBvaW50c1JlcXVlc3QaJS5ucGNfbWVtb3J5",
+            "LnYxLkxpc3RTYXZlUG9pbnRzUmVzcG9uc2USVwoMRHJvcFRpbWVsaW5lEiIu",
+            "bnBjX21lbW9yeS52MS5Ecm9wVGltZWxpbmVSZXF1ZXN0GiMubnBjX21lbW9y",
+            "eS52MS5Ecm9wVGltZWxpbmVSZXNwb25zZUIjChBkZXYubnBjbWVtb3J5LnYx",
+            "UAGqAgxOcGNNZW1vcnkuVjFiBnByb3RvMw=="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointRequest), global::NpcMemory.V1.CreateSavePointRequest.Parser, new[]{ "UserId", "SaveId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointResponse), global::NpcMemory.V1.CreateSavePointResponse.Parser, new[]{ "SavePoint" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.LoadSavePointRequest), global::NpcMemory.V1.LoadSavePointRequest.Parser, new[]{ "UserId", "SaveId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.LoadSavePointResponse), global::NpcMemory.V1.LoadSavePointResponse.Parser, new[]{ "Timeline" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListSavePointsRequest), global::NpcMemory.V1.ListSavePointsRequest.Parser, new[]{ "UserId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListSavePointsResponse), global::NpcMemory.V1.ListSavePointsResponse.Parser, new[]{ "SavePoints", "Timelines", "LiveTimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineRequest), global::NpcMemory.V1.DropTimelineRequest.Parser, new[]{ "UserId", "TimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineResponse), global::NpcMemory.V1.DropTimelineResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesRequest), global::NpcMemory.V1.StoreMemoriesRequest.Parser, new[]{ "Scope", "Memories", "RequestId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesResponse), global::NpcMemory.V1.StoreMemoriesResponse.Parser, new[]{ "Results" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "AsOfGameDay", "NowGameDay", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryResponse), global::NpcMemory.V1.GetMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesResponse), global::NpcMemory.V1.ListMemoriesResponse.Parser, new[]{ "Memories", "NextPageToken" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt", "InvalidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryResponse), global::NpcMemory.V1.InvalidateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryRequest), global::NpcMemory.V1.UpdateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "UpdateMask", "Importance", "Tier", "Metadata", "Content", "ValidAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryRequest), global::NpcMemory.V1.UpdateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "UpdateMask", "Importance", "Tier", "Metadata", "Content", "ValidAt", "ValidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryResponse), global::NpcMemory.V1.UpdateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryResponse), global::NpcMemory.V1.GetMemoryHistoryResponse.Parser, new[]{ "Memories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerRequest), global::NpcMemory.V1.ForgetPlayerRequest.Parser, new[]{ "UserId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerResponse), global::NpcMemory.V1.ForgetPlayerResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null)
@@ -113,6 +152,1714 @@ namespace NpcMemory.V1 {
 
   }
   #region Messages
+  public sealed partial class CreateSavePointRequest : pb::IMessage<CreateSavePointRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<CreateSavePointRequest> _parser = new pb::MessageParser<CreateSavePointRequest>(() => new CreateSavePointRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<CreateSavePointRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[0]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest(CreateSavePointRequest other) : this() {
+      userId_ = other.userId_;
+      saveId_ = other.saveId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest Clone() {
+      return new CreateSavePointRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 2;
+    private string saveId_ = "";
+    /// <summary>
+    /// The slot, 1-128 characters; saving to an existing slot overwrites it.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as CreateSavePointRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(CreateSavePointRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (SaveId != other.SaveId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(CreateSavePointRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class CreateSavePointResponse : pb::IMessage<CreateSavePointResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<CreateSavePointResponse> _parser = new pb::MessageParser<CreateSavePointResponse>(() => new CreateSavePointResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<CreateSavePointResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[1]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse(CreateSavePointResponse other) : this() {
+      savePoint_ = other.savePoint_ != null ? other.savePoint_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse Clone() {
+      return new CreateSavePointResponse(this);
+    }
+
+    /// <summary>Field number for the "save_point" field.</summary>
+    public const int SavePointFieldNumber = 1;
+    private global::NpcMemory.V1.SavePoint savePoint_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.SavePoint SavePoint {
+      get { return savePoint_; }
+      set {
+        savePoint_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as CreateSavePointResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(CreateSavePointResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(SavePoint, other.SavePoint)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (savePoint_ != null) hash ^= SavePoint.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (savePoint_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(SavePoint);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (savePoint_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(SavePoint);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (savePoint_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(SavePoint);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(CreateSavePointResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.savePoint_ != null) {
+        if (savePoint_ == null) {
+          SavePoint = new global::NpcMemory.V1.SavePoint();
+        }
+        SavePoint.MergeFrom(other.SavePoint);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (savePoint_ == null) {
+              SavePoint = new global::NpcMemory.V1.SavePoint();
+            }
+            input.ReadMessage(SavePoint);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (savePoint_ == null) {
+              SavePoint = new global::NpcMemory.V1.SavePoint();
+            }
+            input.ReadMessage(SavePoint);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class LoadSavePointRequest : pb::IMessage<LoadSavePointRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<LoadSavePointRequest> _parser = new pb::MessageParser<LoadSavePointRequest>(() => new LoadSavePointRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<LoadSavePointRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[2]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest(LoadSavePointRequest other) : this() {
+      userId_ = other.userId_;
+      saveId_ = other.saveId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest Clone() {
+      return new LoadSavePointRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 2;
+    private string saveId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as LoadSavePointRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(LoadSavePointRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (SaveId != other.SaveId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(LoadSavePointRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class LoadSavePointResponse : pb::IMessage<LoadSavePointResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<LoadSavePointResponse> _parser = new pb::MessageParser<LoadSavePointResponse>(() => new LoadSavePointResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<LoadSavePointResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[3]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse(LoadSavePointResponse other) : this() {
+      timeline_ = other.timeline_ != null ? other.timeline_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse Clone() {
+      return new LoadSavePointResponse(this);
+    }
+
+    /// <summary>Field number for the "timeline" field.</summary>
+    public const int TimelineFieldNumber = 1;
+    private global::NpcMemory.V1.Timeline timeline_;
+    /// <summary>
+    /// The new live timeline, branched from the save point.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Timeline Timeline {
+      get { return timeline_; }
+      set {
+        timeline_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as LoadSavePointResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(LoadSavePointResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Timeline, other.Timeline)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (timeline_ != null) hash ^= Timeline.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (timeline_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Timeline);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (timeline_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Timeline);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (timeline_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Timeline);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(LoadSavePointResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.timeline_ != null) {
+        if (timeline_ == null) {
+          Timeline = new global::NpcMemory.V1.Timeline();
+        }
+        Timeline.MergeFrom(other.Timeline);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (timeline_ == null) {
+              Timeline = new global::NpcMemory.V1.Timeline();
+            }
+            input.ReadMessage(Timeline);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (timeline_ == null) {
+              Timeline = new global::NpcMemory.V1.Timeline();
+            }
+            input.ReadMessage(Timeline);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListSavePointsRequest : pb::IMessage<ListSavePointsRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListSavePointsRequest> _parser = new pb::MessageParser<ListSavePointsRequest>(() => new ListSavePointsRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListSavePointsRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[4]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest(ListSavePointsRequest other) : this() {
+      userId_ = other.userId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest Clone() {
+      return new ListSavePointsRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListSavePointsRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListSavePointsRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListSavePointsRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListSavePointsResponse : pb::IMessage<ListSavePointsResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListSavePointsResponse> _parser = new pb::MessageParser<ListSavePointsResponse>(() => new ListSavePointsResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListSavePointsResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[5]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse(ListSavePointsResponse other) : this() {
+      savePoints_ = other.savePoints_.Clone();
+      timelines_ = other.timelines_.Clone();
+      liveTimelineId_ = other.liveTimelineId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse Clone() {
+      return new ListSavePointsResponse(this);
+    }
+
+    /// <summary>Field number for the "save_points" field.</summary>
+    public const int SavePointsFieldNumber = 1;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.SavePoint> _repeated_savePoints_codec
+        = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.SavePoint.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.SavePoint> savePoints_ = new pbc::RepeatedField<global::NpcMemory.V1.SavePoint>();
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.SavePoint> SavePoints {
+      get { return savePoints_; }
+    }
+
+    /// <summary>Field number for the "timelines" field.</summary>
+    public const int TimelinesFieldNumber = 2;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.Timeline> _repeated_timelines_codec
+        = pb::FieldCodec.ForMessage(18, global::NpcMemory.V1.Timeline.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.Timeline> timelines_ = new pbc::RepeatedField<global::NpcMemory.V1.Timeline>();
+    /// <summary>
+    /// Every timeline, the root (1) first.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.Timeline> Timelines {
+      get { return timelines_; }
+    }
+
+    /// <summary>Field number for the "live_timeline_id" field.</summary>
+    public const int LiveTimelineIdFieldNumber = 3;
+    private long liveTimelineId_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long LiveTimelineId {
+      get { return liveTimelineId_; }
+      set {
+        liveTimelineId_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListSavePointsResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListSavePointsResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if(!savePoints_.Equals(other.savePoints_)) return false;
+      if(!timelines_.Equals(other.timelines_)) return false;
+      if (LiveTimelineId != other.LiveTimelineId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      hash ^= savePoints_.GetHashCode();
+      hash ^= timelines_.GetHashCode();
+      if (LiveTimelineId != 0L) hash ^= LiveTimelineId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      savePoints_.WriteTo(output, _repeated_savePoints_codec);
+      timelines_.WriteTo(output, _repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      savePoints_.WriteTo(ref output, _repeated_savePoints_codec);
+      timelines_.WriteTo(ref output, _repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      size += savePoints_.CalculateSize(_repeated_savePoints_codec);
+      size += timelines_.CalculateSize(_repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListSavePointsResponse other) {
+      if (other == null) {
+        return;
+      }
+      savePoints_.Add(other.savePoints_);
+      timelines_.Add(other.timelines_);
+      if (other.LiveTimelineId != 0L) {
+        LiveTimelineId = other.LiveTimelineId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            savePoints_.AddEntriesFrom(input, _repeated_savePoints_codec);
+            break;
+          }
+          case 18: {
+            timelines_.AddEntriesFrom(input, _repeated_timelines_codec);
+            break;
+          }
+          case 24: {
+            LiveTimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            savePoints_.AddEntriesFrom(ref input, _repeated_savePoints_codec);
+            break;
+          }
+          case 18: {
+            timelines_.AddEntriesFrom(ref input, _repeated_timelines_codec);
+            break;
+          }
+          case 24: {
+            LiveTimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class DropTimelineRequest : pb::IMessage<DropTimelineRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<DropTimelineRequest> _parser = new pb::MessageParser<DropTimelineRequest>(() => new DropTimelineRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<DropTimelineRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[6]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest(DropTimelineRequest other) : this() {
+      userId_ = other.userId_;
+      timelineId_ = other.timelineId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest Clone() {
+      return new DropTimelineRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 2;
+    private long timelineId_;
+    /// <summary>
+    /// An abandoned timeline: neither live nor an ancestor of the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as DropTimelineRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(DropTimelineRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(DropTimelineRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class DropTimelineResponse : pb::IMessage<DropTimelineResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<DropTimelineResponse> _parser = new pb::MessageParser<DropTimelineResponse>(() => new DropTimelineResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<DropTimelineResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[7]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse(DropTimelineResponse other) : this() {
+      deletedMemories_ = other.deletedMemories_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse Clone() {
+      return new DropTimelineResponse(this);
+    }
+
+    /// <summary>Field number for the "deleted_memories" field.</summary>
+    public const int DeletedMemoriesFieldNumber = 1;
+    private long deletedMemories_;
+    /// <summary>
+    /// How many memory rows were erased.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long DeletedMemories {
+      get { return deletedMemories_; }
+      set {
+        deletedMemories_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as DropTimelineResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(DropTimelineResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (DeletedMemories != other.DeletedMemories) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (DeletedMemories != 0L) hash ^= DeletedMemories.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (DeletedMemories != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (DeletedMemories != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (DeletedMemories != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(DropTimelineResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.DeletedMemories != 0L) {
+        DeletedMemories = other.DeletedMemories;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 8: {
+            DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 8: {
+            DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
   public sealed partial class StoreMemoriesRequest : pb::IMessage<StoreMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -127,7 +1874,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[0]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[8]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -395,7 +2142,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[1]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[9]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -576,7 +2323,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[2]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -606,6 +2353,10 @@ namespace NpcMemory.V1 {
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       fusion_ = other.fusion_;
       includeInvalidated_ = other.includeInvalidated_;
+      asOfGameDay_ = other.asOfGameDay_ != null ? other.asOfGameDay_.Clone() : null;
+      nowGameDay_ = other.nowGameDay_ != null ? other.nowGameDay_.Clone() : null;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -755,6 +2506,66 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "as_of_game_day" field.</summary>
+    public const int AsOfGameDayFieldNumber = 11;
+    private global::NpcMemory.V1.GameTime asOfGameDay_;
+    /// <summary>
+    /// Instead of as_of: the game day to search at.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime AsOfGameDay {
+      get { return asOfGameDay_; }
+      set {
+        asOfGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "now_game_day" field.</summary>
+    public const int NowGameDayFieldNumber = 12;
+    private global::NpcMemory.V1.GameTime nowGameDay_;
+    /// <summary>
+    /// Instead of now: the game's clock for recency, in game days (recency then decays in game days).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime NowGameDay {
+      get { return nowGameDay_; }
+      set {
+        nowGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 13;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline (e.g. an abandoned one, for audit) instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 14;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -780,6 +2591,10 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Filter, other.Filter)) return false;
       if (Fusion != other.Fusion) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (!object.Equals(AsOfGameDay, other.AsOfGameDay)) return false;
+      if (!object.Equals(NowGameDay, other.NowGameDay)) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -797,6 +2612,10 @@ namespace NpcMemory.V1 {
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (Fusion != global::NpcMemory.V1.FusionMethod.Unspecified) hash ^= Fusion.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (asOfGameDay_ != null) hash ^= AsOfGameDay.GetHashCode();
+      if (nowGameDay_ != null) hash ^= NowGameDay.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -852,6 +2671,22 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
+      if (asOfGameDay_ != null) {
+        output.WriteRawTag(90);
+        output.WriteMessage(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        output.WriteRawTag(98);
+        output.WriteMessage(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(104);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(114);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -899,6 +2734,22 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
+      if (asOfGameDay_ != null) {
+        output.WriteRawTag(90);
+        output.WriteMessage(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        output.WriteRawTag(98);
+        output.WriteMessage(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(104);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(114);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -936,6 +2787,18 @@ namespace NpcMemory.V1 {
       }
       if (IncludeInvalidated != false) {
         size += 1 + 1;
+      }
+      if (asOfGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -991,6 +2854,27 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.asOfGameDay_ != null) {
+        if (asOfGameDay_ == null) {
+          AsOfGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        AsOfGameDay.MergeFrom(other.AsOfGameDay);
+      }
+      if (other.nowGameDay_ != null) {
+        if (nowGameDay_ == null) {
+          NowGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        NowGameDay.MergeFrom(other.NowGameDay);
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1061,6 +2945,31 @@ namespace NpcMemory.V1 {
           }
           case 80: {
             IncludeInvalidated = input.ReadBool();
+            break;
+          }
+          case 90: {
+            if (asOfGameDay_ == null) {
+              AsOfGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(AsOfGameDay);
+            break;
+          }
+          case 98: {
+            if (nowGameDay_ == null) {
+              NowGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(NowGameDay);
+            break;
+          }
+          case 104: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 114: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -1134,6 +3043,31 @@ namespace NpcMemory.V1 {
             IncludeInvalidated = input.ReadBool();
             break;
           }
+          case 90: {
+            if (asOfGameDay_ == null) {
+              AsOfGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(AsOfGameDay);
+            break;
+          }
+          case 98: {
+            if (nowGameDay_ == null) {
+              NowGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(NowGameDay);
+            break;
+          }
+          case 104: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 114: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -1155,7 +3089,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[3]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1376,7 +3310,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[4]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1398,6 +3332,8 @@ namespace NpcMemory.V1 {
     public GetMemoryRequest(GetMemoryRequest other) : this() {
       scope_ = other.scope_ != null ? other.scope_.Clone() : null;
       memoryId_ = other.memoryId_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1431,6 +3367,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 3;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 4;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1448,6 +3414,8 @@ namespace NpcMemory.V1 {
       }
       if (!object.Equals(Scope, other.Scope)) return false;
       if (MemoryId != other.MemoryId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1457,6 +3425,8 @@ namespace NpcMemory.V1 {
       int hash = 1;
       if (scope_ != null) hash ^= Scope.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1483,6 +3453,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1501,6 +3479,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1516,6 +3502,12 @@ namespace NpcMemory.V1 {
       }
       if (MemoryId.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1537,6 +3529,15 @@ namespace NpcMemory.V1 {
       }
       if (other.MemoryId.Length != 0) {
         MemoryId = other.MemoryId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1562,6 +3563,17 @@ namespace NpcMemory.V1 {
           }
           case 18: {
             MemoryId = input.ReadString();
+            break;
+          }
+          case 24: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 34: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -1590,6 +3602,17 @@ namespace NpcMemory.V1 {
             MemoryId = input.ReadString();
             break;
           }
+          case 24: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 34: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -1611,7 +3634,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[5]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1809,7 +3832,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[6]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1834,6 +3857,8 @@ namespace NpcMemory.V1 {
       pageToken_ = other.pageToken_;
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       includeInvalidated_ = other.includeInvalidated_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1912,6 +3937,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 6;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 7;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1932,6 +3987,8 @@ namespace NpcMemory.V1 {
       if (PageToken != other.PageToken) return false;
       if (!object.Equals(Filter, other.Filter)) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1944,6 +4001,8 @@ namespace NpcMemory.V1 {
       if (PageToken.Length != 0) hash ^= PageToken.GetHashCode();
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1982,6 +4041,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(48);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(58);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2012,6 +4079,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(48);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(58);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2036,6 +4111,12 @@ namespace NpcMemory.V1 {
       }
       if (IncludeInvalidated != false) {
         size += 1 + 1;
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2069,6 +4150,15 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2109,6 +4199,17 @@ namespace NpcMemory.V1 {
           }
           case 40: {
             IncludeInvalidated = input.ReadBool();
+            break;
+          }
+          case 48: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 58: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -2152,6 +4253,17 @@ namespace NpcMemory.V1 {
             IncludeInvalidated = input.ReadBool();
             break;
           }
+          case 48: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 58: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -2173,7 +4285,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[7]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2391,7 +4503,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[8]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[16]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2414,6 +4526,7 @@ namespace NpcMemory.V1 {
       scope_ = other.scope_ != null ? other.scope_.Clone() : null;
       memoryId_ = other.memoryId_;
       invalidAt_ = other.invalidAt_ != null ? other.invalidAt_.Clone() : null;
+      invalidGameDay_ = other.invalidGameDay_ != null ? other.invalidGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2462,6 +4575,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "invalid_game_day" field.</summary>
+    public const int InvalidGameDayFieldNumber = 4;
+    private global::NpcMemory.V1.GameTime invalidGameDay_;
+    /// <summary>
+    /// Instead of invalid_at: the game day it stopped being true.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime InvalidGameDay {
+      get { return invalidGameDay_; }
+      set {
+        invalidGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2480,6 +4608,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Scope, other.Scope)) return false;
       if (MemoryId != other.MemoryId) return false;
       if (!object.Equals(InvalidAt, other.InvalidAt)) return false;
+      if (!object.Equals(InvalidGameDay, other.InvalidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2490,6 +4619,7 @@ namespace NpcMemory.V1 {
       if (scope_ != null) hash ^= Scope.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
       if (invalidAt_ != null) hash ^= InvalidAt.GetHashCode();
+      if (invalidGameDay_ != null) hash ^= InvalidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2520,6 +4650,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(InvalidAt);
       }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(InvalidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2542,6 +4676,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(InvalidAt);
       }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(InvalidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2560,6 +4698,9 @@ namespace NpcMemory.V1 {
       }
       if (invalidAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(InvalidAt);
+      }
+      if (invalidGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(InvalidGameDay);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2587,6 +4728,12 @@ namespace NpcMemory.V1 {
           InvalidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         InvalidAt.MergeFrom(other.InvalidAt);
+      }
+      if (other.invalidGameDay_ != null) {
+        if (invalidGameDay_ == null) {
+          InvalidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        InvalidGameDay.MergeFrom(other.InvalidGameDay);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2619,6 +4766,13 @@ namespace NpcMemory.V1 {
               InvalidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(InvalidAt);
+            break;
+          }
+          case 34: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
             break;
           }
         }
@@ -2654,6 +4808,13 @@ namespace NpcMemory.V1 {
             input.ReadMessage(InvalidAt);
             break;
           }
+          case 34: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
         }
       }
     }
@@ -2675,7 +4836,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[9]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[17]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2873,7 +5034,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[18]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2901,6 +5062,7 @@ namespace NpcMemory.V1 {
       metadata_ = other.metadata_ != null ? other.metadata_.Clone() : null;
       content_ = other.content_;
       validAt_ = other.validAt_ != null ? other.validAt_.Clone() : null;
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3012,6 +5174,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 9;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// Instead of valid_at: the game day the new version became true.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3035,6 +5212,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Metadata, other.Metadata)) return false;
       if (Content != other.Content) return false;
       if (!object.Equals(ValidAt, other.ValidAt)) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3050,6 +5228,7 @@ namespace NpcMemory.V1 {
       if (metadata_ != null) hash ^= Metadata.GetHashCode();
       if (Content.Length != 0) hash ^= Content.GetHashCode();
       if (validAt_ != null) hash ^= ValidAt.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3100,6 +5279,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(66);
         output.WriteMessage(ValidAt);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(74);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3142,6 +5325,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(66);
         output.WriteMessage(ValidAt);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(74);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3175,6 +5362,9 @@ namespace NpcMemory.V1 {
       }
       if (validAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidAt);
+      }
+      if (validGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3223,6 +5413,12 @@ namespace NpcMemory.V1 {
           ValidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         ValidAt.MergeFrom(other.ValidAt);
+      }
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3281,6 +5477,13 @@ namespace NpcMemory.V1 {
               ValidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(ValidAt);
+            break;
+          }
+          case 74: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
             break;
           }
         }
@@ -3342,6 +5545,13 @@ namespace NpcMemory.V1 {
             input.ReadMessage(ValidAt);
             break;
           }
+          case 74: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
         }
       }
     }
@@ -3363,7 +5573,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[19]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3564,7 +5774,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[20]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3588,6 +5798,8 @@ namespace NpcMemory.V1 {
       subjectId_ = other.subjectId_;
       slot_ = other.slot_;
       memoryId_ = other.memoryId_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3654,6 +5866,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 5;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 6;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3673,6 +5915,8 @@ namespace NpcMemory.V1 {
       if (SubjectId != other.SubjectId) return false;
       if (Slot != other.Slot) return false;
       if (MemoryId != other.MemoryId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3684,6 +5928,8 @@ namespace NpcMemory.V1 {
       if (SubjectId.Length != 0) hash ^= SubjectId.GetHashCode();
       if (Slot.Length != 0) hash ^= Slot.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3718,6 +5964,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(34);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(40);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3744,6 +5998,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(34);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(40);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3765,6 +6027,12 @@ namespace NpcMemory.V1 {
       }
       if (MemoryId.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3792,6 +6060,15 @@ namespace NpcMemory.V1 {
       }
       if (other.MemoryId.Length != 0) {
         MemoryId = other.MemoryId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3825,6 +6102,17 @@ namespace NpcMemory.V1 {
           }
           case 34: {
             MemoryId = input.ReadString();
+            break;
+          }
+          case 40: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 50: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -3861,6 +6149,17 @@ namespace NpcMemory.V1 {
             MemoryId = input.ReadString();
             break;
           }
+          case 40: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 50: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -3882,7 +6181,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[21]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4063,7 +6362,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[22]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4252,7 +6551,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[23]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
