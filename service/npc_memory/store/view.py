@@ -2,12 +2,14 @@
 
 A player's timeline is its own rows plus its ancestors' rows as they were at the branch points (a load
 copies nothing). ``VIEW_CTES`` resolves the lineage into one row of two small arrays (timeline ids, and the
-system time up to which each is seen) and the newest per-timeline change of each row; ``VISIBLE`` is the scope's rows in that view, with the changeable columns
-(importance, tier, metadata, invalid_at, close_reason, superseded_by) as the view has them. Every read of
+system time up to which each is seen) and the newest per-timeline change of each row; ``VISIBLE`` is the
+scope's rows in that view, with the changeable columns (importance, tier, metadata, invalid_at, close_reason,
+superseded_by) as the view has them. Every read of
 memories (search, list, get, history, the write path's duplicate and slot reads) selects from ``VISIBLE``.
 
 A player who never saved has no state row: the lineage is the root timeline up to ``known_at`` (or forever)
-and the change CTE is empty, so the view costs two index probes per statement, not a join per row.
+and the change CTE is empty, so the view costs two index probes per statement and one hash probe and array
+lookup per row, never a join per row.
 """
 
 from __future__ import annotations
