@@ -131,7 +131,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     "SELECT (SELECT count(*) FROM user_memories WHERE user_id = %(u)s) AS physical,"
                     " (SELECT count(*) FROM memory_changes WHERE user_id = %(u)s) AS changes,"
                     " (SELECT count(*) FROM save_points WHERE user_id = %(u)s) AS saves,"
-                    " (SELECT count(*) FROM timelines WHERE user_id = %(u)s) AS timelines", {"u": scope.user_id})
+                    " (SELECT count(*) FROM timelines WHERE user_id = %(u)s) AS timelines,"
+                    " (SELECT avg(pg_column_size(m.*))::float8 FROM user_memories m WHERE user_id = %(u)s)"
+                    "   AS row_bytes,"
+                    " (SELECT avg(pg_column_size(c.*))::float8 FROM memory_changes c WHERE user_id = %(u)s)"
+                    "   AS change_bytes", {"u": scope.user_id})
                 shape[name] = dict(await cur.fetchone() or {})
             visible, _ = await engine.list_page(scope, MemoryFilter(), False, 500, None)
             shape[name]["visible_first_page"] = len(visible)

@@ -30,6 +30,8 @@ from npc_memory_client.model import (
     Fusion,
     Memory,
     MemoryFilter,
+    SavePoint,
+    SaveState,
     Scope,
     ScoredMemory,
     Scores,
@@ -38,6 +40,7 @@ from npc_memory_client.model import (
     StoreResult,
     Subject,
     Tier,
+    Timeline,
     Weights,
 )
 from npc_memory_client.retry import NO_RETRY, RetryPolicy
@@ -62,6 +65,8 @@ __all__ = [
     "MemoryPage",
     "NotFoundError",
     "RetryPolicy",
+    "SavePoint",
+    "SaveState",
     "Scope",
     "ScoredMemory",
     "Scores",
@@ -70,6 +75,7 @@ __all__ = [
     "StoreResult",
     "Subject",
     "Tier",
+    "Timeline",
     "UnavailableError",
     "Weights",
 ]

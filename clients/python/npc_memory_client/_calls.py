@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from npc_memory_client import _requests as rq
 from npc_memory_client import _results as rs
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.model import Memory, SavePoint, SaveState, ScoredMemory, StoreResult, Timeline
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 T = TypeVar("T")
@@ -94,4 +94,33 @@ def forget_player(user_id: str) -> Call[int]:
     """ForgetPlayer; the number of erased rows."""
     return Call(
         "ForgetPlayer", svc.ForgetPlayerRequest(user_id=user_id), lambda r: int(r.deleted_memories), idempotent=False
+    )
+
+
+def create_save_point(user_id: str, save_id: str) -> Call[SavePoint]:
+    """CreateSavePoint; saving to the same slot again overwrites it, so a retry is safe."""
+    return Call(
+        "CreateSavePoint", svc.CreateSavePointRequest(user_id=user_id, save_id=save_id),
+        lambda r: rs.save_point(r.save_point), idempotent=True,
+    )
+
+
+def load_save_point(user_id: str, save_id: str) -> Call[Timeline]:
+    """LoadSavePoint; the new live timeline (a retry would branch again, so none)."""
+    return Call(
+        "LoadSavePoint", svc.LoadSavePointRequest(user_id=user_id, save_id=save_id),
+        lambda r: rs.timeline(r.timeline), idempotent=False,
+    )
+
+
+def list_save_points(user_id: str) -> Call[SaveState]:
+    """ListSavePoints."""
+    return Call("ListSavePoints", svc.ListSavePointsRequest(user_id=user_id), rs.save_state, idempotent=True)
+
+
+def drop_timeline(user_id: str, timeline_id: int) -> Call[int]:
+    """DropTimeline; the number of erased rows."""
+    return Call(
+        "DropTimeline", svc.DropTimelineRequest(user_id=user_id, timeline_id=timeline_id),
+        lambda r: int(r.deleted_memories), idempotent=False,
     )
