@@ -1,9 +1,9 @@
 """Search latency on a player with 20 save points beside one with none, in the same run.
 
-    python -m benchmarks.timelines [--rows 2000] [--saves 20] [--searches 300] [--database-url DSN] [--json out]
+    python -m benchmarks.timelines [--rows 2000] [--saves 20] [--searches 300] [--changed 0.2] [--json out]
 
 Three players hold the same memories (``--rows`` facts with caller vectors, written in 20 steps; after each
-step a tenth of that step's facts is invalidated and a tenth raised in importance):
+step a share ``--changed`` of that step's facts is changed: half invalidated, half raised in importance):
 
 - ``plain``: never saves, so every change is made in place (the cheap case: no lineage, no change entries);
 - ``saved``: saves after each step and immediately loads that save, so it ends on a timeline 20 deep, with
@@ -58,8 +58,10 @@ def _vector(rng: np.random.Generator) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-async def _write_step(engine: MemoryEngine, scope: Scope, contents: list[str], rng: np.random.Generator) -> None:
-    """Store the step's facts, then invalidate a tenth and raise a tenth (distinct rows)."""
+async def _write_step(
+    engine: MemoryEngine, scope: Scope, contents: list[str], rng: np.random.Generator, changed: float
+) -> None:
+    """Store the step's facts, then invalidate half of a ``changed`` share and raise the other half."""
     ids = []
     for start in range(0, len(contents), 100):
         facts = [
@@ -68,14 +70,14 @@ async def _write_step(engine: MemoryEngine, scope: Scope, contents: list[str], r
             for c in contents[start:start + 100]
         ]
         ids += [r.memory_id for r in await engine.store(scope, facts)]
-    tenth = max(1, len(ids) // 10)
-    for memory_id in ids[:tenth]:
+    half = round(len(ids) * changed / 2)
+    for memory_id in ids[:half]:
         await engine.invalidate(scope, memory_id, None)
-    for memory_id in ids[tenth:2 * tenth]:
+    for memory_id in ids[half:2 * half]:
         await engine.update(scope, memory_id, importance=10)
 
 
-async def build(engine: MemoryEngine, rows: int, saves: int) -> dict[str, Scope]:
+async def build(engine: MemoryEngine, rows: int, saves: int, changed: float) -> dict[str, Scope]:
     """The three players of the module docstring."""
     run = uuid.uuid4().hex[:8]
     players = {name: Scope(f"bench-{name}-{run}", "letia") for name in ("plain", "saved", "branched")}
@@ -85,13 +87,13 @@ async def build(engine: MemoryEngine, rows: int, saves: int) -> dict[str, Scope]
         contents = all_texts[step * per_step:(step + 1) * per_step]
         for name, scope in players.items():
             rng = np.random.default_rng(step)  # the same vectors and importances for every player
-            await _write_step(engine, scope, contents, rng)
+            await _write_step(engine, scope, contents, rng, changed)
             if name == "plain" or step >= saves:
                 continue
             save_id = f"slot-{step}"
             await engine.create_save_point(scope.user_id, save_id)
             if name == "branched":
-                await _write_step(engine, scope, [f"{c} (버려진 줄기)" for c in contents], rng)
+                await _write_step(engine, scope, [f"{c} (버려진 줄기)" for c in contents], rng, changed)
             await engine.load_save_point(scope.user_id, save_id)
     return players
 
@@ -120,7 +122,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     config = replace(Config(), database=database, embedding=EmbeddingSettings(kind="none", dim=DIM))
     async with open_engine(config) as engine:
         started = time.perf_counter()
-        players = await build(engine, args.rows, args.saves)
+        players = await build(engine, args.rows, args.saves, args.changed)
         built_s = time.perf_counter() - started
         async with engine.db.connection() as conn:
             await conn.execute("ANALYZE")
@@ -144,7 +146,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     summary = {name: percentiles(ms) for name, ms in samples.items()}
     base = summary["plain"]
     return {
-        "rows": args.rows, "saves": args.saves, "searches": args.searches, "build_seconds": round(built_s, 1),
+        "rows": args.rows, "saves": args.saves, "searches": args.searches, "changed": args.changed, "build_seconds": round(built_s, 1),
         "players": shape, "latency_ms": summary,
         "ratio_to_plain": {name: {k: s[k] / base[k] for k in ("p50", "p95", "mean")} for name, s in summary.items()},
     }
@@ -156,6 +158,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--saves", type=int, default=20)
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--changed", type=float, default=0.2, help="share of each step's facts changed later")
     parser.add_argument("--database-url", default="")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
