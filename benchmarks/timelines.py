@@ -146,7 +146,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     summary = {name: percentiles(ms) for name, ms in samples.items()}
     base = summary["plain"]
     return {
-        "rows": args.rows, "saves": args.saves, "searches": args.searches, "changed": args.changed, "build_seconds": round(built_s, 1),
+        "rows": args.rows, "saves": args.saves, "searches": args.searches, "changed": args.changed,
+        "build_seconds": round(built_s, 1),
         "players": shape, "latency_ms": summary,
         "ratio_to_plain": {name: {k: s[k] / base[k] for k in ("p50", "p95", "mean")} for name, s in summary.items()},
     }
