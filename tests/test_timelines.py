@@ -13,6 +13,8 @@ from google.protobuf import field_mask_pb2, timestamp_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from npc_memory.domain.model import Scope
+from npc_memory.engine import MemoryEngine
+from npc_memory.store.changes import LOCK_SCOPE
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
@@ -250,3 +252,14 @@ async def test_game_time_and_timestamp_together_are_refused(stub: Stub, scope: S
         await stub.CreateSavePoint(svc.CreateSavePointRequest(user_id=scope.user_id, save_id=""))
     assert set(_violations(err.value)) == {"save_id"}
     assert await _contents(stub, scope, include_invalidated=True) == set()
+
+
+async def test_a_writer_holds_the_player_lock_shared_and_the_scope_lock(engine: MemoryEngine, scope: Scope) -> None:
+    """LOCK_SCOPE takes both advisory locks: the player's shared (a save waits for it) and the scope's."""
+    async with engine.db.transaction() as conn:
+        await conn.execute(LOCK_SCOPE, {"user_id": scope.user_id, "heroine_id": scope.heroine_id})
+        cur = await conn.execute(
+            "SELECT mode FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() ORDER BY mode"
+        )
+        modes = [r["mode"] for r in await cur.fetchall()]
+    assert modes == ["ExclusiveLock", "ShareLock"]

@@ -28,8 +28,8 @@ LOCK_PLAYER_ALONE = "SELECT pg_advisory_xact_lock(hashtextextended(%(user_id)s, 
 # The player's lock, then the scope's: writers of one scope queue behind each other, other scopes never wait.
 # Every statement that changes a scope's rows (store, update, invalidate, retire) takes this first.
 LOCK_SCOPE = f"""
-SELECT ({LOCK_PLAYER.removeprefix("SELECT ")}) IS NULL
-       AND pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' || %(heroine_id)s, 0)) IS NULL
+SELECT {LOCK_PLAYER.removeprefix("SELECT ")},
+       pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' || %(heroine_id)s, 0))
 """
 
 # None: the player never saved, rows change in place.
