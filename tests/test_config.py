@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,21 @@ def test_per_heroine_weights_come_from_the_file(tmp_path: Path) -> None:
     config = load_config(_flags("--config", str(file)), {})
     assert config.search.weights_for("roco") == Weights(0.4, 0.1, 0.4, 0.1)
     assert config.search.weights_for("letia") == Weights(0.1, 0.1, 0.6, 0.2)
+
+
+def test_recency_half_life_per_heroine(tmp_path: Path) -> None:
+    """recency_half_life_days in [search] and [search.heroines.<id>] sets each heroine's decay; default 30 days."""
+    assert load_config(_flags(), {}).search.recency_days_for("letia") == pytest.approx(30.0)
+    file = tmp_path / "c.toml"
+    file.write_text("[search]\nrecency_half_life_days = 14\n[search.heroines.letia]\nrecency_half_life_days = 7\n"
+                    "relevance = 0.6\n")
+    config = load_config(_flags("--config", str(file)), {})
+    assert config.search.recency_days_for("letia") == pytest.approx(7 / math.log(2))
+    assert config.search.recency_days_for("roco") == pytest.approx(14 / math.log(2))
+    assert config.search.weights_for("letia").relevance == 0.6
+    file.write_text("[search.heroines.letia]\nrecency_half_life_days = 0\n")
+    with pytest.raises(ConfigError, match="recency_half_life_days"):
+        load_config(_flags("--config", str(file)), {})
 
 
 @pytest.mark.parametrize(

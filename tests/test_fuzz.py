@@ -219,6 +219,14 @@ class Fuzz:
             "ForgetPlayer": lambda: svc.ForgetPlayerRequest(user_id=f"fuzz-forget-{uuid.uuid4().hex[:8]}"),
             "ExpandMemory": lambda: svc.ExpandMemoryRequest(scope=scope, memory_id=memory_id),
             "ListLinks": lambda: svc.ListLinksRequest(scope=scope, memory_id=memory_id),
+            # Save operations on players of their own, so the fuzz scope's timeline never moves under the checks.
+            "CreateSavePoint": lambda: svc.CreateSavePointRequest(user_id=f"fuzz-save-{uuid.uuid4().hex[:8]}",
+                                                                  save_id="slot-1"),
+            "LoadSavePoint": lambda: svc.LoadSavePointRequest(user_id=f"fuzz-save-{uuid.uuid4().hex[:8]}",
+                                                              save_id="slot-1"),
+            "ListSavePoints": lambda: svc.ListSavePointsRequest(user_id=scope.user_id),
+            "DropTimeline": lambda: svc.DropTimelineRequest(user_id=f"fuzz-save-{uuid.uuid4().hex[:8]}",
+                                                            timeline_id=2),
         }
         return builders[method]()
 

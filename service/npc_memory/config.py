@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -10,6 +11,7 @@ from typing import Any, Literal, TypeVar
 
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
+from npc_memory.domain.scoring import RECENCY_DAYS
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.store.pool import PoolSettings
@@ -69,10 +71,18 @@ class SearchConfig:
     """The raw cosine a result needs to answer a deepen search (e5 cosines of related Korean text: ~0.8-0.9)."""
     expand_per_depth: int = 5
     """Memories ExpandMemory links at most per call (one depth)."""
+    recency_half_life_days: float = RECENCY_DAYS * math.log(2)
+    """Days (game days when requests send game time) after which recency has halved: 30 x ln 2 ~ 20.8."""
+    heroine_half_lives: Mapping[str, float] = field(default_factory=dict)
+    """Per-heroine recency half-life ([search.heroines.X] recency_half_life_days)."""
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
         return self.heroine_weights.get(heroine_id, self.default_weights)
+
+    def recency_days_for(self, heroine_id: str) -> float:
+        """The heroine's recency time scale: recency = exp(-age / this), i.e. the half-life / ln 2."""
+        return self.heroine_half_lives.get(heroine_id, self.recency_half_life_days) / math.log(2)
 
 
 @dataclass(frozen=True)
@@ -137,11 +147,25 @@ def _pick(
     return default
 
 
+HALF_LIFE_KEY = "recency_half_life_days"
+
+
 def _weights(raw: Mapping[str, Any], where: str) -> Weights:
     try:
-        return Weights(**{k: float(v) for k, v in raw.items()})
+        return Weights(**{k: float(v) for k, v in raw.items() if k != HALF_LIFE_KEY})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _half_life(raw: Mapping[str, Any], where: str, default: float) -> float:
+    """A recency half-life in days from a TOML table (``recency_half_life_days``), positive."""
+    try:
+        value = float(raw.get(HALF_LIFE_KEY, default))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: {exc}") from exc
+    if not value > 0:
+        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: must be a positive number of days")
+    return value
 
 
 def _policy(raw: Mapping[str, Any], where: str, base: RetentionPolicy) -> RetentionPolicy:
@@ -185,6 +209,11 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     heroine_weights = {
         hid: _weights(w, f"search.heroines.{hid}") for hid, w in search_file.get("heroines", {}).items()
     }
+    half_life = _half_life(search_file, "search", SearchConfig.recency_half_life_days)
+    heroine_half_lives = {
+        hid: _half_life(h, f"search.heroines.{hid}", half_life)
+        for hid, h in search_file.get("heroines", {}).items() if HALF_LIFE_KEY in h
+    }
     url = pick("database_url", "", str) or None
     retention_file = file.get("retention", {})
     # Flags and environment (retention_*), then the [retention] table, then the defaults.
@@ -221,6 +250,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         search=SearchConfig(
             default_weights=default_weights,
             heroine_weights=heroine_weights,
+            recency_half_life_days=half_life,
+            heroine_half_lives=heroine_half_lives,
             candidates=pick("search_candidates", SearchConfig.candidates, int),
             deepen_min_relevance=pick("deepen_min_relevance", SearchConfig.deepen_min_relevance, float),
             expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),

@@ -20,22 +20,26 @@ from npc_memory.domain.errors import (
 )
 from npc_memory.domain.links import Expansion, LinkView
 from npc_memory.domain.model import (
+    LIVE,
     Memory,
     MemoryFilter,
     NewMemory,
     PreparedMemory,
+    ReadView,
+    SavePoint,
     Scope,
     ScoredMemory,
     SearchQuery,
     StoreResult,
     Tier,
+    Timeline,
     Vector,
 )
 from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.errors import InputRejectedError
-from npc_memory.store import idempotency, lifecycle, links, reads, search, writes
+from npc_memory.errors import InputRejectedError, NotFoundError
+from npc_memory.store import idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -111,6 +115,7 @@ class MemoryEngine:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
         query = await self._embedded(query)
         terms = self.tokenizer.terms(query.text) if query.text else []
+        await self._check_view(query.scope.user_id, query.view)
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
 
     async def search_deep(self, query: SearchQuery) -> tuple[list[ScoredMemory], Tier]:
@@ -142,15 +147,25 @@ class MemoryEngine:
         """A memory's parents, children and related memories."""
         return await links.links_of(self.db, scope, memory_id)
 
-    async def get(self, scope: Scope, memory_id: UUID) -> Memory:
-        """One memory of the scope."""
-        return await reads.get_memory(self.db, scope, memory_id)
+    async def _check_view(self, user_id: str, view: ReadView) -> None:
+        """NotFoundError for a read of a timeline the player does not have."""
+        if view.timeline_id is not None and not await timelines.timeline_exists(self.db, user_id, view.timeline_id):
+            raise NotFoundError(f"no timeline {view.timeline_id} for this player")
+
+    async def get(self, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> Memory:
+        """One memory of the scope, as the view has it."""
+        await self._check_view(scope.user_id, view)
+        return await reads.get_memory(self.db, scope, memory_id, view)
 
     async def list_page(
-        self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None
+        self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None,
+        view: ReadView = LIVE,
     ) -> tuple[list[Memory], Cursor | None]:
         """A page of the scope's memories, newest first."""
-        return await reads.list_memories(self.db, scope, flt, include_invalidated, utcnow(), page_size, after)
+        await self._check_view(scope.user_id, view)
+        return await reads.list_memories(
+            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, view
+        )
 
     async def invalidate(self, scope: Scope, memory_id: UUID, invalid_at: datetime | None) -> Memory:
         """Close a memory at ``invalid_at`` (default now)."""
@@ -174,13 +189,31 @@ class MemoryEngine:
             tier=tier.value if tier is not None else None, metadata=metadata, new_version=new_version,
         )
 
-    async def history(self, scope: Scope, subject_id: str, slot: str | None) -> list[Memory]:
-        """Every row of a subject or slot over time."""
-        return await reads.history(self.db, scope, subject_id, slot)
+    async def history(self, scope: Scope, subject_id: str, slot: str | None, view: ReadView = LIVE) -> list[Memory]:
+        """Every row of a subject or slot over time, as the view has them."""
+        await self._check_view(scope.user_id, view)
+        return await reads.history(self.db, scope, subject_id, slot, view)
 
-    async def chain(self, scope: Scope, memory_id: UUID) -> list[Memory]:
-        """The version chain of one memory."""
-        return await reads.chain(self.db, scope, memory_id)
+    async def chain(self, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> list[Memory]:
+        """The version chain of one memory, as the view has it."""
+        await self._check_view(scope.user_id, view)
+        return await reads.chain(self.db, scope, memory_id, view)
+
+    async def create_save_point(self, user_id: str, save_id: str) -> SavePoint:
+        """Mark the player's memory in a save slot (every heroine at once)."""
+        return await timelines.create_save_point(self.db, user_id, save_id)
+
+    async def load_save_point(self, user_id: str, save_id: str) -> Timeline:
+        """Branch the player's new live timeline from a save point."""
+        return await timelines.load_save_point(self.db, user_id, save_id)
+
+    async def list_save_points(self, user_id: str) -> tuple[list[SavePoint], list[Timeline], int]:
+        """The player's save points, timelines and live timeline."""
+        return await timelines.list_save_points(self.db, user_id)
+
+    async def drop_timeline(self, user_id: str, timeline_id: int) -> int:
+        """Erase an abandoned timeline and its branches."""
+        return await timelines.drop_timeline(self.db, user_id, timeline_id)
 
     async def forget_player(self, user_id: str) -> int:
         """Erase a player everywhere."""

@@ -34,6 +34,8 @@ from npc_memory_client.model import (
     LinkView,
     Memory,
     MemoryFilter,
+    SavePoint,
+    SaveState,
     Scope,
     ScoredMemory,
     Scores,
@@ -42,6 +44,7 @@ from npc_memory_client.model import (
     StoreResult,
     Subject,
     Tier,
+    Timeline,
     Weights,
 )
 from npc_memory_client.retry import NO_RETRY, RetryPolicy
@@ -70,6 +73,8 @@ __all__ = [
     "MemoryPage",
     "NotFoundError",
     "RetryPolicy",
+    "SavePoint",
+    "SaveState",
     "Scope",
     "ScoredMemory",
     "Scores",
@@ -78,6 +83,7 @@ __all__ = [
     "StoreResult",
     "Subject",
     "Tier",
+    "Timeline",
     "UnavailableError",
     "Weights",
 ]

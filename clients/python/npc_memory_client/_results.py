@@ -18,6 +18,8 @@ from npc_memory_client.model import (
     LinkKind,
     LinkView,
     Memory,
+    SavePoint,
+    SaveState,
     Scope,
     ScoredMemory,
     Scores,
@@ -26,6 +28,7 @@ from npc_memory_client.model import (
     StoreResult,
     Subject,
     Tier,
+    Timeline,
 )
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -69,7 +72,26 @@ def memory(m: pb.Memory) -> Memory:
         superseded_by=_uuid(m.superseded_by),
         close_reason=from_wire(CloseReason, m.close_reason) if m.close_reason else None,
         embedding_model=m.embedding_model,
+        timeline_id=m.timeline_id,
     )
+
+
+def save_point(s: pb.SavePoint) -> SavePoint:
+    """A save slot."""
+    return SavePoint(s.save_id, s.timeline_id, _when(s.saved_at))
+
+
+def timeline(t: pb.Timeline) -> Timeline:
+    """One of a player's timelines."""
+    return Timeline(
+        t.timeline_id, t.parent_timeline_id or None, _when(t.branched_at) if t.HasField("branched_at") else None,
+        t.save_id, t.live,
+    )
+
+
+def save_state(r: svc.ListSavePointsResponse) -> SaveState:
+    """A ListSavePoints response."""
+    return SaveState([save_point(s) for s in r.save_points], [timeline(t) for t in r.timelines], r.live_timeline_id)
 
 
 def scored(s: pb.ScoredMemory) -> ScoredMemory:

@@ -125,6 +125,7 @@ class Memory:
     superseded_by: UUID | None
     close_reason: CloseReason | None
     embedding_model: str
+    timeline_id: int = 1
 
 
 @dataclass(frozen=True)
@@ -196,3 +197,32 @@ class LinkView:
     parents: list[Link]
     children: list[Link]
     related: list[Link]
+
+
+@dataclass(frozen=True)
+class SavePoint:
+    """A save slot: the player's timeline and the system time it was saved at."""
+
+    save_id: str
+    timeline_id: int
+    saved_at: datetime
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One of a player's timelines: the root (no parent) or a branch made by loading a save point."""
+
+    timeline_id: int
+    parent_id: int | None
+    branched_at: datetime | None
+    save_id: str
+    live: bool
+
+
+@dataclass(frozen=True)
+class SaveState:
+    """A player's save points, timelines and live timeline."""
+
+    save_points: list[SavePoint]
+    timelines: list[Timeline]
+    live_timeline_id: int

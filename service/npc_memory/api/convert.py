@@ -9,8 +9,9 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 from npc_memory.api import enums
+from npc_memory.domain.gametime import game_day
 from npc_memory.domain.links import Expansion, Link, LinkKind, LinkView
-from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
+from npc_memory.domain.model import Memory, SavePoint, ScoredMemory, StoreResult, Timeline
 
 
 def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
@@ -39,10 +40,26 @@ def memory(m: Memory) -> pb.Memory:
         superseded_by=str(m.superseded_by) if m.superseded_by else "",
         close_reason=enums.CLOSE_REASONS[m.close_reason] if m.close_reason else pb.CLOSE_REASON_UNSPECIFIED,
         embedding_model=m.embedding_model,
+        timeline_id=m.timeline_id,
     )
     out.metadata.update(m.metadata)
+    out.valid_game_day.day = game_day(m.valid_at)
     if m.invalid_at is not None:
         out.invalid_at.CopyFrom(timestamp(m.invalid_at))
+        out.invalid_game_day.day = game_day(m.invalid_at)
+    return out
+
+
+def save_point(s: SavePoint) -> pb.SavePoint:
+    """A save slot."""
+    return pb.SavePoint(save_id=s.save_id, timeline_id=s.timeline_id, saved_at=timestamp(s.saved_at))
+
+
+def timeline(t: Timeline) -> pb.Timeline:
+    """One of a player's timelines."""
+    out = pb.Timeline(timeline_id=t.timeline_id, parent_timeline_id=t.parent_id or 0, save_id=t.save_id, live=t.live)
+    if t.branched_at is not None:
+        out.branched_at.CopyFrom(timestamp(t.branched_at))
     return out
 
 

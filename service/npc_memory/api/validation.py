@@ -15,6 +15,7 @@ import numpy as np
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from npc_memory_client.v1 import memory_pb2 as pb
 
+from npc_memory.domain.gametime import MAX_GAME_DAY, MIN_GAME_DAY, game_instant
 from npc_memory.domain.model import (
     DEFAULT_IMPORTANCE,
     USER_SUBJECT_ID,
@@ -142,6 +143,27 @@ class Checker:
         if not 0 <= ts.nanos < 1_000_000_000:
             self.bad(path, "nanos must be in [0, 1e9)")
         return when
+
+    def when(
+        self, path: str, ts: timestamp_pb2.Timestamp, present: bool, game_path: str, game: pb.GameTime,
+        game_present: bool,
+    ) -> datetime | None:
+        """A Timestamp or a game day (never both) as an aware datetime; None when neither is set."""
+        if present and game_present:
+            self.bad(game_path, f"set {path} or {game_path}, not both")
+            return None
+        if not game_present:
+            return self.timestamp(path, ts, present)
+        if not MIN_GAME_DAY <= game.day <= MAX_GAME_DAY:  # also refuses NaN
+            self.bad(f"{game_path}.day", f"must be a game day between {MIN_GAME_DAY:,.0f} and {MAX_GAME_DAY:,.0f}")
+            return None
+        return game_instant(game.day)
+
+    def timeline(self, path: str, value: int) -> int | None:
+        """A timeline id; 0 means the live timeline (None)."""
+        if value < 0:
+            self.bad(path, "must be a timeline id (0 means the live timeline)")
+        return value or None
 
     def importance(self, path: str, value: int, default: int | None = DEFAULT_IMPORTANCE) -> int:
         """1-10; 0 means ``default``."""

@@ -11,6 +11,8 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
+from npc_memory.domain.scoring import RECENCY_DAYS
+
 Vector = npt.NDArray[np.float32]
 
 MemoryRef = UUID | int
@@ -140,6 +142,7 @@ class Memory:
     superseded_by: UUID | None
     close_reason: CloseReason | None
     embedding_model: str
+    timeline_id: int = 1
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,18 @@ class MemoryFilter:
 
 
 @dataclass(frozen=True)
+class ReadView:
+    """Which memories a read sees: a timeline (None: the player's live one) as known at a system time."""
+
+    timeline_id: int | None = None
+    known_at: datetime | None = None
+
+
+LIVE = ReadView()
+"""The player's live timeline as it is now: what every read sees unless it asks otherwise."""
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     """A validated search request; ``embedding`` is the query vector once known."""
 
@@ -181,6 +196,9 @@ class SearchQuery:
     hops: int = 0
     deepen: bool = False
     deepen_min_relevance: float = 0.0
+    view: ReadView = LIVE
+    recency_days: float = RECENCY_DAYS
+    """Recency decays by 1/e every this many days (of the game's clock when the request sends game time)."""
 
 
 @dataclass(frozen=True)
@@ -220,3 +238,24 @@ class PreparedMemory:
     content_key: str
     meaning: tuple[str, ...]
     """The grammatical morphemes that change what the text states (text/meaning.py), for the duplicate rule."""
+
+
+@dataclass(frozen=True)
+class SavePoint:
+    """A save slot: the player's timeline and the system time it was saved at."""
+
+    save_id: str
+    timeline_id: int
+    saved_at: datetime
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One of a player's timelines: the root (no parent) or a branch made by loading a save point."""
+
+    timeline_id: int
+    parent_id: int | None
+    branched_at: datetime | None
+    save_id: str
+    created_at: datetime | None
+    live: bool

@@ -10,8 +10,11 @@ from psycopg import sql
 from npc_memory.domain.model import MemoryFilter
 
 # Static SQL: an absent filter is passed as NULL, so one statement (and one cached plan) serves every request.
+# Validity is two conjuncts so the invalid_at one reaches a timeline's change entries (store/view.py) before
+# their rows are fetched: a row closed after a save point is skipped without reading it.
 MEMORY_FILTER = sql.SQL("""
-    (%(include_invalidated)s OR (m.valid_at <= %(at)s AND (m.invalid_at IS NULL OR m.invalid_at > %(at)s)))
+    (%(include_invalidated)s OR m.valid_at <= %(at)s)
+    AND (%(include_invalidated)s OR m.invalid_at IS NULL OR m.invalid_at > %(at)s)
     AND (%(speakers)s::text[] IS NULL OR m.speaker = ANY(%(speakers)s))
     AND (%(subjects)s::text[] IS NULL OR m.subject = ANY(%(subjects)s))
     AND (%(subject_ids)s::text[] IS NULL OR m.subject_id = ANY(%(subject_ids)s))

@@ -11,10 +11,11 @@ from psycopg import sql
 from npc_memory.domain.links import Expansion, Link, LinkKind, LinkView
 from npc_memory.domain.model import Scope
 from npc_memory.errors import NotFoundError
+from npc_memory.store.changes import LOCK_SCOPE
 from npc_memory.store.link_writes import INSERT_LINK, link_params
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.writes import LOCK_SCOPE, scope_params
+from npc_memory.store.writes import scope_params
 
 EXISTS = "SELECT 1 FROM user_memories WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s"
 

@@ -11,7 +11,7 @@ from npc_memory.domain.model import CloseReason, ContentType, Memory, Scope, Spe
 MEMORY_COLUMN_NAMES = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content",
     "importance", "tier", "slot", "metadata", "valid_at", "invalid_at", "created_at", "updated_at",
-    "superseded_by", "close_reason", "embedding_model",
+    "superseded_by", "close_reason", "embedding_model", "timeline_id",
 )
 
 
@@ -44,4 +44,5 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         superseded_by=row["superseded_by"],
         close_reason=CloseReason(row["close_reason"]) if row["close_reason"] else None,
         embedding_model=row["embedding_model"],
+        timeline_id=row["timeline_id"],
     )

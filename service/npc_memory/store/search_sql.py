@@ -22,18 +22,19 @@ from typing import Any
 from psycopg import sql
 
 from npc_memory.domain.model import Fusion, SearchQuery
-from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_DAYS, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
+from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.keyword import KeywordSide, ResolvedKeywordBackend
 from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.search_bm25 import BM25
 from npc_memory.store.search_links import link_places, with_links
 from npc_memory.store.search_pgroonga import PGROONGA
+from npc_memory.store.view import VISIBLE, view_params, with_view
 
 KEYWORD_SIDES: dict[ResolvedKeywordBackend, KeywordSide] = {"bm25": BM25, "pgroonga": PGROONGA}
 """Each keyword backend's part of the statement."""
 
-# exp(-age / 30 days), age from valid_at to the request's `now`, never negative (a fact dated after `now` is
+# exp(-age / recency_days), age from valid_at to the request's `now`, never negative (a fact dated after `now` is
 # brand new). The exponent is capped: PostgreSQL's exp() raises "value out of range: underflow" where the
 # result would round to 0 (a fact ~61 years older than `now`), so an old fact scores exp(-cap) ~ 1e-304.
 RECENCY = """exp(-LEAST(GREATEST(%(now_epoch)s - date_part('epoch', {valid_at}), 0.0::float8)
@@ -44,13 +45,13 @@ IMPORTANCE = "{importance} / 10.0::float8"
 # cosine is the inner product: pgvector's <#> (negated) skips the two norms <=> computes for every row.
 COSINE = "-(m.embedding <#> %(embedding)s::vector)"
 
-SCOPE_ROWS = """
+SCOPE_ROWS = """,
 scope_rows AS MATERIALIZED (
     SELECT m.id, {keyword_columns}
            {cosine} AS cosine,
            %(w_recency)s * {recency} + %(w_importance)s * {importance} AS prior
-    FROM user_memories m
-    WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND {filter}
+    FROM {visible} m
+    WHERE {filter}
 )"""
 
 # Each list carries the cosine (one value per id, so UNION still removes repeats): the final join then never
@@ -64,7 +65,7 @@ candidates AS ({dense}{keyword}{prior})
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
 FROM candidates c
 {keyword_join}
-JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = c.id
+JOIN {visible} m ON m.id = c.id
 """
 
 # The components, each in [0, 1]: recency, importance / 10, relevance min-max over the candidates (the clipped
@@ -122,6 +123,7 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None) -> sql
         keyword_columns=side.scope_columns if side else sql.SQL(""),
         cosine=sql.SQL(COSINE if has_vector else "0.0::float8"),
         filter=MEMORY_FILTER,
+        visible=VISIBLE,
         **_signals("m"),
     )
     union = sql.SQL(CANDIDATES).format(
@@ -131,8 +133,9 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None) -> sql
         columns=MEMORY_COLUMNS,
         keyword_score=sql.SQL("COALESCE(k.score, 0.0::float8)" if side else "0.0::float8"),
         keyword_join=sql.SQL("LEFT JOIN keyword k ON k.id = c.id" if side else ""),
+        visible=VISIBLE,
     )
-    return sql.Composed([sql.SQL("WITH"), scope, side.ctes if side else sql.SQL(""), union])
+    return with_view(sql.Composed([scope, side.ctes if side else sql.SQL(""), union]))
 
 
 Variant = tuple[bool, ResolvedKeywordBackend | None]
@@ -172,13 +175,14 @@ def search_params(
     """The named parameters of either statement; ``per_side`` rows are taken from each candidate list."""
     _, keyword = variant(query, terms, backend)
     w = query.weights
-    params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | {
+    params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | view_params(
+        query.view) | {
         "user_id": query.scope.user_id,
         "heroine_id": query.scope.heroine_id,
         "embedding": query.embedding,
         "k": per_side,
         "now_epoch": query.now.timestamp(),
-        "recency_seconds": RECENCY_DAYS * SECONDS_PER_DAY,
+        "recency_seconds": query.recency_days * SECONDS_PER_DAY,
         "recency_cap": RECENCY_EXPONENT_CAP,
         "w_recency": w.recency,
         "w_importance": w.importance,

@@ -275,6 +275,7 @@ class MemoryInput(_message.Message):
     TIER_FIELD_NUMBER: _builtins.int
     RELATED_FIELD_NUMBER: _builtins.int
     PARENTS_FIELD_NUMBER: _builtins.int
+    VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     speaker: Global___Speaker.ValueType
     """Required."""
     subject: Global___Subject.ValueType
@@ -317,6 +318,10 @@ class MemoryInput(_message.Message):
     def parents(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryRef]:
         """Memories this fact was distilled from (DERIVED_FROM links): the sources of knowledge, the knowledge of a gist."""
 
+    @_builtins.property
+    def valid_game_day(self) -> Global___GameTime:
+        """Instead of valid_at: when the fact became true on the game's clock (docs/game-time.md)."""
+
     def __init__(
         self,
         *,
@@ -334,10 +339,11 @@ class MemoryInput(_message.Message):
         tier: Global___Tier.ValueType = ...,
         related: _abc.Iterable[Global___MemoryRef] | None = ...,
         parents: _abc.Iterable[Global___MemoryRef] | None = ...,
+        valid_game_day: Global___GameTime | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "valid_at", b"valid_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "parents", b"parents", "related", b"related", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "parents", b"parents", "related", b"related", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -411,6 +417,30 @@ class MemoryLink(_message.Message):
 Global___MemoryLink: _TypeAlias = MemoryLink  # noqa: Y015
 
 @_typing.final
+class GameTime(_message.Message):
+    """A moment on the game's own clock, as a number of game days (day 1.5 is noon of day 1). The service keeps it
+    on its time axis as 2000-01-01T00:00:00Z plus `day` x 86,400 seconds, so game time and recency in game days
+    work everywhere a Timestamp does. Allowed: -730,000 to 2,900,000.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DAY_FIELD_NUMBER: _builtins.int
+    day: _builtins.float
+    def __init__(
+        self,
+        *,
+        day: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["day", b"day"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GameTime: _TypeAlias = GameTime  # noqa: Y015
+
+@_typing.final
 class Memory(_message.Message):
     """A stored memory: one bi-temporal row."""
 
@@ -434,6 +464,9 @@ class Memory(_message.Message):
     SUPERSEDED_BY_FIELD_NUMBER: _builtins.int
     CLOSE_REASON_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
+    INVALID_GAME_DAY_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
     speaker: Global___Speaker.ValueType
     subject: Global___Subject.ValueType
@@ -448,6 +481,8 @@ class Memory(_message.Message):
     close_reason: Global___CloseReason.ValueType
     embedding_model: _builtins.str
     """The embedding model that produced the stored vector."""
+    timeline_id: _builtins.int
+    """The timeline the row was written on (1 is the player's first; see LoadSavePoint)."""
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     @_builtins.property
@@ -467,6 +502,14 @@ class Memory(_message.Message):
     @_builtins.property
     def updated_at(self) -> _timestamp_pb2.Timestamp:
         """System time: when the row last changed."""
+
+    @_builtins.property
+    def valid_game_day(self) -> Global___GameTime:
+        """valid_at on the game's clock (meaningful when the game sends game time)."""
+
+    @_builtins.property
+    def invalid_game_day(self) -> Global___GameTime:
+        """invalid_at on the game's clock; unset while valid."""
 
     def __init__(
         self,
@@ -489,14 +532,87 @@ class Memory(_message.Message):
         superseded_by: _builtins.str = ...,
         close_reason: Global___CloseReason.ValueType = ...,
         embedding_model: _builtins.str = ...,
+        valid_game_day: Global___GameTime | None = ...,
+        invalid_game_day: Global___GameTime | None = ...,
+        timeline_id: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "invalid_at", b"invalid_at", "metadata", b"metadata", "scope", b"scope", "updated_at", b"updated_at", "valid_at", b"valid_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "metadata", b"metadata", "scope", b"scope", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "updated_at", b"updated_at", "valid_at", b"valid_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "timeline_id", b"timeline_id", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Memory: _TypeAlias = Memory  # noqa: Y015
+
+@_typing.final
+class SavePoint(_message.Message):
+    """A save slot of a player: the player's timeline at one instant of system time."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SAVE_ID_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    SAVED_AT_FIELD_NUMBER: _builtins.int
+    save_id: _builtins.str
+    timeline_id: _builtins.int
+    """The timeline that was live when the save was made."""
+    @_builtins.property
+    def saved_at(self) -> _timestamp_pb2.Timestamp:
+        """System time of the save."""
+
+    def __init__(
+        self,
+        *,
+        save_id: _builtins.str = ...,
+        timeline_id: _builtins.int = ...,
+        saved_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["saved_at", b"saved_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["save_id", b"save_id", "saved_at", b"saved_at", "timeline_id", b"timeline_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SavePoint: _TypeAlias = SavePoint  # noqa: Y015
+
+@_typing.final
+class Timeline(_message.Message):
+    """One of a player's timelines."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    PARENT_TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    BRANCHED_AT_FIELD_NUMBER: _builtins.int
+    SAVE_ID_FIELD_NUMBER: _builtins.int
+    LIVE_FIELD_NUMBER: _builtins.int
+    timeline_id: _builtins.int
+    parent_timeline_id: _builtins.int
+    """The timeline it branched from; 0 for the root (timeline 1)."""
+    save_id: _builtins.str
+    """The save point whose load made it; empty for the root."""
+    live: _builtins.bool
+    """Whether it is the player's live timeline (the one reads and writes use)."""
+    @_builtins.property
+    def branched_at(self) -> _timestamp_pb2.Timestamp:
+        """The system time on the parent it branched at (the save's time); unset for the root."""
+
+    def __init__(
+        self,
+        *,
+        timeline_id: _builtins.int = ...,
+        parent_timeline_id: _builtins.int = ...,
+        branched_at: _timestamp_pb2.Timestamp | None = ...,
+        save_id: _builtins.str = ...,
+        live: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["branched_at", b"branched_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["branched_at", b"branched_at", "live", b"live", "parent_timeline_id", b"parent_timeline_id", "save_id", b"save_id", "timeline_id", b"timeline_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Timeline: _TypeAlias = Timeline  # noqa: Y015
 
 @_typing.final
 class Weights(_message.Message):

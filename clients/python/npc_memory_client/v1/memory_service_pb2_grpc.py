@@ -85,6 +85,26 @@ class MemoryServiceStub:
                 request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.SerializeToString,
                 response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.FromString,
                 _registered_method=True)
+        self.CreateSavePoint = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/CreateSavePoint',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointResponse.FromString,
+                _registered_method=True)
+        self.LoadSavePoint = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/LoadSavePoint',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointResponse.FromString,
+                _registered_method=True)
+        self.ListSavePoints = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/ListSavePoints',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsResponse.FromString,
+                _registered_method=True)
+        self.DropTimeline = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/DropTimeline',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -141,7 +161,7 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ForgetPlayer(self, request, context):
-        """Erases every row and history of a player, across all heroines.
+        """Erases every row and history of a player, across all heroines, on every timeline.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -156,6 +176,34 @@ class MemoryServiceServicer:
 
     def ListLinks(self, request, context):
         """A memory's links: its parents, children and related memories.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateSavePoint(self, request, context):
+        """Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LoadSavePoint(self, request, context):
+        """Makes every later read of the player see memory as it was at the save, on a new live timeline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSavePoints(self, request, context):
+        """The player's save points and timelines.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropTimeline(self, request, context):
+        """Erases an abandoned timeline (and those branched from it), its rows and its save points.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -213,6 +261,26 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListLinks,
                     request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.FromString,
                     response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.SerializeToString,
+            ),
+            'CreateSavePoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSavePoint,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointResponse.SerializeToString,
+            ),
+            'LoadSavePoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadSavePoint,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointResponse.SerializeToString,
+            ),
+            'ListSavePoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSavePoints,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsResponse.SerializeToString,
+            ),
+            'DropTimeline': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropTimeline,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -486,6 +554,114 @@ class MemoryService:
             '/npc_memory.v1.MemoryService/ListLinks',
             npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.SerializeToString,
             npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSavePoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/CreateSavePoint',
+            npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadSavePoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/LoadSavePoint',
+            npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSavePoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/ListSavePoints',
+            npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropTimeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/DropTimeline',
+            npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -27,7 +27,7 @@ namespace NpcMemory.V1 {
             "ChpucGNfbWVtb3J5L3YxL21lbW9yeS5wcm90bxINbnBjX21lbW9yeS52MRoc",
             "Z29vZ2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVm",
             "L3RpbWVzdGFtcC5wcm90byIsCgVTY29wZRIPCgd1c2VyX2lkGAEgASgJEhIK",
-            "Cmhlcm9pbmVfaWQYAiABKAki0QMKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
+            "Cmhlcm9pbmVfaWQYAiABKAkiggQKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
             "ASABKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgCIAEo",
             "DjIWLm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAMgASgJ",
             "EjAKDGNvbnRlbnRfdHlwZRgEIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVu",
@@ -37,72 +37,85 @@ namespace NpcMemory.V1 {
             "CiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWVtYmVkZGluZxgL",
             "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEikKB3Jl",
             "bGF0ZWQYDSADKAsyGC5ucGNfbWVtb3J5LnYxLk1lbW9yeVJlZhIpCgdwYXJl",
-            "bnRzGA4gAygLMhgubnBjX21lbW9yeS52MS5NZW1vcnlSZWYiPgoJTWVtb3J5",
-            "UmVmEhMKCW1lbW9yeV9pZBgBIAEoCUgAEhUKC2JhdGNoX2luZGV4GAIgASgF",
-            "SABCBQoDcmVmIrABCgpNZW1vcnlMaW5rEhYKDmZyb21fbWVtb3J5X2lkGAEg",
-            "ASgJEhQKDHRvX21lbW9yeV9pZBgCIAEoCRIlCgRraW5kGAMgASgOMhcubnBj",
-            "X21lbW9yeS52MS5MaW5rS2luZBINCgVkZXB0aBgEIAEoBRILCgN2aWEYBSAB",
-            "KAkSMQoNZGlzY292ZXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5U",
-            "aW1lc3RhbXAi+QQKBk1lbW9yeRIRCgltZW1vcnlfaWQYASABKAkSIwoFc2Nv",
-            "cGUYAiABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEicKB3NwZWFrZXIYAyAB",
-            "KA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgEIAEoDjIW",
-            "Lm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAUgASgJEjAK",
-            "DGNvbnRlbnRfdHlwZRgGIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVudFR5",
-            "cGUSDwoHY29udGVudBgHIAEoCRISCgppbXBvcnRhbmNlGAggASgFEiEKBHRp",
-            "ZXIYCSABKA4yEy5ucGNfbWVtb3J5LnYxLlRpZXISDAoEc2xvdBgKIAEoCRIp",
-            "CghtZXRhZGF0YRgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoI",
-            "dmFsaWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4K",
-            "CmludmFsaWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1w",
-            "Ei4KCmNyZWF0ZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0",
-            "YW1wEi4KCnVwZGF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGlt",
-            "ZXN0YW1wEhUKDXN1cGVyc2VkZWRfYnkYECABKAkSMAoMY2xvc2VfcmVhc29u",
-            "GBEgASgOMhoubnBjX21lbW9yeS52MS5DbG9zZVJlYXNvbhIXCg9lbWJlZGRp",
-            "bmdfbW9kZWwYEiABKAkiUgoHV2VpZ2h0cxIPCgdyZWNlbmN5GAEgASgBEhIK",
-            "CmltcG9ydGFuY2UYAiABKAESEQoJcmVsZXZhbmNlGAMgASgBEg8KB2tleXdv",
-            "cmQYBCABKAEiYAoGU2NvcmVzEg8KB3JlY2VuY3kYASABKAESEgoKaW1wb3J0",
-            "YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyABKAESDwoHa2V5d29yZBgEIAEo",
-            "ARINCgVmaW5hbBgFIAEoASL0AQoMTWVtb3J5RmlsdGVyEigKCHNwZWFrZXJz",
-            "GAEgAygOMhYubnBjX21lbW9yeS52MS5TcGVha2VyEigKCHN1YmplY3RzGAIg",
-            "AygOMhYubnBjX21lbW9yeS52MS5TdWJqZWN0EhMKC3N1YmplY3RfaWRzGAMg",
-            "AygJEjEKDWNvbnRlbnRfdHlwZXMYBCADKA4yGi5ucGNfbWVtb3J5LnYxLkNv",
-            "bnRlbnRUeXBlEhYKDm1pbl9pbXBvcnRhbmNlGAUgASgFEiIKBXRpZXJzGAYg",
-            "AygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNsb3QYByABKAkikQEKDFNj",
-            "b3JlZE1lbW9yeRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5LnYxLk1l",
-            "bW9yeRIlCgZzY29yZXMYAiABKAsyFS5ucGNfbWVtb3J5LnYxLlNjb3JlcxIV",
-            "Cg12aWFfbWVtb3J5X2lkGAMgASgJEgwKBGhvcHMYBCABKAUSDgoGY29zaW5l",
-            "GAUgASgBImYKC1N0b3JlUmVzdWx0EhEKCW1lbW9yeV9pZBgBIAEoCRIsCgdv",
-            "dXRjb21lGAIgASgOMhsubnBjX21lbW9yeS52MS5TdG9yZU91dGNvbWUSFgoO",
-            "c3VwZXJzZWRlZF9pZHMYAyADKAkqSQoHU3BlYWtlchIXChNTUEVBS0VSX1VO",
-            "U1BFQ0lGSUVEEAASEAoMU1BFQUtFUl9VU0VSEAESEwoPU1BFQUtFUl9IRVJP",
-            "SU5FEAIqXAoHU3ViamVjdBIXChNTVUJKRUNUX1VOU1BFQ0lGSUVEEAASEAoM",
-            "U1VCSkVDVF9VU0VSEAESEwoPU1VCSkVDVF9IRVJPSU5FEAISEQoNU1VCSkVD",
-            "VF9XT1JMRBADKuMBCgtDb250ZW50VHlwZRIcChhDT05URU5UX1RZUEVfVU5T",
-            "UEVDSUZJRUQQABIVChFDT05URU5UX1RZUEVfRkFDVBABEhsKF0NPTlRFTlRf",
-            "VFlQRV9QUkVGRVJFTkNFEAISFgoSQ09OVEVOVF9UWVBFX1RSQUlUEAMSFgoS",
-            "Q09OVEVOVF9UWVBFX0VWRU5UEAQSGAoUQ09OVEVOVF9UWVBFX09QSU5JT04Q",
-            "BRIZChVDT05URU5UX1RZUEVfUEVSU09OQUwQBhIdChlDT05URU5UX1RZUEVf",
-            "UkVMQVRJT05TSElQEAcqUAoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAAS",
-            "DQoJVElFUl9HSVNUEAESEgoOVElFUl9LTk9XTEVER0UQAhIPCgtUSUVSX1NP",
-            "VVJDRRADKoABCgtDbG9zZVJlYXNvbhIcChhDTE9TRV9SRUFTT05fVU5TUEVD",
-            "SUZJRUQQABIbChdDTE9TRV9SRUFTT05fU1VQRVJTRURFRBABEhwKGENMT1NF",
-            "X1JFQVNPTl9JTlZBTElEQVRFRBACEhgKFENMT1NFX1JFQVNPTl9SRVRJUkVE",
-            "EAMqWwoITGlua0tpbmQSGQoVTElOS19LSU5EX1VOU1BFQ0lGSUVEEAASGAoU",
-            "TElOS19LSU5EX1JFTEFURURfVE8QARIaChZMSU5LX0tJTkRfREVSSVZFRF9G",
-            "Uk9NEAIqYAoMRnVzaW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVD",
-            "SUZJRUQQABIaChZGVVNJT05fTUVUSE9EX1dFSUdIVEVEEAESFQoRRlVTSU9O",
-            "X01FVEhPRF9SUkYQAiqhAQoMU3RvcmVPdXRjb21lEh0KGVNUT1JFX09VVENP",
-            "TUVfVU5TUEVDSUZJRUQQABIZChVTVE9SRV9PVVRDT01FX0NSRUFURUQQARIc",
-            "ChhTVE9SRV9PVVRDT01FX1NVUEVSU0VERUQQAhIbChdTVE9SRV9PVVRDT01F",
-            "X0RVUExJQ0FURRADEhwKGFNUT1JFX09VVENPTUVfSElTVE9SSUNBTBAEQiMK",
-            "EGRldi5ucGNtZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
+            "bnRzGA4gAygLMhgubnBjX21lbW9yeS52MS5NZW1vcnlSZWYSLwoOdmFsaWRf",
+            "Z2FtZV9kYXkYDyABKAsyFy5ucGNfbWVtb3J5LnYxLkdhbWVUaW1lIj4KCU1l",
+            "bW9yeVJlZhITCgltZW1vcnlfaWQYASABKAlIABIVCgtiYXRjaF9pbmRleBgC",
+            "IAEoBUgAQgUKA3JlZiKwAQoKTWVtb3J5TGluaxIWCg5mcm9tX21lbW9yeV9p",
+            "ZBgBIAEoCRIUCgx0b19tZW1vcnlfaWQYAiABKAkSJQoEa2luZBgDIAEoDjIX",
+            "Lm5wY19tZW1vcnkudjEuTGlua0tpbmQSDQoFZGVwdGgYBCABKAUSCwoDdmlh",
+            "GAUgASgJEjEKDWRpc2NvdmVyZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9i",
+            "dWYuVGltZXN0YW1wIhcKCEdhbWVUaW1lEgsKA2RheRgBIAEoASLyBQoGTWVt",
+            "b3J5EhEKCW1lbW9yeV9pZBgBIAEoCRIjCgVzY29wZRgCIAEoCzIULm5wY19t",
+            "ZW1vcnkudjEuU2NvcGUSJwoHc3BlYWtlchgDIAEoDjIWLm5wY19tZW1vcnku",
+            "djEuU3BlYWtlchInCgdzdWJqZWN0GAQgASgOMhYubnBjX21lbW9yeS52MS5T",
+            "dWJqZWN0EhIKCnN1YmplY3RfaWQYBSABKAkSMAoMY29udGVudF90eXBlGAYg",
+            "ASgOMhoubnBjX21lbW9yeS52MS5Db250ZW50VHlwZRIPCgdjb250ZW50GAcg",
+            "ASgJEhIKCmltcG9ydGFuY2UYCCABKAUSIQoEdGllchgJIAEoDjITLm5wY19t",
+            "ZW1vcnkudjEuVGllchIMCgRzbG90GAogASgJEikKCG1ldGFkYXRhGAsgASgL",
+            "MhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgh2YWxpZF9hdBgMIAEoCzIa",
+            "Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKaW52YWxpZF9hdBgNIAEo",
+            "CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgO",
+            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9h",
+            "dBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3VwZXJz",
+            "ZWRlZF9ieRgQIAEoCRIwCgxjbG9zZV9yZWFzb24YESABKA4yGi5ucGNfbWVt",
+            "b3J5LnYxLkNsb3NlUmVhc29uEhcKD2VtYmVkZGluZ19tb2RlbBgSIAEoCRIv",
+            "Cg52YWxpZF9nYW1lX2RheRgTIAEoCzIXLm5wY19tZW1vcnkudjEuR2FtZVRp",
+            "bWUSMQoQaW52YWxpZF9nYW1lX2RheRgUIAEoCzIXLm5wY19tZW1vcnkudjEu",
+            "R2FtZVRpbWUSEwoLdGltZWxpbmVfaWQYFSABKAMiXwoJU2F2ZVBvaW50Eg8K",
+            "B3NhdmVfaWQYASABKAkSEwoLdGltZWxpbmVfaWQYAiABKAMSLAoIc2F2ZWRf",
+            "YXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIosBCghUaW1l",
+            "bGluZRITCgt0aW1lbGluZV9pZBgBIAEoAxIaChJwYXJlbnRfdGltZWxpbmVf",
+            "aWQYAiABKAMSLwoLYnJhbmNoZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9i",
+            "dWYuVGltZXN0YW1wEg8KB3NhdmVfaWQYBCABKAkSDAoEbGl2ZRgFIAEoCCJS",
+            "CgdXZWlnaHRzEg8KB3JlY2VuY3kYASABKAESEgoKaW1wb3J0YW5jZRgCIAEo",
+            "ARIRCglyZWxldmFuY2UYAyABKAESDwoHa2V5d29yZBgEIAEoASJgCgZTY29y",
+            "ZXMSDwoHcmVjZW5jeRgBIAEoARISCgppbXBvcnRhbmNlGAIgASgBEhEKCXJl",
+            "bGV2YW5jZRgDIAEoARIPCgdrZXl3b3JkGAQgASgBEg0KBWZpbmFsGAUgASgB",
+            "IvQBCgxNZW1vcnlGaWx0ZXISKAoIc3BlYWtlcnMYASADKA4yFi5ucGNfbWVt",
+            "b3J5LnYxLlNwZWFrZXISKAoIc3ViamVjdHMYAiADKA4yFi5ucGNfbWVtb3J5",
+            "LnYxLlN1YmplY3QSEwoLc3ViamVjdF9pZHMYAyADKAkSMQoNY29udGVudF90",
+            "eXBlcxgEIAMoDjIaLm5wY19tZW1vcnkudjEuQ29udGVudFR5cGUSFgoObWlu",
+            "X2ltcG9ydGFuY2UYBSABKAUSIgoFdGllcnMYBiADKA4yEy5ucGNfbWVtb3J5",
+            "LnYxLlRpZXISDAoEc2xvdBgHIAEoCSKRAQoMU2NvcmVkTWVtb3J5EiUKBm1l",
+            "bW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5EiUKBnNjb3JlcxgC",
+            "IAEoCzIVLm5wY19tZW1vcnkudjEuU2NvcmVzEhUKDXZpYV9tZW1vcnlfaWQY",
+            "AyABKAkSDAoEaG9wcxgEIAEoBRIOCgZjb3NpbmUYBSABKAEiZgoLU3RvcmVS",
+            "ZXN1bHQSEQoJbWVtb3J5X2lkGAEgASgJEiwKB291dGNvbWUYAiABKA4yGy5u",
+            "cGNfbWVtb3J5LnYxLlN0b3JlT3V0Y29tZRIWCg5zdXBlcnNlZGVkX2lkcxgD",
+            "IAMoCSpJCgdTcGVha2VyEhcKE1NQRUFLRVJfVU5TUEVDSUZJRUQQABIQCgxT",
+            "UEVBS0VSX1VTRVIQARITCg9TUEVBS0VSX0hFUk9JTkUQAipcCgdTdWJqZWN0",
+            "EhcKE1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIQCgxTVUJKRUNUX1VTRVIQARIT",
+            "Cg9TVUJKRUNUX0hFUk9JTkUQAhIRCg1TVUJKRUNUX1dPUkxEEAMq4wEKC0Nv",
+            "bnRlbnRUeXBlEhwKGENPTlRFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhUKEUNP",
+            "TlRFTlRfVFlQRV9GQUNUEAESGwoXQ09OVEVOVF9UWVBFX1BSRUZFUkVOQ0UQ",
+            "AhIWChJDT05URU5UX1RZUEVfVFJBSVQQAxIWChJDT05URU5UX1RZUEVfRVZF",
+            "TlQQBBIYChRDT05URU5UX1RZUEVfT1BJTklPThAFEhkKFUNPTlRFTlRfVFlQ",
+            "RV9QRVJTT05BTBAGEh0KGUNPTlRFTlRfVFlQRV9SRUxBVElPTlNISVAQBypQ",
+            "CgRUaWVyEhQKEFRJRVJfVU5TUEVDSUZJRUQQABINCglUSUVSX0dJU1QQARIS",
+            "Cg5USUVSX0tOT1dMRURHRRACEg8KC1RJRVJfU09VUkNFEAMqgAEKC0Nsb3Nl",
+            "UmVhc29uEhwKGENMT1NFX1JFQVNPTl9VTlNQRUNJRklFRBAAEhsKF0NMT1NF",
+            "X1JFQVNPTl9TVVBFUlNFREVEEAESHAoYQ0xPU0VfUkVBU09OX0lOVkFMSURB",
+            "VEVEEAISGAoUQ0xPU0VfUkVBU09OX1JFVElSRUQQAypbCghMaW5rS2luZBIZ",
+            "ChVMSU5LX0tJTkRfVU5TUEVDSUZJRUQQABIYChRMSU5LX0tJTkRfUkVMQVRF",
+            "RF9UTxABEhoKFkxJTktfS0lORF9ERVJJVkVEX0ZST00QAipgCgxGdXNpb25N",
+            "ZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhoKFkZVU0lP",
+            "Tl9NRVRIT0RfV0VJR0hURUQQARIVChFGVVNJT05fTUVUSE9EX1JSRhACKqEB",
+            "CgxTdG9yZU91dGNvbWUSHQoZU1RPUkVfT1VUQ09NRV9VTlNQRUNJRklFRBAA",
+            "EhkKFVNUT1JFX09VVENPTUVfQ1JFQVRFRBABEhwKGFNUT1JFX09VVENPTUVf",
+            "U1VQRVJTRURFRBACEhsKF1NUT1JFX09VVENPTUVfRFVQTElDQVRFEAMSHAoY",
+            "U1RPUkVfT1VUQ09NRV9ISVNUT1JJQ0FMEARCIwoQZGV2Lm5wY21lbW9yeS52",
+            "MVABqgIMTnBjTWVtb3J5LlYxYgZwcm90bzM="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.LinkKind), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scope), global::NpcMemory.V1.Scope.Parser, new[]{ "UserId", "HeroineId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Related", "Parents" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Related", "Parents", "ValidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryRef), global::NpcMemory.V1.MemoryRef.Parser, new[]{ "MemoryId", "BatchIndex" }, new[]{ "Ref" }, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryLink), global::NpcMemory.V1.MemoryLink.Parser, new[]{ "FromMemoryId", "ToMemoryId", "Kind", "Depth", "Via", "DiscoveredAt" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GameTime), global::NpcMemory.V1.GameTime.Parser, new[]{ "Day" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "ValidGameDay", "InvalidGameDay", "TimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SavePoint), global::NpcMemory.V1.SavePoint.Parser, new[]{ "SaveId", "TimelineId", "SavedAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Timeline), global::NpcMemory.V1.Timeline.Parser, new[]{ "TimelineId", "ParentTimelineId", "BranchedAt", "SaveId", "Live" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scores), global::NpcMemory.V1.Scores.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword", "Final" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryFilter), global::NpcMemory.V1.MemoryFilter.Parser, new[]{ "Speakers", "Subjects", "SubjectIds", "ContentTypes", "MinImportance", "Tiers", "Slot" }, null, null, null, null),
@@ -544,6 +557,7 @@ namespace NpcMemory.V1 {
       tier_ = other.tier_;
       related_ = other.related_.Clone();
       parents_ = other.parents_.Clone();
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -755,6 +769,21 @@ namespace NpcMemory.V1 {
       get { return parents_; }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 15;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// Instead of valid_at: when the fact became true on the game's clock (docs/game-time.md).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -784,6 +813,7 @@ namespace NpcMemory.V1 {
       if (Tier != other.Tier) return false;
       if(!related_.Equals(other.related_)) return false;
       if(!parents_.Equals(other.parents_)) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -805,6 +835,7 @@ namespace NpcMemory.V1 {
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) hash ^= Tier.GetHashCode();
       hash ^= related_.GetHashCode();
       hash ^= parents_.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -867,6 +898,10 @@ namespace NpcMemory.V1 {
       }
       related_.WriteTo(output, _repeated_related_codec);
       parents_.WriteTo(output, _repeated_parents_codec);
+      if (validGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -921,6 +956,10 @@ namespace NpcMemory.V1 {
       }
       related_.WriteTo(ref output, _repeated_related_codec);
       parents_.WriteTo(ref output, _repeated_parents_codec);
+      if (validGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -965,6 +1004,9 @@ namespace NpcMemory.V1 {
       }
       size += related_.CalculateSize(_repeated_related_codec);
       size += parents_.CalculateSize(_repeated_parents_codec);
+      if (validGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
+      }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
       }
@@ -1017,6 +1059,12 @@ namespace NpcMemory.V1 {
       }
       related_.Add(other.related_);
       parents_.Add(other.parents_);
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
+      }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
 
@@ -1095,6 +1143,13 @@ namespace NpcMemory.V1 {
             parents_.AddEntriesFrom(input, _repeated_parents_codec);
             break;
           }
+          case 122: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
         }
       }
     #endif
@@ -1171,6 +1226,13 @@ namespace NpcMemory.V1 {
           }
           case 114: {
             parents_.AddEntriesFrom(ref input, _repeated_parents_codec);
+            break;
+          }
+          case 122: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
             break;
           }
         }
@@ -1841,6 +1903,200 @@ namespace NpcMemory.V1 {
   }
 
   /// <summary>
+  /// A moment on the game's own clock, as a number of game days (day 1.5 is noon of day 1). The service keeps it
+  /// on its time axis as 2000-01-01T00:00:00Z plus `day` x 86,400 seconds, so game time and recency in game days
+  /// work everywhere a Timestamp does. Allowed: -730,000 to 2,900,000.
+  /// </summary>
+  public sealed partial class GameTime : pb::IMessage<GameTime>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<GameTime> _parser = new pb::MessageParser<GameTime>(() => new GameTime());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<GameTime> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime(GameTime other) : this() {
+      day_ = other.day_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime Clone() {
+      return new GameTime(this);
+    }
+
+    /// <summary>Field number for the "day" field.</summary>
+    public const int DayFieldNumber = 1;
+    private double day_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double Day {
+      get { return day_; }
+      set {
+        day_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as GameTime);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(GameTime other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(Day, other.Day)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (Day != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(Day);
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (Day != 0D) {
+        output.WriteRawTag(9);
+        output.WriteDouble(Day);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (Day != 0D) {
+        output.WriteRawTag(9);
+        output.WriteDouble(Day);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (Day != 0D) {
+        size += 1 + 8;
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(GameTime other) {
+      if (other == null) {
+        return;
+      }
+      if (other.Day != 0D) {
+        Day = other.Day;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 9: {
+            Day = input.ReadDouble();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 9: {
+            Day = input.ReadDouble();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
   /// A stored memory: one bi-temporal row.
   /// </summary>
   public sealed partial class Memory : pb::IMessage<Memory>
@@ -1857,7 +2113,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1895,6 +2151,9 @@ namespace NpcMemory.V1 {
       supersededBy_ = other.supersededBy_;
       closeReason_ = other.closeReason_;
       embeddingModel_ = other.embeddingModel_;
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
+      invalidGameDay_ = other.invalidGameDay_ != null ? other.invalidGameDay_.Clone() : null;
+      timelineId_ = other.timelineId_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2138,6 +2397,51 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 19;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// valid_at on the game's clock (meaningful when the game sends game time).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "invalid_game_day" field.</summary>
+    public const int InvalidGameDayFieldNumber = 20;
+    private global::NpcMemory.V1.GameTime invalidGameDay_;
+    /// <summary>
+    /// invalid_at on the game's clock; unset while valid.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime InvalidGameDay {
+      get { return invalidGameDay_; }
+      set {
+        invalidGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 21;
+    private long timelineId_;
+    /// <summary>
+    /// The timeline the row was written on (1 is the player's first; see LoadSavePoint).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2171,6 +2475,9 @@ namespace NpcMemory.V1 {
       if (SupersededBy != other.SupersededBy) return false;
       if (CloseReason != other.CloseReason) return false;
       if (EmbeddingModel != other.EmbeddingModel) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
+      if (!object.Equals(InvalidGameDay, other.InvalidGameDay)) return false;
+      if (TimelineId != other.TimelineId) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2196,6 +2503,9 @@ namespace NpcMemory.V1 {
       if (SupersededBy.Length != 0) hash ^= SupersededBy.GetHashCode();
       if (CloseReason != global::NpcMemory.V1.CloseReason.Unspecified) hash ^= CloseReason.GetHashCode();
       if (EmbeddingModel.Length != 0) hash ^= EmbeddingModel.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
+      if (invalidGameDay_ != null) hash ^= InvalidGameDay.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2286,6 +2596,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(154, 1);
+        output.WriteMessage(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(162, 1);
+        output.WriteMessage(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(168, 1);
+        output.WriteInt64(TimelineId);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2368,6 +2690,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(154, 1);
+        output.WriteMessage(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(162, 1);
+        output.WriteMessage(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(168, 1);
+        output.WriteInt64(TimelineId);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2431,6 +2765,15 @@ namespace NpcMemory.V1 {
       }
       if (EmbeddingModel.Length != 0) {
         size += 2 + pb::CodedOutputStream.ComputeStringSize(EmbeddingModel);
+      }
+      if (validGameDay_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        size += 2 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2515,6 +2858,21 @@ namespace NpcMemory.V1 {
       }
       if (other.EmbeddingModel.Length != 0) {
         EmbeddingModel = other.EmbeddingModel;
+      }
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
+      }
+      if (other.invalidGameDay_ != null) {
+        if (invalidGameDay_ == null) {
+          InvalidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        InvalidGameDay.MergeFrom(other.InvalidGameDay);
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2619,6 +2977,24 @@ namespace NpcMemory.V1 {
           }
           case 146: {
             EmbeddingModel = input.ReadString();
+            break;
+          }
+          case 154: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
+          case 162: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
+          case 168: {
+            TimelineId = input.ReadInt64();
             break;
           }
         }
@@ -2726,6 +3102,666 @@ namespace NpcMemory.V1 {
             EmbeddingModel = input.ReadString();
             break;
           }
+          case 154: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
+          case 162: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
+          case 168: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// A save slot of a player: the player's timeline at one instant of system time.
+  /// </summary>
+  public sealed partial class SavePoint : pb::IMessage<SavePoint>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<SavePoint> _parser = new pb::MessageParser<SavePoint>(() => new SavePoint());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<SavePoint> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint(SavePoint other) : this() {
+      saveId_ = other.saveId_;
+      timelineId_ = other.timelineId_;
+      savedAt_ = other.savedAt_ != null ? other.savedAt_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint Clone() {
+      return new SavePoint(this);
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 1;
+    private string saveId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 2;
+    private long timelineId_;
+    /// <summary>
+    /// The timeline that was live when the save was made.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "saved_at" field.</summary>
+    public const int SavedAtFieldNumber = 3;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp savedAt_;
+    /// <summary>
+    /// System time of the save.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp SavedAt {
+      get { return savedAt_; }
+      set {
+        savedAt_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as SavePoint);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(SavePoint other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (SaveId != other.SaveId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(SavedAt, other.SavedAt)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (savedAt_ != null) hash ^= SavedAt.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(SaveId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (savedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(SavedAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(SaveId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (savedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(SavedAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (savedAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(SavedAt);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(SavePoint other) {
+      if (other == null) {
+        return;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.savedAt_ != null) {
+        if (savedAt_ == null) {
+          SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        SavedAt.MergeFrom(other.SavedAt);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (savedAt_ == null) {
+              SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SavedAt);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (savedAt_ == null) {
+              SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SavedAt);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// One of a player's timelines.
+  /// </summary>
+  public sealed partial class Timeline : pb::IMessage<Timeline>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<Timeline> _parser = new pb::MessageParser<Timeline>(() => new Timeline());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<Timeline> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline(Timeline other) : this() {
+      timelineId_ = other.timelineId_;
+      parentTimelineId_ = other.parentTimelineId_;
+      branchedAt_ = other.branchedAt_ != null ? other.branchedAt_.Clone() : null;
+      saveId_ = other.saveId_;
+      live_ = other.live_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline Clone() {
+      return new Timeline(this);
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 1;
+    private long timelineId_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "parent_timeline_id" field.</summary>
+    public const int ParentTimelineIdFieldNumber = 2;
+    private long parentTimelineId_;
+    /// <summary>
+    /// The timeline it branched from; 0 for the root (timeline 1).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long ParentTimelineId {
+      get { return parentTimelineId_; }
+      set {
+        parentTimelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "branched_at" field.</summary>
+    public const int BranchedAtFieldNumber = 3;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp branchedAt_;
+    /// <summary>
+    /// The system time on the parent it branched at (the save's time); unset for the root.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp BranchedAt {
+      get { return branchedAt_; }
+      set {
+        branchedAt_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 4;
+    private string saveId_ = "";
+    /// <summary>
+    /// The save point whose load made it; empty for the root.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "live" field.</summary>
+    public const int LiveFieldNumber = 5;
+    private bool live_;
+    /// <summary>
+    /// Whether it is the player's live timeline (the one reads and writes use).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Live {
+      get { return live_; }
+      set {
+        live_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as Timeline);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(Timeline other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (TimelineId != other.TimelineId) return false;
+      if (ParentTimelineId != other.ParentTimelineId) return false;
+      if (!object.Equals(BranchedAt, other.BranchedAt)) return false;
+      if (SaveId != other.SaveId) return false;
+      if (Live != other.Live) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (ParentTimelineId != 0L) hash ^= ParentTimelineId.GetHashCode();
+      if (branchedAt_ != null) hash ^= BranchedAt.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (Live != false) hash ^= Live.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (TimelineId != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SaveId);
+      }
+      if (Live != false) {
+        output.WriteRawTag(40);
+        output.WriteBool(Live);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (TimelineId != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SaveId);
+      }
+      if (Live != false) {
+        output.WriteRawTag(40);
+        output.WriteBool(Live);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (Live != false) {
+        size += 1 + 1;
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(Timeline other) {
+      if (other == null) {
+        return;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.ParentTimelineId != 0L) {
+        ParentTimelineId = other.ParentTimelineId;
+      }
+      if (other.branchedAt_ != null) {
+        if (branchedAt_ == null) {
+          BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        BranchedAt.MergeFrom(other.BranchedAt);
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      if (other.Live != false) {
+        Live = other.Live;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 8: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 16: {
+            ParentTimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (branchedAt_ == null) {
+              BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(BranchedAt);
+            break;
+          }
+          case 34: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 40: {
+            Live = input.ReadBool();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 8: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 16: {
+            ParentTimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (branchedAt_ == null) {
+              BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(BranchedAt);
+            break;
+          }
+          case 34: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 40: {
+            Live = input.ReadBool();
+            break;
+          }
         }
       }
     }
@@ -2751,7 +3787,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[8]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3054,7 +4090,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[9]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3409,7 +4445,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[10]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3782,7 +4818,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[8]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[11]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4150,7 +5186,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[9]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[12]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]

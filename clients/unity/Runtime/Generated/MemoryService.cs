@@ -27,100 +27,139 @@ namespace NpcMemory.V1 {
             "CiJucGNfbWVtb3J5L3YxL21lbW9yeV9zZXJ2aWNlLnByb3RvEg1ucGNfbWVt",
             "b3J5LnYxGiBnb29nbGUvcHJvdG9idWYvZmllbGRfbWFzay5wcm90bxocZ29v",
             "Z2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVmL3Rp",
-            "bWVzdGFtcC5wcm90bxoabnBjX21lbW9yeS92MS9tZW1vcnkucHJvdG8ifQoU",
-            "U3RvcmVNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVt",
-            "b3J5LnYxLlNjb3BlEiwKCG1lbW9yaWVzGAIgAygLMhoubnBjX21lbW9yeS52",
-            "MS5NZW1vcnlJbnB1dBISCgpyZXF1ZXN0X2lkGAMgASgJIkQKFVN0b3JlTWVt",
-            "b3JpZXNSZXNwb25zZRIrCgdyZXN1bHRzGAEgAygLMhoubnBjX21lbW9yeS52",
-            "MS5TdG9yZVJlc3VsdCKjAwoVU2VhcmNoTWVtb3JpZXNSZXF1ZXN0EiMKBXNj",
-            "b3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRINCgVxdWVyeRgCIAEo",
-            "CRIXCg9xdWVyeV9lbWJlZGRpbmcYAyADKAISDQoFbGltaXQYBCABKAUSJwoH",
-            "d2VpZ2h0cxgFIAEoCzIWLm5wY19tZW1vcnkudjEuV2VpZ2h0cxIpCgVhc19v",
-            "ZhgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDbm93GAcg",
-            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZmaWx0ZXIYCCAB",
-            "KAsyGy5ucGNfbWVtb3J5LnYxLk1lbW9yeUZpbHRlchIrCgZmdXNpb24YCSAB",
-            "KA4yGy5ucGNfbWVtb3J5LnYxLkZ1c2lvbk1ldGhvZBIbChNpbmNsdWRlX2lu",
-            "dmFsaWRhdGVkGAogASgIEgwKBGhvcHMYCyABKAUSDgoGZGVlcGVuGAwgASgI",
-            "EhwKFGRlZXBlbl9taW5fcmVsZXZhbmNlGA0gASgBIosBChZTZWFyY2hNZW1v",
-            "cmllc1Jlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5ucGNfbWVtb3J5LnYx",
-            "LlNjb3JlZE1lbW9yeRIXCg9lbWJlZGRpbmdfbW9kZWwYAiABKAkSKgoNYW5z",
-            "d2VyZWRfdGllchgDIAEoDjITLm5wY19tZW1vcnkudjEuVGllciJKChBHZXRN",
+            "bWVzdGFtcC5wcm90bxoabnBjX21lbW9yeS92MS9tZW1vcnkucHJvdG8iOgoW",
+            "Q3JlYXRlU2F2ZVBvaW50UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEg8KB3Nh",
+            "dmVfaWQYAiABKAkiRwoXQ3JlYXRlU2F2ZVBvaW50UmVzcG9uc2USLAoKc2F2",
+            "ZV9wb2ludBgBIAEoCzIYLm5wY19tZW1vcnkudjEuU2F2ZVBvaW50IjgKFExv",
+            "YWRTYXZlUG9pbnRSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDwoHc2F2ZV9p",
+            "ZBgCIAEoCSJCChVMb2FkU2F2ZVBvaW50UmVzcG9uc2USKQoIdGltZWxpbmUY",
+            "ASABKAsyFy5ucGNfbWVtb3J5LnYxLlRpbWVsaW5lIigKFUxpc3RTYXZlUG9p",
+            "bnRzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIo0BChZMaXN0U2F2ZVBvaW50",
+            "c1Jlc3BvbnNlEi0KC3NhdmVfcG9pbnRzGAEgAygLMhgubnBjX21lbW9yeS52",
+            "MS5TYXZlUG9pbnQSKgoJdGltZWxpbmVzGAIgAygLMhcubnBjX21lbW9yeS52",
+            "MS5UaW1lbGluZRIYChBsaXZlX3RpbWVsaW5lX2lkGAMgASgDIjsKE0Ryb3BU",
+            "aW1lbGluZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRITCgt0aW1lbGluZV9p",
+            "ZBgCIAEoAyIwChREcm9wVGltZWxpbmVSZXNwb25zZRIYChBkZWxldGVkX21l",
+            "bW9yaWVzGAEgASgDIn0KFFN0b3JlTWVtb3JpZXNSZXF1ZXN0EiMKBXNjb3Bl",
+            "GAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIsCghtZW1vcmllcxgCIAMo",
+            "CzIaLm5wY19tZW1vcnkudjEuTWVtb3J5SW5wdXQSEgoKcmVxdWVzdF9pZBgD",
+            "IAEoCSJEChVTdG9yZU1lbW9yaWVzUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMo",
+            "CzIaLm5wY19tZW1vcnkudjEuU3RvcmVSZXN1bHQixgQKFVNlYXJjaE1lbW9y",
+            "aWVzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
+            "cGUSDQoFcXVlcnkYAiABKAkSFwoPcXVlcnlfZW1iZWRkaW5nGAMgAygCEg0K",
+            "BWxpbWl0GAQgASgFEicKB3dlaWdodHMYBSABKAsyFi5ucGNfbWVtb3J5LnYx",
+            "LldlaWdodHMSKQoFYXNfb2YYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGlt",
+            "ZXN0YW1wEicKA25vdxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
+            "bXASKwoGZmlsdGVyGAggASgLMhsubnBjX21lbW9yeS52MS5NZW1vcnlGaWx0",
+            "ZXISKwoGZnVzaW9uGAkgASgOMhsubnBjX21lbW9yeS52MS5GdXNpb25NZXRo",
+            "b2QSGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgKIAEoCBIMCgRob3BzGAsgASgF",
+            "Eg4KBmRlZXBlbhgMIAEoCBIcChRkZWVwZW5fbWluX3JlbGV2YW5jZRgNIAEo",
+            "ARIvCg5hc19vZl9nYW1lX2RheRgOIAEoCzIXLm5wY19tZW1vcnkudjEuR2Ft",
+            "ZVRpbWUSLQoMbm93X2dhbWVfZGF5GA8gASgLMhcubnBjX21lbW9yeS52MS5H",
+            "YW1lVGltZRITCgt0aW1lbGluZV9pZBgQIAEoAxIsCghrbm93bl9hdBgRIAEo",
+            "CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiwEKFlNlYXJjaE1lbW9y",
+            "aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLm5wY19tZW1vcnkudjEu",
+            "U2NvcmVkTWVtb3J5EhcKD2VtYmVkZGluZ19tb2RlbBgCIAEoCRIqCg1hbnN3",
+            "ZXJlZF90aWVyGAMgASgOMhMubnBjX21lbW9yeS52MS5UaWVyIo0BChBHZXRN",
             "ZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5T",
-            "Y29wZRIRCgltZW1vcnlfaWQYAiABKAkiOgoRR2V0TWVtb3J5UmVzcG9uc2US",
-            "JQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnkiqwEKE0xp",
-            "c3RNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5",
-            "LnYxLlNjb3BlEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMg",
-            "ASgJEisKBmZpbHRlchgEIAEoCzIbLm5wY19tZW1vcnkudjEuTWVtb3J5Rmls",
-            "dGVyEhsKE2luY2x1ZGVfaW52YWxpZGF0ZWQYBSABKAgiWAoUTGlzdE1lbW9y",
-            "aWVzUmVzcG9uc2USJwoIbWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYx",
-            "Lk1lbW9yeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkigQEKF0ludmFsaWRh",
-            "dGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52",
-            "MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkSLgoKaW52YWxpZF9hdBgDIAEo",
-            "CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQQoYSW52YWxpZGF0ZU1l",
-            "bW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEu",
-            "TWVtb3J5Ip8CChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgL",
-            "MhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkSLwoL",
-            "dXBkYXRlX21hc2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNr",
-            "EhIKCmltcG9ydGFuY2UYBCABKAUSIQoEdGllchgFIAEoDjITLm5wY19tZW1v",
-            "cnkudjEuVGllchIpCghtZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1",
-            "Zi5TdHJ1Y3QSDwoHY29udGVudBgHIAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIa",
-            "Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPQoUVXBkYXRlTWVtb3J5UmVz",
-            "cG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnki",
-            "cwoXR2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5u",
-            "cGNfbWVtb3J5LnYxLlNjb3BlEhIKCnN1YmplY3RfaWQYAiABKAkSDAoEc2xv",
-            "dBgDIAEoCRIRCgltZW1vcnlfaWQYBCABKAkiQwoYR2V0TWVtb3J5SGlzdG9y",
-            "eVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9yeS52MS5N",
-            "ZW1vcnkiJgoTRm9yZ2V0UGxheWVyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJ",
-            "IjAKFEZvcmdldFBsYXllclJlc3BvbnNlEhgKEGRlbGV0ZWRfbWVtb3JpZXMY",
-            "ASABKAMiTQoTRXhwYW5kTWVtb3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIU",
-            "Lm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIgASgJIqEBChRF",
-            "eHBhbmRNZW1vcnlSZXNwb25zZRIRCgltZW1vcnlfaWQYASABKAkSDQoFZGVw",
-            "dGgYAiABKAUSKAoFZm91bmQYAyADKAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9y",
-            "eUxpbmsSJwoIbWVtb3JpZXMYBCADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9y",
-            "eRIUCgx0b3RhbF9saW5rZWQYBSABKAUiSgoQTGlzdExpbmtzUmVxdWVzdBIj",
-            "CgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5",
-            "X2lkGAIgASgJIpgBChFMaXN0TGlua3NSZXNwb25zZRIqCgdwYXJlbnRzGAEg",
-            "AygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEisKCGNoaWxkcmVuGAIg",
-            "AygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEioKB3JlbGF0ZWQYAyAD",
-            "KAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9yeUxpbmsymAcKDU1lbW9yeVNlcnZp",
-            "Y2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnkudjEuU3RvcmVNZW1v",
-            "cmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3JpZXNSZXNw",
-            "b25zZRJdCg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEuU2VhcmNo",
-            "TWVtb3JpZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hNZW1vcmll",
-            "c1Jlc3BvbnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEuR2V0TWVt",
-            "b3J5UmVxdWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVzcG9uc2US",
-            "VwoMTGlzdE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNS",
-            "ZXF1ZXN0GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNwb25zZRJj",
-            "ChBJbnZhbGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZhbGlkYXRl",
-            "TWVtb3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0ZU1lbW9y",
-            "eVJlc3BvbnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnkudjEuVXBk",
-            "YXRlTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRlTWVtb3J5",
-            "UmVzcG9uc2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1vcnkudjEu",
-            "R2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYxLkdldE1l",
-            "bW9yeUhpc3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5ucGNfbWVt",
-            "b3J5LnYxLkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkZv",
-            "cmdldFBsYXllclJlc3BvbnNlElcKDEV4cGFuZE1lbW9yeRIiLm5wY19tZW1v",
-            "cnkudjEuRXhwYW5kTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuRXhw",
-            "YW5kTWVtb3J5UmVzcG9uc2USTgoJTGlzdExpbmtzEh8ubnBjX21lbW9yeS52",
-            "MS5MaXN0TGlua3NSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5MaXN0TGlua3NS",
-            "ZXNwb25zZUIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNNZW1vcnkuVjFi",
-            "BnByb3RvMw=="));
+            "Y29wZRIRCgltZW1vcnlfaWQYAiABKAkSEwoLdGltZWxpbmVfaWQYAyABKAMS",
+            "LAoIa25vd25fYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1w",
+            "IjoKEUdldE1lbW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19t",
+            "ZW1vcnkudjEuTWVtb3J5Iu4BChNMaXN0TWVtb3JpZXNSZXF1ZXN0EiMKBXNj",
+            "b3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCglwYWdlX3NpemUY",
+            "AiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIrCgZmaWx0ZXIYBCABKAsyGy5u",
+            "cGNfbWVtb3J5LnYxLk1lbW9yeUZpbHRlchIbChNpbmNsdWRlX2ludmFsaWRh",
+            "dGVkGAUgASgIEhMKC3RpbWVsaW5lX2lkGAYgASgDEiwKCGtub3duX2F0GAcg",
+            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJYChRMaXN0TWVtb3Jp",
+            "ZXNSZXNwb25zZRInCghtZW1vcmllcxgBIAMoCzIVLm5wY19tZW1vcnkudjEu",
+            "TWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSK0AQoXSW52YWxpZGF0",
+            "ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYx",
+            "LlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCRIuCgppbnZhbGlkX2F0GAMgASgL",
+            "MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxChBpbnZhbGlkX2dhbWVf",
+            "ZGF5GAQgASgLMhcubnBjX21lbW9yeS52MS5HYW1lVGltZSJBChhJbnZhbGlk",
+            "YXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9y",
+            "eS52MS5NZW1vcnki0AIKE1VwZGF0ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUY",
+            "ASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEo",
+            "CRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVs",
+            "ZE1hc2sSEgoKaW1wb3J0YW5jZRgEIAEoBRIhCgR0aWVyGAUgASgOMhMubnBj",
+            "X21lbW9yeS52MS5UaWVyEikKCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnBy",
+            "b3RvYnVmLlN0cnVjdBIPCgdjb250ZW50GAcgASgJEiwKCHZhbGlkX2F0GAgg",
+            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCg52YWxpZF9nYW1l",
+            "X2RheRgJIAEoCzIXLm5wY19tZW1vcnkudjEuR2FtZVRpbWUiPQoUVXBkYXRl",
+            "TWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52",
+            "MS5NZW1vcnkitgEKF0dldE1lbW9yeUhpc3RvcnlSZXF1ZXN0EiMKBXNjb3Bl",
+            "GAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRISCgpzdWJqZWN0X2lkGAIg",
+            "ASgJEgwKBHNsb3QYAyABKAkSEQoJbWVtb3J5X2lkGAQgASgJEhMKC3RpbWVs",
+            "aW5lX2lkGAUgASgDEiwKCGtub3duX2F0GAYgASgLMhouZ29vZ2xlLnByb3Rv",
+            "YnVmLlRpbWVzdGFtcCJDChhHZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2USJwoI",
+            "bWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeSImChNGb3Jn",
+            "ZXRQbGF5ZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkiMAoURm9yZ2V0UGxh",
+            "eWVyUmVzcG9uc2USGAoQZGVsZXRlZF9tZW1vcmllcxgBIAEoAyJNChNFeHBh",
+            "bmRNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52",
+            "MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkioQEKFEV4cGFuZE1lbW9yeVJl",
+            "c3BvbnNlEhEKCW1lbW9yeV9pZBgBIAEoCRINCgVkZXB0aBgCIAEoBRIoCgVm",
+            "b3VuZBgDIAMoCzIZLm5wY19tZW1vcnkudjEuTWVtb3J5TGluaxInCghtZW1v",
+            "cmllcxgEIAMoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5EhQKDHRvdGFsX2xp",
+            "bmtlZBgFIAEoBSJKChBMaXN0TGlua3NSZXF1ZXN0EiMKBXNjb3BlGAEgASgL",
+            "MhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkimAEK",
+            "EUxpc3RMaW5rc1Jlc3BvbnNlEioKB3BhcmVudHMYASADKAsyGS5ucGNfbWVt",
+            "b3J5LnYxLk1lbW9yeUxpbmsSKwoIY2hpbGRyZW4YAiADKAsyGS5ucGNfbWVt",
+            "b3J5LnYxLk1lbW9yeUxpbmsSKgoHcmVsYXRlZBgDIAMoCzIZLm5wY19tZW1v",
+            "cnkudjEuTWVtb3J5TGluazKOCgoNTWVtb3J5U2VydmljZRJaCg1TdG9yZU1l",
+            "bW9yaWVzEiMubnBjX21lbW9yeS52MS5TdG9yZU1lbW9yaWVzUmVxdWVzdBok",
+            "Lm5wY19tZW1vcnkudjEuU3RvcmVNZW1vcmllc1Jlc3BvbnNlEl0KDlNlYXJj",
+            "aE1lbW9yaWVzEiQubnBjX21lbW9yeS52MS5TZWFyY2hNZW1vcmllc1JlcXVl",
+            "c3QaJS5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USTgoJ",
+            "R2V0TWVtb3J5Eh8ubnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXF1ZXN0GiAu",
+            "bnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXNwb25zZRJXCgxMaXN0TWVtb3Jp",
+            "ZXMSIi5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1JlcXVlc3QaIy5ucGNf",
+            "bWVtb3J5LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlEmMKEEludmFsaWRhdGVN",
+            "ZW1vcnkSJi5ucGNfbWVtb3J5LnYxLkludmFsaWRhdGVNZW1vcnlSZXF1ZXN0",
+            "GicubnBjX21lbW9yeS52MS5JbnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USVwoM",
+            "VXBkYXRlTWVtb3J5EiIubnBjX21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXF1",
+            "ZXN0GiMubnBjX21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXNwb25zZRJjChBH",
+            "ZXRNZW1vcnlIaXN0b3J5EiYubnBjX21lbW9yeS52MS5HZXRNZW1vcnlIaXN0",
+            "b3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5SGlzdG9yeVJl",
+            "c3BvbnNlElcKDEZvcmdldFBsYXllchIiLm5wY19tZW1vcnkudjEuRm9yZ2V0",
+            "UGxheWVyUmVxdWVzdBojLm5wY19tZW1vcnkudjEuRm9yZ2V0UGxheWVyUmVz",
+            "cG9uc2USVwoMRXhwYW5kTWVtb3J5EiIubnBjX21lbW9yeS52MS5FeHBhbmRN",
+            "ZW1vcnlSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5FeHBhbmRNZW1vcnlSZXNw",
+            "b25zZRJOCglMaXN0TGlua3MSHy5ucGNfbWVtb3J5LnYxLkxpc3RMaW5rc1Jl",
+            "cXVlc3QaIC5ucGNfbWVtb3J5LnYxLkxpc3RMaW5rc1Jlc3BvbnNlEmAKD0Ny",
+            "ZWF0ZVNhdmVQb2ludBIlLm5wY19tZW1vcnkudjEuQ3JlYXRlU2F2ZVBvaW50",
+            "UmVxdWVzdBomLm5wY19tZW1vcnkudjEuQ3JlYXRlU2F2ZVBvaW50UmVzcG9u",
+            "c2USWgoNTG9hZFNhdmVQb2ludBIjLm5wY19tZW1vcnkudjEuTG9hZFNhdmVQ",
+            "b2ludFJlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLkxvYWRTYXZlUG9pbnRSZXNw",
+            "b25zZRJdCg5MaXN0U2F2ZVBvaW50cxIkLm5wY19tZW1vcnkudjEuTGlzdFNh",
+            "dmVQb2ludHNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5MaXN0U2F2ZVBvaW50",
+            "c1Jlc3BvbnNlElcKDERyb3BUaW1lbGluZRIiLm5wY19tZW1vcnkudjEuRHJv",
+            "cFRpbWVsaW5lUmVxdWVzdBojLm5wY19tZW1vcnkudjEuRHJvcFRpbWVsaW5l",
+            "UmVzcG9uc2VCIwoQZGV2Lm5wY21lbW9yeS52MVABqgIMTnBjTWVtb3J5LlYx",
+            "YgZwcm90bzM="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointRequest), global::NpcMemory.V1.CreateSavePointRequest.Parser, new[]{ "UserId", "SaveId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointResponse), global::NpcMemory.V1.CreateSavePointResponse.Parser, new[]{ "SavePoint" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.LoadSavePointRequest), global::NpcMemory.V1.LoadSavePointRequest.Parser, new[]{ "UserId", "SaveId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.LoadSavePointResponse), global::NpcMemory.V1.LoadSavePointResponse.Parser, new[]{ "Timeline" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListSavePointsRequest), global::NpcMemory.V1.ListSavePointsRequest.Parser, new[]{ "UserId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListSavePointsResponse), global::NpcMemory.V1.ListSavePointsResponse.Parser, new[]{ "SavePoints", "Timelines", "LiveTimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineRequest), global::NpcMemory.V1.DropTimelineRequest.Parser, new[]{ "UserId", "TimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineResponse), global::NpcMemory.V1.DropTimelineResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesRequest), global::NpcMemory.V1.StoreMemoriesRequest.Parser, new[]{ "Scope", "Memories", "RequestId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesResponse), global::NpcMemory.V1.StoreMemoriesResponse.Parser, new[]{ "Results" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance", "AsOfGameDay", "NowGameDay", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel", "AnsweredTier" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryResponse), global::NpcMemory.V1.GetMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesResponse), global::NpcMemory.V1.ListMemoriesResponse.Parser, new[]{ "Memories", "NextPageToken" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt", "InvalidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryResponse), global::NpcMemory.V1.InvalidateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryRequest), global::NpcMemory.V1.UpdateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "UpdateMask", "Importance", "Tier", "Metadata", "Content", "ValidAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryRequest), global::NpcMemory.V1.UpdateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "UpdateMask", "Importance", "Tier", "Metadata", "Content", "ValidAt", "ValidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryResponse), global::NpcMemory.V1.UpdateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryResponse), global::NpcMemory.V1.GetMemoryHistoryResponse.Parser, new[]{ "Memories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerRequest), global::NpcMemory.V1.ForgetPlayerRequest.Parser, new[]{ "UserId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerResponse), global::NpcMemory.V1.ForgetPlayerResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
@@ -134,6 +173,1714 @@ namespace NpcMemory.V1 {
 
   }
   #region Messages
+  public sealed partial class CreateSavePointRequest : pb::IMessage<CreateSavePointRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<CreateSavePointRequest> _parser = new pb::MessageParser<CreateSavePointRequest>(() => new CreateSavePointRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<CreateSavePointRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[0]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest(CreateSavePointRequest other) : this() {
+      userId_ = other.userId_;
+      saveId_ = other.saveId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest Clone() {
+      return new CreateSavePointRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 2;
+    private string saveId_ = "";
+    /// <summary>
+    /// The slot, 1-128 characters; saving to an existing slot overwrites it.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as CreateSavePointRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(CreateSavePointRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (SaveId != other.SaveId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(CreateSavePointRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class CreateSavePointResponse : pb::IMessage<CreateSavePointResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<CreateSavePointResponse> _parser = new pb::MessageParser<CreateSavePointResponse>(() => new CreateSavePointResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<CreateSavePointResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[1]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse(CreateSavePointResponse other) : this() {
+      savePoint_ = other.savePoint_ != null ? other.savePoint_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse Clone() {
+      return new CreateSavePointResponse(this);
+    }
+
+    /// <summary>Field number for the "save_point" field.</summary>
+    public const int SavePointFieldNumber = 1;
+    private global::NpcMemory.V1.SavePoint savePoint_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.SavePoint SavePoint {
+      get { return savePoint_; }
+      set {
+        savePoint_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as CreateSavePointResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(CreateSavePointResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(SavePoint, other.SavePoint)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (savePoint_ != null) hash ^= SavePoint.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (savePoint_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(SavePoint);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (savePoint_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(SavePoint);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (savePoint_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(SavePoint);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(CreateSavePointResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.savePoint_ != null) {
+        if (savePoint_ == null) {
+          SavePoint = new global::NpcMemory.V1.SavePoint();
+        }
+        SavePoint.MergeFrom(other.SavePoint);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (savePoint_ == null) {
+              SavePoint = new global::NpcMemory.V1.SavePoint();
+            }
+            input.ReadMessage(SavePoint);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (savePoint_ == null) {
+              SavePoint = new global::NpcMemory.V1.SavePoint();
+            }
+            input.ReadMessage(SavePoint);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class LoadSavePointRequest : pb::IMessage<LoadSavePointRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<LoadSavePointRequest> _parser = new pb::MessageParser<LoadSavePointRequest>(() => new LoadSavePointRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<LoadSavePointRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[2]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest(LoadSavePointRequest other) : this() {
+      userId_ = other.userId_;
+      saveId_ = other.saveId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest Clone() {
+      return new LoadSavePointRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 2;
+    private string saveId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as LoadSavePointRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(LoadSavePointRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (SaveId != other.SaveId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(LoadSavePointRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class LoadSavePointResponse : pb::IMessage<LoadSavePointResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<LoadSavePointResponse> _parser = new pb::MessageParser<LoadSavePointResponse>(() => new LoadSavePointResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<LoadSavePointResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[3]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse(LoadSavePointResponse other) : this() {
+      timeline_ = other.timeline_ != null ? other.timeline_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse Clone() {
+      return new LoadSavePointResponse(this);
+    }
+
+    /// <summary>Field number for the "timeline" field.</summary>
+    public const int TimelineFieldNumber = 1;
+    private global::NpcMemory.V1.Timeline timeline_;
+    /// <summary>
+    /// The new live timeline, branched from the save point.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Timeline Timeline {
+      get { return timeline_; }
+      set {
+        timeline_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as LoadSavePointResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(LoadSavePointResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Timeline, other.Timeline)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (timeline_ != null) hash ^= Timeline.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (timeline_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Timeline);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (timeline_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Timeline);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (timeline_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Timeline);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(LoadSavePointResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.timeline_ != null) {
+        if (timeline_ == null) {
+          Timeline = new global::NpcMemory.V1.Timeline();
+        }
+        Timeline.MergeFrom(other.Timeline);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (timeline_ == null) {
+              Timeline = new global::NpcMemory.V1.Timeline();
+            }
+            input.ReadMessage(Timeline);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (timeline_ == null) {
+              Timeline = new global::NpcMemory.V1.Timeline();
+            }
+            input.ReadMessage(Timeline);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListSavePointsRequest : pb::IMessage<ListSavePointsRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListSavePointsRequest> _parser = new pb::MessageParser<ListSavePointsRequest>(() => new ListSavePointsRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListSavePointsRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[4]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest(ListSavePointsRequest other) : this() {
+      userId_ = other.userId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest Clone() {
+      return new ListSavePointsRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListSavePointsRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListSavePointsRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListSavePointsRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListSavePointsResponse : pb::IMessage<ListSavePointsResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListSavePointsResponse> _parser = new pb::MessageParser<ListSavePointsResponse>(() => new ListSavePointsResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListSavePointsResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[5]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse(ListSavePointsResponse other) : this() {
+      savePoints_ = other.savePoints_.Clone();
+      timelines_ = other.timelines_.Clone();
+      liveTimelineId_ = other.liveTimelineId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse Clone() {
+      return new ListSavePointsResponse(this);
+    }
+
+    /// <summary>Field number for the "save_points" field.</summary>
+    public const int SavePointsFieldNumber = 1;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.SavePoint> _repeated_savePoints_codec
+        = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.SavePoint.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.SavePoint> savePoints_ = new pbc::RepeatedField<global::NpcMemory.V1.SavePoint>();
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.SavePoint> SavePoints {
+      get { return savePoints_; }
+    }
+
+    /// <summary>Field number for the "timelines" field.</summary>
+    public const int TimelinesFieldNumber = 2;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.Timeline> _repeated_timelines_codec
+        = pb::FieldCodec.ForMessage(18, global::NpcMemory.V1.Timeline.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.Timeline> timelines_ = new pbc::RepeatedField<global::NpcMemory.V1.Timeline>();
+    /// <summary>
+    /// Every timeline, the root (1) first.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.Timeline> Timelines {
+      get { return timelines_; }
+    }
+
+    /// <summary>Field number for the "live_timeline_id" field.</summary>
+    public const int LiveTimelineIdFieldNumber = 3;
+    private long liveTimelineId_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long LiveTimelineId {
+      get { return liveTimelineId_; }
+      set {
+        liveTimelineId_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListSavePointsResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListSavePointsResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if(!savePoints_.Equals(other.savePoints_)) return false;
+      if(!timelines_.Equals(other.timelines_)) return false;
+      if (LiveTimelineId != other.LiveTimelineId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      hash ^= savePoints_.GetHashCode();
+      hash ^= timelines_.GetHashCode();
+      if (LiveTimelineId != 0L) hash ^= LiveTimelineId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      savePoints_.WriteTo(output, _repeated_savePoints_codec);
+      timelines_.WriteTo(output, _repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      savePoints_.WriteTo(ref output, _repeated_savePoints_codec);
+      timelines_.WriteTo(ref output, _repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      size += savePoints_.CalculateSize(_repeated_savePoints_codec);
+      size += timelines_.CalculateSize(_repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListSavePointsResponse other) {
+      if (other == null) {
+        return;
+      }
+      savePoints_.Add(other.savePoints_);
+      timelines_.Add(other.timelines_);
+      if (other.LiveTimelineId != 0L) {
+        LiveTimelineId = other.LiveTimelineId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            savePoints_.AddEntriesFrom(input, _repeated_savePoints_codec);
+            break;
+          }
+          case 18: {
+            timelines_.AddEntriesFrom(input, _repeated_timelines_codec);
+            break;
+          }
+          case 24: {
+            LiveTimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            savePoints_.AddEntriesFrom(ref input, _repeated_savePoints_codec);
+            break;
+          }
+          case 18: {
+            timelines_.AddEntriesFrom(ref input, _repeated_timelines_codec);
+            break;
+          }
+          case 24: {
+            LiveTimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class DropTimelineRequest : pb::IMessage<DropTimelineRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<DropTimelineRequest> _parser = new pb::MessageParser<DropTimelineRequest>(() => new DropTimelineRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<DropTimelineRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[6]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest(DropTimelineRequest other) : this() {
+      userId_ = other.userId_;
+      timelineId_ = other.timelineId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest Clone() {
+      return new DropTimelineRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 2;
+    private long timelineId_;
+    /// <summary>
+    /// An abandoned timeline: neither live nor an ancestor of the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as DropTimelineRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(DropTimelineRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(DropTimelineRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class DropTimelineResponse : pb::IMessage<DropTimelineResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<DropTimelineResponse> _parser = new pb::MessageParser<DropTimelineResponse>(() => new DropTimelineResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<DropTimelineResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[7]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse(DropTimelineResponse other) : this() {
+      deletedMemories_ = other.deletedMemories_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse Clone() {
+      return new DropTimelineResponse(this);
+    }
+
+    /// <summary>Field number for the "deleted_memories" field.</summary>
+    public const int DeletedMemoriesFieldNumber = 1;
+    private long deletedMemories_;
+    /// <summary>
+    /// How many memory rows were erased.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long DeletedMemories {
+      get { return deletedMemories_; }
+      set {
+        deletedMemories_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as DropTimelineResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(DropTimelineResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (DeletedMemories != other.DeletedMemories) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (DeletedMemories != 0L) hash ^= DeletedMemories.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (DeletedMemories != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (DeletedMemories != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (DeletedMemories != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(DropTimelineResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.DeletedMemories != 0L) {
+        DeletedMemories = other.DeletedMemories;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 8: {
+            DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 8: {
+            DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
   public sealed partial class StoreMemoriesRequest : pb::IMessage<StoreMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -148,7 +1895,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[0]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[8]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -416,7 +2163,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[1]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[9]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -597,7 +2344,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[2]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -630,6 +2377,10 @@ namespace NpcMemory.V1 {
       hops_ = other.hops_;
       deepen_ = other.deepen_;
       deepenMinRelevance_ = other.deepenMinRelevance_;
+      asOfGameDay_ = other.asOfGameDay_ != null ? other.asOfGameDay_.Clone() : null;
+      nowGameDay_ = other.nowGameDay_ != null ? other.nowGameDay_.Clone() : null;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -826,6 +2577,66 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "as_of_game_day" field.</summary>
+    public const int AsOfGameDayFieldNumber = 14;
+    private global::NpcMemory.V1.GameTime asOfGameDay_;
+    /// <summary>
+    /// Instead of as_of: the game day to search at.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime AsOfGameDay {
+      get { return asOfGameDay_; }
+      set {
+        asOfGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "now_game_day" field.</summary>
+    public const int NowGameDayFieldNumber = 15;
+    private global::NpcMemory.V1.GameTime nowGameDay_;
+    /// <summary>
+    /// Instead of now: the game's clock for recency, in game days (recency then decays in game days).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime NowGameDay {
+      get { return nowGameDay_; }
+      set {
+        nowGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 16;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline (e.g. an abandoned one, for audit) instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 17;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -854,6 +2665,10 @@ namespace NpcMemory.V1 {
       if (Hops != other.Hops) return false;
       if (Deepen != other.Deepen) return false;
       if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(DeepenMinRelevance, other.DeepenMinRelevance)) return false;
+      if (!object.Equals(AsOfGameDay, other.AsOfGameDay)) return false;
+      if (!object.Equals(NowGameDay, other.NowGameDay)) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -874,6 +2689,10 @@ namespace NpcMemory.V1 {
       if (Hops != 0) hash ^= Hops.GetHashCode();
       if (Deepen != false) hash ^= Deepen.GetHashCode();
       if (DeepenMinRelevance != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(DeepenMinRelevance);
+      if (asOfGameDay_ != null) hash ^= AsOfGameDay.GetHashCode();
+      if (nowGameDay_ != null) hash ^= NowGameDay.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -941,6 +2760,22 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(105);
         output.WriteDouble(DeepenMinRelevance);
       }
+      if (asOfGameDay_ != null) {
+        output.WriteRawTag(114);
+        output.WriteMessage(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(128, 1);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(138, 1);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1000,6 +2835,22 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(105);
         output.WriteDouble(DeepenMinRelevance);
       }
+      if (asOfGameDay_ != null) {
+        output.WriteRawTag(114);
+        output.WriteMessage(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(128, 1);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(138, 1);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1046,6 +2897,18 @@ namespace NpcMemory.V1 {
       }
       if (DeepenMinRelevance != 0D) {
         size += 1 + 8;
+      }
+      if (asOfGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        size += 2 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1110,6 +2973,27 @@ namespace NpcMemory.V1 {
       }
       if (other.DeepenMinRelevance != 0D) {
         DeepenMinRelevance = other.DeepenMinRelevance;
+      }
+      if (other.asOfGameDay_ != null) {
+        if (asOfGameDay_ == null) {
+          AsOfGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        AsOfGameDay.MergeFrom(other.AsOfGameDay);
+      }
+      if (other.nowGameDay_ != null) {
+        if (nowGameDay_ == null) {
+          NowGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        NowGameDay.MergeFrom(other.NowGameDay);
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1192,6 +3076,31 @@ namespace NpcMemory.V1 {
           }
           case 105: {
             DeepenMinRelevance = input.ReadDouble();
+            break;
+          }
+          case 114: {
+            if (asOfGameDay_ == null) {
+              AsOfGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(AsOfGameDay);
+            break;
+          }
+          case 122: {
+            if (nowGameDay_ == null) {
+              NowGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(NowGameDay);
+            break;
+          }
+          case 128: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 138: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -1277,6 +3186,31 @@ namespace NpcMemory.V1 {
             DeepenMinRelevance = input.ReadDouble();
             break;
           }
+          case 114: {
+            if (asOfGameDay_ == null) {
+              AsOfGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(AsOfGameDay);
+            break;
+          }
+          case 122: {
+            if (nowGameDay_ == null) {
+              NowGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(NowGameDay);
+            break;
+          }
+          case 128: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 138: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -1298,7 +3232,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[3]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1559,7 +3493,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[4]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1581,6 +3515,8 @@ namespace NpcMemory.V1 {
     public GetMemoryRequest(GetMemoryRequest other) : this() {
       scope_ = other.scope_ != null ? other.scope_.Clone() : null;
       memoryId_ = other.memoryId_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1614,6 +3550,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 3;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 4;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1631,6 +3597,8 @@ namespace NpcMemory.V1 {
       }
       if (!object.Equals(Scope, other.Scope)) return false;
       if (MemoryId != other.MemoryId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1640,6 +3608,8 @@ namespace NpcMemory.V1 {
       int hash = 1;
       if (scope_ != null) hash ^= Scope.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1666,6 +3636,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1684,6 +3662,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1699,6 +3685,12 @@ namespace NpcMemory.V1 {
       }
       if (MemoryId.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1720,6 +3712,15 @@ namespace NpcMemory.V1 {
       }
       if (other.MemoryId.Length != 0) {
         MemoryId = other.MemoryId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1745,6 +3746,17 @@ namespace NpcMemory.V1 {
           }
           case 18: {
             MemoryId = input.ReadString();
+            break;
+          }
+          case 24: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 34: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -1773,6 +3785,17 @@ namespace NpcMemory.V1 {
             MemoryId = input.ReadString();
             break;
           }
+          case 24: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 34: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -1794,7 +3817,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[5]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1992,7 +4015,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[6]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2017,6 +4040,8 @@ namespace NpcMemory.V1 {
       pageToken_ = other.pageToken_;
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       includeInvalidated_ = other.includeInvalidated_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2095,6 +4120,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 6;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 7;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2115,6 +4170,8 @@ namespace NpcMemory.V1 {
       if (PageToken != other.PageToken) return false;
       if (!object.Equals(Filter, other.Filter)) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2127,6 +4184,8 @@ namespace NpcMemory.V1 {
       if (PageToken.Length != 0) hash ^= PageToken.GetHashCode();
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2165,6 +4224,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(48);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(58);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2195,6 +4262,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(48);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(58);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2219,6 +4294,12 @@ namespace NpcMemory.V1 {
       }
       if (IncludeInvalidated != false) {
         size += 1 + 1;
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2252,6 +4333,15 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2292,6 +4382,17 @@ namespace NpcMemory.V1 {
           }
           case 40: {
             IncludeInvalidated = input.ReadBool();
+            break;
+          }
+          case 48: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 58: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -2335,6 +4436,17 @@ namespace NpcMemory.V1 {
             IncludeInvalidated = input.ReadBool();
             break;
           }
+          case 48: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 58: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -2356,7 +4468,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[7]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2574,7 +4686,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[8]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[16]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2597,6 +4709,7 @@ namespace NpcMemory.V1 {
       scope_ = other.scope_ != null ? other.scope_.Clone() : null;
       memoryId_ = other.memoryId_;
       invalidAt_ = other.invalidAt_ != null ? other.invalidAt_.Clone() : null;
+      invalidGameDay_ = other.invalidGameDay_ != null ? other.invalidGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2645,6 +4758,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "invalid_game_day" field.</summary>
+    public const int InvalidGameDayFieldNumber = 4;
+    private global::NpcMemory.V1.GameTime invalidGameDay_;
+    /// <summary>
+    /// Instead of invalid_at: the game day it stopped being true.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime InvalidGameDay {
+      get { return invalidGameDay_; }
+      set {
+        invalidGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2663,6 +4791,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Scope, other.Scope)) return false;
       if (MemoryId != other.MemoryId) return false;
       if (!object.Equals(InvalidAt, other.InvalidAt)) return false;
+      if (!object.Equals(InvalidGameDay, other.InvalidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2673,6 +4802,7 @@ namespace NpcMemory.V1 {
       if (scope_ != null) hash ^= Scope.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
       if (invalidAt_ != null) hash ^= InvalidAt.GetHashCode();
+      if (invalidGameDay_ != null) hash ^= InvalidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2703,6 +4833,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(InvalidAt);
       }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(InvalidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2725,6 +4859,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(InvalidAt);
       }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(InvalidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2743,6 +4881,9 @@ namespace NpcMemory.V1 {
       }
       if (invalidAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(InvalidAt);
+      }
+      if (invalidGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(InvalidGameDay);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2770,6 +4911,12 @@ namespace NpcMemory.V1 {
           InvalidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         InvalidAt.MergeFrom(other.InvalidAt);
+      }
+      if (other.invalidGameDay_ != null) {
+        if (invalidGameDay_ == null) {
+          InvalidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        InvalidGameDay.MergeFrom(other.InvalidGameDay);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2802,6 +4949,13 @@ namespace NpcMemory.V1 {
               InvalidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(InvalidAt);
+            break;
+          }
+          case 34: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
             break;
           }
         }
@@ -2837,6 +4991,13 @@ namespace NpcMemory.V1 {
             input.ReadMessage(InvalidAt);
             break;
           }
+          case 34: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
         }
       }
     }
@@ -2858,7 +5019,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[9]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[17]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3056,7 +5217,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[18]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3084,6 +5245,7 @@ namespace NpcMemory.V1 {
       metadata_ = other.metadata_ != null ? other.metadata_.Clone() : null;
       content_ = other.content_;
       validAt_ = other.validAt_ != null ? other.validAt_.Clone() : null;
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3195,6 +5357,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 9;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// Instead of valid_at: the game day the new version became true.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3218,6 +5395,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Metadata, other.Metadata)) return false;
       if (Content != other.Content) return false;
       if (!object.Equals(ValidAt, other.ValidAt)) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3233,6 +5411,7 @@ namespace NpcMemory.V1 {
       if (metadata_ != null) hash ^= Metadata.GetHashCode();
       if (Content.Length != 0) hash ^= Content.GetHashCode();
       if (validAt_ != null) hash ^= ValidAt.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3283,6 +5462,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(66);
         output.WriteMessage(ValidAt);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(74);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3325,6 +5508,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(66);
         output.WriteMessage(ValidAt);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(74);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3358,6 +5545,9 @@ namespace NpcMemory.V1 {
       }
       if (validAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidAt);
+      }
+      if (validGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3406,6 +5596,12 @@ namespace NpcMemory.V1 {
           ValidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         ValidAt.MergeFrom(other.ValidAt);
+      }
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3464,6 +5660,13 @@ namespace NpcMemory.V1 {
               ValidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(ValidAt);
+            break;
+          }
+          case 74: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
             break;
           }
         }
@@ -3525,6 +5728,13 @@ namespace NpcMemory.V1 {
             input.ReadMessage(ValidAt);
             break;
           }
+          case 74: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
         }
       }
     }
@@ -3546,7 +5756,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[19]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3747,7 +5957,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[20]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3771,6 +5981,8 @@ namespace NpcMemory.V1 {
       subjectId_ = other.subjectId_;
       slot_ = other.slot_;
       memoryId_ = other.memoryId_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3837,6 +6049,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 5;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 6;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3856,6 +6098,8 @@ namespace NpcMemory.V1 {
       if (SubjectId != other.SubjectId) return false;
       if (Slot != other.Slot) return false;
       if (MemoryId != other.MemoryId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3867,6 +6111,8 @@ namespace NpcMemory.V1 {
       if (SubjectId.Length != 0) hash ^= SubjectId.GetHashCode();
       if (Slot.Length != 0) hash ^= Slot.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3901,6 +6147,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(34);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(40);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3927,6 +6181,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(34);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(40);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3948,6 +6210,12 @@ namespace NpcMemory.V1 {
       }
       if (MemoryId.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3975,6 +6243,15 @@ namespace NpcMemory.V1 {
       }
       if (other.MemoryId.Length != 0) {
         MemoryId = other.MemoryId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -4008,6 +6285,17 @@ namespace NpcMemory.V1 {
           }
           case 34: {
             MemoryId = input.ReadString();
+            break;
+          }
+          case 40: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 50: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -4044,6 +6332,17 @@ namespace NpcMemory.V1 {
             MemoryId = input.ReadString();
             break;
           }
+          case 40: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 50: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -4065,7 +6364,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[21]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4246,7 +6545,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[22]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4435,7 +6734,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[23]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4627,7 +6926,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[16]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[24]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4865,7 +7164,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[17]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[25]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -5195,7 +7494,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[18]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[26]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -5430,7 +7729,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[19]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[27]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]

@@ -27,3 +27,13 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_l
 
 SELECT create_distributed_table('expand_state', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'expand_state'::regclass);
+-- Timelines, save points and per-timeline changes live with the player's memories (co-located), so a load,
+-- a save and a search's view of them run on the player's worker.
+SELECT create_distributed_table('timelines', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'timelines'::regclass);
+SELECT create_distributed_table('player_state', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'player_state'::regclass);
+SELECT create_distributed_table('save_points', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'save_points'::regclass);
+SELECT create_distributed_table('memory_changes', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_changes'::regclass);

@@ -47,6 +47,7 @@ PROTOBUF_CONSTEXPR MemoryInput::MemoryInput(
   , /*decltype(_impl_.slot_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.valid_at_)*/nullptr
   , /*decltype(_impl_.metadata_)*/nullptr
+  , /*decltype(_impl_.valid_game_day_)*/nullptr
   , /*decltype(_impl_.speaker_)*/0
   , /*decltype(_impl_.subject_)*/0
   , /*decltype(_impl_.content_type_)*/0
@@ -94,6 +95,19 @@ struct MemoryLinkDefaultTypeInternal {
   };
 };
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 MemoryLinkDefaultTypeInternal _MemoryLink_default_instance_;
+PROTOBUF_CONSTEXPR GameTime::GameTime(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.day_)*/0
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct GameTimeDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR GameTimeDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~GameTimeDefaultTypeInternal() {}
+  union {
+    GameTime _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 GameTimeDefaultTypeInternal _GameTime_default_instance_;
 PROTOBUF_CONSTEXPR Memory::Memory(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
@@ -108,12 +122,15 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.invalid_at_)*/nullptr
   , /*decltype(_impl_.created_at_)*/nullptr
   , /*decltype(_impl_.updated_at_)*/nullptr
+  , /*decltype(_impl_.valid_game_day_)*/nullptr
+  , /*decltype(_impl_.invalid_game_day_)*/nullptr
   , /*decltype(_impl_.speaker_)*/0
   , /*decltype(_impl_.subject_)*/0
   , /*decltype(_impl_.content_type_)*/0
   , /*decltype(_impl_.importance_)*/0
   , /*decltype(_impl_.tier_)*/0
   , /*decltype(_impl_.close_reason_)*/0
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct MemoryDefaultTypeInternal {
   PROTOBUF_CONSTEXPR MemoryDefaultTypeInternal()
@@ -124,6 +141,38 @@ struct MemoryDefaultTypeInternal {
   };
 };
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 MemoryDefaultTypeInternal _Memory_default_instance_;
+PROTOBUF_CONSTEXPR SavePoint::SavePoint(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.saved_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct SavePointDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR SavePointDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~SavePointDefaultTypeInternal() {}
+  union {
+    SavePoint _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 SavePointDefaultTypeInternal _SavePoint_default_instance_;
+PROTOBUF_CONSTEXPR Timeline::Timeline(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.branched_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_.parent_timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_.live_)*/false
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct TimelineDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR TimelineDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~TimelineDefaultTypeInternal() {}
+  union {
+    Timeline _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 TimelineDefaultTypeInternal _Timeline_default_instance_;
 PROTOBUF_CONSTEXPR Weights::Weights(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.recency_)*/0
@@ -214,7 +263,7 @@ struct StoreResultDefaultTypeInternal {
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 StoreResultDefaultTypeInternal _StoreResult_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
-static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[10];
+static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[13];
 static const ::_pb::EnumDescriptor* file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[8];
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto = nullptr;
 
@@ -247,6 +296,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.tier_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.related_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.parents_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.valid_game_day_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryRef, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -268,6 +318,13 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.depth_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.via_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.discovered_at_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GameTime, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GameTime, _impl_.day_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -292,6 +349,29 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.superseded_by_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.close_reason_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.embedding_model_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.valid_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.invalid_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.timeline_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _impl_.save_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _impl_.saved_at_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.parent_timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.branched_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.save_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.live_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Weights, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -350,14 +430,17 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
   { 0, -1, -1, sizeof(::npc_memory::v1::Scope)},
   { 8, -1, -1, sizeof(::npc_memory::v1::MemoryInput)},
-  { 28, -1, -1, sizeof(::npc_memory::v1::MemoryRef)},
-  { 37, -1, -1, sizeof(::npc_memory::v1::MemoryLink)},
-  { 49, -1, -1, sizeof(::npc_memory::v1::Memory)},
-  { 73, -1, -1, sizeof(::npc_memory::v1::Weights)},
-  { 83, -1, -1, sizeof(::npc_memory::v1::Scores)},
-  { 94, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
-  { 107, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
-  { 118, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
+  { 29, -1, -1, sizeof(::npc_memory::v1::MemoryRef)},
+  { 38, -1, -1, sizeof(::npc_memory::v1::MemoryLink)},
+  { 50, -1, -1, sizeof(::npc_memory::v1::GameTime)},
+  { 57, -1, -1, sizeof(::npc_memory::v1::Memory)},
+  { 84, -1, -1, sizeof(::npc_memory::v1::SavePoint)},
+  { 93, -1, -1, sizeof(::npc_memory::v1::Timeline)},
+  { 104, -1, -1, sizeof(::npc_memory::v1::Weights)},
+  { 114, -1, -1, sizeof(::npc_memory::v1::Scores)},
+  { 125, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
+  { 138, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
+  { 149, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -365,7 +448,10 @@ static const ::_pb::Message* const file_default_instances[] = {
   &::npc_memory::v1::_MemoryInput_default_instance_._instance,
   &::npc_memory::v1::_MemoryRef_default_instance_._instance,
   &::npc_memory::v1::_MemoryLink_default_instance_._instance,
+  &::npc_memory::v1::_GameTime_default_instance_._instance,
   &::npc_memory::v1::_Memory_default_instance_._instance,
+  &::npc_memory::v1::_SavePoint_default_instance_._instance,
+  &::npc_memory::v1::_Timeline_default_instance_._instance,
   &::npc_memory::v1::_Weights_default_instance_._instance,
   &::npc_memory::v1::_Scores_default_instance_._instance,
   &::npc_memory::v1::_MemoryFilter_default_instance_._instance,
@@ -377,7 +463,7 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "\n\032npc_memory/v1/memory.proto\022\rnpc_memory"
   ".v1\032\034google/protobuf/struct.proto\032\037googl"
   "e/protobuf/timestamp.proto\",\n\005Scope\022\017\n\007u"
-  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\321\003\n\013Mem"
+  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\202\004\n\013Mem"
   "oryInput\022\'\n\007speaker\030\001 \001(\0162\026.npc_memory.v"
   "1.Speaker\022\'\n\007subject\030\002 \001(\0162\026.npc_memory."
   "v1.Subject\022\022\n\nsubject_id\030\003 \001(\t\0220\n\014conten"
@@ -389,71 +475,82 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "\022\021\n\tembedding\030\013 \003(\002\022!\n\004tier\030\014 \001(\0162\023.npc_"
   "memory.v1.Tier\022)\n\007related\030\r \003(\0132\030.npc_me"
   "mory.v1.MemoryRef\022)\n\007parents\030\016 \003(\0132\030.npc"
-  "_memory.v1.MemoryRef\">\n\tMemoryRef\022\023\n\tmem"
-  "ory_id\030\001 \001(\tH\000\022\025\n\013batch_index\030\002 \001(\005H\000B\005\n"
-  "\003ref\"\260\001\n\nMemoryLink\022\026\n\016from_memory_id\030\001 "
-  "\001(\t\022\024\n\014to_memory_id\030\002 \001(\t\022%\n\004kind\030\003 \001(\0162"
-  "\027.npc_memory.v1.LinkKind\022\r\n\005depth\030\004 \001(\005\022"
-  "\013\n\003via\030\005 \001(\t\0221\n\rdiscovered_at\030\006 \001(\0132\032.go"
-  "ogle.protobuf.Timestamp\"\371\004\n\006Memory\022\021\n\tme"
-  "mory_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memor"
-  "y.v1.Scope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memory"
-  ".v1.Speaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memor"
-  "y.v1.Subject\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014cont"
-  "ent_type\030\006 \001(\0162\032.npc_memory.v1.ContentTy"
-  "pe\022\017\n\007content\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005\022"
-  "!\n\004tier\030\t \001(\0162\023.npc_memory.v1.Tier\022\014\n\004sl"
-  "ot\030\n \001(\t\022)\n\010metadata\030\013 \001(\0132\027.google.prot"
-  "obuf.Struct\022,\n\010valid_at\030\014 \001(\0132\032.google.p"
-  "rotobuf.Timestamp\022.\n\ninvalid_at\030\r \001(\0132\032."
-  "google.protobuf.Timestamp\022.\n\ncreated_at\030"
-  "\016 \001(\0132\032.google.protobuf.Timestamp\022.\n\nupd"
-  "ated_at\030\017 \001(\0132\032.google.protobuf.Timestam"
-  "p\022\025\n\rsuperseded_by\030\020 \001(\t\0220\n\014close_reason"
-  "\030\021 \001(\0162\032.npc_memory.v1.CloseReason\022\027\n\017em"
-  "bedding_model\030\022 \001(\t\"R\n\007Weights\022\017\n\007recenc"
-  "y\030\001 \001(\001\022\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance"
-  "\030\003 \001(\001\022\017\n\007keyword\030\004 \001(\001\"`\n\006Scores\022\017\n\007rec"
-  "ency\030\001 \001(\001\022\022\n\nimportance\030\002 \001(\001\022\021\n\treleva"
-  "nce\030\003 \001(\001\022\017\n\007keyword\030\004 \001(\001\022\r\n\005final\030\005 \001("
-  "\001\"\364\001\n\014MemoryFilter\022(\n\010speakers\030\001 \003(\0162\026.n"
-  "pc_memory.v1.Speaker\022(\n\010subjects\030\002 \003(\0162\026"
-  ".npc_memory.v1.Subject\022\023\n\013subject_ids\030\003 "
-  "\003(\t\0221\n\rcontent_types\030\004 \003(\0162\032.npc_memory."
-  "v1.ContentType\022\026\n\016min_importance\030\005 \001(\005\022\""
-  "\n\005tiers\030\006 \003(\0162\023.npc_memory.v1.Tier\022\014\n\004sl"
-  "ot\030\007 \001(\t\"\221\001\n\014ScoredMemory\022%\n\006memory\030\001 \001("
-  "\0132\025.npc_memory.v1.Memory\022%\n\006scores\030\002 \001(\013"
-  "2\025.npc_memory.v1.Scores\022\025\n\rvia_memory_id"
-  "\030\003 \001(\t\022\014\n\004hops\030\004 \001(\005\022\016\n\006cosine\030\005 \001(\001\"f\n\013"
-  "StoreResult\022\021\n\tmemory_id\030\001 \001(\t\022,\n\007outcom"
-  "e\030\002 \001(\0162\033.npc_memory.v1.StoreOutcome\022\026\n\016"
-  "superseded_ids\030\003 \003(\t*I\n\007Speaker\022\027\n\023SPEAK"
-  "ER_UNSPECIFIED\020\000\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SP"
-  "EAKER_HEROINE\020\002*\\\n\007Subject\022\027\n\023SUBJECT_UN"
-  "SPECIFIED\020\000\022\020\n\014SUBJECT_USER\020\001\022\023\n\017SUBJECT"
-  "_HEROINE\020\002\022\021\n\rSUBJECT_WORLD\020\003*\343\001\n\013Conten"
-  "tType\022\034\n\030CONTENT_TYPE_UNSPECIFIED\020\000\022\025\n\021C"
-  "ONTENT_TYPE_FACT\020\001\022\033\n\027CONTENT_TYPE_PREFE"
-  "RENCE\020\002\022\026\n\022CONTENT_TYPE_TRAIT\020\003\022\026\n\022CONTE"
-  "NT_TYPE_EVENT\020\004\022\030\n\024CONTENT_TYPE_OPINION\020"
-  "\005\022\031\n\025CONTENT_TYPE_PERSONAL\020\006\022\035\n\031CONTENT_"
-  "TYPE_RELATIONSHIP\020\007*P\n\004Tier\022\024\n\020TIER_UNSP"
-  "ECIFIED\020\000\022\r\n\tTIER_GIST\020\001\022\022\n\016TIER_KNOWLED"
-  "GE\020\002\022\017\n\013TIER_SOURCE\020\003*\200\001\n\013CloseReason\022\034\n"
-  "\030CLOSE_REASON_UNSPECIFIED\020\000\022\033\n\027CLOSE_REA"
-  "SON_SUPERSEDED\020\001\022\034\n\030CLOSE_REASON_INVALID"
-  "ATED\020\002\022\030\n\024CLOSE_REASON_RETIRED\020\003*[\n\010Link"
-  "Kind\022\031\n\025LINK_KIND_UNSPECIFIED\020\000\022\030\n\024LINK_"
-  "KIND_RELATED_TO\020\001\022\032\n\026LINK_KIND_DERIVED_F"
-  "ROM\020\002*`\n\014FusionMethod\022\035\n\031FUSION_METHOD_U"
-  "NSPECIFIED\020\000\022\032\n\026FUSION_METHOD_WEIGHTED\020\001"
-  "\022\025\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014StoreOutcome"
-  "\022\035\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE"
-  "_OUTCOME_CREATED\020\001\022\034\n\030STORE_OUTCOME_SUPE"
-  "RSEDED\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020\003\022\034\n"
-  "\030STORE_OUTCOME_HISTORICAL\020\004B#\n\020dev.npcme"
-  "mory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
+  "_memory.v1.MemoryRef\022/\n\016valid_game_day\030\017"
+  " \001(\0132\027.npc_memory.v1.GameTime\">\n\tMemoryR"
+  "ef\022\023\n\tmemory_id\030\001 \001(\tH\000\022\025\n\013batch_index\030\002"
+  " \001(\005H\000B\005\n\003ref\"\260\001\n\nMemoryLink\022\026\n\016from_mem"
+  "ory_id\030\001 \001(\t\022\024\n\014to_memory_id\030\002 \001(\t\022%\n\004ki"
+  "nd\030\003 \001(\0162\027.npc_memory.v1.LinkKind\022\r\n\005dep"
+  "th\030\004 \001(\005\022\013\n\003via\030\005 \001(\t\0221\n\rdiscovered_at\030\006"
+  " \001(\0132\032.google.protobuf.Timestamp\"\027\n\010Game"
+  "Time\022\013\n\003day\030\001 \001(\001\"\362\005\n\006Memory\022\021\n\tmemory_i"
+  "d\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memory.v1.S"
+  "cope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memory.v1.Sp"
+  "eaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memory.v1.S"
+  "ubject\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014content_ty"
+  "pe\030\006 \001(\0162\032.npc_memory.v1.ContentType\022\017\n\007"
+  "content\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005\022!\n\004tie"
+  "r\030\t \001(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\n \001"
+  "(\t\022)\n\010metadata\030\013 \001(\0132\027.google.protobuf.S"
+  "truct\022,\n\010valid_at\030\014 \001(\0132\032.google.protobu"
+  "f.Timestamp\022.\n\ninvalid_at\030\r \001(\0132\032.google"
+  ".protobuf.Timestamp\022.\n\ncreated_at\030\016 \001(\0132"
+  "\032.google.protobuf.Timestamp\022.\n\nupdated_a"
+  "t\030\017 \001(\0132\032.google.protobuf.Timestamp\022\025\n\rs"
+  "uperseded_by\030\020 \001(\t\0220\n\014close_reason\030\021 \001(\016"
+  "2\032.npc_memory.v1.CloseReason\022\027\n\017embeddin"
+  "g_model\030\022 \001(\t\022/\n\016valid_game_day\030\023 \001(\0132\027."
+  "npc_memory.v1.GameTime\0221\n\020invalid_game_d"
+  "ay\030\024 \001(\0132\027.npc_memory.v1.GameTime\022\023\n\013tim"
+  "eline_id\030\025 \001(\003\"_\n\tSavePoint\022\017\n\007save_id\030\001"
+  " \001(\t\022\023\n\013timeline_id\030\002 \001(\003\022,\n\010saved_at\030\003 "
+  "\001(\0132\032.google.protobuf.Timestamp\"\213\001\n\010Time"
+  "line\022\023\n\013timeline_id\030\001 \001(\003\022\032\n\022parent_time"
+  "line_id\030\002 \001(\003\022/\n\013branched_at\030\003 \001(\0132\032.goo"
+  "gle.protobuf.Timestamp\022\017\n\007save_id\030\004 \001(\t\022"
+  "\014\n\004live\030\005 \001(\010\"R\n\007Weights\022\017\n\007recency\030\001 \001("
+  "\001\022\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001"
+  "\022\017\n\007keyword\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001"
+  " \001(\001\022\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 "
+  "\001(\001\022\017\n\007keyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014"
+  "MemoryFilter\022(\n\010speakers\030\001 \003(\0162\026.npc_mem"
+  "ory.v1.Speaker\022(\n\010subjects\030\002 \003(\0162\026.npc_m"
+  "emory.v1.Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n"
+  "\rcontent_types\030\004 \003(\0162\032.npc_memory.v1.Con"
+  "tentType\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tier"
+  "s\030\006 \003(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001"
+  "(\t\"\221\001\n\014ScoredMemory\022%\n\006memory\030\001 \001(\0132\025.np"
+  "c_memory.v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc"
+  "_memory.v1.Scores\022\025\n\rvia_memory_id\030\003 \001(\t"
+  "\022\014\n\004hops\030\004 \001(\005\022\016\n\006cosine\030\005 \001(\001\"f\n\013StoreR"
+  "esult\022\021\n\tmemory_id\030\001 \001(\t\022,\n\007outcome\030\002 \001("
+  "\0162\033.npc_memory.v1.StoreOutcome\022\026\n\016supers"
+  "eded_ids\030\003 \003(\t*I\n\007Speaker\022\027\n\023SPEAKER_UNS"
+  "PECIFIED\020\000\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SPEAKER_"
+  "HEROINE\020\002*\\\n\007Subject\022\027\n\023SUBJECT_UNSPECIF"
+  "IED\020\000\022\020\n\014SUBJECT_USER\020\001\022\023\n\017SUBJECT_HEROI"
+  "NE\020\002\022\021\n\rSUBJECT_WORLD\020\003*\343\001\n\013ContentType\022"
+  "\034\n\030CONTENT_TYPE_UNSPECIFIED\020\000\022\025\n\021CONTENT"
+  "_TYPE_FACT\020\001\022\033\n\027CONTENT_TYPE_PREFERENCE\020"
+  "\002\022\026\n\022CONTENT_TYPE_TRAIT\020\003\022\026\n\022CONTENT_TYP"
+  "E_EVENT\020\004\022\030\n\024CONTENT_TYPE_OPINION\020\005\022\031\n\025C"
+  "ONTENT_TYPE_PERSONAL\020\006\022\035\n\031CONTENT_TYPE_R"
+  "ELATIONSHIP\020\007*P\n\004Tier\022\024\n\020TIER_UNSPECIFIE"
+  "D\020\000\022\r\n\tTIER_GIST\020\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017"
+  "\n\013TIER_SOURCE\020\003*\200\001\n\013CloseReason\022\034\n\030CLOSE"
+  "_REASON_UNSPECIFIED\020\000\022\033\n\027CLOSE_REASON_SU"
+  "PERSEDED\020\001\022\034\n\030CLOSE_REASON_INVALIDATED\020\002"
+  "\022\030\n\024CLOSE_REASON_RETIRED\020\003*[\n\010LinkKind\022\031"
+  "\n\025LINK_KIND_UNSPECIFIED\020\000\022\030\n\024LINK_KIND_R"
+  "ELATED_TO\020\001\022\032\n\026LINK_KIND_DERIVED_FROM\020\002*"
+  "`\n\014FusionMethod\022\035\n\031FUSION_METHOD_UNSPECI"
+  "FIED\020\000\022\032\n\026FUSION_METHOD_WEIGHTED\020\001\022\025\n\021FU"
+  "SION_METHOD_RRF\020\002*\241\001\n\014StoreOutcome\022\035\n\031ST"
+  "ORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE_OUTCO"
+  "ME_CREATED\020\001\022\034\n\030STORE_OUTCOME_SUPERSEDED"
+  "\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020\003\022\034\n\030STORE"
+  "_OUTCOME_HISTORICAL\020\004B#\n\020dev.npcmemory.v"
+  "1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps[2] = {
   &::descriptor_table_google_2fprotobuf_2fstruct_2eproto,
@@ -461,9 +558,9 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto = {
-    false, false, 3192, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
+    false, false, 3626, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
     "npc_memory/v1/memory.proto",
-    &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 10,
+    &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 13,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets,
     file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto, file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto,
     file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto,
@@ -866,6 +963,7 @@ class MemoryInput::_Internal {
  public:
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& valid_at(const MemoryInput* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Struct& metadata(const MemoryInput* msg);
+  static const ::npc_memory::v1::GameTime& valid_game_day(const MemoryInput* msg);
 };
 
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
@@ -875,6 +973,10 @@ MemoryInput::_Internal::valid_at(const MemoryInput* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Struct&
 MemoryInput::_Internal::metadata(const MemoryInput* msg) {
   return *msg->_impl_.metadata_;
+}
+const ::npc_memory::v1::GameTime&
+MemoryInput::_Internal::valid_game_day(const MemoryInput* msg) {
+  return *msg->_impl_.valid_game_day_;
 }
 void MemoryInput::clear_valid_at() {
   if (GetArenaForAllocation() == nullptr && _impl_.valid_at_ != nullptr) {
@@ -907,6 +1009,7 @@ MemoryInput::MemoryInput(const MemoryInput& from)
     , decltype(_impl_.slot_){}
     , decltype(_impl_.valid_at_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.speaker_){}
     , decltype(_impl_.subject_){}
     , decltype(_impl_.content_type_){}
@@ -945,6 +1048,9 @@ MemoryInput::MemoryInput(const MemoryInput& from)
   if (from._internal_has_metadata()) {
     _this->_impl_.metadata_ = new ::PROTOBUF_NAMESPACE_ID::Struct(*from._impl_.metadata_);
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_impl_.valid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.valid_game_day_);
+  }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
     static_cast<size_t>(reinterpret_cast<char*>(&_impl_.tier_) -
     reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.tier_));
@@ -965,6 +1071,7 @@ inline void MemoryInput::SharedCtor(
     , decltype(_impl_.slot_){}
     , decltype(_impl_.valid_at_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.speaker_){0}
     , decltype(_impl_.subject_){0}
     , decltype(_impl_.content_type_){0}
@@ -1006,6 +1113,7 @@ inline void MemoryInput::SharedDtor() {
   _impl_.slot_.Destroy();
   if (this != internal_default_instance()) delete _impl_.valid_at_;
   if (this != internal_default_instance()) delete _impl_.metadata_;
+  if (this != internal_default_instance()) delete _impl_.valid_game_day_;
 }
 
 void MemoryInput::SetCachedSize(int size) const {
@@ -1033,6 +1141,10 @@ void MemoryInput::Clear() {
     delete _impl_.metadata_;
   }
   _impl_.metadata_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
       reinterpret_cast<char*>(&_impl_.tier_) -
       reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.tier_));
@@ -1187,6 +1299,14 @@ const char* MemoryInput::_InternalParse(const char* ptr, ::_pbi::ParseContext* c
         } else
           goto handle_unusual;
         continue;
+      // .npc_memory.v1.GameTime valid_game_day = 15;
+      case 15:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 122)) {
+          ptr = ctx->ParseMessage(_internal_mutable_valid_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
       default:
         goto handle_unusual;
     }  // switch
@@ -1325,6 +1445,13 @@ uint8_t* MemoryInput::_InternalSerialize(
         InternalWriteMessage(14, repfield, repfield.GetCachedSize(), target, stream);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 15;
+  if (this->_internal_has_valid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(15, _Internal::valid_game_day(this),
+        _Internal::valid_game_day(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1409,6 +1536,13 @@ size_t MemoryInput::ByteSizeLong() const {
         *_impl_.metadata_);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 15;
+  if (this->_internal_has_valid_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.valid_game_day_);
+  }
+
   // .npc_memory.v1.Speaker speaker = 1;
   if (this->_internal_speaker() != 0) {
     total_size += 1 +
@@ -1476,6 +1610,10 @@ void MemoryInput::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PR
   if (from._internal_has_metadata()) {
     _this->_internal_mutable_metadata()->::PROTOBUF_NAMESPACE_ID::Struct::MergeFrom(
         from._internal_metadata());
+  }
+  if (from._internal_has_valid_game_day()) {
+    _this->_internal_mutable_valid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_valid_game_day());
   }
   if (from._internal_speaker() != 0) {
     _this->_internal_set_speaker(from._internal_speaker());
@@ -2215,6 +2353,196 @@ void MemoryLink::InternalSwap(MemoryLink* other) {
 
 // ===================================================================
 
+class GameTime::_Internal {
+ public:
+};
+
+GameTime::GameTime(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.GameTime)
+}
+GameTime::GameTime(const GameTime& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  GameTime* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.day_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _this->_impl_.day_ = from._impl_.day_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GameTime)
+}
+
+inline void GameTime::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.day_){0}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+GameTime::~GameTime() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.GameTime)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void GameTime::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+}
+
+void GameTime::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void GameTime::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.GameTime)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.day_ = 0;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* GameTime::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // double day = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 9)) {
+          _impl_.day_ = ::PROTOBUF_NAMESPACE_ID::internal::UnalignedLoad<double>(ptr);
+          ptr += sizeof(double);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* GameTime::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.GameTime)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // double day = 1;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_day = this->_internal_day();
+  uint64_t raw_day;
+  memcpy(&raw_day, &tmp_day, sizeof(tmp_day));
+  if (raw_day != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteDoubleToArray(1, this->_internal_day(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.GameTime)
+  return target;
+}
+
+size_t GameTime::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.GameTime)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // double day = 1;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_day = this->_internal_day();
+  uint64_t raw_day;
+  memcpy(&raw_day, &tmp_day, sizeof(tmp_day));
+  if (raw_day != 0) {
+    total_size += 1 + 8;
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData GameTime::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    GameTime::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GameTime::GetClassData() const { return &_class_data_; }
+
+
+void GameTime::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<GameTime*>(&to_msg);
+  auto& from = static_cast<const GameTime&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.GameTime)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_day = from._internal_day();
+  uint64_t raw_day;
+  memcpy(&raw_day, &tmp_day, sizeof(tmp_day));
+  if (raw_day != 0) {
+    _this->_internal_set_day(from._internal_day());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void GameTime::CopyFrom(const GameTime& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.GameTime)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool GameTime::IsInitialized() const {
+  return true;
+}
+
+void GameTime::InternalSwap(GameTime* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.day_, other->_impl_.day_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata GameTime::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[4]);
+}
+
+// ===================================================================
+
 class Memory::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const Memory* msg);
@@ -2223,6 +2551,8 @@ class Memory::_Internal {
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& invalid_at(const Memory* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& created_at(const Memory* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& updated_at(const Memory* msg);
+  static const ::npc_memory::v1::GameTime& valid_game_day(const Memory* msg);
+  static const ::npc_memory::v1::GameTime& invalid_game_day(const Memory* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -2248,6 +2578,14 @@ Memory::_Internal::created_at(const Memory* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
 Memory::_Internal::updated_at(const Memory* msg) {
   return *msg->_impl_.updated_at_;
+}
+const ::npc_memory::v1::GameTime&
+Memory::_Internal::valid_game_day(const Memory* msg) {
+  return *msg->_impl_.valid_game_day_;
+}
+const ::npc_memory::v1::GameTime&
+Memory::_Internal::invalid_game_day(const Memory* msg) {
+  return *msg->_impl_.invalid_game_day_;
 }
 void Memory::clear_metadata() {
   if (GetArenaForAllocation() == nullptr && _impl_.metadata_ != nullptr) {
@@ -2301,12 +2639,15 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.invalid_at_){nullptr}
     , decltype(_impl_.created_at_){nullptr}
     , decltype(_impl_.updated_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , decltype(_impl_.speaker_){}
     , decltype(_impl_.subject_){}
     , decltype(_impl_.content_type_){}
     , decltype(_impl_.importance_){}
     , decltype(_impl_.tier_){}
     , decltype(_impl_.close_reason_){}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2376,9 +2717,15 @@ Memory::Memory(const Memory& from)
   if (from._internal_has_updated_at()) {
     _this->_impl_.updated_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.updated_at_);
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_impl_.valid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.valid_game_day_);
+  }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_impl_.invalid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.invalid_game_day_);
+  }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.close_reason_) -
-    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.close_reason_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.timeline_id_) -
+    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.timeline_id_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.Memory)
 }
 
@@ -2399,12 +2746,15 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.invalid_at_){nullptr}
     , decltype(_impl_.created_at_){nullptr}
     , decltype(_impl_.updated_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , decltype(_impl_.speaker_){0}
     , decltype(_impl_.subject_){0}
     , decltype(_impl_.content_type_){0}
     , decltype(_impl_.importance_){0}
     , decltype(_impl_.tier_){0}
     , decltype(_impl_.close_reason_){0}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -2456,6 +2806,8 @@ inline void Memory::SharedDtor() {
   if (this != internal_default_instance()) delete _impl_.invalid_at_;
   if (this != internal_default_instance()) delete _impl_.created_at_;
   if (this != internal_default_instance()) delete _impl_.updated_at_;
+  if (this != internal_default_instance()) delete _impl_.valid_game_day_;
+  if (this != internal_default_instance()) delete _impl_.invalid_game_day_;
 }
 
 void Memory::SetCachedSize(int size) const {
@@ -2498,9 +2850,17 @@ void Memory::Clear() {
     delete _impl_.updated_at_;
   }
   _impl_.updated_at_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.close_reason_) -
-      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.close_reason_));
+      reinterpret_cast<char*>(&_impl_.timeline_id_) -
+      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.timeline_id_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -2668,6 +3028,30 @@ const char* Memory::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Memory.embedding_model"));
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime valid_game_day = 19;
+      case 19:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 154)) {
+          ptr = ctx->ParseMessage(_internal_mutable_valid_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime invalid_game_day = 20;
+      case 20:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 162)) {
+          ptr = ctx->ParseMessage(_internal_mutable_invalid_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 21;
+      case 21:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 168)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
         } else
           goto handle_unusual;
         continue;
@@ -2843,6 +3227,26 @@ uint8_t* Memory::_InternalSerialize(
         18, this->_internal_embedding_model(), target);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 19;
+  if (this->_internal_has_valid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(19, _Internal::valid_game_day(this),
+        _Internal::valid_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.GameTime invalid_game_day = 20;
+  if (this->_internal_has_invalid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(20, _Internal::invalid_game_day(this),
+        _Internal::invalid_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // int64 timeline_id = 21;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(21, this->_internal_timeline_id(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -2943,6 +3347,20 @@ size_t Memory::ByteSizeLong() const {
         *_impl_.updated_at_);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 19;
+  if (this->_internal_has_valid_game_day()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.valid_game_day_);
+  }
+
+  // .npc_memory.v1.GameTime invalid_game_day = 20;
+  if (this->_internal_has_invalid_game_day()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.invalid_game_day_);
+  }
+
   // .npc_memory.v1.Speaker speaker = 3;
   if (this->_internal_speaker() != 0) {
     total_size += 1 +
@@ -2976,6 +3394,13 @@ size_t Memory::ByteSizeLong() const {
   if (this->_internal_close_reason() != 0) {
     total_size += 2 +
       ::_pbi::WireFormatLite::EnumSize(this->_internal_close_reason());
+  }
+
+  // int64 timeline_id = 21;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::Int64Size(
+        this->_internal_timeline_id());
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -3038,6 +3463,14 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
     _this->_internal_mutable_updated_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
         from._internal_updated_at());
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_internal_mutable_valid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_valid_game_day());
+  }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_internal_mutable_invalid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_invalid_game_day());
+  }
   if (from._internal_speaker() != 0) {
     _this->_internal_set_speaker(from._internal_speaker());
   }
@@ -3055,6 +3488,9 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   }
   if (from._internal_close_reason() != 0) {
     _this->_internal_set_close_reason(from._internal_close_reason());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -3100,8 +3536,8 @@ void Memory::InternalSwap(Memory* other) {
       &other->_impl_.embedding_model_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(Memory, _impl_.close_reason_)
-      + sizeof(Memory::_impl_.close_reason_)
+      PROTOBUF_FIELD_OFFSET(Memory, _impl_.timeline_id_)
+      + sizeof(Memory::_impl_.timeline_id_)
       - PROTOBUF_FIELD_OFFSET(Memory, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -3110,7 +3546,623 @@ void Memory::InternalSwap(Memory* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata Memory::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[4]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[5]);
+}
+
+// ===================================================================
+
+class SavePoint::_Internal {
+ public:
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& saved_at(const SavePoint* msg);
+};
+
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+SavePoint::_Internal::saved_at(const SavePoint* msg) {
+  return *msg->_impl_.saved_at_;
+}
+void SavePoint::clear_saved_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.saved_at_ != nullptr) {
+    delete _impl_.saved_at_;
+  }
+  _impl_.saved_at_ = nullptr;
+}
+SavePoint::SavePoint(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.SavePoint)
+}
+SavePoint::SavePoint(const SavePoint& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  SavePoint* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.saved_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_saved_at()) {
+    _this->_impl_.saved_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.saved_at_);
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SavePoint)
+}
+
+inline void SavePoint::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.saved_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+SavePoint::~SavePoint() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.SavePoint)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void SavePoint::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.save_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.saved_at_;
+}
+
+void SavePoint::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void SavePoint::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.SavePoint)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.save_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.saved_at_ != nullptr) {
+    delete _impl_.saved_at_;
+  }
+  _impl_.saved_at_ = nullptr;
+  _impl_.timeline_id_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* SavePoint::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string save_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.SavePoint.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp saved_at = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr = ctx->ParseMessage(_internal_mutable_saved_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* SavePoint::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.SavePoint)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string save_id = 1;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.SavePoint.save_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_save_id(), target);
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(2, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp saved_at = 3;
+  if (this->_internal_has_saved_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(3, _Internal::saved_at(this),
+        _Internal::saved_at(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.SavePoint)
+  return target;
+}
+
+size_t SavePoint::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.SavePoint)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string save_id = 1;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  // .google.protobuf.Timestamp saved_at = 3;
+  if (this->_internal_has_saved_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.saved_at_);
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData SavePoint::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    SavePoint::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*SavePoint::GetClassData() const { return &_class_data_; }
+
+
+void SavePoint::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<SavePoint*>(&to_msg);
+  auto& from = static_cast<const SavePoint&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.SavePoint)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  if (from._internal_has_saved_at()) {
+    _this->_internal_mutable_saved_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_saved_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void SavePoint::CopyFrom(const SavePoint& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.SavePoint)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool SavePoint::IsInitialized() const {
+  return true;
+}
+
+void SavePoint::InternalSwap(SavePoint* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(SavePoint, _impl_.timeline_id_)
+      + sizeof(SavePoint::_impl_.timeline_id_)
+      - PROTOBUF_FIELD_OFFSET(SavePoint, _impl_.saved_at_)>(
+          reinterpret_cast<char*>(&_impl_.saved_at_),
+          reinterpret_cast<char*>(&other->_impl_.saved_at_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata SavePoint::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[6]);
+}
+
+// ===================================================================
+
+class Timeline::_Internal {
+ public:
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& branched_at(const Timeline* msg);
+};
+
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+Timeline::_Internal::branched_at(const Timeline* msg) {
+  return *msg->_impl_.branched_at_;
+}
+void Timeline::clear_branched_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.branched_at_ != nullptr) {
+    delete _impl_.branched_at_;
+  }
+  _impl_.branched_at_ = nullptr;
+}
+Timeline::Timeline(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.Timeline)
+}
+Timeline::Timeline(const Timeline& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  Timeline* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.branched_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
+    , decltype(_impl_.parent_timeline_id_){}
+    , decltype(_impl_.live_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_branched_at()) {
+    _this->_impl_.branched_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.branched_at_);
+  }
+  ::memcpy(&_impl_.timeline_id_, &from._impl_.timeline_id_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.live_) -
+    reinterpret_cast<char*>(&_impl_.timeline_id_)) + sizeof(_impl_.live_));
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.Timeline)
+}
+
+inline void Timeline::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.branched_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
+    , decltype(_impl_.parent_timeline_id_){int64_t{0}}
+    , decltype(_impl_.live_){false}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+Timeline::~Timeline() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.Timeline)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void Timeline::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.save_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.branched_at_;
+}
+
+void Timeline::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void Timeline::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.Timeline)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.save_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.branched_at_ != nullptr) {
+    delete _impl_.branched_at_;
+  }
+  _impl_.branched_at_ = nullptr;
+  ::memset(&_impl_.timeline_id_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.live_) -
+      reinterpret_cast<char*>(&_impl_.timeline_id_)) + sizeof(_impl_.live_));
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* Timeline::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // int64 timeline_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 8)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 parent_timeline_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.parent_timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp branched_at = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr = ctx->ParseMessage(_internal_mutable_branched_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string save_id = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Timeline.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // bool live = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
+          _impl_.live_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* Timeline::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.Timeline)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // int64 timeline_id = 1;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(1, this->_internal_timeline_id(), target);
+  }
+
+  // int64 parent_timeline_id = 2;
+  if (this->_internal_parent_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(2, this->_internal_parent_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp branched_at = 3;
+  if (this->_internal_has_branched_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(3, _Internal::branched_at(this),
+        _Internal::branched_at(this).GetCachedSize(), target, stream);
+  }
+
+  // string save_id = 4;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.Timeline.save_id");
+    target = stream->WriteStringMaybeAliased(
+        4, this->_internal_save_id(), target);
+  }
+
+  // bool live = 5;
+  if (this->_internal_live() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(5, this->_internal_live(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.Timeline)
+  return target;
+}
+
+size_t Timeline::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.Timeline)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string save_id = 4;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  // .google.protobuf.Timestamp branched_at = 3;
+  if (this->_internal_has_branched_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.branched_at_);
+  }
+
+  // int64 timeline_id = 1;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
+  // int64 parent_timeline_id = 2;
+  if (this->_internal_parent_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_parent_timeline_id());
+  }
+
+  // bool live = 5;
+  if (this->_internal_live() != 0) {
+    total_size += 1 + 1;
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData Timeline::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    Timeline::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*Timeline::GetClassData() const { return &_class_data_; }
+
+
+void Timeline::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<Timeline*>(&to_msg);
+  auto& from = static_cast<const Timeline&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.Timeline)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  if (from._internal_has_branched_at()) {
+    _this->_internal_mutable_branched_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_branched_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
+  if (from._internal_parent_timeline_id() != 0) {
+    _this->_internal_set_parent_timeline_id(from._internal_parent_timeline_id());
+  }
+  if (from._internal_live() != 0) {
+    _this->_internal_set_live(from._internal_live());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void Timeline::CopyFrom(const Timeline& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.Timeline)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool Timeline::IsInitialized() const {
+  return true;
+}
+
+void Timeline::InternalSwap(Timeline* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(Timeline, _impl_.live_)
+      + sizeof(Timeline::_impl_.live_)
+      - PROTOBUF_FIELD_OFFSET(Timeline, _impl_.branched_at_)>(
+          reinterpret_cast<char*>(&_impl_.branched_at_),
+          reinterpret_cast<char*>(&other->_impl_.branched_at_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata Timeline::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[7]);
 }
 
 // ===================================================================
@@ -3417,7 +4469,7 @@ void Weights::InternalSwap(Weights* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata Weights::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[5]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[8]);
 }
 
 // ===================================================================
@@ -3760,7 +4812,7 @@ void Scores::InternalSwap(Scores* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata Scores::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[6]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[9]);
 }
 
 // ===================================================================
@@ -4213,7 +5265,7 @@ void MemoryFilter::InternalSwap(MemoryFilter* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata MemoryFilter::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[7]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[10]);
 }
 
 // ===================================================================
@@ -4570,7 +5622,7 @@ void ScoredMemory::InternalSwap(ScoredMemory* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ScoredMemory::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[8]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[11]);
 }
 
 // ===================================================================
@@ -4842,7 +5894,7 @@ void StoreResult::InternalSwap(StoreResult* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata StoreResult::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[9]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[12]);
 }
 
 // @@protoc_insertion_point(namespace_scope)
@@ -4865,9 +5917,21 @@ template<> PROTOBUF_NOINLINE ::npc_memory::v1::MemoryLink*
 Arena::CreateMaybeMessage< ::npc_memory::v1::MemoryLink >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::MemoryLink >(arena);
 }
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::GameTime*
+Arena::CreateMaybeMessage< ::npc_memory::v1::GameTime >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::GameTime >(arena);
+}
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::Memory*
 Arena::CreateMaybeMessage< ::npc_memory::v1::Memory >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::Memory >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::SavePoint*
+Arena::CreateMaybeMessage< ::npc_memory::v1::SavePoint >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::SavePoint >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::Timeline*
+Arena::CreateMaybeMessage< ::npc_memory::v1::Timeline >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::Timeline >(arena);
 }
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::Weights*
 Arena::CreateMaybeMessage< ::npc_memory::v1::Weights >(Arena* arena) {

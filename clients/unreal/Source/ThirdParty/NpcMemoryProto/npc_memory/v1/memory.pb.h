@@ -49,6 +49,9 @@ struct TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto {
 extern const ::PROTOBUF_NAMESPACE_ID::internal::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto;
 namespace npc_memory {
 namespace v1 {
+class GameTime;
+struct GameTimeDefaultTypeInternal;
+extern GameTimeDefaultTypeInternal _GameTime_default_instance_;
 class Memory;
 struct MemoryDefaultTypeInternal;
 extern MemoryDefaultTypeInternal _Memory_default_instance_;
@@ -64,6 +67,9 @@ extern MemoryLinkDefaultTypeInternal _MemoryLink_default_instance_;
 class MemoryRef;
 struct MemoryRefDefaultTypeInternal;
 extern MemoryRefDefaultTypeInternal _MemoryRef_default_instance_;
+class SavePoint;
+struct SavePointDefaultTypeInternal;
+extern SavePointDefaultTypeInternal _SavePoint_default_instance_;
 class Scope;
 struct ScopeDefaultTypeInternal;
 extern ScopeDefaultTypeInternal _Scope_default_instance_;
@@ -76,21 +82,27 @@ extern ScoresDefaultTypeInternal _Scores_default_instance_;
 class StoreResult;
 struct StoreResultDefaultTypeInternal;
 extern StoreResultDefaultTypeInternal _StoreResult_default_instance_;
+class Timeline;
+struct TimelineDefaultTypeInternal;
+extern TimelineDefaultTypeInternal _Timeline_default_instance_;
 class Weights;
 struct WeightsDefaultTypeInternal;
 extern WeightsDefaultTypeInternal _Weights_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
 PROTOBUF_NAMESPACE_OPEN
+template<> ::npc_memory::v1::GameTime* Arena::CreateMaybeMessage<::npc_memory::v1::GameTime>(Arena*);
 template<> ::npc_memory::v1::Memory* Arena::CreateMaybeMessage<::npc_memory::v1::Memory>(Arena*);
 template<> ::npc_memory::v1::MemoryFilter* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryFilter>(Arena*);
 template<> ::npc_memory::v1::MemoryInput* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryInput>(Arena*);
 template<> ::npc_memory::v1::MemoryLink* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryLink>(Arena*);
 template<> ::npc_memory::v1::MemoryRef* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryRef>(Arena*);
+template<> ::npc_memory::v1::SavePoint* Arena::CreateMaybeMessage<::npc_memory::v1::SavePoint>(Arena*);
 template<> ::npc_memory::v1::Scope* Arena::CreateMaybeMessage<::npc_memory::v1::Scope>(Arena*);
 template<> ::npc_memory::v1::ScoredMemory* Arena::CreateMaybeMessage<::npc_memory::v1::ScoredMemory>(Arena*);
 template<> ::npc_memory::v1::Scores* Arena::CreateMaybeMessage<::npc_memory::v1::Scores>(Arena*);
 template<> ::npc_memory::v1::StoreResult* Arena::CreateMaybeMessage<::npc_memory::v1::StoreResult>(Arena*);
+template<> ::npc_memory::v1::Timeline* Arena::CreateMaybeMessage<::npc_memory::v1::Timeline>(Arena*);
 template<> ::npc_memory::v1::Weights* Arena::CreateMaybeMessage<::npc_memory::v1::Weights>(Arena*);
 PROTOBUF_NAMESPACE_CLOSE
 namespace npc_memory {
@@ -615,6 +627,7 @@ class MemoryInput final :
     kSlotFieldNumber = 7,
     kValidAtFieldNumber = 9,
     kMetadataFieldNumber = 10,
+    kValidGameDayFieldNumber = 15,
     kSpeakerFieldNumber = 1,
     kSubjectFieldNumber = 2,
     kContentTypeFieldNumber = 4,
@@ -781,6 +794,24 @@ class MemoryInput final :
       ::PROTOBUF_NAMESPACE_ID::Struct* metadata);
   ::PROTOBUF_NAMESPACE_ID::Struct* unsafe_arena_release_metadata();
 
+  // .npc_memory.v1.GameTime valid_game_day = 15;
+  bool has_valid_game_day() const;
+  private:
+  bool _internal_has_valid_game_day() const;
+  public:
+  void clear_valid_game_day();
+  const ::npc_memory::v1::GameTime& valid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_valid_game_day();
+  ::npc_memory::v1::GameTime* mutable_valid_game_day();
+  void set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_valid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_valid_game_day();
+  public:
+  void unsafe_arena_set_allocated_valid_game_day(
+      ::npc_memory::v1::GameTime* valid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_valid_game_day();
+
   // .npc_memory.v1.Speaker speaker = 1;
   void clear_speaker();
   ::npc_memory::v1::Speaker speaker() const;
@@ -843,6 +874,7 @@ class MemoryInput final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr slot_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* valid_at_;
     ::PROTOBUF_NAMESPACE_ID::Struct* metadata_;
+    ::npc_memory::v1::GameTime* valid_game_day_;
     int speaker_;
     int subject_;
     int content_type_;
@@ -1273,6 +1305,154 @@ class MemoryLink final :
 };
 // -------------------------------------------------------------------
 
+class GameTime final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.GameTime) */ {
+ public:
+  inline GameTime() : GameTime(nullptr) {}
+  ~GameTime() override;
+  explicit PROTOBUF_CONSTEXPR GameTime(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  GameTime(const GameTime& from);
+  GameTime(GameTime&& from) noexcept
+    : GameTime() {
+    *this = ::std::move(from);
+  }
+
+  inline GameTime& operator=(const GameTime& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline GameTime& operator=(GameTime&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const GameTime& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const GameTime* internal_default_instance() {
+    return reinterpret_cast<const GameTime*>(
+               &_GameTime_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    4;
+
+  friend void swap(GameTime& a, GameTime& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(GameTime* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(GameTime* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  GameTime* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<GameTime>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const GameTime& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const GameTime& from) {
+    GameTime::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(GameTime* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.GameTime";
+  }
+  protected:
+  explicit GameTime(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kDayFieldNumber = 1,
+  };
+  // double day = 1;
+  void clear_day();
+  double day() const;
+  void set_day(double value);
+  private:
+  double _internal_day() const;
+  void _internal_set_day(double value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.GameTime)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    double day_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
 class Memory final :
     public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.Memory) */ {
  public:
@@ -1321,7 +1501,7 @@ class Memory final :
                &_Memory_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    4;
+    5;
 
   friend void swap(Memory& a, Memory& b) {
     a.Swap(&b);
@@ -1406,12 +1586,15 @@ class Memory final :
     kInvalidAtFieldNumber = 13,
     kCreatedAtFieldNumber = 14,
     kUpdatedAtFieldNumber = 15,
+    kValidGameDayFieldNumber = 19,
+    kInvalidGameDayFieldNumber = 20,
     kSpeakerFieldNumber = 3,
     kSubjectFieldNumber = 4,
     kContentTypeFieldNumber = 6,
     kImportanceFieldNumber = 8,
     kTierFieldNumber = 9,
     kCloseReasonFieldNumber = 17,
+    kTimelineIdFieldNumber = 21,
   };
   // string memory_id = 1;
   void clear_memory_id();
@@ -1605,6 +1788,42 @@ class Memory final :
       ::PROTOBUF_NAMESPACE_ID::Timestamp* updated_at);
   ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_updated_at();
 
+  // .npc_memory.v1.GameTime valid_game_day = 19;
+  bool has_valid_game_day() const;
+  private:
+  bool _internal_has_valid_game_day() const;
+  public:
+  void clear_valid_game_day();
+  const ::npc_memory::v1::GameTime& valid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_valid_game_day();
+  ::npc_memory::v1::GameTime* mutable_valid_game_day();
+  void set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_valid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_valid_game_day();
+  public:
+  void unsafe_arena_set_allocated_valid_game_day(
+      ::npc_memory::v1::GameTime* valid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_valid_game_day();
+
+  // .npc_memory.v1.GameTime invalid_game_day = 20;
+  bool has_invalid_game_day() const;
+  private:
+  bool _internal_has_invalid_game_day() const;
+  public:
+  void clear_invalid_game_day();
+  const ::npc_memory::v1::GameTime& invalid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_invalid_game_day();
+  ::npc_memory::v1::GameTime* mutable_invalid_game_day();
+  void set_allocated_invalid_game_day(::npc_memory::v1::GameTime* invalid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_invalid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_invalid_game_day();
+  public:
+  void unsafe_arena_set_allocated_invalid_game_day(
+      ::npc_memory::v1::GameTime* invalid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_invalid_game_day();
+
   // .npc_memory.v1.Speaker speaker = 3;
   void clear_speaker();
   ::npc_memory::v1::Speaker speaker() const;
@@ -1659,6 +1878,15 @@ class Memory final :
   void _internal_set_close_reason(::npc_memory::v1::CloseReason value);
   public:
 
+  // int64 timeline_id = 21;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.Memory)
  private:
   class _Internal;
@@ -1679,12 +1907,405 @@ class Memory final :
     ::PROTOBUF_NAMESPACE_ID::Timestamp* invalid_at_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* created_at_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* updated_at_;
+    ::npc_memory::v1::GameTime* valid_game_day_;
+    ::npc_memory::v1::GameTime* invalid_game_day_;
     int speaker_;
     int subject_;
     int content_type_;
     int32_t importance_;
     int tier_;
     int close_reason_;
+    int64_t timeline_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
+class SavePoint final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.SavePoint) */ {
+ public:
+  inline SavePoint() : SavePoint(nullptr) {}
+  ~SavePoint() override;
+  explicit PROTOBUF_CONSTEXPR SavePoint(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  SavePoint(const SavePoint& from);
+  SavePoint(SavePoint&& from) noexcept
+    : SavePoint() {
+    *this = ::std::move(from);
+  }
+
+  inline SavePoint& operator=(const SavePoint& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline SavePoint& operator=(SavePoint&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const SavePoint& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const SavePoint* internal_default_instance() {
+    return reinterpret_cast<const SavePoint*>(
+               &_SavePoint_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    6;
+
+  friend void swap(SavePoint& a, SavePoint& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(SavePoint* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(SavePoint* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  SavePoint* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<SavePoint>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const SavePoint& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const SavePoint& from) {
+    SavePoint::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(SavePoint* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.SavePoint";
+  }
+  protected:
+  explicit SavePoint(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kSaveIdFieldNumber = 1,
+    kSavedAtFieldNumber = 3,
+    kTimelineIdFieldNumber = 2,
+  };
+  // string save_id = 1;
+  void clear_save_id();
+  const std::string& save_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_save_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_save_id();
+  PROTOBUF_NODISCARD std::string* release_save_id();
+  void set_allocated_save_id(std::string* save_id);
+  private:
+  const std::string& _internal_save_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_save_id(const std::string& value);
+  std::string* _internal_mutable_save_id();
+  public:
+
+  // .google.protobuf.Timestamp saved_at = 3;
+  bool has_saved_at() const;
+  private:
+  bool _internal_has_saved_at() const;
+  public:
+  void clear_saved_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& saved_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_saved_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_saved_at();
+  void set_allocated_saved_at(::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_saved_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_saved_at();
+  public:
+  void unsafe_arena_set_allocated_saved_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_saved_at();
+
+  // int64 timeline_id = 2;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.SavePoint)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr save_id_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at_;
+    int64_t timeline_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
+class Timeline final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.Timeline) */ {
+ public:
+  inline Timeline() : Timeline(nullptr) {}
+  ~Timeline() override;
+  explicit PROTOBUF_CONSTEXPR Timeline(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  Timeline(const Timeline& from);
+  Timeline(Timeline&& from) noexcept
+    : Timeline() {
+    *this = ::std::move(from);
+  }
+
+  inline Timeline& operator=(const Timeline& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline Timeline& operator=(Timeline&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const Timeline& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const Timeline* internal_default_instance() {
+    return reinterpret_cast<const Timeline*>(
+               &_Timeline_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    7;
+
+  friend void swap(Timeline& a, Timeline& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(Timeline* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(Timeline* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  Timeline* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<Timeline>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const Timeline& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const Timeline& from) {
+    Timeline::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(Timeline* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.Timeline";
+  }
+  protected:
+  explicit Timeline(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kSaveIdFieldNumber = 4,
+    kBranchedAtFieldNumber = 3,
+    kTimelineIdFieldNumber = 1,
+    kParentTimelineIdFieldNumber = 2,
+    kLiveFieldNumber = 5,
+  };
+  // string save_id = 4;
+  void clear_save_id();
+  const std::string& save_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_save_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_save_id();
+  PROTOBUF_NODISCARD std::string* release_save_id();
+  void set_allocated_save_id(std::string* save_id);
+  private:
+  const std::string& _internal_save_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_save_id(const std::string& value);
+  std::string* _internal_mutable_save_id();
+  public:
+
+  // .google.protobuf.Timestamp branched_at = 3;
+  bool has_branched_at() const;
+  private:
+  bool _internal_has_branched_at() const;
+  public:
+  void clear_branched_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& branched_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_branched_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_branched_at();
+  void set_allocated_branched_at(::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_branched_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_branched_at();
+  public:
+  void unsafe_arena_set_allocated_branched_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_branched_at();
+
+  // int64 timeline_id = 1;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
+  // int64 parent_timeline_id = 2;
+  void clear_parent_timeline_id();
+  int64_t parent_timeline_id() const;
+  void set_parent_timeline_id(int64_t value);
+  private:
+  int64_t _internal_parent_timeline_id() const;
+  void _internal_set_parent_timeline_id(int64_t value);
+  public:
+
+  // bool live = 5;
+  void clear_live();
+  bool live() const;
+  void set_live(bool value);
+  private:
+  bool _internal_live() const;
+  void _internal_set_live(bool value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.Timeline)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr save_id_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at_;
+    int64_t timeline_id_;
+    int64_t parent_timeline_id_;
+    bool live_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1740,7 +2361,7 @@ class Weights final :
                &_Weights_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    5;
+    8;
 
   friend void swap(Weights& a, Weights& b) {
     a.Swap(&b);
@@ -1921,7 +2542,7 @@ class Scores final :
                &_Scores_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    6;
+    9;
 
   friend void swap(Scores& a, Scores& b) {
     a.Swap(&b);
@@ -2113,7 +2734,7 @@ class MemoryFilter final :
                &_MemoryFilter_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    7;
+    10;
 
   friend void swap(MemoryFilter& a, MemoryFilter& b) {
     a.Swap(&b);
@@ -2383,7 +3004,7 @@ class ScoredMemory final :
                &_ScoredMemory_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    8;
+    11;
 
   friend void swap(ScoredMemory& a, ScoredMemory& b) {
     a.Swap(&b);
@@ -2598,7 +3219,7 @@ class StoreResult final :
                &_StoreResult_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    9;
+    12;
 
   friend void swap(StoreResult& a, StoreResult& b) {
     a.Swap(&b);
@@ -3475,6 +4096,96 @@ MemoryInput::parents() const {
   return _impl_.parents_;
 }
 
+// .npc_memory.v1.GameTime valid_game_day = 15;
+inline bool MemoryInput::_internal_has_valid_game_day() const {
+  return this != internal_default_instance() && _impl_.valid_game_day_ != nullptr;
+}
+inline bool MemoryInput::has_valid_game_day() const {
+  return _internal_has_valid_game_day();
+}
+inline void MemoryInput::clear_valid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+}
+inline const ::npc_memory::v1::GameTime& MemoryInput::_internal_valid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.valid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& MemoryInput::valid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryInput.valid_game_day)
+  return _internal_valid_game_day();
+}
+inline void MemoryInput::unsafe_arena_set_allocated_valid_game_day(
+    ::npc_memory::v1::GameTime* valid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.valid_game_day_);
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  if (valid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.MemoryInput.valid_game_day)
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::release_valid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::unsafe_arena_release_valid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.MemoryInput.valid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::_internal_mutable_valid_game_day() {
+  
+  if (_impl_.valid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.valid_game_day_ = p;
+  }
+  return _impl_.valid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::mutable_valid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_valid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryInput.valid_game_day)
+  return _msg;
+}
+inline void MemoryInput::set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  if (valid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(valid_game_day);
+    if (message_arena != submessage_arena) {
+      valid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, valid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryInput.valid_game_day)
+}
+
 // -------------------------------------------------------------------
 
 // MemoryRef
@@ -3880,6 +4591,30 @@ inline void MemoryLink::set_allocated_discovered_at(::PROTOBUF_NAMESPACE_ID::Tim
   }
   _impl_.discovered_at_ = discovered_at;
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryLink.discovered_at)
+}
+
+// -------------------------------------------------------------------
+
+// GameTime
+
+// double day = 1;
+inline void GameTime::clear_day() {
+  _impl_.day_ = 0;
+}
+inline double GameTime::_internal_day() const {
+  return _impl_.day_;
+}
+inline double GameTime::day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GameTime.day)
+  return _internal_day();
+}
+inline void GameTime::_internal_set_day(double value) {
+  
+  _impl_.day_ = value;
+}
+inline void GameTime::set_day(double value) {
+  _internal_set_day(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.GameTime.day)
 }
 
 // -------------------------------------------------------------------
@@ -4821,6 +5556,564 @@ inline void Memory::set_allocated_embedding_model(std::string* embedding_model) 
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.embedding_model)
 }
 
+// .npc_memory.v1.GameTime valid_game_day = 19;
+inline bool Memory::_internal_has_valid_game_day() const {
+  return this != internal_default_instance() && _impl_.valid_game_day_ != nullptr;
+}
+inline bool Memory::has_valid_game_day() const {
+  return _internal_has_valid_game_day();
+}
+inline void Memory::clear_valid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+}
+inline const ::npc_memory::v1::GameTime& Memory::_internal_valid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.valid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& Memory::valid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.valid_game_day)
+  return _internal_valid_game_day();
+}
+inline void Memory::unsafe_arena_set_allocated_valid_game_day(
+    ::npc_memory::v1::GameTime* valid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.valid_game_day_);
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  if (valid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.Memory.valid_game_day)
+}
+inline ::npc_memory::v1::GameTime* Memory::release_valid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::unsafe_arena_release_valid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Memory.valid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::_internal_mutable_valid_game_day() {
+  
+  if (_impl_.valid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.valid_game_day_ = p;
+  }
+  return _impl_.valid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* Memory::mutable_valid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_valid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Memory.valid_game_day)
+  return _msg;
+}
+inline void Memory::set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  if (valid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(valid_game_day);
+    if (message_arena != submessage_arena) {
+      valid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, valid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.valid_game_day)
+}
+
+// .npc_memory.v1.GameTime invalid_game_day = 20;
+inline bool Memory::_internal_has_invalid_game_day() const {
+  return this != internal_default_instance() && _impl_.invalid_game_day_ != nullptr;
+}
+inline bool Memory::has_invalid_game_day() const {
+  return _internal_has_invalid_game_day();
+}
+inline void Memory::clear_invalid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
+}
+inline const ::npc_memory::v1::GameTime& Memory::_internal_invalid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.invalid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& Memory::invalid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.invalid_game_day)
+  return _internal_invalid_game_day();
+}
+inline void Memory::unsafe_arena_set_allocated_invalid_game_day(
+    ::npc_memory::v1::GameTime* invalid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.invalid_game_day_);
+  }
+  _impl_.invalid_game_day_ = invalid_game_day;
+  if (invalid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.Memory.invalid_game_day)
+}
+inline ::npc_memory::v1::GameTime* Memory::release_invalid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.invalid_game_day_;
+  _impl_.invalid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::unsafe_arena_release_invalid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Memory.invalid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.invalid_game_day_;
+  _impl_.invalid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::_internal_mutable_invalid_game_day() {
+  
+  if (_impl_.invalid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.invalid_game_day_ = p;
+  }
+  return _impl_.invalid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* Memory::mutable_invalid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_invalid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Memory.invalid_game_day)
+  return _msg;
+}
+inline void Memory::set_allocated_invalid_game_day(::npc_memory::v1::GameTime* invalid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  if (invalid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(invalid_game_day);
+    if (message_arena != submessage_arena) {
+      invalid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, invalid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.invalid_game_day_ = invalid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.invalid_game_day)
+}
+
+// int64 timeline_id = 21;
+inline void Memory::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t Memory::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t Memory::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.timeline_id)
+  return _internal_timeline_id();
+}
+inline void Memory::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void Memory::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.timeline_id)
+}
+
+// -------------------------------------------------------------------
+
+// SavePoint
+
+// string save_id = 1;
+inline void SavePoint::clear_save_id() {
+  _impl_.save_id_.ClearToEmpty();
+}
+inline const std::string& SavePoint::save_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SavePoint.save_id)
+  return _internal_save_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void SavePoint::set_save_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.save_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SavePoint.save_id)
+}
+inline std::string* SavePoint::mutable_save_id() {
+  std::string* _s = _internal_mutable_save_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.SavePoint.save_id)
+  return _s;
+}
+inline const std::string& SavePoint::_internal_save_id() const {
+  return _impl_.save_id_.Get();
+}
+inline void SavePoint::_internal_set_save_id(const std::string& value) {
+  
+  _impl_.save_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* SavePoint::_internal_mutable_save_id() {
+  
+  return _impl_.save_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* SavePoint::release_save_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.SavePoint.save_id)
+  return _impl_.save_id_.Release();
+}
+inline void SavePoint::set_allocated_save_id(std::string* save_id) {
+  if (save_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.save_id_.SetAllocated(save_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.save_id_.IsDefault()) {
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SavePoint.save_id)
+}
+
+// int64 timeline_id = 2;
+inline void SavePoint::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t SavePoint::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t SavePoint::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SavePoint.timeline_id)
+  return _internal_timeline_id();
+}
+inline void SavePoint::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void SavePoint::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SavePoint.timeline_id)
+}
+
+// .google.protobuf.Timestamp saved_at = 3;
+inline bool SavePoint::_internal_has_saved_at() const {
+  return this != internal_default_instance() && _impl_.saved_at_ != nullptr;
+}
+inline bool SavePoint::has_saved_at() const {
+  return _internal_has_saved_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& SavePoint::_internal_saved_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.saved_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& SavePoint::saved_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SavePoint.saved_at)
+  return _internal_saved_at();
+}
+inline void SavePoint::unsafe_arena_set_allocated_saved_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.saved_at_);
+  }
+  _impl_.saved_at_ = saved_at;
+  if (saved_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.SavePoint.saved_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::release_saved_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.saved_at_;
+  _impl_.saved_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::unsafe_arena_release_saved_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.SavePoint.saved_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.saved_at_;
+  _impl_.saved_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::_internal_mutable_saved_at() {
+  
+  if (_impl_.saved_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.saved_at_ = p;
+  }
+  return _impl_.saved_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::mutable_saved_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_saved_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.SavePoint.saved_at)
+  return _msg;
+}
+inline void SavePoint::set_allocated_saved_at(::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.saved_at_);
+  }
+  if (saved_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(saved_at));
+    if (message_arena != submessage_arena) {
+      saved_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, saved_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.saved_at_ = saved_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SavePoint.saved_at)
+}
+
+// -------------------------------------------------------------------
+
+// Timeline
+
+// int64 timeline_id = 1;
+inline void Timeline::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t Timeline::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t Timeline::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.timeline_id)
+  return _internal_timeline_id();
+}
+inline void Timeline::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void Timeline::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.timeline_id)
+}
+
+// int64 parent_timeline_id = 2;
+inline void Timeline::clear_parent_timeline_id() {
+  _impl_.parent_timeline_id_ = int64_t{0};
+}
+inline int64_t Timeline::_internal_parent_timeline_id() const {
+  return _impl_.parent_timeline_id_;
+}
+inline int64_t Timeline::parent_timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.parent_timeline_id)
+  return _internal_parent_timeline_id();
+}
+inline void Timeline::_internal_set_parent_timeline_id(int64_t value) {
+  
+  _impl_.parent_timeline_id_ = value;
+}
+inline void Timeline::set_parent_timeline_id(int64_t value) {
+  _internal_set_parent_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.parent_timeline_id)
+}
+
+// .google.protobuf.Timestamp branched_at = 3;
+inline bool Timeline::_internal_has_branched_at() const {
+  return this != internal_default_instance() && _impl_.branched_at_ != nullptr;
+}
+inline bool Timeline::has_branched_at() const {
+  return _internal_has_branched_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& Timeline::_internal_branched_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.branched_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& Timeline::branched_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.branched_at)
+  return _internal_branched_at();
+}
+inline void Timeline::unsafe_arena_set_allocated_branched_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.branched_at_);
+  }
+  _impl_.branched_at_ = branched_at;
+  if (branched_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.Timeline.branched_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::release_branched_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.branched_at_;
+  _impl_.branched_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::unsafe_arena_release_branched_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Timeline.branched_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.branched_at_;
+  _impl_.branched_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::_internal_mutable_branched_at() {
+  
+  if (_impl_.branched_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.branched_at_ = p;
+  }
+  return _impl_.branched_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::mutable_branched_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_branched_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Timeline.branched_at)
+  return _msg;
+}
+inline void Timeline::set_allocated_branched_at(::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.branched_at_);
+  }
+  if (branched_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(branched_at));
+    if (message_arena != submessage_arena) {
+      branched_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, branched_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.branched_at_ = branched_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Timeline.branched_at)
+}
+
+// string save_id = 4;
+inline void Timeline::clear_save_id() {
+  _impl_.save_id_.ClearToEmpty();
+}
+inline const std::string& Timeline::save_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.save_id)
+  return _internal_save_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void Timeline::set_save_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.save_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.save_id)
+}
+inline std::string* Timeline::mutable_save_id() {
+  std::string* _s = _internal_mutable_save_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Timeline.save_id)
+  return _s;
+}
+inline const std::string& Timeline::_internal_save_id() const {
+  return _impl_.save_id_.Get();
+}
+inline void Timeline::_internal_set_save_id(const std::string& value) {
+  
+  _impl_.save_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* Timeline::_internal_mutable_save_id() {
+  
+  return _impl_.save_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* Timeline::release_save_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Timeline.save_id)
+  return _impl_.save_id_.Release();
+}
+inline void Timeline::set_allocated_save_id(std::string* save_id) {
+  if (save_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.save_id_.SetAllocated(save_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.save_id_.IsDefault()) {
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Timeline.save_id)
+}
+
+// bool live = 5;
+inline void Timeline::clear_live() {
+  _impl_.live_ = false;
+}
+inline bool Timeline::_internal_live() const {
+  return _impl_.live_;
+}
+inline bool Timeline::live() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.live)
+  return _internal_live();
+}
+inline void Timeline::_internal_set_live(bool value) {
+  
+  _impl_.live_ = value;
+}
+inline void Timeline::set_live(bool value) {
+  _internal_set_live(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.live)
+}
+
 // -------------------------------------------------------------------
 
 // Weights
@@ -5756,6 +7049,12 @@ StoreResult::mutable_superseded_ids() {
 #ifdef __GNUC__
   #pragma GCC diagnostic pop
 #endif  // __GNUC__
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
 // -------------------------------------------------------------------
 
 // -------------------------------------------------------------------

@@ -33,6 +33,10 @@ static const char* MemoryService_method_names[] = {
   "/npc_memory.v1.MemoryService/ForgetPlayer",
   "/npc_memory.v1.MemoryService/ExpandMemory",
   "/npc_memory.v1.MemoryService/ListLinks",
+  "/npc_memory.v1.MemoryService/CreateSavePoint",
+  "/npc_memory.v1.MemoryService/LoadSavePoint",
+  "/npc_memory.v1.MemoryService/ListSavePoints",
+  "/npc_memory.v1.MemoryService/DropTimeline",
 };
 
 std::unique_ptr< MemoryService::Stub> MemoryService::NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options) {
@@ -52,6 +56,10 @@ MemoryService::Stub::Stub(const std::shared_ptr< ::grpc::ChannelInterface>& chan
   , rpcmethod_ForgetPlayer_(MemoryService_method_names[7], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_ExpandMemory_(MemoryService_method_names[8], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_ListLinks_(MemoryService_method_names[9], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_CreateSavePoint_(MemoryService_method_names[10], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_LoadSavePoint_(MemoryService_method_names[11], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ListSavePoints_(MemoryService_method_names[12], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_DropTimeline_(MemoryService_method_names[13], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   {}
 
 ::grpc::Status MemoryService::Stub::StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::npc_memory::v1::StoreMemoriesResponse* response) {
@@ -284,6 +292,98 @@ void MemoryService::Stub::async::ListLinks(::grpc::ClientContext* context, const
   return result;
 }
 
+::grpc::Status MemoryService::Stub::CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::npc_memory::v1::CreateSavePointResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_CreateSavePoint_, context, request, response);
+}
+
+void MemoryService::Stub::async::CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_CreateSavePoint_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_CreateSavePoint_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* MemoryService::Stub::PrepareAsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::CreateSavePointResponse, ::npc_memory::v1::CreateSavePointRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_CreateSavePoint_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* MemoryService::Stub::AsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncCreateSavePointRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::npc_memory::v1::LoadSavePointResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_LoadSavePoint_, context, request, response);
+}
+
+void MemoryService::Stub::async::LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_LoadSavePoint_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_LoadSavePoint_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* MemoryService::Stub::PrepareAsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::LoadSavePointResponse, ::npc_memory::v1::LoadSavePointRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_LoadSavePoint_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* MemoryService::Stub::AsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncLoadSavePointRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::npc_memory::v1::ListSavePointsResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ListSavePoints_, context, request, response);
+}
+
+void MemoryService::Stub::async::ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListSavePoints_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListSavePoints_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* MemoryService::Stub::PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::ListSavePointsResponse, ::npc_memory::v1::ListSavePointsRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_ListSavePoints_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* MemoryService::Stub::AsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncListSavePointsRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::npc_memory::v1::DropTimelineResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_DropTimeline_, context, request, response);
+}
+
+void MemoryService::Stub::async::DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_DropTimeline_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_DropTimeline_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* MemoryService::Stub::PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::DropTimelineResponse, ::npc_memory::v1::DropTimelineRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_DropTimeline_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* MemoryService::Stub::AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncDropTimelineRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
 MemoryService::Service::Service() {
   AddMethod(new ::grpc::internal::RpcServiceMethod(
       MemoryService_method_names[0],
@@ -385,6 +485,46 @@ MemoryService::Service::Service() {
              ::npc_memory::v1::ListLinksResponse* resp) {
                return service->ListLinks(ctx, req, resp);
              }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[10],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::CreateSavePointRequest* req,
+             ::npc_memory::v1::CreateSavePointResponse* resp) {
+               return service->CreateSavePoint(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[11],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::LoadSavePointRequest* req,
+             ::npc_memory::v1::LoadSavePointResponse* resp) {
+               return service->LoadSavePoint(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[12],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::ListSavePointsRequest* req,
+             ::npc_memory::v1::ListSavePointsResponse* resp) {
+               return service->ListSavePoints(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[13],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::DropTimelineRequest* req,
+             ::npc_memory::v1::DropTimelineResponse* resp) {
+               return service->DropTimeline(ctx, req, resp);
+             }, this)));
 }
 
 MemoryService::Service::~Service() {
@@ -454,6 +594,34 @@ MemoryService::Service::~Service() {
 }
 
 ::grpc::Status MemoryService::Service::ListLinks(::grpc::ServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::CreateSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::LoadSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::ListSavePoints(::grpc::ServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::DropTimeline(::grpc::ServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response) {
   (void) context;
   (void) request;
   (void) response;

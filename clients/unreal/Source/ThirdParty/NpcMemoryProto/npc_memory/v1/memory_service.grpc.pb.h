@@ -93,7 +93,7 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryHistoryResponse>> PrepareAsyncGetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryHistoryResponse>>(PrepareAsyncGetMemoryHistoryRaw(context, request, cq));
     }
-    // Erases every row and history of a player, across all heroines.
+    // Erases every row and history of a player, across all heroines, on every timeline.
     virtual ::grpc::Status ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::npc_memory::v1::ForgetPlayerResponse* response) = 0;
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>> AsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>>(AsyncForgetPlayerRaw(context, request, cq));
@@ -116,6 +116,38 @@ class MemoryService final {
     }
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>> PrepareAsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>>(PrepareAsyncListLinksRaw(context, request, cq));
+    }
+    // Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+    virtual ::grpc::Status CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::npc_memory::v1::CreateSavePointResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>> AsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>>(AsyncCreateSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>> PrepareAsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>>(PrepareAsyncCreateSavePointRaw(context, request, cq));
+    }
+    // Makes every later read of the player see memory as it was at the save, on a new live timeline.
+    virtual ::grpc::Status LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::npc_memory::v1::LoadSavePointResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>> AsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>>(AsyncLoadSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>> PrepareAsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>>(PrepareAsyncLoadSavePointRaw(context, request, cq));
+    }
+    // The player's save points and timelines.
+    virtual ::grpc::Status ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::npc_memory::v1::ListSavePointsResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>> AsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>>(AsyncListSavePointsRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>> PrepareAsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>>(PrepareAsyncListSavePointsRaw(context, request, cq));
+    }
+    // Erases an abandoned timeline (and those branched from it), its rows and its save points.
+    virtual ::grpc::Status DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::npc_memory::v1::DropTimelineResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>> AsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>>(AsyncDropTimelineRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>> PrepareAsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>>(PrepareAsyncDropTimelineRaw(context, request, cq));
     }
     class async_interface {
      public:
@@ -141,7 +173,7 @@ class MemoryService final {
       // Returns the rows of a slot, a subject or one memory's version chain over time.
       virtual void GetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void GetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
-      // Erases every row and history of a player, across all heroines.
+      // Erases every row and history of a player, across all heroines, on every timeline.
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
       // Goes one depth further from a memory each call, linking at most a few newly found related memories.
@@ -150,6 +182,18 @@ class MemoryService final {
       // A memory's links: its parents, children and related memories.
       virtual void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+      virtual void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Makes every later read of the player see memory as it was at the save, on a new live timeline.
+      virtual void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // The player's save points and timelines.
+      virtual void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Erases an abandoned timeline (and those branched from it), its rows and its save points.
+      virtual void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
     };
     typedef class async_interface experimental_async_interface;
     virtual class async_interface* async() { return nullptr; }
@@ -175,6 +219,14 @@ class MemoryService final {
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>* PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>* AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>* PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>* AsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>* PrepareAsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>* AsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>* PrepareAsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>* AsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>* PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>* AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>* PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) = 0;
   };
   class Stub final : public StubInterface {
    public:
@@ -249,6 +301,34 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>> PrepareAsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>>(PrepareAsyncListLinksRaw(context, request, cq));
     }
+    ::grpc::Status CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::npc_memory::v1::CreateSavePointResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>> AsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>>(AsyncCreateSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>> PrepareAsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>>(PrepareAsyncCreateSavePointRaw(context, request, cq));
+    }
+    ::grpc::Status LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::npc_memory::v1::LoadSavePointResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>> AsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>>(AsyncLoadSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>> PrepareAsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>>(PrepareAsyncLoadSavePointRaw(context, request, cq));
+    }
+    ::grpc::Status ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::npc_memory::v1::ListSavePointsResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>> AsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>>(AsyncListSavePointsRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>> PrepareAsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>>(PrepareAsyncListSavePointsRaw(context, request, cq));
+    }
+    ::grpc::Status DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::npc_memory::v1::DropTimelineResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>> AsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>>(AsyncDropTimelineRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>> PrepareAsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>>(PrepareAsyncDropTimelineRaw(context, request, cq));
+    }
     class async final :
       public StubInterface::async_interface {
      public:
@@ -272,6 +352,14 @@ class MemoryService final {
       void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)>) override;
       void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, std::function<void(::grpc::Status)>) override;
+      void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, std::function<void(::grpc::Status)>) override;
+      void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, std::function<void(::grpc::Status)>) override;
+      void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)>) override;
+      void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
      private:
       friend class Stub;
       explicit async(Stub* stub): stub_(stub) { }
@@ -303,6 +391,14 @@ class MemoryService final {
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* AsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* PrepareAsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* AsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* PrepareAsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* AsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) override;
     const ::grpc::internal::RpcMethod rpcmethod_StoreMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_SearchMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemory_;
@@ -313,6 +409,10 @@ class MemoryService final {
     const ::grpc::internal::RpcMethod rpcmethod_ForgetPlayer_;
     const ::grpc::internal::RpcMethod rpcmethod_ExpandMemory_;
     const ::grpc::internal::RpcMethod rpcmethod_ListLinks_;
+    const ::grpc::internal::RpcMethod rpcmethod_CreateSavePoint_;
+    const ::grpc::internal::RpcMethod rpcmethod_LoadSavePoint_;
+    const ::grpc::internal::RpcMethod rpcmethod_ListSavePoints_;
+    const ::grpc::internal::RpcMethod rpcmethod_DropTimeline_;
   };
   static std::unique_ptr<Stub> NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options = ::grpc::StubOptions());
 
@@ -334,12 +434,20 @@ class MemoryService final {
     virtual ::grpc::Status UpdateMemory(::grpc::ServerContext* context, const ::npc_memory::v1::UpdateMemoryRequest* request, ::npc_memory::v1::UpdateMemoryResponse* response);
     // Returns the rows of a slot, a subject or one memory's version chain over time.
     virtual ::grpc::Status GetMemoryHistory(::grpc::ServerContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response);
-    // Erases every row and history of a player, across all heroines.
+    // Erases every row and history of a player, across all heroines, on every timeline.
     virtual ::grpc::Status ForgetPlayer(::grpc::ServerContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response);
     // Goes one depth further from a memory each call, linking at most a few newly found related memories.
     virtual ::grpc::Status ExpandMemory(::grpc::ServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response);
     // A memory's links: its parents, children and related memories.
     virtual ::grpc::Status ListLinks(::grpc::ServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response);
+    // Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+    virtual ::grpc::Status CreateSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response);
+    // Makes every later read of the player see memory as it was at the save, on a new live timeline.
+    virtual ::grpc::Status LoadSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response);
+    // The player's save points and timelines.
+    virtual ::grpc::Status ListSavePoints(::grpc::ServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response);
+    // Erases an abandoned timeline (and those branched from it), its rows and its save points.
+    virtual ::grpc::Status DropTimeline(::grpc::ServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response);
   };
   template <class BaseClass>
   class WithAsyncMethod_StoreMemories : public BaseClass {
@@ -541,7 +649,87 @@ class MemoryService final {
       ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
-  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<Service > > > > > > > > > > AsyncService;
+  template <class BaseClass>
+  class WithAsyncMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodAsync(10);
+    }
+    ~WithAsyncMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestCreateSavePoint(::grpc::ServerContext* context, ::npc_memory::v1::CreateSavePointRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::CreateSavePointResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodAsync(11);
+    }
+    ~WithAsyncMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestLoadSavePoint(::grpc::ServerContext* context, ::npc_memory::v1::LoadSavePointRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::LoadSavePointResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodAsync(12);
+    }
+    ~WithAsyncMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListSavePoints(::grpc::ServerContext* context, ::npc_memory::v1::ListSavePointsRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ListSavePointsResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodAsync(13);
+    }
+    ~WithAsyncMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestDropTimeline(::grpc::ServerContext* context, ::npc_memory::v1::DropTimelineRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::DropTimelineResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<WithAsyncMethod_CreateSavePoint<WithAsyncMethod_LoadSavePoint<WithAsyncMethod_ListSavePoints<WithAsyncMethod_DropTimeline<Service > > > > > > > > > > > > > > AsyncService;
   template <class BaseClass>
   class WithCallbackMethod_StoreMemories : public BaseClass {
    private:
@@ -812,7 +1000,115 @@ class MemoryService final {
     virtual ::grpc::ServerUnaryReactor* ListLinks(
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/)  { return nullptr; }
   };
-  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<Service > > > > > > > > > > CallbackService;
+  template <class BaseClass>
+  class WithCallbackMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodCallback(10,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response) { return this->CreateSavePoint(context, request, response); }));}
+    void SetMessageAllocatorFor_CreateSavePoint(
+        ::grpc::MessageAllocator< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(10);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* CreateSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodCallback(11,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response) { return this->LoadSavePoint(context, request, response); }));}
+    void SetMessageAllocatorFor_LoadSavePoint(
+        ::grpc::MessageAllocator< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(11);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* LoadSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodCallback(12,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response) { return this->ListSavePoints(context, request, response); }));}
+    void SetMessageAllocatorFor_ListSavePoints(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(12);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListSavePoints(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodCallback(13,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response) { return this->DropTimeline(context, request, response); }));}
+    void SetMessageAllocatorFor_DropTimeline(
+        ::grpc::MessageAllocator< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(13);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* DropTimeline(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/)  { return nullptr; }
+  };
+  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<WithCallbackMethod_CreateSavePoint<WithCallbackMethod_LoadSavePoint<WithCallbackMethod_ListSavePoints<WithCallbackMethod_DropTimeline<Service > > > > > > > > > > > > > > CallbackService;
   typedef CallbackService ExperimentalCallbackService;
   template <class BaseClass>
   class WithGenericMethod_StoreMemories : public BaseClass {
@@ -980,6 +1276,74 @@ class MemoryService final {
     }
     // disable synchronous version of this method
     ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodGeneric(10);
+    }
+    ~WithGenericMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodGeneric(11);
+    }
+    ~WithGenericMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodGeneric(12);
+    }
+    ~WithGenericMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodGeneric(13);
+    }
+    ~WithGenericMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
       abort();
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
@@ -1182,6 +1546,86 @@ class MemoryService final {
     }
     void RequestListLinks(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
       ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodRaw(10);
+    }
+    ~WithRawMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestCreateSavePoint(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodRaw(11);
+    }
+    ~WithRawMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestLoadSavePoint(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodRaw(12);
+    }
+    ~WithRawMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListSavePoints(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodRaw(13);
+    }
+    ~WithRawMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestDropTimeline(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1402,6 +1846,94 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     virtual ::grpc::ServerUnaryReactor* ListLinks(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodRawCallback(10,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->CreateSavePoint(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* CreateSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodRawCallback(11,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->LoadSavePoint(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* LoadSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodRawCallback(12,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ListSavePoints(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListSavePoints(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodRawCallback(13,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->DropTimeline(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* DropTimeline(
       ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
@@ -1674,9 +2206,117 @@ class MemoryService final {
     // replace default version of method with streamed unary
     virtual ::grpc::Status StreamedListLinks(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ListLinksRequest,::npc_memory::v1::ListLinksResponse>* server_unary_streamer) = 0;
   };
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<Service > > > > > > > > > > StreamedUnaryService;
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodStreamed(10,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>* streamer) {
+                       return this->StreamedCreateSavePoint(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedCreateSavePoint(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::CreateSavePointRequest,::npc_memory::v1::CreateSavePointResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodStreamed(11,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>* streamer) {
+                       return this->StreamedLoadSavePoint(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedLoadSavePoint(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::LoadSavePointRequest,::npc_memory::v1::LoadSavePointResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodStreamed(12,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>* streamer) {
+                       return this->StreamedListSavePoints(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedListSavePoints(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ListSavePointsRequest,::npc_memory::v1::ListSavePointsResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodStreamed(13,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>* streamer) {
+                       return this->StreamedDropTimeline(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedDropTimeline(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::DropTimelineRequest,::npc_memory::v1::DropTimelineResponse>* server_unary_streamer) = 0;
+  };
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<Service > > > > > > > > > > > > > > StreamedUnaryService;
   typedef Service SplitStreamedService;
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<Service > > > > > > > > > > StreamedService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<Service > > > > > > > > > > > > > > StreamedService;
 };
 
 }  // namespace v1

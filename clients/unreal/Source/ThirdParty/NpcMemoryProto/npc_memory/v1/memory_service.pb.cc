@@ -22,6 +22,115 @@ namespace _pbi = _pb::internal;
 
 namespace npc_memory {
 namespace v1 {
+PROTOBUF_CONSTEXPR CreateSavePointRequest::CreateSavePointRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct CreateSavePointRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR CreateSavePointRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~CreateSavePointRequestDefaultTypeInternal() {}
+  union {
+    CreateSavePointRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 CreateSavePointRequestDefaultTypeInternal _CreateSavePointRequest_default_instance_;
+PROTOBUF_CONSTEXPR CreateSavePointResponse::CreateSavePointResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_point_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct CreateSavePointResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR CreateSavePointResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~CreateSavePointResponseDefaultTypeInternal() {}
+  union {
+    CreateSavePointResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 CreateSavePointResponseDefaultTypeInternal _CreateSavePointResponse_default_instance_;
+PROTOBUF_CONSTEXPR LoadSavePointRequest::LoadSavePointRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct LoadSavePointRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR LoadSavePointRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~LoadSavePointRequestDefaultTypeInternal() {}
+  union {
+    LoadSavePointRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 LoadSavePointRequestDefaultTypeInternal _LoadSavePointRequest_default_instance_;
+PROTOBUF_CONSTEXPR LoadSavePointResponse::LoadSavePointResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.timeline_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct LoadSavePointResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR LoadSavePointResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~LoadSavePointResponseDefaultTypeInternal() {}
+  union {
+    LoadSavePointResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 LoadSavePointResponseDefaultTypeInternal _LoadSavePointResponse_default_instance_;
+PROTOBUF_CONSTEXPR ListSavePointsRequest::ListSavePointsRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListSavePointsRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListSavePointsRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListSavePointsRequestDefaultTypeInternal() {}
+  union {
+    ListSavePointsRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListSavePointsRequestDefaultTypeInternal _ListSavePointsRequest_default_instance_;
+PROTOBUF_CONSTEXPR ListSavePointsResponse::ListSavePointsResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_points_)*/{}
+  , /*decltype(_impl_.timelines_)*/{}
+  , /*decltype(_impl_.live_timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListSavePointsResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListSavePointsResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListSavePointsResponseDefaultTypeInternal() {}
+  union {
+    ListSavePointsResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListSavePointsResponseDefaultTypeInternal _ListSavePointsResponse_default_instance_;
+PROTOBUF_CONSTEXPR DropTimelineRequest::DropTimelineRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct DropTimelineRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR DropTimelineRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~DropTimelineRequestDefaultTypeInternal() {}
+  union {
+    DropTimelineRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 DropTimelineRequestDefaultTypeInternal _DropTimelineRequest_default_instance_;
+PROTOBUF_CONSTEXPR DropTimelineResponse::DropTimelineResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.deleted_memories_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct DropTimelineResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR DropTimelineResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~DropTimelineResponseDefaultTypeInternal() {}
+  union {
+    DropTimelineResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 DropTimelineResponseDefaultTypeInternal _DropTimelineResponse_default_instance_;
 PROTOBUF_CONSTEXPR StoreMemoriesRequest::StoreMemoriesRequest(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.memories_)*/{}
@@ -59,12 +168,16 @@ PROTOBUF_CONSTEXPR SearchMemoriesRequest::SearchMemoriesRequest(
   , /*decltype(_impl_.as_of_)*/nullptr
   , /*decltype(_impl_.now_)*/nullptr
   , /*decltype(_impl_.filter_)*/nullptr
+  , /*decltype(_impl_.as_of_game_day_)*/nullptr
+  , /*decltype(_impl_.now_game_day_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
   , /*decltype(_impl_.limit_)*/0
   , /*decltype(_impl_.fusion_)*/0
   , /*decltype(_impl_.hops_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
   , /*decltype(_impl_.deepen_)*/false
   , /*decltype(_impl_.deepen_min_relevance_)*/0
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct SearchMemoriesRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR SearchMemoriesRequestDefaultTypeInternal()
@@ -94,6 +207,8 @@ PROTOBUF_CONSTEXPR GetMemoryRequest::GetMemoryRequest(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct GetMemoryRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR GetMemoryRequestDefaultTypeInternal()
@@ -122,8 +237,10 @@ PROTOBUF_CONSTEXPR ListMemoriesRequest::ListMemoriesRequest(
     /*decltype(_impl_.page_token_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.filter_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
   , /*decltype(_impl_.page_size_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct ListMemoriesRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR ListMemoriesRequestDefaultTypeInternal()
@@ -153,6 +270,7 @@ PROTOBUF_CONSTEXPR InvalidateMemoryRequest::InvalidateMemoryRequest(
     /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.invalid_at_)*/nullptr
+  , /*decltype(_impl_.invalid_game_day_)*/nullptr
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct InvalidateMemoryRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR InvalidateMemoryRequestDefaultTypeInternal()
@@ -184,6 +302,7 @@ PROTOBUF_CONSTEXPR UpdateMemoryRequest::UpdateMemoryRequest(
   , /*decltype(_impl_.update_mask_)*/nullptr
   , /*decltype(_impl_.metadata_)*/nullptr
   , /*decltype(_impl_.valid_at_)*/nullptr
+  , /*decltype(_impl_.valid_game_day_)*/nullptr
   , /*decltype(_impl_.importance_)*/0
   , /*decltype(_impl_.tier_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
@@ -215,6 +334,8 @@ PROTOBUF_CONSTEXPR GetMemoryHistoryRequest::GetMemoryHistoryRequest(
   , /*decltype(_impl_.slot_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct GetMemoryHistoryRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR GetMemoryHistoryRequestDefaultTypeInternal()
@@ -326,11 +447,72 @@ struct ListLinksResponseDefaultTypeInternal {
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListLinksResponseDefaultTypeInternal _ListLinksResponse_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
-static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[20];
+static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[28];
 static constexpr ::_pb::EnumDescriptor const** file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 
 const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointRequest, _impl_.user_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointRequest, _impl_.save_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointResponse, _impl_.save_point_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointRequest, _impl_.user_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointRequest, _impl_.save_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointResponse, _impl_.timeline_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsRequest, _impl_.user_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _impl_.save_points_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _impl_.timelines_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _impl_.live_timeline_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineRequest, _impl_.user_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineRequest, _impl_.timeline_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineResponse, _impl_.deleted_memories_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreMemoriesRequest, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -366,6 +548,10 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.hops_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.deepen_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.deepen_min_relevance_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.as_of_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.now_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.known_at_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -383,6 +569,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.scope_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.known_at_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -401,6 +589,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.page_token_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.filter_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.include_invalidated_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.known_at_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -418,6 +608,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.scope_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.memory_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.invalid_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.invalid_game_day_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -439,6 +630,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.metadata_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.content_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.valid_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.valid_game_day_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -456,6 +648,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.subject_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.slot_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.known_at_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -515,29 +709,45 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _impl_.related_),
 };
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
-  { 0, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
-  { 9, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
-  { 16, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
-  { 35, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
-  { 44, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
-  { 52, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
-  { 59, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
-  { 70, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
-  { 78, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
-  { 87, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
-  { 94, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
-  { 108, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
-  { 115, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 125, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 132, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 139, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
-  { 146, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
-  { 154, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
-  { 165, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
-  { 173, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
+  { 0, -1, -1, sizeof(::npc_memory::v1::CreateSavePointRequest)},
+  { 8, -1, -1, sizeof(::npc_memory::v1::CreateSavePointResponse)},
+  { 15, -1, -1, sizeof(::npc_memory::v1::LoadSavePointRequest)},
+  { 23, -1, -1, sizeof(::npc_memory::v1::LoadSavePointResponse)},
+  { 30, -1, -1, sizeof(::npc_memory::v1::ListSavePointsRequest)},
+  { 37, -1, -1, sizeof(::npc_memory::v1::ListSavePointsResponse)},
+  { 46, -1, -1, sizeof(::npc_memory::v1::DropTimelineRequest)},
+  { 54, -1, -1, sizeof(::npc_memory::v1::DropTimelineResponse)},
+  { 61, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
+  { 70, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
+  { 77, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
+  { 100, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
+  { 109, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
+  { 119, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
+  { 126, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
+  { 139, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
+  { 147, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
+  { 157, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
+  { 164, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
+  { 179, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
+  { 186, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
+  { 198, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 205, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 212, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 219, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
+  { 227, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
+  { 238, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
+  { 246, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
+  &::npc_memory::v1::_CreateSavePointRequest_default_instance_._instance,
+  &::npc_memory::v1::_CreateSavePointResponse_default_instance_._instance,
+  &::npc_memory::v1::_LoadSavePointRequest_default_instance_._instance,
+  &::npc_memory::v1::_LoadSavePointResponse_default_instance_._instance,
+  &::npc_memory::v1::_ListSavePointsRequest_default_instance_._instance,
+  &::npc_memory::v1::_ListSavePointsResponse_default_instance_._instance,
+  &::npc_memory::v1::_DropTimelineRequest_default_instance_._instance,
+  &::npc_memory::v1::_DropTimelineResponse_default_instance_._instance,
   &::npc_memory::v1::_StoreMemoriesRequest_default_instance_._instance,
   &::npc_memory::v1::_StoreMemoriesResponse_default_instance_._instance,
   &::npc_memory::v1::_SearchMemoriesRequest_default_instance_._instance,
@@ -565,93 +775,128 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "c_memory.v1\032 google/protobuf/field_mask."
   "proto\032\034google/protobuf/struct.proto\032\037goo"
   "gle/protobuf/timestamp.proto\032\032npc_memory"
-  "/v1/memory.proto\"}\n\024StoreMemoriesRequest"
-  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022,\n"
-  "\010memories\030\002 \003(\0132\032.npc_memory.v1.MemoryIn"
-  "put\022\022\n\nrequest_id\030\003 \001(\t\"D\n\025StoreMemories"
-  "Response\022+\n\007results\030\001 \003(\0132\032.npc_memory.v"
-  "1.StoreResult\"\243\003\n\025SearchMemoriesRequest\022"
-  "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\r\n\005"
-  "query\030\002 \001(\t\022\027\n\017query_embedding\030\003 \003(\002\022\r\n\005"
-  "limit\030\004 \001(\005\022\'\n\007weights\030\005 \001(\0132\026.npc_memor"
-  "y.v1.Weights\022)\n\005as_of\030\006 \001(\0132\032.google.pro"
-  "tobuf.Timestamp\022\'\n\003now\030\007 \001(\0132\032.google.pr"
-  "otobuf.Timestamp\022+\n\006filter\030\010 \001(\0132\033.npc_m"
-  "emory.v1.MemoryFilter\022+\n\006fusion\030\t \001(\0162\033."
-  "npc_memory.v1.FusionMethod\022\033\n\023include_in"
-  "validated\030\n \001(\010\022\014\n\004hops\030\013 \001(\005\022\016\n\006deepen\030"
-  "\014 \001(\010\022\034\n\024deepen_min_relevance\030\r \001(\001\"\213\001\n\026"
-  "SearchMemoriesResponse\022,\n\007results\030\001 \003(\0132"
-  "\033.npc_memory.v1.ScoredMemory\022\027\n\017embeddin"
-  "g_model\030\002 \001(\t\022*\n\ranswered_tier\030\003 \001(\0162\023.n"
-  "pc_memory.v1.Tier\"J\n\020GetMemoryRequest\022#\n"
+  "/v1/memory.proto\":\n\026CreateSavePointReque"
+  "st\022\017\n\007user_id\030\001 \001(\t\022\017\n\007save_id\030\002 \001(\t\"G\n\027"
+  "CreateSavePointResponse\022,\n\nsave_point\030\001 "
+  "\001(\0132\030.npc_memory.v1.SavePoint\"8\n\024LoadSav"
+  "ePointRequest\022\017\n\007user_id\030\001 \001(\t\022\017\n\007save_i"
+  "d\030\002 \001(\t\"B\n\025LoadSavePointResponse\022)\n\010time"
+  "line\030\001 \001(\0132\027.npc_memory.v1.Timeline\"(\n\025L"
+  "istSavePointsRequest\022\017\n\007user_id\030\001 \001(\t\"\215\001"
+  "\n\026ListSavePointsResponse\022-\n\013save_points\030"
+  "\001 \003(\0132\030.npc_memory.v1.SavePoint\022*\n\ttimel"
+  "ines\030\002 \003(\0132\027.npc_memory.v1.Timeline\022\030\n\020l"
+  "ive_timeline_id\030\003 \001(\003\";\n\023DropTimelineReq"
+  "uest\022\017\n\007user_id\030\001 \001(\t\022\023\n\013timeline_id\030\002 \001"
+  "(\003\"0\n\024DropTimelineResponse\022\030\n\020deleted_me"
+  "mories\030\001 \001(\003\"}\n\024StoreMemoriesRequest\022#\n\005"
+  "scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022,\n\010mem"
+  "ories\030\002 \003(\0132\032.npc_memory.v1.MemoryInput\022"
+  "\022\n\nrequest_id\030\003 \001(\t\"D\n\025StoreMemoriesResp"
+  "onse\022+\n\007results\030\001 \003(\0132\032.npc_memory.v1.St"
+  "oreResult\"\306\004\n\025SearchMemoriesRequest\022#\n\005s"
+  "cope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\r\n\005quer"
+  "y\030\002 \001(\t\022\027\n\017query_embedding\030\003 \003(\002\022\r\n\005limi"
+  "t\030\004 \001(\005\022\'\n\007weights\030\005 \001(\0132\026.npc_memory.v1"
+  ".Weights\022)\n\005as_of\030\006 \001(\0132\032.google.protobu"
+  "f.Timestamp\022\'\n\003now\030\007 \001(\0132\032.google.protob"
+  "uf.Timestamp\022+\n\006filter\030\010 \001(\0132\033.npc_memor"
+  "y.v1.MemoryFilter\022+\n\006fusion\030\t \001(\0162\033.npc_"
+  "memory.v1.FusionMethod\022\033\n\023include_invali"
+  "dated\030\n \001(\010\022\014\n\004hops\030\013 \001(\005\022\016\n\006deepen\030\014 \001("
+  "\010\022\034\n\024deepen_min_relevance\030\r \001(\001\022/\n\016as_of"
+  "_game_day\030\016 \001(\0132\027.npc_memory.v1.GameTime"
+  "\022-\n\014now_game_day\030\017 \001(\0132\027.npc_memory.v1.G"
+  "ameTime\022\023\n\013timeline_id\030\020 \001(\003\022,\n\010known_at"
+  "\030\021 \001(\0132\032.google.protobuf.Timestamp\"\213\001\n\026S"
+  "earchMemoriesResponse\022,\n\007results\030\001 \003(\0132\033"
+  ".npc_memory.v1.ScoredMemory\022\027\n\017embedding"
+  "_model\030\002 \001(\t\022*\n\ranswered_tier\030\003 \001(\0162\023.np"
+  "c_memory.v1.Tier\"\215\001\n\020GetMemoryRequest\022#\n"
   "\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\tme"
-  "mory_id\030\002 \001(\t\":\n\021GetMemoryResponse\022%\n\006me"
-  "mory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\253\001\n\023Li"
-  "stMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_m"
-  "emory.v1.Scope\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npag"
-  "e_token\030\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033.npc_memo"
-  "ry.v1.MemoryFilter\022\033\n\023include_invalidate"
-  "d\030\005 \001(\010\"X\n\024ListMemoriesResponse\022\'\n\010memor"
-  "ies\030\001 \003(\0132\025.npc_memory.v1.Memory\022\027\n\017next"
-  "_page_token\030\002 \001(\t\"\201\001\n\027InvalidateMemoryRe"
-  "quest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Sco"
-  "pe\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_at\030\003 \001("
-  "\0132\032.google.protobuf.Timestamp\"A\n\030Invalid"
-  "ateMemoryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_"
-  "memory.v1.Memory\"\237\002\n\023UpdateMemoryRequest"
-  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n"
-  "\tmemory_id\030\002 \001(\t\022/\n\013update_mask\030\003 \001(\0132\032."
-  "google.protobuf.FieldMask\022\022\n\nimportance\030"
-  "\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc_memory.v1.Tier"
-  "\022)\n\010metadata\030\006 \001(\0132\027.google.protobuf.Str"
-  "uct\022\017\n\007content\030\007 \001(\t\022,\n\010valid_at\030\010 \001(\0132\032"
-  ".google.protobuf.Timestamp\"=\n\024UpdateMemo"
-  "ryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_memory."
-  "v1.Memory\"s\n\027GetMemoryHistoryRequest\022#\n\005"
-  "scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\022\n\nsub"
-  "ject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tmemory_id"
-  "\030\004 \001(\t\"C\n\030GetMemoryHistoryResponse\022\'\n\010me"
-  "mories\030\001 \003(\0132\025.npc_memory.v1.Memory\"&\n\023F"
-  "orgetPlayerRequest\022\017\n\007user_id\030\001 \001(\t\"0\n\024F"
-  "orgetPlayerResponse\022\030\n\020deleted_memories\030"
-  "\001 \001(\003\"M\n\023ExpandMemoryRequest\022#\n\005scope\030\001 "
-  "\001(\0132\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002"
-  " \001(\t\"\241\001\n\024ExpandMemoryResponse\022\021\n\tmemory_"
-  "id\030\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005found\030\003 \003(\0132\031"
-  ".npc_memory.v1.MemoryLink\022\'\n\010memories\030\004 "
-  "\003(\0132\025.npc_memory.v1.Memory\022\024\n\014total_link"
-  "ed\030\005 \001(\005\"J\n\020ListLinksRequest\022#\n\005scope\030\001 "
-  "\001(\0132\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002"
-  " \001(\t\"\230\001\n\021ListLinksResponse\022*\n\007parents\030\001 "
-  "\003(\0132\031.npc_memory.v1.MemoryLink\022+\n\010childr"
-  "en\030\002 \003(\0132\031.npc_memory.v1.MemoryLink\022*\n\007r"
-  "elated\030\003 \003(\0132\031.npc_memory.v1.MemoryLink2"
-  "\230\007\n\rMemoryService\022Z\n\rStoreMemories\022#.npc"
-  "_memory.v1.StoreMemoriesRequest\032$.npc_me"
-  "mory.v1.StoreMemoriesResponse\022]\n\016SearchM"
-  "emories\022$.npc_memory.v1.SearchMemoriesRe"
-  "quest\032%.npc_memory.v1.SearchMemoriesResp"
-  "onse\022N\n\tGetMemory\022\037.npc_memory.v1.GetMem"
-  "oryRequest\032 .npc_memory.v1.GetMemoryResp"
-  "onse\022W\n\014ListMemories\022\".npc_memory.v1.Lis"
-  "tMemoriesRequest\032#.npc_memory.v1.ListMem"
-  "oriesResponse\022c\n\020InvalidateMemory\022&.npc_"
-  "memory.v1.InvalidateMemoryRequest\032\'.npc_"
-  "memory.v1.InvalidateMemoryResponse\022W\n\014Up"
-  "dateMemory\022\".npc_memory.v1.UpdateMemoryR"
-  "equest\032#.npc_memory.v1.UpdateMemoryRespo"
-  "nse\022c\n\020GetMemoryHistory\022&.npc_memory.v1."
-  "GetMemoryHistoryRequest\032\'.npc_memory.v1."
-  "GetMemoryHistoryResponse\022W\n\014ForgetPlayer"
-  "\022\".npc_memory.v1.ForgetPlayerRequest\032#.n"
-  "pc_memory.v1.ForgetPlayerResponse\022W\n\014Exp"
-  "andMemory\022\".npc_memory.v1.ExpandMemoryRe"
-  "quest\032#.npc_memory.v1.ExpandMemoryRespon"
-  "se\022N\n\tListLinks\022\037.npc_memory.v1.ListLink"
-  "sRequest\032 .npc_memory.v1.ListLinksRespon"
-  "seB#\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1b"
-  "\006proto3"
+  "mory_id\030\002 \001(\t\022\023\n\013timeline_id\030\003 \001(\003\022,\n\010kn"
+  "own_at\030\004 \001(\0132\032.google.protobuf.Timestamp"
+  "\":\n\021GetMemoryResponse\022%\n\006memory\030\001 \001(\0132\025."
+  "npc_memory.v1.Memory\"\356\001\n\023ListMemoriesReq"
+  "uest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scop"
+  "e\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t"
+  "\022+\n\006filter\030\004 \001(\0132\033.npc_memory.v1.MemoryF"
+  "ilter\022\033\n\023include_invalidated\030\005 \001(\010\022\023\n\013ti"
+  "meline_id\030\006 \001(\003\022,\n\010known_at\030\007 \001(\0132\032.goog"
+  "le.protobuf.Timestamp\"X\n\024ListMemoriesRes"
+  "ponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1."
+  "Memory\022\027\n\017next_page_token\030\002 \001(\t\"\264\001\n\027Inva"
+  "lidateMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc"
+  "_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ni"
+  "nvalid_at\030\003 \001(\0132\032.google.protobuf.Timest"
+  "amp\0221\n\020invalid_game_day\030\004 \001(\0132\027.npc_memo"
+  "ry.v1.GameTime\"A\n\030InvalidateMemoryRespon"
+  "se\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Memor"
+  "y\"\320\002\n\023UpdateMemoryRequest\022#\n\005scope\030\001 \001(\013"
+  "2\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001("
+  "\t\022/\n\013update_mask\030\003 \001(\0132\032.google.protobuf"
+  ".FieldMask\022\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005"
+  " \001(\0162\023.npc_memory.v1.Tier\022)\n\010metadata\030\006 "
+  "\001(\0132\027.google.protobuf.Struct\022\017\n\007content\030"
+  "\007 \001(\t\022,\n\010valid_at\030\010 \001(\0132\032.google.protobu"
+  "f.Timestamp\022/\n\016valid_game_day\030\t \001(\0132\027.np"
+  "c_memory.v1.GameTime\"=\n\024UpdateMemoryResp"
+  "onse\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Mem"
+  "ory\"\266\001\n\027GetMemoryHistoryRequest\022#\n\005scope"
+  "\030\001 \001(\0132\024.npc_memory.v1.Scope\022\022\n\nsubject_"
+  "id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tmemory_id\030\004 \001("
+  "\t\022\023\n\013timeline_id\030\005 \001(\003\022,\n\010known_at\030\006 \001(\013"
+  "2\032.google.protobuf.Timestamp\"C\n\030GetMemor"
+  "yHistoryResponse\022\'\n\010memories\030\001 \003(\0132\025.npc"
+  "_memory.v1.Memory\"&\n\023ForgetPlayerRequest"
+  "\022\017\n\007user_id\030\001 \001(\t\"0\n\024ForgetPlayerRespons"
+  "e\022\030\n\020deleted_memories\030\001 \001(\003\"M\n\023ExpandMem"
+  "oryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v"
+  "1.Scope\022\021\n\tmemory_id\030\002 \001(\t\"\241\001\n\024ExpandMem"
+  "oryResponse\022\021\n\tmemory_id\030\001 \001(\t\022\r\n\005depth\030"
+  "\002 \001(\005\022(\n\005found\030\003 \003(\0132\031.npc_memory.v1.Mem"
+  "oryLink\022\'\n\010memories\030\004 \003(\0132\025.npc_memory.v"
+  "1.Memory\022\024\n\014total_linked\030\005 \001(\005\"J\n\020ListLi"
+  "nksRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v"
+  "1.Scope\022\021\n\tmemory_id\030\002 \001(\t\"\230\001\n\021ListLinks"
+  "Response\022*\n\007parents\030\001 \003(\0132\031.npc_memory.v"
+  "1.MemoryLink\022+\n\010children\030\002 \003(\0132\031.npc_mem"
+  "ory.v1.MemoryLink\022*\n\007related\030\003 \003(\0132\031.npc"
+  "_memory.v1.MemoryLink2\216\n\n\rMemoryService\022"
+  "Z\n\rStoreMemories\022#.npc_memory.v1.StoreMe"
+  "moriesRequest\032$.npc_memory.v1.StoreMemor"
+  "iesResponse\022]\n\016SearchMemories\022$.npc_memo"
+  "ry.v1.SearchMemoriesRequest\032%.npc_memory"
+  ".v1.SearchMemoriesResponse\022N\n\tGetMemory\022"
+  "\037.npc_memory.v1.GetMemoryRequest\032 .npc_m"
+  "emory.v1.GetMemoryResponse\022W\n\014ListMemori"
+  "es\022\".npc_memory.v1.ListMemoriesRequest\032#"
+  ".npc_memory.v1.ListMemoriesResponse\022c\n\020I"
+  "nvalidateMemory\022&.npc_memory.v1.Invalida"
+  "teMemoryRequest\032\'.npc_memory.v1.Invalida"
+  "teMemoryResponse\022W\n\014UpdateMemory\022\".npc_m"
+  "emory.v1.UpdateMemoryRequest\032#.npc_memor"
+  "y.v1.UpdateMemoryResponse\022c\n\020GetMemoryHi"
+  "story\022&.npc_memory.v1.GetMemoryHistoryRe"
+  "quest\032\'.npc_memory.v1.GetMemoryHistoryRe"
+  "sponse\022W\n\014ForgetPlayer\022\".npc_memory.v1.F"
+  "orgetPlayerRequest\032#.npc_memory.v1.Forge"
+  "tPlayerResponse\022W\n\014ExpandMemory\022\".npc_me"
+  "mory.v1.ExpandMemoryRequest\032#.npc_memory"
+  ".v1.ExpandMemoryResponse\022N\n\tListLinks\022\037."
+  "npc_memory.v1.ListLinksRequest\032 .npc_mem"
+  "ory.v1.ListLinksResponse\022`\n\017CreateSavePo"
+  "int\022%.npc_memory.v1.CreateSavePointReque"
+  "st\032&.npc_memory.v1.CreateSavePointRespon"
+  "se\022Z\n\rLoadSavePoint\022#.npc_memory.v1.Load"
+  "SavePointRequest\032$.npc_memory.v1.LoadSav"
+  "ePointResponse\022]\n\016ListSavePoints\022$.npc_m"
+  "emory.v1.ListSavePointsRequest\032%.npc_mem"
+  "ory.v1.ListSavePointsResponse\022W\n\014DropTim"
+  "eline\022\".npc_memory.v1.DropTimelineReques"
+  "t\032#.npc_memory.v1.DropTimelineResponseB#"
+  "\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006pro"
+  "to3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[4] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
@@ -661,9 +906,9 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 3607, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 5003, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
-    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 4, 20,
+    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 4, 28,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
     file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto, file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
@@ -676,6 +921,1773 @@ PROTOBUF_ATTRIBUTE_WEAK const ::_pbi::DescriptorTable* descriptor_table_npc_5fme
 PROTOBUF_ATTRIBUTE_INIT_PRIORITY2 static ::_pbi::AddDescriptorsRunner dynamic_init_dummy_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto(&descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto);
 namespace npc_memory {
 namespace v1 {
+
+// ===================================================================
+
+class CreateSavePointRequest::_Internal {
+ public:
+};
+
+CreateSavePointRequest::CreateSavePointRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.CreateSavePointRequest)
+}
+CreateSavePointRequest::CreateSavePointRequest(const CreateSavePointRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  CreateSavePointRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.CreateSavePointRequest)
+}
+
+inline void CreateSavePointRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+CreateSavePointRequest::~CreateSavePointRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.CreateSavePointRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void CreateSavePointRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+  _impl_.save_id_.Destroy();
+}
+
+void CreateSavePointRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void CreateSavePointRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.CreateSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _impl_.save_id_.ClearToEmpty();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* CreateSavePointRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.CreateSavePointRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // string save_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.CreateSavePointRequest.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* CreateSavePointRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.CreateSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.CreateSavePointRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.CreateSavePointRequest.save_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_save_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.CreateSavePointRequest)
+  return target;
+}
+
+size_t CreateSavePointRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.CreateSavePointRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData CreateSavePointRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    CreateSavePointRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*CreateSavePointRequest::GetClassData() const { return &_class_data_; }
+
+
+void CreateSavePointRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<CreateSavePointRequest*>(&to_msg);
+  auto& from = static_cast<const CreateSavePointRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.CreateSavePointRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void CreateSavePointRequest::CopyFrom(const CreateSavePointRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.CreateSavePointRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool CreateSavePointRequest::IsInitialized() const {
+  return true;
+}
+
+void CreateSavePointRequest::InternalSwap(CreateSavePointRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata CreateSavePointRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[0]);
+}
+
+// ===================================================================
+
+class CreateSavePointResponse::_Internal {
+ public:
+  static const ::npc_memory::v1::SavePoint& save_point(const CreateSavePointResponse* msg);
+};
+
+const ::npc_memory::v1::SavePoint&
+CreateSavePointResponse::_Internal::save_point(const CreateSavePointResponse* msg) {
+  return *msg->_impl_.save_point_;
+}
+void CreateSavePointResponse::clear_save_point() {
+  if (GetArenaForAllocation() == nullptr && _impl_.save_point_ != nullptr) {
+    delete _impl_.save_point_;
+  }
+  _impl_.save_point_ = nullptr;
+}
+CreateSavePointResponse::CreateSavePointResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.CreateSavePointResponse)
+}
+CreateSavePointResponse::CreateSavePointResponse(const CreateSavePointResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  CreateSavePointResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_point_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  if (from._internal_has_save_point()) {
+    _this->_impl_.save_point_ = new ::npc_memory::v1::SavePoint(*from._impl_.save_point_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.CreateSavePointResponse)
+}
+
+inline void CreateSavePointResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_point_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+CreateSavePointResponse::~CreateSavePointResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.CreateSavePointResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void CreateSavePointResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  if (this != internal_default_instance()) delete _impl_.save_point_;
+}
+
+void CreateSavePointResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void CreateSavePointResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.CreateSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  if (GetArenaForAllocation() == nullptr && _impl_.save_point_ != nullptr) {
+    delete _impl_.save_point_;
+  }
+  _impl_.save_point_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* CreateSavePointResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.SavePoint save_point = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_save_point(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* CreateSavePointResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.CreateSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.SavePoint save_point = 1;
+  if (this->_internal_has_save_point()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::save_point(this),
+        _Internal::save_point(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.CreateSavePointResponse)
+  return target;
+}
+
+size_t CreateSavePointResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.CreateSavePointResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.SavePoint save_point = 1;
+  if (this->_internal_has_save_point()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.save_point_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData CreateSavePointResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    CreateSavePointResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*CreateSavePointResponse::GetClassData() const { return &_class_data_; }
+
+
+void CreateSavePointResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<CreateSavePointResponse*>(&to_msg);
+  auto& from = static_cast<const CreateSavePointResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.CreateSavePointResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (from._internal_has_save_point()) {
+    _this->_internal_mutable_save_point()->::npc_memory::v1::SavePoint::MergeFrom(
+        from._internal_save_point());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void CreateSavePointResponse::CopyFrom(const CreateSavePointResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.CreateSavePointResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool CreateSavePointResponse::IsInitialized() const {
+  return true;
+}
+
+void CreateSavePointResponse::InternalSwap(CreateSavePointResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.save_point_, other->_impl_.save_point_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata CreateSavePointResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[1]);
+}
+
+// ===================================================================
+
+class LoadSavePointRequest::_Internal {
+ public:
+};
+
+LoadSavePointRequest::LoadSavePointRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.LoadSavePointRequest)
+}
+LoadSavePointRequest::LoadSavePointRequest(const LoadSavePointRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  LoadSavePointRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.LoadSavePointRequest)
+}
+
+inline void LoadSavePointRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+LoadSavePointRequest::~LoadSavePointRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.LoadSavePointRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void LoadSavePointRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+  _impl_.save_id_.Destroy();
+}
+
+void LoadSavePointRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void LoadSavePointRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.LoadSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _impl_.save_id_.ClearToEmpty();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* LoadSavePointRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.LoadSavePointRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // string save_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.LoadSavePointRequest.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* LoadSavePointRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.LoadSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.LoadSavePointRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.LoadSavePointRequest.save_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_save_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.LoadSavePointRequest)
+  return target;
+}
+
+size_t LoadSavePointRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.LoadSavePointRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData LoadSavePointRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    LoadSavePointRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*LoadSavePointRequest::GetClassData() const { return &_class_data_; }
+
+
+void LoadSavePointRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<LoadSavePointRequest*>(&to_msg);
+  auto& from = static_cast<const LoadSavePointRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.LoadSavePointRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void LoadSavePointRequest::CopyFrom(const LoadSavePointRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.LoadSavePointRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool LoadSavePointRequest::IsInitialized() const {
+  return true;
+}
+
+void LoadSavePointRequest::InternalSwap(LoadSavePointRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata LoadSavePointRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[2]);
+}
+
+// ===================================================================
+
+class LoadSavePointResponse::_Internal {
+ public:
+  static const ::npc_memory::v1::Timeline& timeline(const LoadSavePointResponse* msg);
+};
+
+const ::npc_memory::v1::Timeline&
+LoadSavePointResponse::_Internal::timeline(const LoadSavePointResponse* msg) {
+  return *msg->_impl_.timeline_;
+}
+void LoadSavePointResponse::clear_timeline() {
+  if (GetArenaForAllocation() == nullptr && _impl_.timeline_ != nullptr) {
+    delete _impl_.timeline_;
+  }
+  _impl_.timeline_ = nullptr;
+}
+LoadSavePointResponse::LoadSavePointResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.LoadSavePointResponse)
+}
+LoadSavePointResponse::LoadSavePointResponse(const LoadSavePointResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  LoadSavePointResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.timeline_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  if (from._internal_has_timeline()) {
+    _this->_impl_.timeline_ = new ::npc_memory::v1::Timeline(*from._impl_.timeline_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.LoadSavePointResponse)
+}
+
+inline void LoadSavePointResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.timeline_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+LoadSavePointResponse::~LoadSavePointResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.LoadSavePointResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void LoadSavePointResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  if (this != internal_default_instance()) delete _impl_.timeline_;
+}
+
+void LoadSavePointResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void LoadSavePointResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.LoadSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  if (GetArenaForAllocation() == nullptr && _impl_.timeline_ != nullptr) {
+    delete _impl_.timeline_;
+  }
+  _impl_.timeline_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* LoadSavePointResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.Timeline timeline = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_timeline(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* LoadSavePointResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.LoadSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Timeline timeline = 1;
+  if (this->_internal_has_timeline()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::timeline(this),
+        _Internal::timeline(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.LoadSavePointResponse)
+  return target;
+}
+
+size_t LoadSavePointResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.LoadSavePointResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Timeline timeline = 1;
+  if (this->_internal_has_timeline()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.timeline_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData LoadSavePointResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    LoadSavePointResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*LoadSavePointResponse::GetClassData() const { return &_class_data_; }
+
+
+void LoadSavePointResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<LoadSavePointResponse*>(&to_msg);
+  auto& from = static_cast<const LoadSavePointResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.LoadSavePointResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (from._internal_has_timeline()) {
+    _this->_internal_mutable_timeline()->::npc_memory::v1::Timeline::MergeFrom(
+        from._internal_timeline());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void LoadSavePointResponse::CopyFrom(const LoadSavePointResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.LoadSavePointResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool LoadSavePointResponse::IsInitialized() const {
+  return true;
+}
+
+void LoadSavePointResponse::InternalSwap(LoadSavePointResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.timeline_, other->_impl_.timeline_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata LoadSavePointResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[3]);
+}
+
+// ===================================================================
+
+class ListSavePointsRequest::_Internal {
+ public:
+};
+
+ListSavePointsRequest::ListSavePointsRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListSavePointsRequest)
+}
+ListSavePointsRequest::ListSavePointsRequest(const ListSavePointsRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListSavePointsRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListSavePointsRequest)
+}
+
+inline void ListSavePointsRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ListSavePointsRequest::~ListSavePointsRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListSavePointsRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListSavePointsRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+}
+
+void ListSavePointsRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListSavePointsRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListSavePointsRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListSavePointsRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ListSavePointsRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListSavePointsRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListSavePointsRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ListSavePointsRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListSavePointsRequest)
+  return target;
+}
+
+size_t ListSavePointsRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListSavePointsRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListSavePointsRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListSavePointsRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListSavePointsRequest::GetClassData() const { return &_class_data_; }
+
+
+void ListSavePointsRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListSavePointsRequest*>(&to_msg);
+  auto& from = static_cast<const ListSavePointsRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListSavePointsRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListSavePointsRequest::CopyFrom(const ListSavePointsRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListSavePointsRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListSavePointsRequest::IsInitialized() const {
+  return true;
+}
+
+void ListSavePointsRequest::InternalSwap(ListSavePointsRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListSavePointsRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[4]);
+}
+
+// ===================================================================
+
+class ListSavePointsResponse::_Internal {
+ public:
+};
+
+void ListSavePointsResponse::clear_save_points() {
+  _impl_.save_points_.Clear();
+}
+void ListSavePointsResponse::clear_timelines() {
+  _impl_.timelines_.Clear();
+}
+ListSavePointsResponse::ListSavePointsResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListSavePointsResponse)
+}
+ListSavePointsResponse::ListSavePointsResponse(const ListSavePointsResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListSavePointsResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_points_){from._impl_.save_points_}
+    , decltype(_impl_.timelines_){from._impl_.timelines_}
+    , decltype(_impl_.live_timeline_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _this->_impl_.live_timeline_id_ = from._impl_.live_timeline_id_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListSavePointsResponse)
+}
+
+inline void ListSavePointsResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_points_){arena}
+    , decltype(_impl_.timelines_){arena}
+    , decltype(_impl_.live_timeline_id_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+ListSavePointsResponse::~ListSavePointsResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListSavePointsResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListSavePointsResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.save_points_.~RepeatedPtrField();
+  _impl_.timelines_.~RepeatedPtrField();
+}
+
+void ListSavePointsResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListSavePointsResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListSavePointsResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.save_points_.Clear();
+  _impl_.timelines_.Clear();
+  _impl_.live_timeline_id_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListSavePointsResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // repeated .npc_memory.v1.SavePoint save_points = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_save_points(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<10>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.Timeline timelines = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_timelines(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<18>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 live_timeline_id = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          _impl_.live_timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListSavePointsResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListSavePointsResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.SavePoint save_points = 1;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_save_points_size()); i < n; i++) {
+    const auto& repfield = this->_internal_save_points(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(1, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.Timeline timelines = 2;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_timelines_size()); i < n; i++) {
+    const auto& repfield = this->_internal_timelines(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(2, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // int64 live_timeline_id = 3;
+  if (this->_internal_live_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(3, this->_internal_live_timeline_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListSavePointsResponse)
+  return target;
+}
+
+size_t ListSavePointsResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListSavePointsResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.SavePoint save_points = 1;
+  total_size += 1UL * this->_internal_save_points_size();
+  for (const auto& msg : this->_impl_.save_points_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.Timeline timelines = 2;
+  total_size += 1UL * this->_internal_timelines_size();
+  for (const auto& msg : this->_impl_.timelines_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // int64 live_timeline_id = 3;
+  if (this->_internal_live_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_live_timeline_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListSavePointsResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListSavePointsResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListSavePointsResponse::GetClassData() const { return &_class_data_; }
+
+
+void ListSavePointsResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListSavePointsResponse*>(&to_msg);
+  auto& from = static_cast<const ListSavePointsResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListSavePointsResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  _this->_impl_.save_points_.MergeFrom(from._impl_.save_points_);
+  _this->_impl_.timelines_.MergeFrom(from._impl_.timelines_);
+  if (from._internal_live_timeline_id() != 0) {
+    _this->_internal_set_live_timeline_id(from._internal_live_timeline_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListSavePointsResponse::CopyFrom(const ListSavePointsResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListSavePointsResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListSavePointsResponse::IsInitialized() const {
+  return true;
+}
+
+void ListSavePointsResponse::InternalSwap(ListSavePointsResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  _impl_.save_points_.InternalSwap(&other->_impl_.save_points_);
+  _impl_.timelines_.InternalSwap(&other->_impl_.timelines_);
+  swap(_impl_.live_timeline_id_, other->_impl_.live_timeline_id_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListSavePointsResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[5]);
+}
+
+// ===================================================================
+
+class DropTimelineRequest::_Internal {
+ public:
+};
+
+DropTimelineRequest::DropTimelineRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.DropTimelineRequest)
+}
+DropTimelineRequest::DropTimelineRequest(const DropTimelineRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  DropTimelineRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.timeline_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.DropTimelineRequest)
+}
+
+inline void DropTimelineRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+DropTimelineRequest::~DropTimelineRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.DropTimelineRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void DropTimelineRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+}
+
+void DropTimelineRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void DropTimelineRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.DropTimelineRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _impl_.timeline_id_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* DropTimelineRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.DropTimelineRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* DropTimelineRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.DropTimelineRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.DropTimelineRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(2, this->_internal_timeline_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.DropTimelineRequest)
+  return target;
+}
+
+size_t DropTimelineRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.DropTimelineRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData DropTimelineRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    DropTimelineRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*DropTimelineRequest::GetClassData() const { return &_class_data_; }
+
+
+void DropTimelineRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<DropTimelineRequest*>(&to_msg);
+  auto& from = static_cast<const DropTimelineRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.DropTimelineRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void DropTimelineRequest::CopyFrom(const DropTimelineRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.DropTimelineRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool DropTimelineRequest::IsInitialized() const {
+  return true;
+}
+
+void DropTimelineRequest::InternalSwap(DropTimelineRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+  swap(_impl_.timeline_id_, other->_impl_.timeline_id_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata DropTimelineRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[6]);
+}
+
+// ===================================================================
+
+class DropTimelineResponse::_Internal {
+ public:
+};
+
+DropTimelineResponse::DropTimelineResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.DropTimelineResponse)
+}
+DropTimelineResponse::DropTimelineResponse(const DropTimelineResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  DropTimelineResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.deleted_memories_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _this->_impl_.deleted_memories_ = from._impl_.deleted_memories_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.DropTimelineResponse)
+}
+
+inline void DropTimelineResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.deleted_memories_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+DropTimelineResponse::~DropTimelineResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.DropTimelineResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void DropTimelineResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+}
+
+void DropTimelineResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void DropTimelineResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.DropTimelineResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.deleted_memories_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* DropTimelineResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // int64 deleted_memories = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 8)) {
+          _impl_.deleted_memories_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* DropTimelineResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.DropTimelineResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // int64 deleted_memories = 1;
+  if (this->_internal_deleted_memories() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(1, this->_internal_deleted_memories(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.DropTimelineResponse)
+  return target;
+}
+
+size_t DropTimelineResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.DropTimelineResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // int64 deleted_memories = 1;
+  if (this->_internal_deleted_memories() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_deleted_memories());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData DropTimelineResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    DropTimelineResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*DropTimelineResponse::GetClassData() const { return &_class_data_; }
+
+
+void DropTimelineResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<DropTimelineResponse*>(&to_msg);
+  auto& from = static_cast<const DropTimelineResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.DropTimelineResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (from._internal_deleted_memories() != 0) {
+    _this->_internal_set_deleted_memories(from._internal_deleted_memories());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void DropTimelineResponse::CopyFrom(const DropTimelineResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.DropTimelineResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool DropTimelineResponse::IsInitialized() const {
+  return true;
+}
+
+void DropTimelineResponse::InternalSwap(DropTimelineResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.deleted_memories_, other->_impl_.deleted_memories_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata DropTimelineResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[7]);
+}
 
 // ===================================================================
 
@@ -962,7 +2974,7 @@ void StoreMemoriesRequest::InternalSwap(StoreMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata StoreMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[0]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[8]);
 }
 
 // ===================================================================
@@ -1150,7 +3162,7 @@ void StoreMemoriesResponse::InternalSwap(StoreMemoriesResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata StoreMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[1]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[9]);
 }
 
 // ===================================================================
@@ -1162,6 +3174,9 @@ class SearchMemoriesRequest::_Internal {
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& as_of(const SearchMemoriesRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& now(const SearchMemoriesRequest* msg);
   static const ::npc_memory::v1::MemoryFilter& filter(const SearchMemoriesRequest* msg);
+  static const ::npc_memory::v1::GameTime& as_of_game_day(const SearchMemoriesRequest* msg);
+  static const ::npc_memory::v1::GameTime& now_game_day(const SearchMemoriesRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const SearchMemoriesRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -1183,6 +3198,18 @@ SearchMemoriesRequest::_Internal::now(const SearchMemoriesRequest* msg) {
 const ::npc_memory::v1::MemoryFilter&
 SearchMemoriesRequest::_Internal::filter(const SearchMemoriesRequest* msg) {
   return *msg->_impl_.filter_;
+}
+const ::npc_memory::v1::GameTime&
+SearchMemoriesRequest::_Internal::as_of_game_day(const SearchMemoriesRequest* msg) {
+  return *msg->_impl_.as_of_game_day_;
+}
+const ::npc_memory::v1::GameTime&
+SearchMemoriesRequest::_Internal::now_game_day(const SearchMemoriesRequest* msg) {
+  return *msg->_impl_.now_game_day_;
+}
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+SearchMemoriesRequest::_Internal::known_at(const SearchMemoriesRequest* msg) {
+  return *msg->_impl_.known_at_;
 }
 void SearchMemoriesRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -1214,6 +3241,24 @@ void SearchMemoriesRequest::clear_filter() {
   }
   _impl_.filter_ = nullptr;
 }
+void SearchMemoriesRequest::clear_as_of_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.as_of_game_day_ != nullptr) {
+    delete _impl_.as_of_game_day_;
+  }
+  _impl_.as_of_game_day_ = nullptr;
+}
+void SearchMemoriesRequest::clear_now_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.now_game_day_ != nullptr) {
+    delete _impl_.now_game_day_;
+  }
+  _impl_.now_game_day_ = nullptr;
+}
+void SearchMemoriesRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
+}
 SearchMemoriesRequest::SearchMemoriesRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
   : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
@@ -1231,12 +3276,16 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
     , decltype(_impl_.as_of_){nullptr}
     , decltype(_impl_.now_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.as_of_game_day_){nullptr}
+    , decltype(_impl_.now_game_day_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.limit_){}
     , decltype(_impl_.fusion_){}
     , decltype(_impl_.hops_){}
     , decltype(_impl_.include_invalidated_){}
     , decltype(_impl_.deepen_){}
     , decltype(_impl_.deepen_min_relevance_){}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1263,9 +3312,18 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
   if (from._internal_has_filter()) {
     _this->_impl_.filter_ = new ::npc_memory::v1::MemoryFilter(*from._impl_.filter_);
   }
+  if (from._internal_has_as_of_game_day()) {
+    _this->_impl_.as_of_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.as_of_game_day_);
+  }
+  if (from._internal_has_now_game_day()) {
+    _this->_impl_.now_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.now_game_day_);
+  }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
   ::memcpy(&_impl_.limit_, &from._impl_.limit_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.deepen_min_relevance_) -
-    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.deepen_min_relevance_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.timeline_id_) -
+    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.timeline_id_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SearchMemoriesRequest)
 }
 
@@ -1281,12 +3339,16 @@ inline void SearchMemoriesRequest::SharedCtor(
     , decltype(_impl_.as_of_){nullptr}
     , decltype(_impl_.now_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.as_of_game_day_){nullptr}
+    , decltype(_impl_.now_game_day_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.limit_){0}
     , decltype(_impl_.fusion_){0}
     , decltype(_impl_.hops_){0}
     , decltype(_impl_.include_invalidated_){false}
     , decltype(_impl_.deepen_){false}
     , decltype(_impl_.deepen_min_relevance_){0}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.query_.InitDefault();
@@ -1313,6 +3375,9 @@ inline void SearchMemoriesRequest::SharedDtor() {
   if (this != internal_default_instance()) delete _impl_.as_of_;
   if (this != internal_default_instance()) delete _impl_.now_;
   if (this != internal_default_instance()) delete _impl_.filter_;
+  if (this != internal_default_instance()) delete _impl_.as_of_game_day_;
+  if (this != internal_default_instance()) delete _impl_.now_game_day_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void SearchMemoriesRequest::SetCachedSize(int size) const {
@@ -1347,9 +3412,21 @@ void SearchMemoriesRequest::Clear() {
     delete _impl_.filter_;
   }
   _impl_.filter_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.as_of_game_day_ != nullptr) {
+    delete _impl_.as_of_game_day_;
+  }
+  _impl_.as_of_game_day_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.now_game_day_ != nullptr) {
+    delete _impl_.now_game_day_;
+  }
+  _impl_.now_game_day_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
   ::memset(&_impl_.limit_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.deepen_min_relevance_) -
-      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.deepen_min_relevance_));
+      reinterpret_cast<char*>(&_impl_.timeline_id_) -
+      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.timeline_id_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1466,6 +3543,38 @@ const char* SearchMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::Parse
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 105)) {
           _impl_.deepen_min_relevance_ = ::PROTOBUF_NAMESPACE_ID::internal::UnalignedLoad<double>(ptr);
           ptr += sizeof(double);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime as_of_game_day = 14;
+      case 14:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 114)) {
+          ptr = ctx->ParseMessage(_internal_mutable_as_of_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime now_game_day = 15;
+      case 15:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 122)) {
+          ptr = ctx->ParseMessage(_internal_mutable_now_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 16;
+      case 16:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 128)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 17;
+      case 17:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 138)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
+          CHK_(ptr);
         } else
           goto handle_unusual;
         continue;
@@ -1589,6 +3698,33 @@ uint8_t* SearchMemoriesRequest::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteDoubleToArray(13, this->_internal_deepen_min_relevance(), target);
   }
 
+  // .npc_memory.v1.GameTime as_of_game_day = 14;
+  if (this->_internal_has_as_of_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(14, _Internal::as_of_game_day(this),
+        _Internal::as_of_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.GameTime now_game_day = 15;
+  if (this->_internal_has_now_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(15, _Internal::now_game_day(this),
+        _Internal::now_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // int64 timeline_id = 16;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(16, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 17;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(17, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1658,6 +3794,27 @@ size_t SearchMemoriesRequest::ByteSizeLong() const {
         *_impl_.filter_);
   }
 
+  // .npc_memory.v1.GameTime as_of_game_day = 14;
+  if (this->_internal_has_as_of_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.as_of_game_day_);
+  }
+
+  // .npc_memory.v1.GameTime now_game_day = 15;
+  if (this->_internal_has_now_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.now_game_day_);
+  }
+
+  // .google.protobuf.Timestamp known_at = 17;
+  if (this->_internal_has_known_at()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
   // int32 limit = 4;
   if (this->_internal_limit() != 0) {
     total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_limit());
@@ -1691,6 +3848,13 @@ size_t SearchMemoriesRequest::ByteSizeLong() const {
   memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
   if (raw_deepen_min_relevance != 0) {
     total_size += 1 + 8;
+  }
+
+  // int64 timeline_id = 16;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::Int64Size(
+        this->_internal_timeline_id());
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -1735,6 +3899,18 @@ void SearchMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, 
     _this->_internal_mutable_filter()->::npc_memory::v1::MemoryFilter::MergeFrom(
         from._internal_filter());
   }
+  if (from._internal_has_as_of_game_day()) {
+    _this->_internal_mutable_as_of_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_as_of_game_day());
+  }
+  if (from._internal_has_now_game_day()) {
+    _this->_internal_mutable_now_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_now_game_day());
+  }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
   if (from._internal_limit() != 0) {
     _this->_internal_set_limit(from._internal_limit());
   }
@@ -1756,6 +3932,9 @@ void SearchMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, 
   memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
   if (raw_deepen_min_relevance != 0) {
     _this->_internal_set_deepen_min_relevance(from._internal_deepen_min_relevance());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -1782,8 +3961,8 @@ void SearchMemoriesRequest::InternalSwap(SearchMemoriesRequest* other) {
       &other->_impl_.query_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.deepen_min_relevance_)
-      + sizeof(SearchMemoriesRequest::_impl_.deepen_min_relevance_)
+      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.timeline_id_)
+      + sizeof(SearchMemoriesRequest::_impl_.timeline_id_)
       - PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -1792,7 +3971,7 @@ void SearchMemoriesRequest::InternalSwap(SearchMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[2]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[10]);
 }
 
 // ===================================================================
@@ -2062,7 +4241,7 @@ void SearchMemoriesResponse::InternalSwap(SearchMemoriesResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[3]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[11]);
 }
 
 // ===================================================================
@@ -2070,17 +4249,28 @@ void SearchMemoriesResponse::InternalSwap(SearchMemoriesResponse* other) {
 class GetMemoryRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const GetMemoryRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const GetMemoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
 GetMemoryRequest::_Internal::scope(const GetMemoryRequest* msg) {
   return *msg->_impl_.scope_;
 }
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+GetMemoryRequest::_Internal::known_at(const GetMemoryRequest* msg) {
+  return *msg->_impl_.known_at_;
+}
 void GetMemoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+}
+void GetMemoryRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
 }
 GetMemoryRequest::GetMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -2094,6 +4284,8 @@ GetMemoryRequest::GetMemoryRequest(const GetMemoryRequest& from)
   new (&_impl_) Impl_{
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2108,6 +4300,10 @@ GetMemoryRequest::GetMemoryRequest(const GetMemoryRequest& from)
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GetMemoryRequest)
 }
 
@@ -2118,6 +4314,8 @@ inline void GetMemoryRequest::SharedCtor(
   new (&_impl_) Impl_{
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -2139,6 +4337,7 @@ inline void GetMemoryRequest::SharedDtor() {
   GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
   _impl_.memory_id_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void GetMemoryRequest::SetCachedSize(int size) const {
@@ -2156,6 +4355,11 @@ void GetMemoryRequest::Clear() {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
+  _impl_.timeline_id_ = int64_t{0};
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -2180,6 +4384,22 @@ const char* GetMemoryRequest::_InternalParse(const char* ptr, ::_pbi::ParseConte
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.GetMemoryRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
+          CHK_(ptr);
         } else
           goto handle_unusual;
         continue;
@@ -2229,6 +4449,19 @@ uint8_t* GetMemoryRequest::_InternalSerialize(
         2, this->_internal_memory_id(), target);
   }
 
+  // int64 timeline_id = 3;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(3, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 4;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(4, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -2259,6 +4492,18 @@ size_t GetMemoryRequest::ByteSizeLong() const {
         *_impl_.scope_);
   }
 
+  // .google.protobuf.Timestamp known_at = 4;
+  if (this->_internal_has_known_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
+  // int64 timeline_id = 3;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -2284,6 +4529,13 @@ void GetMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
         from._internal_scope());
   }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -2307,13 +4559,18 @@ void GetMemoryRequest::InternalSwap(GetMemoryRequest* other) {
       &_impl_.memory_id_, lhs_arena,
       &other->_impl_.memory_id_, rhs_arena
   );
-  swap(_impl_.scope_, other->_impl_.scope_);
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(GetMemoryRequest, _impl_.timeline_id_)
+      + sizeof(GetMemoryRequest::_impl_.timeline_id_)
+      - PROTOBUF_FIELD_OFFSET(GetMemoryRequest, _impl_.scope_)>(
+          reinterpret_cast<char*>(&_impl_.scope_),
+          reinterpret_cast<char*>(&other->_impl_.scope_));
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[4]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[12]);
 }
 
 // ===================================================================
@@ -2512,7 +4769,7 @@ void GetMemoryResponse::InternalSwap(GetMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[5]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[13]);
 }
 
 // ===================================================================
@@ -2521,6 +4778,7 @@ class ListMemoriesRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const ListMemoriesRequest* msg);
   static const ::npc_memory::v1::MemoryFilter& filter(const ListMemoriesRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const ListMemoriesRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -2530,6 +4788,10 @@ ListMemoriesRequest::_Internal::scope(const ListMemoriesRequest* msg) {
 const ::npc_memory::v1::MemoryFilter&
 ListMemoriesRequest::_Internal::filter(const ListMemoriesRequest* msg) {
   return *msg->_impl_.filter_;
+}
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+ListMemoriesRequest::_Internal::known_at(const ListMemoriesRequest* msg) {
+  return *msg->_impl_.known_at_;
 }
 void ListMemoriesRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -2542,6 +4804,12 @@ void ListMemoriesRequest::clear_filter() {
     delete _impl_.filter_;
   }
   _impl_.filter_ = nullptr;
+}
+void ListMemoriesRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
 }
 ListMemoriesRequest::ListMemoriesRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -2556,8 +4824,10 @@ ListMemoriesRequest::ListMemoriesRequest(const ListMemoriesRequest& from)
       decltype(_impl_.page_token_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.page_size_){}
     , decltype(_impl_.include_invalidated_){}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2575,9 +4845,12 @@ ListMemoriesRequest::ListMemoriesRequest(const ListMemoriesRequest& from)
   if (from._internal_has_filter()) {
     _this->_impl_.filter_ = new ::npc_memory::v1::MemoryFilter(*from._impl_.filter_);
   }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
   ::memcpy(&_impl_.page_size_, &from._impl_.page_size_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-    reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_invalidated_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.timeline_id_) -
+    reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.timeline_id_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListMemoriesRequest)
 }
 
@@ -2589,8 +4862,10 @@ inline void ListMemoriesRequest::SharedCtor(
       decltype(_impl_.page_token_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.page_size_){0}
     , decltype(_impl_.include_invalidated_){false}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.page_token_.InitDefault();
@@ -2613,6 +4888,7 @@ inline void ListMemoriesRequest::SharedDtor() {
   _impl_.page_token_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.filter_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void ListMemoriesRequest::SetCachedSize(int size) const {
@@ -2634,9 +4910,13 @@ void ListMemoriesRequest::Clear() {
     delete _impl_.filter_;
   }
   _impl_.filter_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
   ::memset(&_impl_.page_size_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-      reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_invalidated_));
+      reinterpret_cast<char*>(&_impl_.timeline_id_) -
+      reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.timeline_id_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -2684,6 +4964,22 @@ const char* ListMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::ParseCo
       case 5:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
           _impl_.include_invalidated_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 6;
+      case 6:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 48)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 7;
+      case 7:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 58)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -2753,6 +5049,19 @@ uint8_t* ListMemoriesRequest::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteBoolToArray(5, this->_internal_include_invalidated(), target);
   }
 
+  // int64 timeline_id = 6;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(6, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 7;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(7, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -2790,6 +5099,13 @@ size_t ListMemoriesRequest::ByteSizeLong() const {
         *_impl_.filter_);
   }
 
+  // .google.protobuf.Timestamp known_at = 7;
+  if (this->_internal_has_known_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
   // int32 page_size = 2;
   if (this->_internal_page_size() != 0) {
     total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_page_size());
@@ -2798,6 +5114,11 @@ size_t ListMemoriesRequest::ByteSizeLong() const {
   // bool include_invalidated = 5;
   if (this->_internal_include_invalidated() != 0) {
     total_size += 1 + 1;
+  }
+
+  // int64 timeline_id = 6;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -2829,11 +5150,18 @@ void ListMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, co
     _this->_internal_mutable_filter()->::npc_memory::v1::MemoryFilter::MergeFrom(
         from._internal_filter());
   }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
   if (from._internal_page_size() != 0) {
     _this->_internal_set_page_size(from._internal_page_size());
   }
   if (from._internal_include_invalidated() != 0) {
     _this->_internal_set_include_invalidated(from._internal_include_invalidated());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -2859,8 +5187,8 @@ void ListMemoriesRequest::InternalSwap(ListMemoriesRequest* other) {
       &other->_impl_.page_token_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.include_invalidated_)
-      + sizeof(ListMemoriesRequest::_impl_.include_invalidated_)
+      PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.timeline_id_)
+      + sizeof(ListMemoriesRequest::_impl_.timeline_id_)
       - PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -2869,7 +5197,7 @@ void ListMemoriesRequest::InternalSwap(ListMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[6]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[14]);
 }
 
 // ===================================================================
@@ -3109,7 +5437,7 @@ void ListMemoriesResponse::InternalSwap(ListMemoriesResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[7]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[15]);
 }
 
 // ===================================================================
@@ -3118,6 +5446,7 @@ class InvalidateMemoryRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const InvalidateMemoryRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& invalid_at(const InvalidateMemoryRequest* msg);
+  static const ::npc_memory::v1::GameTime& invalid_game_day(const InvalidateMemoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -3127,6 +5456,10 @@ InvalidateMemoryRequest::_Internal::scope(const InvalidateMemoryRequest* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
 InvalidateMemoryRequest::_Internal::invalid_at(const InvalidateMemoryRequest* msg) {
   return *msg->_impl_.invalid_at_;
+}
+const ::npc_memory::v1::GameTime&
+InvalidateMemoryRequest::_Internal::invalid_game_day(const InvalidateMemoryRequest* msg) {
+  return *msg->_impl_.invalid_game_day_;
 }
 void InvalidateMemoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -3139,6 +5472,12 @@ void InvalidateMemoryRequest::clear_invalid_at() {
     delete _impl_.invalid_at_;
   }
   _impl_.invalid_at_ = nullptr;
+}
+void InvalidateMemoryRequest::clear_invalid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
 }
 InvalidateMemoryRequest::InvalidateMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -3153,6 +5492,7 @@ InvalidateMemoryRequest::InvalidateMemoryRequest(const InvalidateMemoryRequest& 
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.invalid_at_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -3170,6 +5510,9 @@ InvalidateMemoryRequest::InvalidateMemoryRequest(const InvalidateMemoryRequest& 
   if (from._internal_has_invalid_at()) {
     _this->_impl_.invalid_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.invalid_at_);
   }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_impl_.invalid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.invalid_game_day_);
+  }
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.InvalidateMemoryRequest)
 }
 
@@ -3181,6 +5524,7 @@ inline void InvalidateMemoryRequest::SharedCtor(
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.invalid_at_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -3203,6 +5547,7 @@ inline void InvalidateMemoryRequest::SharedDtor() {
   _impl_.memory_id_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.invalid_at_;
+  if (this != internal_default_instance()) delete _impl_.invalid_game_day_;
 }
 
 void InvalidateMemoryRequest::SetCachedSize(int size) const {
@@ -3224,6 +5569,10 @@ void InvalidateMemoryRequest::Clear() {
     delete _impl_.invalid_at_;
   }
   _impl_.invalid_at_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -3255,6 +5604,14 @@ const char* InvalidateMemoryRequest::_InternalParse(const char* ptr, ::_pbi::Par
       case 3:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
           ptr = ctx->ParseMessage(_internal_mutable_invalid_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime invalid_game_day = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          ptr = ctx->ParseMessage(_internal_mutable_invalid_game_day(), ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -3312,6 +5669,13 @@ uint8_t* InvalidateMemoryRequest::_InternalSerialize(
         _Internal::invalid_at(this).GetCachedSize(), target, stream);
   }
 
+  // .npc_memory.v1.GameTime invalid_game_day = 4;
+  if (this->_internal_has_invalid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(4, _Internal::invalid_game_day(this),
+        _Internal::invalid_game_day(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -3349,6 +5713,13 @@ size_t InvalidateMemoryRequest::ByteSizeLong() const {
         *_impl_.invalid_at_);
   }
 
+  // .npc_memory.v1.GameTime invalid_game_day = 4;
+  if (this->_internal_has_invalid_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.invalid_game_day_);
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -3378,6 +5749,10 @@ void InvalidateMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg
     _this->_internal_mutable_invalid_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
         from._internal_invalid_at());
   }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_internal_mutable_invalid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_invalid_game_day());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -3402,8 +5777,8 @@ void InvalidateMemoryRequest::InternalSwap(InvalidateMemoryRequest* other) {
       &other->_impl_.memory_id_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(InvalidateMemoryRequest, _impl_.invalid_at_)
-      + sizeof(InvalidateMemoryRequest::_impl_.invalid_at_)
+      PROTOBUF_FIELD_OFFSET(InvalidateMemoryRequest, _impl_.invalid_game_day_)
+      + sizeof(InvalidateMemoryRequest::_impl_.invalid_game_day_)
       - PROTOBUF_FIELD_OFFSET(InvalidateMemoryRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -3412,7 +5787,7 @@ void InvalidateMemoryRequest::InternalSwap(InvalidateMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata InvalidateMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[8]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16]);
 }
 
 // ===================================================================
@@ -3611,7 +5986,7 @@ void InvalidateMemoryResponse::InternalSwap(InvalidateMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata InvalidateMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[9]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[17]);
 }
 
 // ===================================================================
@@ -3622,6 +5997,7 @@ class UpdateMemoryRequest::_Internal {
   static const ::PROTOBUF_NAMESPACE_ID::FieldMask& update_mask(const UpdateMemoryRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Struct& metadata(const UpdateMemoryRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& valid_at(const UpdateMemoryRequest* msg);
+  static const ::npc_memory::v1::GameTime& valid_game_day(const UpdateMemoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -3639,6 +6015,10 @@ UpdateMemoryRequest::_Internal::metadata(const UpdateMemoryRequest* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
 UpdateMemoryRequest::_Internal::valid_at(const UpdateMemoryRequest* msg) {
   return *msg->_impl_.valid_at_;
+}
+const ::npc_memory::v1::GameTime&
+UpdateMemoryRequest::_Internal::valid_game_day(const UpdateMemoryRequest* msg) {
+  return *msg->_impl_.valid_game_day_;
 }
 void UpdateMemoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -3664,6 +6044,12 @@ void UpdateMemoryRequest::clear_valid_at() {
   }
   _impl_.valid_at_ = nullptr;
 }
+void UpdateMemoryRequest::clear_valid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+}
 UpdateMemoryRequest::UpdateMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
   : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
@@ -3680,6 +6066,7 @@ UpdateMemoryRequest::UpdateMemoryRequest(const UpdateMemoryRequest& from)
     , decltype(_impl_.update_mask_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.importance_){}
     , decltype(_impl_.tier_){}
     , /*decltype(_impl_._cached_size_)*/{}};
@@ -3713,6 +6100,9 @@ UpdateMemoryRequest::UpdateMemoryRequest(const UpdateMemoryRequest& from)
   if (from._internal_has_valid_at()) {
     _this->_impl_.valid_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.valid_at_);
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_impl_.valid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.valid_game_day_);
+  }
   ::memcpy(&_impl_.importance_, &from._impl_.importance_,
     static_cast<size_t>(reinterpret_cast<char*>(&_impl_.tier_) -
     reinterpret_cast<char*>(&_impl_.importance_)) + sizeof(_impl_.tier_));
@@ -3730,6 +6120,7 @@ inline void UpdateMemoryRequest::SharedCtor(
     , decltype(_impl_.update_mask_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.importance_){0}
     , decltype(_impl_.tier_){0}
     , /*decltype(_impl_._cached_size_)*/{}
@@ -3761,6 +6152,7 @@ inline void UpdateMemoryRequest::SharedDtor() {
   if (this != internal_default_instance()) delete _impl_.update_mask_;
   if (this != internal_default_instance()) delete _impl_.metadata_;
   if (this != internal_default_instance()) delete _impl_.valid_at_;
+  if (this != internal_default_instance()) delete _impl_.valid_game_day_;
 }
 
 void UpdateMemoryRequest::SetCachedSize(int size) const {
@@ -3791,6 +6183,10 @@ void UpdateMemoryRequest::Clear() {
     delete _impl_.valid_at_;
   }
   _impl_.valid_at_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
   ::memset(&_impl_.importance_, 0, static_cast<size_t>(
       reinterpret_cast<char*>(&_impl_.tier_) -
       reinterpret_cast<char*>(&_impl_.importance_)) + sizeof(_impl_.tier_));
@@ -3868,6 +6264,14 @@ const char* UpdateMemoryRequest::_InternalParse(const char* ptr, ::_pbi::ParseCo
       case 8:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 66)) {
           ptr = ctx->ParseMessage(_internal_mutable_valid_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime valid_game_day = 9;
+      case 9:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 74)) {
+          ptr = ctx->ParseMessage(_internal_mutable_valid_game_day(), ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -3962,6 +6366,13 @@ uint8_t* UpdateMemoryRequest::_InternalSerialize(
         _Internal::valid_at(this).GetCachedSize(), target, stream);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 9;
+  if (this->_internal_has_valid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(9, _Internal::valid_game_day(this),
+        _Internal::valid_game_day(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -4020,6 +6431,13 @@ size_t UpdateMemoryRequest::ByteSizeLong() const {
         *_impl_.valid_at_);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 9;
+  if (this->_internal_has_valid_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.valid_game_day_);
+  }
+
   // int32 importance = 4;
   if (this->_internal_importance() != 0) {
     total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_importance());
@@ -4071,6 +6489,10 @@ void UpdateMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, co
     _this->_internal_mutable_valid_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
         from._internal_valid_at());
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_internal_mutable_valid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_valid_game_day());
+  }
   if (from._internal_importance() != 0) {
     _this->_internal_set_importance(from._internal_importance());
   }
@@ -4115,7 +6537,7 @@ void UpdateMemoryRequest::InternalSwap(UpdateMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata UpdateMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[10]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[18]);
 }
 
 // ===================================================================
@@ -4314,7 +6736,7 @@ void UpdateMemoryResponse::InternalSwap(UpdateMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata UpdateMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[11]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[19]);
 }
 
 // ===================================================================
@@ -4322,17 +6744,28 @@ void UpdateMemoryResponse::InternalSwap(UpdateMemoryResponse* other) {
 class GetMemoryHistoryRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const GetMemoryHistoryRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const GetMemoryHistoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
 GetMemoryHistoryRequest::_Internal::scope(const GetMemoryHistoryRequest* msg) {
   return *msg->_impl_.scope_;
 }
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+GetMemoryHistoryRequest::_Internal::known_at(const GetMemoryHistoryRequest* msg) {
+  return *msg->_impl_.known_at_;
+}
 void GetMemoryHistoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+}
+void GetMemoryHistoryRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
 }
 GetMemoryHistoryRequest::GetMemoryHistoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -4348,6 +6781,8 @@ GetMemoryHistoryRequest::GetMemoryHistoryRequest(const GetMemoryHistoryRequest& 
     , decltype(_impl_.slot_){}
     , decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -4378,6 +6813,10 @@ GetMemoryHistoryRequest::GetMemoryHistoryRequest(const GetMemoryHistoryRequest& 
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GetMemoryHistoryRequest)
 }
 
@@ -4390,6 +6829,8 @@ inline void GetMemoryHistoryRequest::SharedCtor(
     , decltype(_impl_.slot_){}
     , decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.subject_id_.InitDefault();
@@ -4421,6 +6862,7 @@ inline void GetMemoryHistoryRequest::SharedDtor() {
   _impl_.slot_.Destroy();
   _impl_.memory_id_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void GetMemoryHistoryRequest::SetCachedSize(int size) const {
@@ -4440,6 +6882,11 @@ void GetMemoryHistoryRequest::Clear() {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
+  _impl_.timeline_id_ = int64_t{0};
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -4484,6 +6931,22 @@ const char* GetMemoryHistoryRequest::_InternalParse(const char* ptr, ::_pbi::Par
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.GetMemoryHistoryRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 6;
+      case 6:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 50)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
+          CHK_(ptr);
         } else
           goto handle_unusual;
         continue;
@@ -4553,6 +7016,19 @@ uint8_t* GetMemoryHistoryRequest::_InternalSerialize(
         4, this->_internal_memory_id(), target);
   }
 
+  // int64 timeline_id = 5;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(5, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 6;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(6, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -4597,6 +7073,18 @@ size_t GetMemoryHistoryRequest::ByteSizeLong() const {
         *_impl_.scope_);
   }
 
+  // .google.protobuf.Timestamp known_at = 6;
+  if (this->_internal_has_known_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
+  // int64 timeline_id = 5;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -4627,6 +7115,13 @@ void GetMemoryHistoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg
   if (from._internal_has_scope()) {
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
         from._internal_scope());
+  }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -4659,13 +7154,18 @@ void GetMemoryHistoryRequest::InternalSwap(GetMemoryHistoryRequest* other) {
       &_impl_.memory_id_, lhs_arena,
       &other->_impl_.memory_id_, rhs_arena
   );
-  swap(_impl_.scope_, other->_impl_.scope_);
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(GetMemoryHistoryRequest, _impl_.timeline_id_)
+      + sizeof(GetMemoryHistoryRequest::_impl_.timeline_id_)
+      - PROTOBUF_FIELD_OFFSET(GetMemoryHistoryRequest, _impl_.scope_)>(
+          reinterpret_cast<char*>(&_impl_.scope_),
+          reinterpret_cast<char*>(&other->_impl_.scope_));
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryHistoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[12]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[20]);
 }
 
 // ===================================================================
@@ -4853,7 +7353,7 @@ void GetMemoryHistoryResponse::InternalSwap(GetMemoryHistoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryHistoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[13]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[21]);
 }
 
 // ===================================================================
@@ -5056,7 +7556,7 @@ void ForgetPlayerRequest::InternalSwap(ForgetPlayerRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ForgetPlayerRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[14]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[22]);
 }
 
 // ===================================================================
@@ -5234,7 +7734,7 @@ void ForgetPlayerResponse::InternalSwap(ForgetPlayerResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ForgetPlayerResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[15]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[23]);
 }
 
 // ===================================================================
@@ -5485,7 +7985,7 @@ void ExpandMemoryRequest::InternalSwap(ExpandMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[24]);
 }
 
 // ===================================================================
@@ -5822,7 +8322,7 @@ void ExpandMemoryResponse::InternalSwap(ExpandMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[17]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[25]);
 }
 
 // ===================================================================
@@ -6073,7 +8573,7 @@ void ListLinksRequest::InternalSwap(ListLinksRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListLinksRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[18]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[26]);
 }
 
 // ===================================================================
@@ -6335,13 +8835,45 @@ void ListLinksResponse::InternalSwap(ListLinksResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListLinksResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[19]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[27]);
 }
 
 // @@protoc_insertion_point(namespace_scope)
 }  // namespace v1
 }  // namespace npc_memory
 PROTOBUF_NAMESPACE_OPEN
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::CreateSavePointRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::CreateSavePointRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::CreateSavePointRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::CreateSavePointResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::CreateSavePointResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::CreateSavePointResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::LoadSavePointRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::LoadSavePointRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::LoadSavePointRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::LoadSavePointResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::LoadSavePointResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::LoadSavePointResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListSavePointsRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListSavePointsRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListSavePointsRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListSavePointsResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListSavePointsResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListSavePointsResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::DropTimelineRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::DropTimelineRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::DropTimelineRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::DropTimelineResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::DropTimelineResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::DropTimelineResponse >(arena);
+}
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::StoreMemoriesRequest*
 Arena::CreateMaybeMessage< ::npc_memory::v1::StoreMemoriesRequest >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::StoreMemoriesRequest >(arena);
