@@ -33,6 +33,7 @@ from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError
+from npc_memory.ops.metrics import EMBED_SECONDS
 from npc_memory.store import idempotency, lifecycle, reads, search, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
@@ -62,7 +63,8 @@ class MemoryEngine:
         if missing and not self.embedder.available:
             raise EmbeddingRequiredError(missing[0])
         try:
-            vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+            with EMBED_SECONDS.labels("passages").time():
+                vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
         except InputRejectedError as exc:
             raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
         by_index = dict(zip(missing, vectors, strict=True))
@@ -98,7 +100,8 @@ class MemoryEngine:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
         if query.embedding is None and query.text and self.embedder.available:
             try:
-                (vector,) = await self.embedder.embed_queries([query.text])
+                with EMBED_SECONDS.labels("query").time():
+                    (vector,) = await self.embedder.embed_queries([query.text])
             except InputRejectedError as exc:
                 raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
