@@ -3,12 +3,17 @@
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N]
 //
+// Connection options (any position): --ca FILE (PEM CA: TLS), --cert FILE --key FILE (client certificate for
+// mutual TLS), --tls (TLS with the system roots), --api-key KEY (or NPC_MEMORY_API_KEY in the environment).
+//
 // store prints "memory_id<TAB>outcome" per fact; search prints
 // "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content" per hit, best first.
 // On failure: "error <code>: <message>" and one "violation <field>: <description>" per bad field on
 // stderr; exit 2 for INVALID_ARGUMENT, 1 otherwise.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,7 +25,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... "
                "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
-               "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]\n");
+               "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]\n"
+               "  connection: [--ca FILE] [--cert FILE --key FILE] [--tls] [--api-key KEY]\n");
   return 64;
 }
 
@@ -32,6 +38,18 @@ int Fail(const npc_memory_client::CallStatus& s) {
   return s.code == 3 ? 2 : 1;  // 3 = INVALID_ARGUMENT
 }
 
+// A whole file, or exits with a message when it cannot be read.
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,6 +58,8 @@ int main(int argc, char** argv) {
   int importance = 0, limit = 0;
   double timeout_seconds = 5.0;
   std::string subject = "user", slot;
+  npc_memory_client::ConnectOptions connect;
+  if (const char* key = std::getenv("NPC_MEMORY_API_KEY")) connect.api_key = key;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -55,6 +75,16 @@ int main(int argc, char** argv) {
       subject = argv[++i];
     } else if (arg == "--slot" && has_value) {
       slot = argv[++i];
+    } else if (arg == "--ca" && has_value) {
+      connect.root_ca_pem = ReadFile(argv[++i]);
+    } else if (arg == "--cert" && has_value) {
+      connect.client_cert_pem = ReadFile(argv[++i]);
+    } else if (arg == "--key" && has_value) {
+      connect.client_key_pem = ReadFile(argv[++i]);
+    } else if (arg == "--api-key" && has_value) {
+      connect.api_key = argv[++i];
+    } else if (arg == "--tls") {
+      connect.use_tls = true;
     } else {
       positional.push_back(arg);
     }
@@ -64,7 +94,7 @@ int main(int argc, char** argv) {
   const std::string& user = positional[1];
   const std::string& heroine = positional[2];
   npc_memory_client::MemoryClient client(
-      target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
+      target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)), connect);
 
   if (command == "store") {
     std::vector<npc_memory_client::Fact> facts;
