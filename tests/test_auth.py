@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ import pytest
 import pytest_asyncio
 from google.protobuf import message_factory
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from npc_memory.config import Config, ServerConfig
 from npc_memory.engine import MemoryEngine
+from npc_memory.errors import ConfigError
 from npc_memory.ops.keys import KeyRing, hash_key
-from npc_memory.server import create_server
+from npc_memory.server import bind_host, create_server
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 GAME_A_KEY = "game-a-" + "k" * 40
@@ -148,3 +151,18 @@ async def test_keys_rotate_without_a_restart(channel: grpc.aio.Channel, keys_fil
     rewrite(keys_file, keys_toml(("game-a", new_key, "game-a:*", False, '"*"')))
     assert await call(channel, list_, request_for(list_, "game-a:p3"), GAME_A_KEY) == grpc.StatusCode.UNAUTHENTICATED
     assert await call(channel, list_, request_for(list_, "game-a:p3"), new_key) == grpc.StatusCode.OK
+
+
+def test_no_keys_binds_localhost_and_keys_bind_everywhere(keys_file: Path) -> None:
+    """Without keys and without --host the service listens on localhost only; with keys on every interface."""
+    assert bind_host(Config(), KeyRing()) == "localhost"
+    assert bind_host(Config(), KeyRing(path=keys_file)) == "[::]"
+    assert bind_host(replace(Config(), server=ServerConfig(host="10.0.0.5")), KeyRing()) == "10.0.0.5"
+
+
+def test_a_malformed_keys_file_refuses_to_start(tmp_path: Path) -> None:
+    """A key whose hash is not 64 hex digits is a configuration error at start, naming the entry."""
+    path = tmp_path / "bad.toml"
+    path.write_text('[[keys]]\nname = "x"\nsha256 = "not-a-hash"\n')
+    with pytest.raises(ConfigError, match=r"keys\[0\]"):
+        KeyRing(path=path)

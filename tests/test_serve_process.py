@@ -18,11 +18,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
 import psycopg
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.ops.keys import hash_key
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -128,8 +130,17 @@ async def test_metrics_and_json_logs(served: Served) -> None:
     assert user_id not in raw
 
 
+async def first_not_serving(watch: Any) -> int:
+    """Read a health Watch stream until it reports NOT_SERVING; return that status."""
+    while True:
+        reply = await watch.read()
+        if reply.status == health_pb2.HealthCheckResponse.NOT_SERVING:
+            watch.cancel()
+            return int(reply.status)
+
+
 async def test_sigterm_under_load_loses_no_acknowledged_store(served: Served, database_url: str) -> None:
-    """SIGTERM while stores are in flight: calls in flight finish, the process exits 0, every ack is durable."""
+    """SIGTERM while stores are in flight: health turns NOT_SERVING, calls in flight finish, exit 0, acks durable."""
     acked: list[tuple[str, float]] = []
     failures: list[grpc.StatusCode] = []
     stop, warmed = asyncio.Event(), asyncio.Event()
@@ -150,11 +161,16 @@ async def test_sigterm_under_load_loses_no_acknowledged_store(served: Served, da
         stub = svc_grpc.MemoryServiceStub(channel)
         writers = [asyncio.create_task(writer(stub, n)) for n in range(8)]
         await asyncio.wait_for(warmed.wait(), 60)
+        watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=""))
+        assert (await watch.read()).status == health_pb2.HealthCheckResponse.SERVING  # the stream is open
+        health = asyncio.create_task(first_not_serving(watch))
         sent = time.monotonic()
         served.proc.send_signal(signal.SIGTERM)
+        status = await asyncio.wait_for(health, 30)
         exit_code = await asyncio.to_thread(served.proc.wait, 30)
         stop.set()
         await asyncio.gather(*writers)
+    assert status == health_pb2.HealthCheckResponse.NOT_SERVING
     assert exit_code == 0
     assert any(at > sent for _, at in acked), "no call in flight at SIGTERM was let finish"
     assert set(failures) <= {grpc.StatusCode.UNAVAILABLE}
