@@ -25,6 +25,8 @@ REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="")
 """The current call's request id; the JSON log formatter adds it to every record."""
 
 MEMORY_SERVICE = "/npc_memory.v1.MemoryService/"
+MAX_REQUEST_ID = 128
+"""A caller's x-request-id is cut to this many characters before it is logged and echoed."""
 Behavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 
 
@@ -81,7 +83,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
     def _wrap(self, method: str, behavior: Behavior) -> Behavior:
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             metadata = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
-            request_id = metadata.get("x-request-id") or uuid.uuid4().hex
+            request_id = metadata.get("x-request-id", "")[:MAX_REQUEST_ID] or uuid.uuid4().hex
             token = REQUEST_ID.set(request_id)
             await context.send_initial_metadata((("x-request-id", request_id),))
             start = time.perf_counter()
