@@ -11,7 +11,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from npc_memory.config import SecurityConfig
 from npc_memory.domain.model import Scope
+from npc_memory.engine import MemoryEngine
+from npc_memory.ops.keys import KeyRing, hash_key
+from npc_memory.server import create_server
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
@@ -161,3 +165,28 @@ async def test_cpp_expands_and_searches_with_hops_and_deepen(
     assert tier[0] == "tier"
     assert tier[1] in {"gist", "knowledge", "source"}
     assert len(rows) == 1
+
+
+async def test_cpp_client_over_tls_with_an_api_key(cli: Path, engine: MemoryEngine, tmp_path: Path) -> None:
+    """The CLI's --ca and --api-key reach a TLS server that requires a key; without the key it is refused."""
+    from test_tls import make_ca, make_leaf
+
+    ca, ca_cert, ca_key = make_ca(tmp_path)
+    leaf = make_leaf(tmp_path, "server", ca_cert, ca_key)
+    keys = tmp_path / "keys.toml"
+    key = "cpp-" + "c" * 40
+    keys.write_text(f'[[keys]]\nname = "cpp"\nsha256 = "{hash_key(key)}"\nuser_namespaces = ["cpp:*"]\n')
+    server, port, _ = await create_server(engine, "127.0.0.1:0", SecurityConfig(tls_cert=leaf.cert, tls_key=leaf.key),
+                                          KeyRing(path=keys))
+    await server.start()
+    try:
+        user = f"cpp:{uuid.uuid4().hex[:8]}"
+        tls = ("--target", f"localhost:{port}", "--ca", str(ca.cert))
+        code, out, err = await _run(cli, port, *tls, "--api-key", key, "store", user, "letia", "고양이를 좋아한다")
+        assert code == 0, err
+        assert len(out.split("\t")[0]) == UUID_LEN
+        code, _out, err = await _run(cli, port, *tls, "search", user, "letia", "고양이")
+        assert code == 1
+        assert "error 16" in err  # UNAUTHENTICATED
+    finally:
+        await server.stop(0)

@@ -25,12 +25,39 @@ T = TypeVar("T")
 class ServerConfig:
     """Where the gRPC server listens and how it stops."""
 
-    host: str = "[::]"
-    """Interface to bind; ``[::]`` is every interface."""
+    host: str = ""
+    """Interface to bind; empty means every interface (``[::]``) when API keys are configured, else localhost."""
     port: int = 50051
     """TCP port; 0 picks a free one."""
     grace_seconds: float = 5.0
     """How long in-flight calls may finish on SIGTERM."""
+    workers: int = 1
+    """Server processes sharing the port (SO_REUSEPORT), each with its own pool and model."""
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """API keys, TLS and what the logs may show."""
+
+    api_keys_file: Path | None = None
+    """TOML file of ``[[keys]]`` (name, sha256, rpcs, user_namespaces, admin); re-read when it changes."""
+    tls_cert: Path | None = None
+    """PEM certificate chain of the listener; with ``tls_key`` the port speaks TLS only (re-read on change)."""
+    tls_key: Path | None = None
+    """PEM private key of ``tls_cert``."""
+    tls_client_ca: Path | None = None
+    """PEM CA bundle; when set, clients must present a certificate it signed (mutual TLS)."""
+    metrics_port: int = 0
+    """Port of the Prometheus /metrics endpoint; 0 leaves it off (the Kubernetes example uses 9464)."""
+    log_json: bool = True
+    """JSON lines with request ids; false gives the plain terminal format."""
+    log_user_ids: bool = False
+    """Debug only: put user ids in the access log (content is never logged)."""
+
+    @property
+    def tls(self) -> bool:
+        """Whether the listener speaks TLS."""
+        return self.tls_cert is not None and self.tls_key is not None
 
 
 @dataclass(frozen=True)
@@ -119,6 +146,7 @@ class Config:
     """Everything the service needs, read once at start."""
 
     server: ServerConfig = ServerConfig()
+    security: SecurityConfig = SecurityConfig()
     database: DatabaseConfig = DatabaseConfig()
     embedding: EmbeddingSettings = EmbeddingSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     search: SearchConfig = SearchConfig()
@@ -182,6 +210,18 @@ def _kind(value: str) -> EmbedderKind:
     return value  # type: ignore[return-value]
 
 
+def _path(value: str) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def _bool(value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
 def _backend(value: str) -> KeywordBackend:
     if value not in ("auto", "bm25", "pgroonga"):
         raise ValueError("must be auto, bm25 or pgroonga")
@@ -227,6 +267,16 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             host=pick("host", ServerConfig.host, str),
             port=pick("port", ServerConfig.port, int),
             grace_seconds=pick("grace_seconds", ServerConfig.grace_seconds, float),
+            workers=pick("workers", ServerConfig.workers, int),
+        ),
+        security=SecurityConfig(
+            api_keys_file=pick("api_keys_file", None, _path),
+            tls_cert=pick("tls_cert", None, _path),
+            tls_key=pick("tls_key", None, _path),
+            tls_client_ca=pick("tls_client_ca", None, _path),
+            metrics_port=pick("metrics_port", SecurityConfig.metrics_port, int),
+            log_json=pick("log_json", SecurityConfig.log_json, _bool),
+            log_user_ids=pick("log_user_ids", SecurityConfig.log_user_ids, _bool),
         ),
         database=DatabaseConfig(
             url=url,
@@ -278,6 +328,12 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
 def _check(config: Config) -> None:
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"port {config.server.port} is outside 0-65535")
+    if config.server.workers < 1:
+        raise ConfigError("workers must be at least 1")
+    if (config.security.tls_cert is None) != (config.security.tls_key is None):
+        raise ConfigError("tls_cert and tls_key go together")
+    if config.security.tls_client_ca is not None and not config.security.tls:
+        raise ConfigError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
     if config.database.pool_min < 1 or config.database.pool_max < config.database.pool_min:
         raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
     if config.embedding.kind == "none" and config.embedding.dim <= 0:

@@ -39,6 +39,7 @@ from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
+from npc_memory.ops.metrics import EMBED_SECONDS
 from npc_memory.store import idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
@@ -68,7 +69,8 @@ class MemoryEngine:
         if missing and not self.embedder.available:
             raise EmbeddingRequiredError(missing[0])
         try:
-            vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+            with EMBED_SECONDS.labels("passages").time():
+                vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
         except InputRejectedError as exc:
             raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
         by_index = dict(zip(missing, vectors, strict=True))
@@ -105,7 +107,8 @@ class MemoryEngine:
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
             try:
-                (vector,) = await self.embedder.embed_queries([query.text])
+                with EMBED_SECONDS.labels("query").time():
+                    (vector,) = await self.embedder.embed_queries([query.text])
             except InputRejectedError as exc:
                 raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)

@@ -4,6 +4,9 @@
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] expand USER HEROINE [MEMORY_ID]
 //
+// Connection options (any position): --ca FILE (PEM CA: TLS), --cert FILE --key FILE (client certificate for
+// mutual TLS), --tls (TLS with the system roots), --api-key KEY (or NPC_MEMORY_API_KEY in the environment).
+//
 // store prints "memory_id<TAB>outcome" per fact; search prints
 // "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content<TAB>hops<TAB>via_memory_id" per hit, best
 // first (hops 0 and an empty via for a ranked result), after a "tier<TAB>TIER" line with --deepen; expand prints
@@ -12,6 +15,8 @@
 // stderr; exit 2 for INVALID_ARGUMENT, 1 otherwise.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,7 +29,8 @@ int Usage() {
                "usage: npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... "
                "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
                "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]\n"
-               "       npc_memory_cli [--target HOST:PORT] expand USER HEROINE [MEMORY_ID]\n");
+               "       npc_memory_cli [--target HOST:PORT] expand USER HEROINE [MEMORY_ID]\n"
+               "  connection: [--ca FILE] [--cert FILE --key FILE] [--tls] [--api-key KEY]\n");
   return 64;
 }
 
@@ -36,6 +42,18 @@ int Fail(const npc_memory_client::CallStatus& s) {
   return s.code == 3 ? 2 : 1;  // 3 = INVALID_ARGUMENT
 }
 
+// A whole file, or exits with a message when it cannot be read.
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,6 +63,8 @@ int main(int argc, char** argv) {
   npc_memory_client::SearchOptions options;
   double timeout_seconds = 5.0;
   std::string subject = "user", slot;
+  npc_memory_client::ConnectOptions connect;
+  if (const char* key = std::getenv("NPC_MEMORY_API_KEY")) connect.api_key = key;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -64,6 +84,16 @@ int main(int argc, char** argv) {
       subject = argv[++i];
     } else if (arg == "--slot" && has_value) {
       slot = argv[++i];
+    } else if (arg == "--ca" && has_value) {
+      connect.root_ca_pem = ReadFile(argv[++i]);
+    } else if (arg == "--cert" && has_value) {
+      connect.client_cert_pem = ReadFile(argv[++i]);
+    } else if (arg == "--key" && has_value) {
+      connect.client_key_pem = ReadFile(argv[++i]);
+    } else if (arg == "--api-key" && has_value) {
+      connect.api_key = argv[++i];
+    } else if (arg == "--tls") {
+      connect.use_tls = true;
     } else {
       positional.push_back(arg);
     }
@@ -73,7 +103,7 @@ int main(int argc, char** argv) {
   const std::string& user = positional[1];
   const std::string& heroine = positional[2];
   npc_memory_client::MemoryClient client(
-      target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
+      target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)), connect);
 
   if (command == "expand" && positional.size() <= 4) {
     npc_memory_client::Expansion expansion;

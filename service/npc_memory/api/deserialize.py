@@ -35,7 +35,9 @@ def decode_error(message_type: str, exc: DecodeError) -> InvalidArgumentError:
 def _decoding(behaviour: Behaviour, request_type: type[Message]) -> Behaviour:
     full_name = request_type.DESCRIPTOR.full_name
 
-    async def handle(raw: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
+    async def handle(raw: bytes | Message, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
+        if isinstance(raw, Message):  # already decoded by the interceptor, which needed the user id
+            return await behaviour(raw, context)
         try:
             request = request_type.FromString(raw)
         except DecodeError as exc:
@@ -44,6 +46,15 @@ def _decoding(behaviour: Behaviour, request_type: type[Message]) -> Behaviour:
         return await behaviour(request, context)
 
     return handle
+
+
+def decoded(method: str, raw: bytes) -> Message | bytes:
+    """``raw`` parsed as ``method``'s request, or left as bytes when it does not parse (the handler refuses it)."""
+    request_type: type[Message] = getattr(svc, SERVICE.methods_by_name[method].input_type.name)
+    try:
+        return request_type.FromString(raw)
+    except DecodeError:
+        return raw
 
 
 def add_memory_service(servicer: object, server: grpc.aio.Server) -> None:

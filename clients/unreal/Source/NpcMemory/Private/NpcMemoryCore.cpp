@@ -73,21 +73,36 @@ CallStatus FromStatus(const grpc::Status& s) {
   return out;
 }
 
+// Plaintext unless a CA, a client certificate or use_tls asks for TLS.
+std::shared_ptr<grpc::ChannelCredentials> Credentials(const ConnectOptions& o) {
+  if (o.root_ca_pem.empty() && o.client_cert_pem.empty() && !o.use_tls) {
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = o.root_ca_pem;
+  ssl.pem_cert_chain = o.client_cert_pem;
+  ssl.pem_private_key = o.client_key_pem;
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
 
 struct MemoryClient::Impl {
   std::unique_ptr<pb::MemoryService::Stub> stub;
   std::chrono::milliseconds timeout;
+  std::string api_key;
 
-  void Deadline(grpc::ClientContext* ctx) const {
+  // Every call's deadline and, when configured, its API key.
+  void Prepare(grpc::ClientContext* ctx) const {
     ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+    if (!api_key.empty()) ctx->AddMetadata("authorization", "Bearer " + api_key);
   }
 };
 
-MemoryClient::MemoryClient(const std::string& target, std::chrono::milliseconds timeout)
-    : impl_(new Impl{pb::MemoryService::NewStub(
-                         grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
-                     timeout}) {}
+MemoryClient::MemoryClient(const std::string& target, std::chrono::milliseconds timeout,
+                           const ConnectOptions& options)
+    : impl_(new Impl{pb::MemoryService::NewStub(grpc::CreateChannel(target, Credentials(options))),
+                     timeout, options.api_key}) {}
 
 MemoryClient::~MemoryClient() = default;
 
@@ -108,7 +123,7 @@ CallStatus MemoryClient::Store(const std::string& user_id, const std::string& he
   }
   pb::StoreMemoriesResponse resp;
   grpc::ClientContext ctx;
-  impl_->Deadline(&ctx);
+  impl_->Prepare(&ctx);
   CallStatus status = FromStatus(impl_->stub->StoreMemories(&ctx, req, &resp));
   if (status.ok && out != nullptr) {
     for (const auto& r : resp.results()) out->push_back({r.memory_id(), OutcomeName(r.outcome())});
@@ -134,7 +149,7 @@ CallStatus MemoryClient::Search(const std::string& user_id, const std::string& h
   req.set_deepen(options.deepen);
   pb::SearchMemoriesResponse resp;
   grpc::ClientContext ctx;
-  impl_->Deadline(&ctx);
+  impl_->Prepare(&ctx);
   CallStatus status = FromStatus(impl_->stub->SearchMemories(&ctx, req, &resp));
   if (status.ok && out != nullptr) {
     for (const auto& r : resp.results()) {
@@ -163,7 +178,7 @@ CallStatus MemoryClient::Expand(const std::string& user_id, const std::string& h
   req.set_memory_id(memory_id);
   pb::ExpandMemoryResponse resp;
   grpc::ClientContext ctx;
-  impl_->Deadline(&ctx);
+  impl_->Prepare(&ctx);
   CallStatus status = FromStatus(impl_->stub->ExpandMemory(&ctx, req, &resp));
   if (status.ok && out != nullptr) {
     out->memory_id = resp.memory_id();

@@ -73,11 +73,21 @@ struct CallStatus {
   std::vector<std::pair<std::string, std::string>> violations;  // (field path, description)
 };
 
+// How to reach a server that uses TLS and API keys. All empty: plaintext, no key.
+struct ConnectOptions {
+  std::string root_ca_pem;      // PEM CA bundle to trust; non-empty turns TLS on (or set use_tls)
+  std::string client_cert_pem;  // PEM client certificate, for servers that require mutual TLS
+  std::string client_key_pem;   // its PEM private key
+  std::string api_key;          // sent as "authorization: Bearer <key>" on every call
+  bool use_tls = false;         // TLS with the system's trusted roots when root_ca_pem is empty
+};
+
 class MemoryClient {
  public:
-  // target: "host:port" of the npc-memory server (plaintext; put TLS in front for the internet).
+  // target: "host:port" of the npc-memory server.
   explicit MemoryClient(const std::string& target,
-                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
+                        const ConnectOptions& options = ConnectOptions());
   ~MemoryClient();
   MemoryClient(const MemoryClient&) = delete;
   MemoryClient& operator=(const MemoryClient&) = delete;
