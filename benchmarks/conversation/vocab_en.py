@@ -234,7 +234,8 @@ EVENTS = (
 CHANGES = (
     Change("drink", ("coffee", "green tea", "soda", "kombucha", "iced tea"),
            ("I can't start my day without {v}.", "I drink like three cups of {v} a day."),
-           ("I've quit {old}, it's only {v} for me now.", "I'm hooked on {v} these days, drinking it instead of water."),
+           ("I've quit {old}, it's only {v} for me now.",
+            "I'm hooked on {v} these days, drinking it instead of water."),
            ("What's my go-to beverage lately?", "What have I been drinking these days?")),
     Change("food", ("pizza", "ramen", "sushi", "tacos", "fried chicken"),
            ("{v} is the best food in the world.", "I eat {v} like three times a week."),
