@@ -41,6 +41,7 @@ from npc_memory.domain.model import (
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.text import Tokenizer
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.generate import DATASET
@@ -141,9 +142,15 @@ async def warm_up(engine: MemoryEngine, loaded: Loaded, configs: Sequence[Asking
 
 
 async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str, Vector],
-                  configs: Sequence[Asking], prefix: str = "") -> dict[str, Any]:
-    """Load every conversation under ``prefix`` and score every configuration."""
+                  configs: Sequence[Asking], prefix: str = "", query_tokenizer: Tokenizer | None = None,
+                  ) -> dict[str, Any]:
+    """Load every conversation under ``prefix`` and score every configuration.
+
+    ``query_tokenizer``, when given, tokenises the questions in place of the one the turns were stored with.
+    """
     loaded = [await load(engine, c, vectors, prefix) for c in data["conversations"]]
+    if query_tokenizer is not None:
+        engine = replace(engine, tokenizer=query_tokenizer)
     await warm_up(engine, loaded[0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
     answers: dict[str, list[Answer]] = {c.name: [] for c in configs}
     for conv, lo in zip(data["conversations"], loaded, strict=True):
