@@ -9,7 +9,7 @@ from uuid import UUID
 import numpy as np
 from npc_memory.domain.model import Fusion, Weights
 
-K = (5, 10)
+K = (5, 10, 15)
 
 NAMED: dict[str, tuple[Weights, Fusion]] = {
     "default": (Weights(), Fusion.WEIGHTED),
@@ -79,7 +79,7 @@ def newer_first(a: Answer) -> bool:
 
 
 def summary(answers: Sequence[Answer]) -> dict[str, float]:
-    """R@5, R@10 and MRR averaged over answerable questions."""
+    """R@5, R@10, R@15 and MRR averaged over answerable questions."""
     scored = [a for a in answers if a.evidence]
     if not scored:
         return {}
