@@ -144,8 +144,9 @@ def test_question_words_leave_query_terms_only(english: Tokenizer) -> None:
     """question_words: "remember" / 기억나 / 하다 leave the query terms but stay in the stored terms."""
     assert english.query_terms("Do you remember where I grew up?") == ["grew"]
     assert english.terms("Do you remember where I grew up?") == ["rememb", "grew"]
-    assert english.query_terms("내가 무슨 일 하는 사람이라고 했지? 기억나?") == ["일", "사람"]
-    assert "하다" in english.terms("내가 무슨 일 하는 사람이라고 했지?")
+    assert english.query_terms("내가 무슨 일 하는 사람이라고 했지? 기억나?") == ["일", "하다", "사람", "하다"]
+    assert english.terms("기억나?") == ["기억", "나다"]
+    assert english.query_terms("기억나?") == []
 
 
 def test_query_terms_equal_terms_without_the_option(tokenizer: Tokenizer) -> None:

@@ -60,6 +60,8 @@ class Loaded:
     memory_of: dict[str, UUID] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
     vectors: dict[UUID, Vector] = field(default_factory=dict)
+    merged_unlike: int = 0
+    """Dropped turns whose text differs from the memory they were merged into (not a plain repeat)."""
 
 
 async def embed_turns(engine: MemoryEngine, data: dict[str, Any]) -> dict[str, Vector]:
@@ -81,6 +83,7 @@ def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Ve
 async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Vector], prefix: str = "") -> Loaded:
     """Store the conversation session by session, one request per session, turns a minute apart."""
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
+    text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:
         start = datetime.fromisoformat(session["date"])
         turns = session["turns"]
@@ -91,8 +94,10 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
             loaded.memory_of[turn["id"]] = result.memory_id
             if result.outcome is StoreOutcome.DUPLICATE:
                 loaded.dropped.add(turn["id"])
+                loaded.merged_unlike += text_of.get(result.memory_id) != turn["text"]
             else:
                 loaded.vectors[result.memory_id] = vectors[turn["id"]]
+                text_of[result.memory_id] = turn["text"]
     return loaded
 
 
@@ -130,7 +135,8 @@ def dedup_figures(data: dict[str, Any], loaded: Sequence[Loaded]) -> dict[str, A
         for q in c["questions"]:
             if any(t in dropped for t in q["evidence"]):
                 hit[q["kind"]] = hit.get(q["kind"], 0) + 1
-    return {"turns": turns, "dropped": len(dropped), "evidence_turns": len(evidence),
+    return {"turns": turns, "dropped": len(dropped), "dropped_unlike_text": sum(lo.merged_unlike for lo in loaded),
+            "evidence_turns": len(evidence),
             "evidence_dropped": len(evidence & dropped), "questions_with_dropped_evidence": hit}
 
 
@@ -188,7 +194,8 @@ def report(results: dict[str, Any]) -> str:
     cfg: dict[str, Any] = results["configs"]
     names = list(cfg)
     d = results["dedup"]
-    out = [f"{d['turns']} turns stored, {d['dropped']} dropped as duplicates ({d['evidence_dropped']} of "
+    out = [f"{d['turns']} turns stored, {d['dropped']} dropped as duplicates ({d['dropped_unlike_text']} of them "
+           f"merged into a different text; {d['evidence_dropped']} of "
            f"{d['evidence_turns']} evidence turns; questions hit: {d['questions_with_dropped_evidence']}); "
            f"questions: {results['questions']}", ""]
     out += _table(["configuration", "R@5", "R@10", "MRR", "p50 ms", "p95 ms"], [

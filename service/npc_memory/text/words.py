@@ -17,8 +17,9 @@ not "may", a month)."""
 QUESTION_WORDS = frozenset({
     # English: how a player asks to be reminded
     "remember", "recall", "tell", "told", "say", "said", "mention", "mentioned", "know", "again", "ever",
-    # Korean content morphemes of "do you remember / did I say ...": 기억나?, 말했지?, 얘기했더라?
-    "기억", "기억나다", "나다", "말하다", "얘기", "이야기", "알다", "하다", "되다", "그동안", "지금", "전부", "혹시",
+    # Korean content morphemes of "do you remember / did I say ...": 기억나?, 말했지?, 얘기했더라? Not 하다 / 되다:
+    # they are the most common words of questions, but dropping them cost the Korean fact set (되고 싶다 is "become").
+    "기억", "기억나다", "나다", "말하다", "얘기", "이야기", "알다", "그동안", "지금", "전부", "혹시",
 })
 """Dropped from a query only: the words of asking, which every question has and no answer needs."""
 
