@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from npc_memory.config import EmbeddingConfig
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import Tokenizer
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from benchmarks.search_speed_parts import (
     Ask,
@@ -45,7 +45,7 @@ from loadtest.pool import Pool, load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
 
 PER_SIDE = 50
-EMBED_THREADS = EmbeddingConfig().threads
+EMBED_THREADS = EmbeddingSettings().threads
 
 
 def ensure_seeded(folder: Path, rows: int, pool: Pool) -> tuple[EmbeddedPostgres, list[tuple[str, str, int]]]:
@@ -110,10 +110,10 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
         model.encode(["워밍업"], True)
         out["embedder_alone"] = percentiles(timed([partial(model.encode, [a.text], True) for a in text_asks]))
         bare = BareSql(pg.url, PER_SIDE)
-        params = [bare.params(a, tok.terms(a.text)) for a in asks]
-        for p in params[:50]:
-            bare.run(p)
-        out["sql_bare"] = percentiles(timed([partial(bare.run, p) for p in params]))
+        requests = [bare.request(a, tok.terms(a.text)) for a in asks]
+        for r in requests[:50]:
+            bare.run(r)
+        out["sql_bare"] = percentiles(timed([partial(bare.run, r) for r in requests]))
         out["recall_at_10"] = sum(tie_aware_recall(ids, bare.cosines(a))
                                   for ids, a in zip(returned, recall_asks, strict=True)) / len(recall_asks)
         bare.close()

@@ -21,9 +21,9 @@ import numpy.typing as npt
 import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.store.ranking import ranking_params
-from npc_memory.store.search import RANKED, search_params
+from npc_memory.store.search_sql import search_params, search_statement
 from pgvector.psycopg import register_vector
+from psycopg import sql
 
 QUALITY_DATASET = Path(__file__).parent / "quality" / "dataset.json"
 
@@ -107,7 +107,11 @@ def served(url: str, log_path: Path) -> Iterator[grpc.Channel]:
 
 
 class BareSql:
-    """The service's search statement run straight through psycopg: the floor under the gRPC path."""
+    """The service's search statement run straight through psycopg: the floor under the gRPC path.
+
+    The keyword side is BM25: the benchmark's embedded PostgreSQL has no PGroonga, so the service resolves
+    ``auto`` to BM25 there too.
+    """
 
     def __init__(self, url: str, per_side: int) -> None:
         self._conn = psycopg.connect(url, autocommit=True)
@@ -115,15 +119,15 @@ class BareSql:
         self._per_side = per_side
         self._now = datetime.now(UTC)
 
-    def params(self, ask: Ask, terms: Sequence[str]) -> dict[str, Any]:
-        """The statement's parameters for one request, as the service builds them."""
+    def request(self, ask: Ask, terms: Sequence[str]) -> tuple[sql.Composed, dict[str, Any]]:
+        """The statement and parameters for one request, chosen and built by the service's own functions."""
         query = SearchQuery(scope=Scope(ask.user_id, ask.heroine_id), text=ask.text, limit=10, weights=Weights(),
                             now=self._now, embedding=ask.vector)
-        return search_params(query, terms, self._per_side) | ranking_params(query)
+        return search_statement(query, terms, "bm25"), search_params(query, terms, self._per_side, "bm25")
 
-    def run(self, params: dict[str, Any]) -> int:
+    def run(self, request: tuple[sql.Composed, dict[str, Any]]) -> int:
         """Execute (prepared, binary) exactly as the service does and fetch the ranked rows; how many."""
-        statement = RANKED[(params["embedding"] is not None, bool(params["terms"]))]
+        statement, params = request
         with self._conn.cursor(binary=True) as cur:
             cur.execute(statement, params, prepare=True)
             return len(cur.fetchall())

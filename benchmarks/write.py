@@ -28,8 +28,7 @@ from typing import Any
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject
 from npc_memory.engine import MemoryEngine
-from npc_memory.server import open_engine
-from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.runtime import open_engine
 
 from benchmarks.dedup_pairs import ANIMALS, FOODS, HOBBIES, PLACES, obj
 
@@ -143,24 +142,15 @@ def show(s: dict[str, Any]) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    """Start the database and the engine, run, clean up."""
-    embedded = None
-    url = args.database_url
-    if not url:
-        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="npc-bench-")))
-        url = embedded.url
-    config = replace(Config(), database=DatabaseConfig(url=url, pool_min=1, pool_max=4))
+    """Start the database (embedded in a fresh directory unless a URL is given) and the engine, run, clean up."""
+    database = DatabaseConfig(url=args.database_url or None, data_dir=Path(tempfile.mkdtemp(prefix="npc-bench-")),
+                              pool_min=1, pool_max=4)
+    config = replace(Config(), database=database)
     if args.duplicate_threshold is not None:
         config = replace(config, write=replace(config.write, duplicate_threshold=args.duplicate_threshold))
-    engine = await open_engine(config, url)
-    try:
+    async with open_engine(config) as engine:
         await engine.store(Scope("bench-warmup", "letia"), [fact(0, "준비 운동")])
         return await run(engine, args.facts, args.batches, args.scope_rows)
-    finally:
-        await engine.db.close()
-        await engine.embedder.aclose()
-        if embedded is not None:
-            embedded.stop()
 
 
 def main() -> None:

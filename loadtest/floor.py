@@ -1,8 +1,8 @@
 """The floor: the service's own search SQL run bare through psycopg, no gRPC, no embedder.
 
-The same call the engine makes (``store.search.search_ranked``: one statement, scored in SQL) with the same
-query vectors and terms as the Locust searches, at a fixed concurrency, so the benchmark can report how far the
-service is above what PostgreSQL alone costs.
+The same call the engine makes (``store.search.search_ranked``: one statement, scored in SQL, with the keyword
+backend the server would pick on that database) with the same query vectors and terms as the Locust searches,
+at a fixed concurrency, so the benchmark can report how far the service is above what PostgreSQL alone costs.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
-from npc_memory.config import DatabaseConfig, SearchConfig
+from npc_memory.config import Config, SearchConfig
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.store.pool import Database
+from npc_memory.runtime import resolve_backend
+from npc_memory.store.pool import Database, PoolSettings
 from npc_memory.store.search import search_ranked
+from npc_memory.store.search_pgroonga import pgroonga_available
 from npc_memory.text import Tokenizer
 
 from loadtest import korean
@@ -49,8 +51,9 @@ async def run_floor(
     """Run bare searches from ``concurrency`` workers for ``seconds``; every worker has its own connection."""
     tokenizer = Tokenizer()
     terms = {q: tokenizer.terms(q) for q in pool.queries}
-    db = Database(url, DatabaseConfig(url=url, pool_min=concurrency, pool_max=concurrency))
+    db = Database(url, PoolSettings(min_size=concurrency, max_size=concurrency))
     await db.open()
+    backend = resolve_backend(Config().keyword_backend, await pgroonga_available(db))
     per_side = SearchConfig().candidates
     result = FloorResult()
     deadline = time.perf_counter() + seconds
@@ -66,7 +69,7 @@ async def run_floor(
                 now=datetime.now(UTC), embedding=pool.query_vectors[pool.queries.index(text)],
             )
             start = time.perf_counter()
-            await search_ranked(db, query, terms[text], per_side)
+            await search_ranked(db, query, terms[text], per_side, backend)
             result.samples.append((info.rows, (time.perf_counter() - start) * 1000.0))
 
     started = time.perf_counter()

@@ -17,7 +17,7 @@ import grpc.experimental.gevent as grpc_gevent
 from locust import User
 from locust.env import Environment
 from locust.exception import LocustError
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 # Must run before any channel exists: grpc's own threads would otherwise block the gevent hub.
 grpc_gevent.init_gevent()

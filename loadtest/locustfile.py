@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from locust import events, task
 from locust.env import Environment
-from npc_memory.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_pb2 as pb
 
 from loadtest.grpc_user import GrpcUser
 from loadtest.pool import Pool, load_pool

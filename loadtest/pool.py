@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from npc_memory.embedding.local import MODEL_NAME as MODEL
 from tqdm import tqdm
 
 from loadtest import korean
 
-MODEL = "multilingual-e5-small"
 BATCH = 32
 
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 from loadtest import korean
 from loadtest.pool import Pool

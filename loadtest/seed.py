@@ -4,10 +4,13 @@ Rows go in through ``COPY ... (FORMAT BINARY)`` with pgvector's binary dumper, n
 million rows take minutes instead of the hours the embedder would need: each row's vector is the real e5
 vector of its generated sentence, taken from the embedding pool (loadtest/pool.py). Scopes (one player with
 one heroine) hold ~100 to ~2,000 memories, log-uniformly; slots form supersession chains (older versions
-closed by newer ones), as the write path would leave them. BM25 terms come from npc_memory.text.Tokenizer
-and content keys from npc_memory.domain.write_rules.content_key, exactly as the service computes them.
+closed by newer ones), as the write path would leave them. BM25 terms and meaning signatures come from
+npc_memory.text.Tokenizer,
+content keys from npc_memory.domain.write_rules.content_key, and each row's columns and values from the
+store's own INSERT (store/writes.py: INSERT_COLUMNS, insert_params), exactly as the service writes them; the
+model label is the store's (store/settings.py).
 
-Reusable: ``copy_memories(conn, rows)`` loads any iterable of ``MemoryRow`` tuples.
+Reusable: ``copy_memories(conn, rows)`` loads any iterable of rows (dicts of COLUMNS → value).
 """
 
 from __future__ import annotations
@@ -24,20 +27,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import psycopg
+from npc_memory.domain.model import ContentType, NewMemory, PreparedMemory, Scope, Speaker, Subject, Tier
 from npc_memory.domain.write_rules import content_key
+from npc_memory.embedding.local import MODEL_NAME as MODEL
+from npc_memory.store import settings
 from npc_memory.store.migrate import migrate
-from npc_memory.text import Tokenizer
+from npc_memory.store.writes import INSERT_COLUMNS, insert_params
+from npc_memory.text import Analysis, Tokenizer
 from pgvector.psycopg import register_vector
-from psycopg.types.json import Jsonb
+from psycopg import sql
 from tqdm import tqdm
 
 from loadtest import korean
-from loadtest.pool import MODEL, Pool, load_pool
+from loadtest.pool import Pool, load_pool
 
 MIN_SCOPE = 100
 MAX_SCOPE = 2000
@@ -45,52 +50,28 @@ GAME_DAYS = korean.GAME_DAYS
 COPY_CHUNK = 20_000
 
 
-class MemoryRow(NamedTuple):
-    """One user_memories row in COPY column order."""
-
-    id: uuid.UUID
-    user_id: str
-    heroine_id: str
-    speaker: str
-    subject: str
-    subject_id: str
-    content_type: str
-    content: str
-    content_key: str
-    importance: int
-    tier: str
-    slot: str | None
-    metadata: Jsonb
-    embedding: npt.NDArray[np.float32]
-    embedding_model: str
-    terms: list[str]
-    valid_at: datetime
-    invalid_at: datetime | None
-    close_reason: str | None
-    superseded_by: uuid.UUID | None
-    created_at: datetime
-    updated_at: datetime
-
-
-COLUMNS = MemoryRow._fields
-COLUMN_TYPES = (
-    "uuid", "text", "text", "text", "text", "text", "text", "text", "text", "int2", "text", "text", "jsonb",
-    "vector", "text", "text[]", "timestamptz", "timestamptz", "text", "uuid", "timestamptz", "timestamptz",
+# What the service's INSERT sets, plus the two timestamps the service leaves to the table's defaults (a seeded
+# row was written in the past).
+COLUMNS = (*INSERT_COLUMNS, "created_at", "updated_at")
+COPY = sql.SQL("COPY user_memories ({columns}) FROM STDIN WITH (FORMAT BINARY)").format(
+    columns=sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
 )
-COPY = f"COPY user_memories ({', '.join(COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)"
-MODEL_SETTING = """
-INSERT INTO service_settings (key, value) VALUES ('embedding_model', %(label)s) ON CONFLICT (key) DO NOTHING
+# Binary COPY must be told each column's type; the table itself says.
+COLUMN_TYPES = """
+SELECT attname, format_type(atttypid, NULL) FROM pg_attribute
+WHERE attrelid = 'user_memories'::regclass AND attnum > 0 AND NOT attisdropped
 """
 
 
-def copy_memories(conn: psycopg.Connection[Any], rows: Iterable[MemoryRow]) -> int:
+def copy_memories(conn: psycopg.Connection[Any], rows: Iterable[dict[str, Any]]) -> int:
     """Load rows with one binary COPY on ``conn`` (pgvector registered here); return how many were written."""
     register_vector(conn)
+    types = dict(conn.execute(COLUMN_TYPES).fetchall())
     count = 0
     with conn.cursor() as cur, cur.copy(COPY) as copy:
-        copy.set_types(list(COLUMN_TYPES))
+        copy.set_types([types[c] for c in COLUMNS])
         for row in rows:
-            copy.write_row(row)
+            copy.write_row([row[c] for c in COLUMNS])
             count += 1
     return count
 
@@ -111,12 +92,18 @@ class _Texts:
         self.pool = pool
         self.index = pool.passage_index()
         self._tok = Tokenizer()
-        self._terms: dict[str, list[str]] = {}
+        self._analyses: dict[str, Analysis] = {}
+
+    def _analysis(self, text: str) -> Analysis:
+        if text not in self._analyses:
+            self._analyses[text] = self._tok.analyse(text)
+        return self._analyses[text]
 
     def terms(self, text: str) -> list[str]:
-        if text not in self._terms:
-            self._terms[text] = self._tok.terms(text)
-        return self._terms[text]
+        return list(self._analysis(text).terms)
+
+    def meaning(self, text: str) -> list[str]:
+        return list(self._analysis(text).meaning)
 
 
 def _scope_size(rng: random.Random, low: int, high: int) -> int:
@@ -125,7 +112,7 @@ def _scope_size(rng: random.Random, low: int, high: int) -> int:
 
 def _scope_rows(
     rng: random.Random, texts: _Texts, user_id: str, heroine: str, size: int, now: datetime
-) -> list[MemoryRow]:
+) -> list[dict[str, Any]]:
     """``size`` distinct memories of one scope; slot facts chained so only the newest version is valid."""
     facts = [f for f in korean.facts(heroine) if f.content in texts.index]
     chosen: list[tuple[korean.Fact, str]] = [(f, f.content) for f in rng.sample(facts, min(size, len(facts)))]
@@ -139,10 +126,12 @@ def _scope_rows(
     drafts: list[dict[str, Any]] = []
     for fact, text in chosen:
         valid_at = now - timedelta(seconds=rng.uniform(0, GAME_DAYS * 86_400))
-        terms = texts.terms(text) if text == fact.content else (
-            texts.terms(text.split(":", 1)[0]) + texts.terms(fact.content))
+        day = text.split(":", 1)[0] if text != fact.content else ""
+        terms = (texts.terms(day) if day else []) + texts.terms(fact.content)
+        meaning = sorted((texts.meaning(day) if day else []) + texts.meaning(fact.content))
         drafts.append({
             "id": uuid.uuid4(), "fact": fact, "text": text, "valid_at": valid_at, "terms": terms,
+            "meaning": meaning,
             "importance": min(10, max(1, fact.importance + rng.randint(-1, 1))),
             "tier": rng.choices(("knowledge", "source", "gist"), (8, 1, 1))[0],
         })
@@ -154,21 +143,27 @@ def _scope_rows(
         chain.sort(key=lambda d: d["valid_at"])
         for older, newer in itertools.pairwise(chain):
             older["invalid_at"], older["superseded_by"] = newer["valid_at"], newer["id"]
+    scope = Scope(user_id, heroine)
     rows = []
     for d in drafts:
         fact = d["fact"]
         closed = d.get("invalid_at")
-        subject_id = {"user": "user", "world": "world"}.get(fact.subject, heroine)
-        rows.append(MemoryRow(
-            id=d["id"], user_id=user_id, heroine_id=heroine, speaker=fact.speaker, subject=fact.subject,
-            subject_id=subject_id, content_type=fact.content_type, content=d["text"],
-            content_key=content_key(d["text"]), importance=d["importance"], tier=d["tier"],
-            slot=fact.slot if fact.subject == "user" else None, metadata=Jsonb({"source": "loadtest"}),
+        new = NewMemory(
+            speaker=Speaker(fact.speaker), subject=Subject(fact.subject),
+            subject_id={"user": "user", "world": "world"}.get(fact.subject, heroine),
+            content_type=ContentType(fact.content_type), content=d["text"], importance=d["importance"],
+            tier=Tier(d["tier"]), slot=fact.slot if fact.subject == "user" else None,
+            metadata={"source": "loadtest"},
+        )
+        prepared = PreparedMemory(
+            id=d["id"], fact=new, valid_at=d["valid_at"],
             embedding=texts.pool.passage_vectors[texts.index[fact.content]], embedding_model=MODEL,
-            terms=d["terms"], valid_at=d["valid_at"], invalid_at=closed,
-            close_reason="superseded" if closed else None, superseded_by=d.get("superseded_by"),
-            created_at=d["valid_at"], updated_at=closed or d["valid_at"],
-        ))
+            terms=tuple(d["terms"]), meaning=tuple(d["meaning"]), content_key=content_key(d["text"]),
+        )
+        successor = (d["superseded_by"], closed) if closed else None
+        row = insert_params(scope, prepared, successor)
+        row["created_at"], row["updated_at"] = d["valid_at"], closed or d["valid_at"]
+        rows.append(row)
     return rows
 
 
@@ -192,10 +187,11 @@ def plan_scopes(
 
 def seed(
     url: str, total: int, *, prefix: str = "lt", seed_value: int = 42, pool: Pool | None = None,
-    low: int = MIN_SCOPE, high: int = MAX_SCOPE, progress: bool = True,
+    low: int = MIN_SCOPE, high: int = MAX_SCOPE, progress: bool = True, migrate_first: bool = True,
 ) -> list[ScopeInfo]:
-    """Migrate, then COPY ``total`` rows of new scopes named ``{prefix}-pNNNNNN``; return the scopes."""
-    migrate(url)
+    """Migrate (unless told not to), then COPY ``total`` rows of new scopes named ``{prefix}-pNNNNNN``."""
+    if migrate_first:
+        migrate(url)
     pool = pool or load_pool()
     texts = _Texts(pool)
     plan = plan_scopes(total, prefix, seed_value, low, high)
@@ -205,9 +201,9 @@ def seed(
     bar = tqdm(total=total, unit="row", unit_scale=True, desc=f"seeding {prefix}", disable=not progress,
                file=sys.stderr)
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(MODEL_SETTING, {"label": f"{MODEL}/{pool.dim}"})
+        conn.execute(settings.CLAIM, {"key": settings.MODEL_KEY, "value": settings.model_label(MODEL, pool.dim)})
         conn.execute("SET synchronous_commit = off")
-        batch: list[MemoryRow] = []
+        batch: list[dict[str, Any]] = []
         for user_id, heroine, size in plan:
             batch += _scope_rows(rng, texts, user_id, heroine, size, now)
             scopes.append(ScopeInfo(user_id, heroine, size))

@@ -15,9 +15,10 @@ import pytest_asyncio
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
-from npc_memory.server import create_server, open_engine
+from npc_memory.runtime import open_engine
+from npc_memory.server import create_server
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,12 +47,10 @@ def config(database_url: str) -> Config:
 
 
 @pytest_asyncio.fixture(scope="session")
-async def engine(config: Config, database_url: str) -> AsyncIterator[MemoryEngine]:
-    """The engine on the test database with the bundled local embedder."""
-    eng = await open_engine(config, database_url)
-    yield eng
-    await eng.db.close()
-    await eng.embedder.aclose()
+async def engine(config: Config) -> AsyncIterator[MemoryEngine]:
+    """The engine on the test database with the bundled local embedder, started as ``serve`` starts it."""
+    async with open_engine(config) as eng:
+        yield eng
 
 
 @pytest_asyncio.fixture(scope="session")

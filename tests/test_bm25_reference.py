@@ -10,7 +10,9 @@ import pytest
 from npc_memory.domain.model import ContentType as Ct
 from npc_memory.domain.model import MemoryFilter, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.search import BM25_B, BM25_K1, search_candidates
+from npc_memory.store.search_bm25 import BM25_B, BM25_K1
+
+from benchmarks.candidates import search_candidates
 
 MEMORIES = [
     ("고양이를 좋아함", Ct.PREFERENCE),
@@ -64,7 +66,7 @@ def _query(scope: Scope, text: str, flt: MemoryFilter | None = None) -> SearchQu
 async def _sql_bm25(engine: MemoryEngine, query: SearchQuery) -> tuple[dict[str, float], list[str]]:
     terms = engine.tokenizer.terms(query.text)
     candidates = await search_candidates(engine.db, query, terms, per_side=1000)
-    return {c.memory.content: c.bm25 for c in candidates}, terms
+    return {c.memory.content: c.keyword for c in candidates}, terms
 
 
 def _reference(docs: list[str], engine: MemoryEngine, query_terms: list[str]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""The Python client (npc_memory.client) against the live server: typed values, errors, deadlines, retries."""
+"""The Python client (npc_memory_client) against the live server: typed values, errors, deadlines, retries."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import pytest_asyncio
-from npc_memory.client import (
+from npc_memory.domain.model import Scope
+from npc_memory.engine import MemoryEngine
+from npc_memory.server import create_server
+from npc_memory_client import (
     AsyncClient,
     Client,
     CloseReason,
@@ -28,9 +31,6 @@ from npc_memory.client import (
     Tier,
     UnavailableError,
 )
-from npc_memory.domain.model import Scope
-from npc_memory.engine import MemoryEngine
-from npc_memory.server import create_server
 
 # Reconnect fast after a refused connection, so retry tests do not wait on gRPC's default 1 s backoff.
 FAST_RECONNECT = (

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from npc_memory.domain.model import Scope
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 CPP = ROOT / "clients" / "cpp"

@@ -7,9 +7,9 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from npc_memory.domain.model import Scope
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 
 def _scope(s: Scope, heroine: str | None = None) -> pb.Scope:

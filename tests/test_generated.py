@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 GENERATED_DIRS = (
-    "service/npc_memory/v1",
+    "clients/python/npc_memory_client/v1",
     "clients/cpp/generated",
     "clients/unreal/Source/ThirdParty/NpcMemoryProto",
     "clients/unity/Runtime/Generated",
@@ -61,3 +61,15 @@ def test_generation_is_deterministic(regenerated: Path, tmp_path: Path) -> None:
     subprocess.run([str(ROOT / "clients" / "generate"), "--out", str(tmp_path)], check=True, env=env, timeout=300)
     for rel in GENERATED_DIRS:
         assert _files(tmp_path, rel) == _files(regenerated, rel), rel
+
+
+def test_generated_files_are_marked_generated_for_git() -> None:
+    """Git attributes mark every generated file linguist-generated, so reviews and language statistics skip them."""
+    files = [name for rel in GENERATED_DIRS for name in _files(ROOT, rel)]
+    assert any(name.endswith("_pb2.py") for name in files)
+    out = subprocess.run(
+        ["git", "check-attr", "linguist-generated", "--", *files], cwd=ROOT, check=True, capture_output=True,
+        text=True, timeout=60,
+    ).stdout
+    unmarked = [line for line in out.splitlines() if not line.endswith(": true")]
+    assert not unmarked, unmarked

@@ -17,12 +17,14 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from npc_memory.background import watch_health
 from npc_memory.config import Config, DatabaseConfig
-from npc_memory.server import create_server, open_engine, watch_health
+from npc_memory.runtime import open_engine
+from npc_memory.server import create_server
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
 READY = re.compile(rb"npc-memory serving on port (\d+)")
@@ -92,17 +94,28 @@ async def test_database_url_flag_uses_that_server_and_reflection_lists_the_servi
     assert {"npc_memory.v1.MemoryService", "grpc.health.v1.Health"} <= names
 
 
+@asynccontextmanager
+async def _served_with_fast_health(config: Config) -> AsyncIterator[tuple[int, int]]:
+    """The engine served on a free port with the health watcher polling every 0.2 s; yields (port, vector size)."""
+    async with open_engine(config) as engine:
+        server, port, health_servicer = await create_server(engine, "127.0.0.1:0")
+        await server.start()
+        watcher = asyncio.create_task(watch_health(engine, health_servicer, interval=0.2))
+        try:
+            yield port, engine.embedder.dim
+        finally:
+            watcher.cancel()
+            await server.stop(0)
+
+
 async def test_database_outage_is_unavailable_quickly_and_the_service_recovers(tmp_path: Path) -> None:
     """While PostgreSQL is down calls fail fast with UNAVAILABLE and health says NOT_SERVING; both recover."""
     pg = EmbeddedPostgres(tmp_path / "outage")
     config = replace(Config(), database=DatabaseConfig(url=pg.url, pool_min=1, pool_max=2, connect_timeout=1.0))
-    engine = await open_engine(config, pg.url)
-    server, port, health_servicer = await create_server(engine, "127.0.0.1:0")
-    await server.start()
-    watcher = asyncio.create_task(watch_health(engine, health_servicer, interval=0.2))
-    request = svc.SearchMemoriesRequest(scope=SCOPE, query_embedding=[1.0] + [0.0] * (engine.embedder.dim - 1))
     try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        async with _served_with_fast_health(config) as (port, dim), \
+                grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            request = svc.SearchMemoriesRequest(scope=SCOPE, query_embedding=[1.0] + [0.0] * (dim - 1))
             stub = svc_grpc.MemoryServiceStub(channel)
             health_stub = health_pb2_grpc.HealthStub(channel)
             await stub.SearchMemories(request)
@@ -127,8 +140,4 @@ async def test_database_outage_is_unavailable_quickly_and_the_service_recovers(t
             check = await health_stub.Check(health_pb2.HealthCheckRequest(service="npc_memory.v1.MemoryService"))
             assert check.status == health_pb2.HealthCheckResponse.SERVING
     finally:
-        watcher.cancel()
-        await server.stop(0)
-        await engine.db.close()
-        await engine.embedder.aclose()
         await asyncio.to_thread(pg.stop)

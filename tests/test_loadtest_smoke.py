@@ -13,7 +13,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from npc_memory.embedding.local import MODEL_NAME
 
 from loadtest.pool import load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
@@ -72,6 +74,26 @@ def test_seeder_writes_the_planned_scopes(database_url: str, scopes_file: Path) 
     scopes = read_manifest(scopes_file)
     assert sum(s.rows for s in scopes) == 2000
     assert all(100 <= s.rows <= 2000 for s in scopes)
+
+
+def test_seeded_rows_are_what_the_write_path_would_leave(database_url: str, scopes_file: Path) -> None:
+    """Seeded rows carry the service's model label, and every closed row is superseded by a row of its scope."""
+    users = [s.user_id for s in read_manifest(scopes_file)]
+    with psycopg.connect(database_url) as conn:
+        models = conn.execute(
+            "SELECT DISTINCT embedding_model FROM user_memories WHERE user_id = ANY(%(u)s)", {"u": users}
+        ).fetchall()
+        recorded = conn.execute("SELECT value FROM service_settings WHERE key = 'embedding_model'").fetchone()
+        closed = conn.execute(
+            "SELECT m.close_reason, n.user_id = m.user_id, n.valid_at = m.invalid_at FROM user_memories m"
+            " LEFT JOIN user_memories n ON n.id = m.superseded_by"
+            " WHERE m.user_id = ANY(%(u)s) AND m.invalid_at IS NOT NULL", {"u": users},
+        ).fetchall()
+    assert models == [(MODEL_NAME,)]
+    assert recorded is not None
+    assert recorded[0].startswith(f"{MODEL_NAME}/")
+    assert closed
+    assert set(closed) == {("superseded", True, True)}
 
 
 def _stats(prefix: Path) -> dict[str, dict[str, str]]:

@@ -15,9 +15,9 @@ from npc_memory.config import load_config
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 FOOD, SHY, WARM, TOWN, MARKET = (
@@ -160,7 +160,7 @@ async def roco_weighted_stub(engine: MemoryEngine, tmp_path: Path) -> AsyncItera
     path = tmp_path / "npc-memory.toml"
     path.write_text("[search.heroines.roco]\nrecency = 0.0\nimportance = 0.0\nrelevance = 0.0\nkeyword = 1.0\n")
     loaded = load_config({"config": str(path)}, {})
-    configured = replace(engine, config=replace(engine.config, search=loaded.search))
+    configured = replace(engine, search_settings=loaded.search)
     server, port, _ = await create_server(configured, "127.0.0.1:0")
     await server.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:

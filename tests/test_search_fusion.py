@@ -10,9 +10,9 @@ import pytest
 from npc_memory.domain.model import Scope
 from npc_memory.domain.scoring import RRF_K
 from npc_memory.engine import MemoryEngine
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
@@ -54,7 +54,7 @@ async def test_a_memory_found_only_by_its_keyword_is_in_the_results(
     stub: svc_grpc.MemoryServiceAsyncStub, engine: MemoryEngine, scope: Scope, crowded: str
 ) -> None:
     """Last by meaning, age and importance (outside the top 50 of each), the 머리핀 memory still comes back."""
-    assert engine.config.search.candidates < 80
+    assert engine.search_settings.candidates < 80
     found = await stub.SearchMemories(_search(scope, "머리핀 기억나?", engine.embedder.dim, limit=100))
     hit = next(r for r in found.results if r.memory.content == crowded)
     assert hit.scores.keyword == 1.0

@@ -16,7 +16,8 @@ import pytest
 from npc_memory.domain.model import NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
-from npc_memory.store.search_pgroonga import pgroonga_available, pgroonga_query, prepare_pgroonga, resolve_backend
+from npc_memory.runtime import resolve_backend
+from npc_memory.store.search_pgroonga import pgroonga_available, pgroonga_query, prepare_pgroonga
 
 SKIP_REASON = (
     "PGroonga is not installed on the server under test (pg_available_extensions has no 'pgroonga'); "
@@ -53,7 +54,7 @@ def test_asking_for_a_missing_pgroonga_fails_at_start() -> None:
 async def test_the_engine_resolved_auto_to_what_the_server_has(engine: MemoryEngine) -> None:
     """The running engine never carries `auto`: it names the backend it detected at start."""
     expected = "pgroonga" if await pgroonga_available(engine.db) else "bm25"
-    assert engine.config.search.keyword_backend == expected
+    assert engine.keyword_backend == expected
 
 
 @pytest.fixture
@@ -62,8 +63,7 @@ async def groonga(engine: MemoryEngine) -> MemoryEngine:
     if not await pgroonga_available(engine.db):
         pytest.skip(SKIP_REASON)
     await prepare_pgroonga(engine.db)
-    return replace(engine, config=replace(engine.config, search=replace(engine.config.search,
-                                                                         keyword_backend="pgroonga")))
+    return replace(engine, keyword_backend="pgroonga")
 
 
 async def _store(engine: MemoryEngine, scope: Scope, contents: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""The score computed in SQL (store/ranking.py) equals the Python reference (domain/scoring.py) on the same rows."""
+"""The score computed in SQL (store/search_sql.py) equals the Python reference (benchmarks/reference_scoring.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ from npc_memory.domain.model import (
     Subject,
     Weights,
 )
-from npc_memory.domain.scoring import rank
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search
+
+from benchmarks.candidates import search_candidates
+from benchmarks.reference_scoring import rank
 
 DAY0 = datetime(2026, 3, 1, tzinfo=UTC)
 FACTS = [
@@ -57,9 +59,9 @@ async def test_sql_ranking_equals_the_python_reference(
         vector = None if side == "no-vector" else (await engine.embedder.embed_queries([text]))[0]
         terms = [] if side == "no-terms" else engine.tokenizer.terms(text)
         query = SearchQuery(ranked_scope, text, 8, weights, now, fusion=fusion, embedding=vector)
-        candidates = await search.search_candidates(engine.db, query, terms, engine.config.search.candidates)
+        candidates = await search_candidates(engine.db, query, terms, engine.search_settings.candidates)
         expected = rank(candidates, query)
-        got = await search.search_ranked(engine.db, query, terms, engine.config.search.candidates)
+        got = await search.search_ranked(engine.db, query, terms, engine.search_settings.candidates, "bm25")
         assert [h.memory.id for h in got] == [h.memory.id for h in expected], text
         for g, e in zip(got, expected, strict=True):
             assert g.memory == e.memory
@@ -72,9 +74,46 @@ async def test_engine_search_returns_the_sql_ranking(engine: MemoryEngine, ranke
     query = SearchQuery(ranked_scope, "좋아하는 음식", 3, Weights(), DAY0 + timedelta(days=61))
     hits = await engine.search(query)
     vector = (await engine.embedder.embed_queries([query.text]))[0]
+    terms = engine.tokenizer.terms(query.text)
     direct = await search.search_ranked(
-        engine.db, replace(query, embedding=vector), engine.tokenizer.terms(query.text), engine.config.search.candidates
+        engine.db, replace(query, embedding=vector), terms, engine.search_settings.candidates, "bm25"
     )
     assert len(hits) == 3
     assert [h.memory.id for h in hits] == [h.memory.id for h in direct]
     assert hits[0].scores.final >= hits[1].scores.final >= hits[2].scores.final
+
+
+EDGES = [datetime(1, 1, 1, tzinfo=UTC), datetime(1900, 6, 1, tzinfo=UTC), datetime(1965, 1, 1, tzinfo=UTC),
+         DAY0, datetime(9999, 12, 31, tzinfo=UTC)]
+
+
+@pytest.fixture(scope="module")
+async def calendar_scope(engine: MemoryEngine) -> Scope:
+    """Facts dated at both ends of the calendar, 61 years back (near where exp() underflows) and recently."""
+    scope = Scope("ranking-calendar-player", "letia")
+    await engine.store(scope, [
+        NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, text, importance=5, valid_at=at)
+        for text, at in zip(FACTS, EDGES, strict=False)
+    ])
+    return scope
+
+
+@pytest.mark.parametrize("fusion", [Fusion.WEIGHTED, Fusion.RRF], ids=["weighted", "rrf"])
+@pytest.mark.parametrize("now", [DAY0, EDGES[-1], EDGES[0]], ids=["now-2026", "now-9999", "now-year-1"])
+async def test_sql_recency_equals_the_reference_across_the_calendar(
+    engine: MemoryEngine, calendar_scope: Scope, fusion: Fusion, now: datetime
+) -> None:
+    """Facts from year 1 to 9999, with or without a vector: SQL and reference agree on order and every score."""
+    text = QUERIES[0]
+    vector = (await engine.embedder.embed_queries([text]))[0]
+    for embedding in (vector, None):
+        query = SearchQuery(calendar_scope, text, 10, Weights(), now, as_of=EDGES[-1], fusion=fusion,
+                            embedding=embedding)
+        terms = engine.tokenizer.terms(text)
+        expected = rank(await search_candidates(engine.db, query, terms, engine.search_settings.candidates), query)
+        got = await search.search_ranked(engine.db, query, terms, engine.search_settings.candidates, "bm25")
+        assert len(got) == len(EDGES)
+        assert [h.memory.id for h in got] == [h.memory.id for h in expected]
+        for g, e in zip(got, expected, strict=True):
+            for part in ("recency", "importance", "relevance", "keyword", "final"):
+                assert getattr(g.scores, part) == pytest.approx(getattr(e.scores, part), abs=1e-9), part

@@ -1,4 +1,4 @@
-"""The pure scoring functions: calibration of relevance, keyword normalisation, recency and ranking order."""
+"""The Python reference of the score: calibration of relevance, keyword normalisation, recency and ranking order."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from npc_memory.domain.scoring import (
+
+from benchmarks.reference_scoring import (
     Calibration,
     RelevanceCalibration,
     keyword_scores,
@@ -56,3 +57,10 @@ def test_recency_decays_over_thirty_days_and_never_exceeds_one() -> None:
     assert recency_score(now, now) == 1.0
     assert recency_score(now + timedelta(days=3), now) == 1.0
     assert recency_score(now - timedelta(days=30), now) == pytest.approx(math.exp(-1))
+
+
+def test_recency_of_a_fact_from_year_one_is_tiny_but_positive() -> None:
+    """The exponent is capped as in SQL: ten thousand years of age give exp(-700), not an underflow to 0."""
+    first, last = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)
+    assert recency_score(first, last) == math.exp(-700)
+    assert recency_score(last, first) == 1.0

@@ -1,4 +1,4 @@
-"""Conflicts become supersession in business time, over gRPC: seed 003's cat → dog, back-dated facts, supersedes."""
+"""Conflicts become supersession in business time, over gRPC: cat → dog over the days, back-dated facts, supersedes."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import grpc
 import pytest
 from google.protobuf import timestamp_pb2
 from npc_memory.domain.model import Scope
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 if TYPE_CHECKING:
     Stub = svc_grpc.MemoryServiceAsyncStub

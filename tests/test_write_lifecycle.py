@@ -11,16 +11,18 @@ import numpy as np
 import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
+from npc_memory.background import maintain_every
 from npc_memory.cli import main
 from npc_memory.domain.model import Scope
+from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
 from npc_memory.store.settings import check_embedding_model, set_embedding_model
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 if TYPE_CHECKING:
-    from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+    from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
     Stub = svc_grpc.MemoryServiceAsyncStub
 
@@ -186,3 +188,22 @@ async def test_retention_never_retires_at_or_above_the_floor(stub: Stub, tmp_pat
                       encoding="utf-8")
     assert await asyncio.to_thread(main, ["retain", "--database-url", database_url, "--config", str(config)]) == 0
     assert all(not m.HasField("invalid_at") for m in await _all(stub, scope))
+
+
+async def test_serve_schedule_applies_retention_on_its_interval(stub: Stub, engine: MemoryEngine) -> None:
+    """The schedule `serve` runs with retention.interval_minutes retires memories over the limit by itself."""
+    heroine = f"h{uuid.uuid4().hex[:10]}"
+    scope = Scope(f"retain-{uuid.uuid4().hex[:8]}", heroine)
+    for content, importance in {"사과를 좋아함": 2, "배를 좋아함": 3, "생일은 겨울": 9}.items():
+        await _store(stub, scope, _fact(content, importance=importance))
+    policies = RetentionPolicies(RetentionPolicy(max_valid=0), {heroine: RetentionPolicy(max_valid=1)})
+    schedule = asyncio.create_task(maintain_every(engine.db, 0.001, policies, 24.0))  # every 0.06 s
+    try:
+        for _ in range(200):  # up to 10 s on a loaded machine
+            valid = [m for m in await _all(stub, scope) if not m.HasField("invalid_at")]
+            if len(valid) <= 1:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        schedule.cancel()
+    assert [m.content for m in valid] == ["생일은 겨울"]

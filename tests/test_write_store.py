@@ -11,15 +11,16 @@ import grpc
 import psycopg
 import pytest
 from google.protobuf import timestamp_pb2
+from npc_memory.domain.errors import RequestIdReusedError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, StoreOutcome, Subject
+from npc_memory.domain.retention import RetentionPolicies
 from npc_memory.engine import MemoryEngine
-from npc_memory.errors import InvalidArgumentError
 from npc_memory.store.retention import maintain
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 if TYPE_CHECKING:
-    from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
+    from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
     Stub = svc_grpc.MemoryServiceAsyncStub
 
@@ -96,7 +97,7 @@ async def test_repeats_within_one_batch_are_duplicates_of_the_first(engine: Memo
 
 async def test_batch_over_the_maximum_is_invalid_argument(stub: Stub, scope: Scope, engine: MemoryEngine) -> None:
     """One memory more than the documented maximum is rejected, naming the memories field."""
-    over = engine.config.write.max_batch + 1
+    over = engine.write_settings.max_batch + 1
     memories = [pb.MemoryInput(speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER, content=f"사실 {i}")
                 for i in range(over)]
     with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -147,11 +148,11 @@ async def test_racing_identical_requests_write_once(stub: Stub, scope: Scope, da
 
 
 async def test_request_id_reused_for_another_request_is_invalid_argument(engine: MemoryEngine, scope: Scope) -> None:
-    """A live request_id sent with different facts is refused, naming request_id; other scopes are independent."""
+    """A live request_id sent with different facts is refused, naming the key; other scopes are independent."""
     await engine.store(scope, [fact("김밥을 좋아함")], request_id="req-2")
-    with pytest.raises(InvalidArgumentError) as err:
+    with pytest.raises(RequestIdReusedError) as err:
         await engine.store(scope, [fact("김밥을 싫어함")], request_id="req-2")
-    assert err.value.violations[0].field == "request_id"
+    assert err.value.request_id == "req-2"
     (other,) = await engine.store(Scope(scope.user_id, "roco"), [fact("김밥을 싫어함")], request_id="req-2")
     assert other.outcome == StoreOutcome.CREATED
 
@@ -162,13 +163,13 @@ async def test_expired_request_id_is_pruned_and_free_again(
     """Past the window a request_id writes again, and maintenance deletes expired keys."""
     await engine.store(scope, [fact("호떡을 좋아함")], request_id="old")
     await engine.store(scope, [fact("냉면을 좋아함")], request_id="older")
-    hours = engine.config.write.idempotency_hours
+    hours = engine.write_settings.idempotency_hours
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         await conn.execute("UPDATE store_requests SET created_at = now() - %(age)s WHERE user_id = %(u)s",
                            {"age": timedelta(hours=hours + 1), "u": scope.user_id})
     (again,) = await engine.store(scope, [fact("호떡을 좋아함")], request_id="old")
     assert again.outcome == StoreOutcome.DUPLICATE  # written (checked) again, not replayed as CREATED
-    report = await maintain(engine.db, engine.config, datetime.now(UTC))
+    report = await maintain(engine.db, RetentionPolicies(), hours, datetime.now(UTC))
     assert report.pruned_requests >= 1
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         cur = await conn.execute("SELECT request_id FROM store_requests WHERE user_id = %(u)s", {"u": scope.user_id})

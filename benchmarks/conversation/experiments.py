@@ -29,7 +29,7 @@ import numpy as np
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Fusion, ScoredMemory, SearchQuery, Vector, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.server import open_engine
+from npc_memory.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text.periods import period_in
 
@@ -143,9 +143,8 @@ def _figures(asked: Sequence[Asked], rank: Callable[[Asked], list[UUID]]) -> dic
 
 async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
     """Load the conversations twice (turn vectors, context vectors) and run every experiment."""
-    engine = await open_engine(Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2)), url)
     out: dict[str, Any] = {}
-    try:
+    async with open_engine(Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))) as engine:
         vectors = await embed_turns(engine, data)
         loaded = [await load(engine, c, vectors) for c in data["conversations"]]
         base = await gather(engine, data, loaded, DEFAULT)
@@ -166,9 +165,6 @@ async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
                                                    lambda a: [h.memory.id for h in a.wide])
         out["context vectors, archive"] = _figures(await gather(engine, data, ctx_loaded, ARCHIVE),
                                                    lambda a: [h.memory.id for h in a.wide])
-    finally:
-        await engine.db.close()
-        await engine.embedder.aclose()
     return out
 
 

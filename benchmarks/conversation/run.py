@@ -39,7 +39,7 @@ from npc_memory.domain.model import (
     Vector,
 )
 from npc_memory.engine import MemoryEngine
-from npc_memory.server import open_engine
+from npc_memory.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import Tokenizer
 
@@ -172,13 +172,9 @@ async def run(url: str, data: dict[str, Any], configs: Sequence[Asking], candida
     """Open the engine on ``url``, embed, load and measure."""
     config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))
     config = replace(config, search=SearchConfig(candidates=candidates))
-    engine = await open_engine(config, url)
-    try:
+    async with open_engine(config) as engine:
         vectors = await embed_turns(engine, data)
         return await measure(engine, data, vectors, configs)
-    finally:
-        await engine.db.close()
-        await engine.embedder.aclose()
 
 
 def _row(name: str, cells: Sequence[str]) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.engine import MemoryEngine
-from npc_memory.server import open_engine
+from npc_memory.runtime import build_engine, open_database, open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import TextOptions, Tokenizer
 from psycopg import sql
@@ -78,15 +78,12 @@ async def quality_variant(url: str, name: str, v: Variant, engine: MemoryEngine,
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db)))
     db_url = psycopg.conninfo.make_conninfo(url, dbname=db)
-    q_engine = await open_engine(Config(database=DatabaseConfig(url=db_url, pool_min=1, pool_max=2)), db_url,
-                                 embedder=engine.embedder)
+    config = Config(database=DatabaseConfig(url=db_url, pool_min=1, pool_max=2))
     store_tok, query_tok = tokenizers(v)
-    try:
-        q_engine = replace(q_engine, tokenizer=store_tok)
+    async with open_database(config.database) as q_db:
+        q_engine = replace(await build_engine(config, q_db, engine.embedder), tokenizer=store_tok)
         ids = await quality.load(q_engine, data)
         asked = await quality.gather(replace(q_engine, tokenizer=query_tok), data, ids)
-    finally:
-        await q_engine.db.close()
     main_modes, _ = quality.modes(quality.learned_floor(asked))
     return {m.name: quality.score(asked, m) for m in main_modes}
 
@@ -94,9 +91,8 @@ async def quality_variant(url: str, name: str, v: Variant, engine: MemoryEngine,
 async def run(url: str, data: dict[str, Any], qdata: dict[str, Any], names: Sequence[str],
               configs: Sequence[metrics.SearchConfig]) -> dict[str, Any]:
     """Every variant on both data sets."""
-    engine = await open_engine(Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2)), url)
     results: dict[str, Any] = {}
-    try:
+    async with open_engine(Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))) as engine:
         vectors = await embed_turns(engine, data)
         for i, name in enumerate(names):
             v = VARIANTS[name]
@@ -104,9 +100,6 @@ async def run(url: str, data: dict[str, Any], qdata: dict[str, Any], names: Sequ
             conv = await measure(replace(engine, tokenizer=store_tok), data, vectors, configs, f"v{i}:", query_tok)
             results[name] = {"conversation": conv, "quality": await quality_variant(url, name, v, engine, qdata)}
             print(f"measured {name}", flush=True)
-    finally:
-        await engine.db.close()
-        await engine.embedder.aclose()
     return results
 
 

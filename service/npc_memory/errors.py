@@ -47,5 +47,13 @@ class UnavailableError(NpcMemoryError):
     """A dependency (the database, a remote embedder) cannot be reached right now."""
 
 
+class InputRejectedError(NpcMemoryError):
+    """A dependency refused the input it was given (e.g. an embedding endpoint: text too long for its model)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
+
+
 class ConfigError(NpcMemoryError):
     """The configuration is invalid; raised at start, never during a request."""

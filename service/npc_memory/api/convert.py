@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from google.protobuf import timestamp_pb2
+from npc_memory_client.v1 import memory_pb2 as pb
 
 from npc_memory.api import enums
 from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
-from npc_memory.v1 import memory_pb2 as pb
 
 
 def timestamp(when: datetime) -> timestamp_pb2.Timestamp:

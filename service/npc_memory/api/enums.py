@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from npc_memory_client.v1 import memory_pb2 as pb
+
 from npc_memory.domain.model import CloseReason, ContentType, Fusion, Speaker, StoreOutcome, Subject, Tier
-from npc_memory.v1 import memory_pb2 as pb
 
 SPEAKERS: dict[int, Speaker] = {pb.SPEAKER_USER: Speaker.USER, pb.SPEAKER_HEROINE: Speaker.HEROINE}
 SUBJECTS: dict[int, Subject] = {

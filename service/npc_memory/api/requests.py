@@ -7,9 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+
 from npc_memory.api import enums
 from npc_memory.api.validation import DEFAULT_CONTENT_TYPE, DEFAULT_TIER, MAX_REQUEST_ID, Checker
-from npc_memory.config import Config
+from npc_memory.config import SearchConfig, WriteConfig
 from npc_memory.domain.model import (
     Fusion,
     MemoryFilter,
@@ -19,12 +22,11 @@ from npc_memory.domain.model import (
     Tier,
 )
 from npc_memory.domain.paging import BadPageTokenError, Cursor, decode_cursor
-from npc_memory.v1 import memory_pb2 as pb
-from npc_memory.v1 import memory_service_pb2 as svc
 
 MAX_QUERY_CHARS = 2000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+MAX_SUBJECT_ID = 64
 UPDATABLE = frozenset({"importance", "tier", "metadata", "content"})
 
 
@@ -37,7 +39,7 @@ class StoreRequest:
     request_id: str
 
 
-def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, config: Config, dim: int) -> NewMemory:
+def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, write: WriteConfig, dim: int) -> NewMemory:
     speaker = c.enum(f"{path}.speaker", m.speaker, enums.SPEAKERS)
     subject = c.enum(f"{path}.subject", m.subject, enums.SUBJECTS)
     return NewMemory(
@@ -46,7 +48,7 @@ def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, config: Config
         subject_id=c.subject_id(f"{path}.subject_id", subject, m.subject_id, scope),
         content_type=c.enum(f"{path}.content_type", m.content_type, enums.CONTENT_TYPES, DEFAULT_CONTENT_TYPE)
         or DEFAULT_CONTENT_TYPE,
-        content=c.text(f"{path}.content", m.content, max_chars=config.write.max_content_chars),
+        content=c.text(f"{path}.content", m.content, max_chars=write.max_content_chars),
         importance=c.importance(f"{path}.importance", m.importance),
         tier=c.enum(f"{path}.tier", m.tier, enums.TIERS, DEFAULT_TIER) or DEFAULT_TIER,
         slot=c.slot(f"{path}.slot", m.slot),
@@ -57,15 +59,15 @@ def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, config: Config
     )
 
 
-def parse_store(request: svc.StoreMemoriesRequest, config: Config, dim: int) -> StoreRequest:
+def parse_store(request: svc.StoreMemoriesRequest, write: WriteConfig, dim: int) -> StoreRequest:
     """Validate a StoreMemories request."""
     c = Checker()
     scope = c.scope("scope", request.scope, request.HasField("scope"))
     if not request.memories:
         c.bad("memories", "at least one memory is required")
-    elif len(request.memories) > config.write.max_batch:
-        c.bad("memories", f"{len(request.memories)} memories; the maximum batch is {config.write.max_batch}")
-    facts = [_fact(c, f"memories[{i}]", m, scope, config, dim) for i, m in enumerate(request.memories)]
+    elif len(request.memories) > write.max_batch:
+        c.bad("memories", f"{len(request.memories)} memories; the maximum batch is {write.max_batch}")
+    facts = [_fact(c, f"memories[{i}]", m, scope, write, dim) for i, m in enumerate(request.memories)]
     c.text("request_id", request.request_id, max_chars=MAX_REQUEST_ID, required=False)
     c.done()
     return StoreRequest(scope, facts, request.request_id)
@@ -75,7 +77,9 @@ def _filter(c: Checker, f: pb.MemoryFilter) -> MemoryFilter:
     return MemoryFilter(
         speakers=c.enums("filter.speakers", f.speakers, enums.SPEAKERS),
         subjects=c.enums("filter.subjects", f.subjects, enums.SUBJECTS),
-        subject_ids=tuple(f.subject_ids),
+        subject_ids=tuple(
+            c.text(f"filter.subject_ids[{i}]", sid, max_chars=MAX_SUBJECT_ID) for i, sid in enumerate(f.subject_ids)
+        ),
         content_types=c.enums("filter.content_types", f.content_types, enums.CONTENT_TYPES),
         min_importance=c.importance("filter.min_importance", f.min_importance, default=0),
         tiers=c.enums("filter.tiers", f.tiers, enums.TIERS),
@@ -83,25 +87,23 @@ def _filter(c: Checker, f: pb.MemoryFilter) -> MemoryFilter:
     )
 
 
-def parse_search(request: svc.SearchMemoriesRequest, config: Config, dim: int) -> SearchQuery:
+def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim: int) -> SearchQuery:
     """Validate a SearchMemories request; weights default per heroine."""
     c = Checker()
     scope = c.scope("scope", request.scope, request.HasField("scope"))
     text = c.text("query", request.query, max_chars=MAX_QUERY_CHARS, required=False)
     embedding = c.vector("query_embedding", request.query_embedding, dim)
-    limit = request.limit or config.search.default_limit
-    if not 1 <= limit <= config.search.max_limit:
-        c.bad("limit", f"must be between 1 and {config.search.max_limit} (0 means {config.search.default_limit})")
+    limit = request.limit or settings.default_limit
+    if not 1 <= limit <= settings.max_limit:
+        c.bad("limit", f"must be between 1 and {settings.max_limit} (0 means {settings.default_limit})")
     weights = (
         c.weights("weights", request.weights)
         if request.HasField("weights")
-        else config.search.weights_for(scope.heroine_id)
+        else settings.weights_for(scope.heroine_id)
     )
     now = c.timestamp("now", request.now, request.HasField("now")) or datetime.now(UTC)
     as_of = c.timestamp("as_of", request.as_of, request.HasField("as_of"))
     flt = _filter(c, request.filter)
-    for i, sid in enumerate(flt.subject_ids):
-        c.text(f"filter.subject_ids[{i}]", sid, max_chars=64)
     fusion = c.enum("fusion", request.fusion, enums.FUSIONS, Fusion.WEIGHTED) or Fusion.WEIGHTED
     c.done()
     return SearchQuery(
@@ -170,7 +172,7 @@ class UpdateRequest:
     valid_at: datetime | None
 
 
-def parse_update(request: svc.UpdateMemoryRequest, config: Config) -> UpdateRequest:
+def parse_update(request: svc.UpdateMemoryRequest, write: WriteConfig) -> UpdateRequest:
     """Validate an UpdateMemory request against its field mask."""
     c = Checker()
     scope = c.scope("scope", request.scope, request.HasField("scope"))
@@ -184,7 +186,7 @@ def parse_update(request: svc.UpdateMemoryRequest, config: Config) -> UpdateRequ
     tier = c.enum("tier", request.tier, enums.TIERS) if "tier" in paths else None
     metadata = c.metadata("metadata", request.metadata) if "metadata" in paths else None
     content = (
-        c.text("content", request.content, max_chars=config.write.max_content_chars) if "content" in paths else None
+        c.text("content", request.content, max_chars=write.max_content_chars) if "content" in paths else None
     )
     valid_at = c.timestamp("valid_at", request.valid_at, request.HasField("valid_at"))
     c.done()
@@ -208,7 +210,7 @@ def parse_history(request: svc.GetMemoryHistoryRequest) -> HistoryRequest:
     memory_id = c.uuid("memory_id", request.memory_id) if request.memory_id else None
     if memory_id is None and not request.subject_id:
         c.bad("subject_id", "is required unless memory_id is given")
-    c.text("subject_id", request.subject_id, max_chars=64, required=False)
+    c.text("subject_id", request.subject_id, max_chars=MAX_SUBJECT_ID, required=False)
     slot = c.slot("slot", request.slot)
     c.done()
     return HistoryRequest(scope, request.subject_id, slot, memory_id)

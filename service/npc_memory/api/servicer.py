@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from npc_memory.api import convert, requests
 from npc_memory.api.errors import handle_errors
 from npc_memory.domain.paging import encode_cursor
 from npc_memory.engine import MemoryEngine
-from npc_memory.v1 import memory_service_pb2 as svc
-from npc_memory.v1 import memory_service_pb2_grpc as svc_grpc
 
 Ctx = grpc.aio.ServicerContext
 
@@ -21,7 +21,6 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
 
     def __init__(self, engine: MemoryEngine) -> None:
         self._engine = engine
-        self._config = engine.config
         self._dim = engine.embedder.dim
 
     @handle_errors
@@ -29,7 +28,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         self, request: svc.StoreMemoriesRequest, context: Ctx[Any, Any]
     ) -> svc.StoreMemoriesResponse:
         """Store a batch of facts atomically."""
-        parsed = requests.parse_store(request, self._config, self._dim)
+        parsed = requests.parse_store(request, self._engine.write_settings, self._dim)
         results = await self._engine.store(parsed.scope, parsed.facts, parsed.request_id)
         return svc.StoreMemoriesResponse(results=[convert.store_result(r) for r in results])
 
@@ -38,7 +37,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         self, request: svc.SearchMemoriesRequest, context: Ctx[Any, Any]
     ) -> svc.SearchMemoriesResponse:
         """Rank the scope's memories for a query."""
-        query = requests.parse_search(request, self._config, self._dim)
+        query = requests.parse_search(request, self._engine.search_settings, self._dim)
         hits = await self._engine.search(query)
         return svc.SearchMemoriesResponse(
             results=[convert.scored(h) for h in hits], embedding_model=self._engine.embedder.name
@@ -80,7 +79,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         self, request: svc.UpdateMemoryRequest, context: Ctx[Any, Any]
     ) -> svc.UpdateMemoryResponse:
         """Change fields in place or version the content."""
-        p = requests.parse_update(request, self._config)
+        p = requests.parse_update(request, self._engine.write_settings)
         memory = await self._engine.update(
             p.scope, p.memory_id, importance=p.importance, tier=p.tier, metadata=p.metadata,
             content=p.content, valid_at=p.valid_at,

@@ -46,7 +46,7 @@ class ContentType(StrEnum):
 
 
 class Tier(StrEnum):
-    """How distilled a memory is (seed 001): gist, understood knowledge, raw source."""
+    """How distilled a memory is: a gist (a word or summary), understood knowledge (may be revised), the raw source."""
 
     GIST = "gist"
     KNOWLEDGE = "knowledge"
@@ -195,15 +195,6 @@ class ScoredMemory:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A memory gathered by the store with its raw signals, before scoring."""
-
-    memory: Memory
-    cosine: float
-    bm25: float
-
-
-@dataclass(frozen=True)
 class PreparedMemory:
     """A fact ready to write: validated, embedded, tokenised, with its id and business time fixed."""
 
@@ -214,3 +205,5 @@ class PreparedMemory:
     embedding_model: str
     terms: tuple[str, ...]
     content_key: str
+    meaning: tuple[str, ...]
+    """The grammatical morphemes that change what the text states (text/meaning.py), for the duplicate rule."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
@@ -16,6 +16,25 @@ class RetentionPolicy:
     """Most valid memories kept per scope (player with heroine); 0 keeps everything."""
     importance_floor: int = 8
     """Memories at or above this importance are never retired, even over ``max_valid``."""
+
+
+@dataclass(frozen=True)
+class RetentionPolicies:
+    """The policy of every heroine: a default and per-heroine exceptions."""
+
+    default: RetentionPolicy = RetentionPolicy()
+    """The policy of heroines without an entry below."""
+    heroines: Mapping[str, RetentionPolicy] = field(default_factory=dict)
+    """Per-heroine policies."""
+
+    def policy_for(self, heroine_id: str) -> RetentionPolicy:
+        """The policy of one heroine."""
+        return self.heroines.get(heroine_id, self.default)
+
+    def smallest_limit(self) -> int | None:
+        """The lowest ``max_valid`` that retires anything; None when every policy keeps everything."""
+        limits = [p.max_valid for p in (self.default, *self.heroines.values()) if p.max_valid > 0]
+        return min(limits) if limits else None
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,13 @@ from uuid import UUID
 
 import numpy as np
 
+from npc_memory.domain.errors import (
+    SupersedeBeforeValidAtError,
+    SupersedeTargetClosedError,
+    UnknownSupersedeTargetError,
+)
 from npc_memory.domain.model import PreparedMemory, StoreOutcome, StoreResult
 from npc_memory.domain.write_rules import FactText, SlotRow, is_duplicate, place_in_slot
-from npc_memory.errors import FailedPreconditionError, InvalidArgumentError
 
 SlotKey = tuple[str, str, str]
 """(subject, subject_id, slot)."""
@@ -103,7 +107,7 @@ class _Planner:
     ) -> None:
         self.items = items
         self.threshold = threshold
-        self.texts = [FactText.of(i.fact.content, i.terms) for i in items]
+        self.texts = [FactText.of(i.fact.content, i.terms, i.meaning) for i in items]
         self.dups: dict[int, list[DupCandidate]] = {}
         for d in dups:
             self.dups.setdefault(d.index, []).append(d)
@@ -167,16 +171,15 @@ class _Planner:
     def _explicit(self, index: int, item: PreparedMemory, already: list[UUID]) -> list[UUID]:
         closed: list[UUID] = []
         for j, target_id in enumerate(item.fact.supersedes):
-            field_ = f"memories[{index}].supersedes[{j}]"
             if target_id in already or target_id in closed:
                 continue
             target = self.targets.get(target_id)
             if target is None:
-                raise InvalidArgumentError.single(field_, f"no memory {target_id} in this scope")
+                raise UnknownSupersedeTargetError(index, j, target_id)
             if target.invalid_at is not None or target_id in self.plan.closes:
-                raise FailedPreconditionError(f"{field_}: memory {target_id} is already closed")
+                raise SupersedeTargetClosedError(index, j, target_id)
             if target.valid_at > item.valid_at:
-                raise InvalidArgumentError.single(field_, f"memory {target_id} became valid after this fact's valid_at")
+                raise SupersedeBeforeValidAtError(index, j, target_id)
             self._close(target_id, item.valid_at, item.id)
             closed.append(target_id)
         return closed
@@ -216,8 +219,8 @@ def plan_batch(
 ) -> WritePlan:
     """What storing ``items`` in order does, given the stored rows that can matter to them.
 
-    Raises InvalidArgumentError or FailedPreconditionError for a bad ``supersedes`` entry; nothing is
-    written then, since the plan is made before any write.
+    Raises UnknownSupersedeTargetError, SupersedeTargetClosedError or SupersedeBeforeValidAtError for a bad
+    ``supersedes`` entry; nothing is written then, since the plan is made before any write.
     """
     planner = _Planner(items, dups, timelines, targets, threshold)
     planner.plan.results = [planner.step(i) for i in range(len(items))]

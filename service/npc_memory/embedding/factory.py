@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from npc_memory.config import EmbeddingConfig
 from npc_memory.embedding.base import Embedder
 from npc_memory.embedding.cache import QueryCache
+from npc_memory.embedding.settings import EmbeddingSettings
 
 
-async def create_embedder(config: EmbeddingConfig) -> Embedder:
+async def create_embedder(config: EmbeddingSettings) -> Embedder:
     """The embedder ``config`` names, with the query cache in front when enabled."""
     inner: Embedder
     if config.kind == "local":

@@ -9,8 +9,8 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from npc_memory.domain.errors import RequestIdReusedError
 from npc_memory.domain.model import Scope, StoreOutcome, StoreResult
-from npc_memory.errors import InvalidArgumentError
 from npc_memory.store.pool import Connection, Database
 
 LOOKUP = """
@@ -57,14 +57,12 @@ def decode(response: list[dict[str, Any]]) -> list[StoreResult]:
     ]
 
 
-def replay(row: dict[str, Any] | None, fingerprint: str) -> list[StoreResult] | None:
-    """The first response of a live key, or None; InvalidArgumentError if the key named another request."""
+def replay(row: dict[str, Any] | None, request_id: str, fingerprint: str) -> list[StoreResult] | None:
+    """The first response of a live key, or None; RequestIdReusedError if the key named another request."""
     if row is None:
         return None
     if row["fingerprint"] != fingerprint:
-        raise InvalidArgumentError.single(
-            "request_id", "was already used for a different request within the idempotency window"
-        )
+        raise RequestIdReusedError(request_id)
     return decode(row["response"])
 
 
@@ -74,7 +72,7 @@ async def lookup(
     """A cheap check before embedding: the first response if this key is live (the transaction checks again)."""
     async with db.connection() as conn:
         cur = await conn.execute(LOOKUP, key_params(scope, request_id, hours))
-        return replay(await cur.fetchone(), fingerprint)
+        return replay(await cur.fetchone(), request_id, fingerprint)
 
 
 async def record(

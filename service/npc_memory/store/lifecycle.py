@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -10,11 +9,12 @@ from uuid import UUID
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from npc_memory.domain.edit_rules import check_close, next_version
 from npc_memory.domain.model import Memory, PreparedMemory, Scope
-from npc_memory.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from npc_memory.errors import NotFoundError
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.writes import CLOSE, INSERT, LOCK_SCOPE, insert_params
+from npc_memory.store.writes import CLOSE, INSERT, LOCK_SCOPE, insert_params, scope_params
 
 LOCK_ROW = sql.SQL("""
 SELECT {columns} FROM user_memories m
@@ -25,7 +25,7 @@ FOR UPDATE
 INVALIDATE = sql.SQL("""
 UPDATE user_memories m
 SET invalid_at = %(invalid_at)s, close_reason = 'invalidated', updated_at = now()
-WHERE m.id = %(id)s
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)s
 RETURNING {columns}
 """).format(columns=MEMORY_COLUMNS)
 
@@ -35,7 +35,7 @@ SET importance = COALESCE(%(importance)s, importance),
     tier = COALESCE(%(tier)s, tier),
     metadata = COALESCE(%(metadata)s, metadata),
     updated_at = now()
-WHERE m.id = %(id)s
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)s
 RETURNING {columns}
 """).format(columns=MEMORY_COLUMNS)
 
@@ -45,8 +45,8 @@ FORGET_REQUESTS = "DELETE FROM store_requests WHERE user_id = %(user_id)s"
 
 
 async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
-    await conn.execute(LOCK_SCOPE, {"user_id": scope.user_id, "heroine_id": scope.heroine_id})
-    cur = await conn.execute(LOCK_ROW, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id})
+    await conn.execute(LOCK_SCOPE, scope_params(scope))
+    cur = await conn.execute(LOCK_ROW, scope_params(scope) | {"id": memory_id})
     row = await cur.fetchone()
     if row is None:
         raise NotFoundError(f"no memory {memory_id} in this scope")
@@ -56,12 +56,8 @@ async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
 async def invalidate(db: Database, scope: Scope, memory_id: UUID, invalid_at: datetime) -> Memory:
     """Close a valid memory at ``invalid_at`` (business time); the row stays as history."""
     async with db.transaction() as conn:
-        current = await _locked(conn, scope, memory_id)
-        if current.invalid_at is not None:
-            raise FailedPreconditionError(f"memory {memory_id} was already closed at {current.invalid_at}")
-        if invalid_at < current.valid_at:
-            raise InvalidArgumentError.single("invalid_at", "is before the memory's valid_at")
-        cur = await conn.execute(INVALIDATE, {"id": memory_id, "invalid_at": invalid_at})
+        check_close(await _locked(conn, scope, memory_id), invalid_at)
+        cur = await conn.execute(INVALIDATE, scope_params(scope) | {"id": memory_id, "invalid_at": invalid_at})
         row = await cur.fetchone()
     assert row is not None  # the row is locked by this transaction
     return memory_from_row(row)
@@ -74,31 +70,26 @@ async def update(
     """Re-evaluate in place and/or version a content edit, in one transaction.
 
     Importance, tier and metadata change in place (updated_at moves); a content edit closes the row at the
-    new version's valid_at and inserts the new version.
+    new version's valid_at and inserts the new version (domain/edit_rules.py decides what it carries).
     """
     async with db.transaction() as conn:
         current = await _locked(conn, scope, memory_id)
         if importance is not None or tier is not None or metadata is not None:
-            cur = await conn.execute(UPDATE_IN_PLACE, {
+            cur = await conn.execute(UPDATE_IN_PLACE, scope_params(scope) | {
                 "id": memory_id, "importance": importance, "tier": tier,
                 "metadata": Jsonb(metadata) if metadata is not None else None,
             })
             row = await cur.fetchone()
             assert row is not None  # the row is locked by this transaction
             current = memory_from_row(row)
-        if new_version is None or new_version.fact.content == current.content:
+        new = next_version(current, new_version) if new_version is not None else None
+        if new is None:
             return current
-        if current.invalid_at is not None:
-            raise FailedPreconditionError(f"memory {memory_id} is closed; only valid memories can be edited")
-        if new_version.valid_at < current.valid_at:
-            raise InvalidArgumentError.single("valid_at", "is before the current version's valid_at")
-        # The new version carries the row's fields as they are now, not as the caller last read them.
-        fact = replace(new_version.fact, importance=current.importance, tier=current.tier,
-                       metadata=current.metadata, slot=current.slot)
-        new = replace(new_version, fact=fact)
         await conn.execute(INSERT, insert_params(scope, new, None))
-        await conn.execute(CLOSE, {"id": memory_id, "invalid_at": new.valid_at, "successor": new.id})
-        cur = await conn.execute(LOCK_ROW, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": new.id})
+        await conn.execute(CLOSE, scope_params(scope) | {
+            "id": memory_id, "invalid_at": new.valid_at, "successor": new.id,
+        })
+        cur = await conn.execute(LOCK_ROW, scope_params(scope) | {"id": new.id})
         row = await cur.fetchone()
     assert row is not None  # inserted by this transaction
     return memory_from_row(row)

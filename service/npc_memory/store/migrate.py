@@ -8,6 +8,8 @@ from importlib import resources
 
 import psycopg
 
+from npc_memory.errors import UnavailableError
+
 log = logging.getLogger(__name__)
 
 # Any constant works; it only has to be the same for every replica starting at once.
@@ -44,16 +46,24 @@ def available() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-def migrate(url: str) -> list[int]:
-    """Apply the missing migrations, each in its own transaction; return the versions applied."""
+def migrate(url: str, target: int | None = None, connect_timeout: float = 10.0) -> list[int]:
+    """Apply the missing migrations (up to ``target``, if given), each in its own transaction; return them.
+
+    UnavailableError if the server cannot be reached within ``connect_timeout`` seconds.
+    """
+    try:
+        # libpq takes whole seconds, and reads 0 as "wait forever".
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+    except psycopg.OperationalError as exc:
+        raise UnavailableError(f"database unreachable: {exc}") from exc
     applied_now: list[int] = []
-    with psycopg.connect(url, autocommit=True) as conn:
+    with conn:
         conn.execute("SELECT pg_advisory_lock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
         try:
             conn.execute(CREATE_LEDGER)
             done = {row[0] for row in conn.execute(APPLIED)}
             for migration in available():
-                if migration.version in done:
+                if migration.version in done or (target is not None and migration.version > target):
                     continue
                 with conn.transaction():
                     conn.execute(migration.sql.encode())

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from npc_memory.config import DatabaseConfig
 from npc_memory.errors import ConflictError, UnavailableError
 
 Connection = psycopg.AsyncConnection[DictRow]
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """How many connections to keep and how long to wait for one."""
+
+    min_size: int = 2
+    """Connections opened at start."""
+    max_size: int = 10
+    """Upper bound on open connections."""
+    connect_timeout: float = 5.0
+    """Seconds to wait for a connection before answering UNAVAILABLE."""
 
 
 async def _configure(conn: Connection) -> None:
@@ -23,17 +35,17 @@ async def _configure(conn: Connection) -> None:
 class Database:
     """An async pool of autocommit connections with pgvector adapters registered on each."""
 
-    def __init__(self, url: str, config: DatabaseConfig) -> None:
+    def __init__(self, url: str, settings: PoolSettings) -> None:
         self.url = url
-        self._timeout = config.connect_timeout
+        self._timeout = settings.connect_timeout
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url,
-            min_size=config.pool_min,
-            max_size=config.pool_max,
+            min_size=settings.min_size,
+            max_size=settings.max_size,
             kwargs={"autocommit": True, "row_factory": dict_row},
             configure=_configure,
             connection_class=psycopg.AsyncConnection[DictRow],
-            timeout=config.connect_timeout,
+            timeout=settings.connect_timeout,
             open=False,
             name="npc-memory",
         )

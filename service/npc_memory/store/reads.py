@@ -45,6 +45,7 @@ WITH RECURSIVE chain (id, next_id) AS (
     WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
 )
 SELECT {columns} FROM user_memories m JOIN (SELECT DISTINCT id FROM chain) c ON c.id = m.id
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
 ORDER BY m.valid_at, m.created_at, m.id
 """).format(columns=MEMORY_COLUMNS)
 

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from npc_memory.config import Config, RetentionConfig
 from npc_memory.domain.model import Scope
-from npc_memory.domain.retention import RetentionPolicy, RetentionRow, to_retire
+from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy, RetentionRow, to_retire
 from npc_memory.store import idempotency
 from npc_memory.store.pool import Database
 from npc_memory.store.writes import LOCK_SCOPE
@@ -62,17 +61,17 @@ async def retain_scope(db: Database, scope: Scope, policy: RetentionPolicy, now:
     return ids
 
 
-async def retain(db: Database, config: RetentionConfig, now: datetime) -> tuple[int, int]:
+async def retain(db: Database, policies: RetentionPolicies, now: datetime) -> tuple[int, int]:
     """Apply every heroine's policy to each scope over its limit; return (scopes examined, memories retired)."""
-    limits = [p.max_valid for p in (config.default, *config.heroines.values()) if p.max_valid > 0]
-    if not limits:
+    smallest = policies.smallest_limit()
+    if smallest is None:
         return 0, 0
     async with db.connection() as conn:
-        cur = await conn.execute(SCOPES_OVER, {"smallest_max": min(limits)})
+        cur = await conn.execute(SCOPES_OVER, {"smallest_max": smallest})
         over = [(Scope(r["user_id"], r["heroine_id"]), r["valid"]) for r in await cur.fetchall()]
     scopes = retired = 0
     for scope, valid in over:
-        policy = config.policy_for(scope.heroine_id)
+        policy = policies.policy_for(scope.heroine_id)
         if policy.max_valid <= 0 or valid <= policy.max_valid:
             continue
         scopes += 1
@@ -80,10 +79,12 @@ async def retain(db: Database, config: RetentionConfig, now: datetime) -> tuple[
     return scopes, retired
 
 
-async def maintain(db: Database, config: Config, now: datetime) -> MaintenanceReport:
-    """One pass of housekeeping: retention policies, then expired idempotency keys."""
-    scopes, retired = await retain(db, config.retention, now)
-    pruned = await idempotency.prune(db, config.write.idempotency_hours)
+async def maintain(
+    db: Database, policies: RetentionPolicies, idempotency_hours: float, now: datetime
+) -> MaintenanceReport:
+    """One pass of housekeeping: retention policies, then idempotency keys older than ``idempotency_hours``."""
+    scopes, retired = await retain(db, policies, now)
+    pruned = await idempotency.prune(db, idempotency_hours)
     log.info("maintenance: %d scope(s) over their limit, %d memory(ies) retired, %d expired key(s) pruned",
              scopes, retired, pruned)
     return MaintenanceReport(scopes, retired, pruned)

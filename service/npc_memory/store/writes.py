@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg import AsyncCursor
+from psycopg import AsyncCursor, sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
@@ -35,21 +35,32 @@ from npc_memory.store.pool import Connection, Database
 LOCK_SCOPE = "SELECT pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' || %(heroine_id)s, 0))"
 
 # For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
-# same terms in order and a cosine at or above the threshold; domain/write_rules.is_duplicate makes the final
-# call (it also compares the negation/count markers). Comparing terms in SQL first matters: Korean facts of one
-# pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the scope.
+# same terms and meaning signature and a cosine at or above the threshold (domain/write_rules.is_duplicate makes
+# the final call; a row without a signature only matches its own text). Comparing terms in SQL first matters:
+# Korean facts of one pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the
+# scope. Two joins, not one with OR: each is an equality PostgreSQL can look up (the key by its md5 index, the
+# terms by a hash join) instead of comparing every fact with every row of the scope.
 DUPLICATE_CANDIDATES = """
-SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
+WITH b AS (
+    SELECT * FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
+                         %(term_keys)s::text[], %(meaning_keys)s::text[], %(embeddings)b::vector[])
+        AS b(idx, subject, subject_id, content_key, term_key, meaning_key, embedding)
+)
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
        1 - (m.embedding <=> b.embedding) AS cosine
-FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-            %(term_keys)s::text[], %(embeddings)b::vector[])
-     AS b(idx, subject, subject_id, content_key, term_key, embedding)
-JOIN user_memories m
-  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
- AND m.subject = b.subject AND m.subject_id = b.subject_id AND m.invalid_at IS NULL
- AND (m.content_key = b.content_key
-      OR (b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key
-          AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s))
+FROM b JOIN user_memories m
+  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
+ AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND md5(m.content_key) = md5(b.content_key) AND m.content_key = b.content_key
+UNION ALL
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
+       1 - (m.embedding <=> b.embedding) AS cosine
+FROM b JOIN user_memories m
+  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.invalid_at IS NULL
+ AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key AND m.content_key <> b.content_key
+ AND array_to_string(m.meaning, ' ') = b.meaning_key
+ AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s
 """
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
@@ -69,25 +80,25 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s
 CLOSE = """
 UPDATE user_memories
 SET invalid_at = %(invalid_at)s, close_reason = 'superseded', superseded_by = %(successor)s, updated_at = now()
-WHERE id = %(id)s
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s
 """
 
 RAISE_IMPORTANCE = """
 UPDATE user_memories SET importance = %(importance)s, updated_at = now()
-WHERE id = %(id)s AND importance < %(importance)s
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND importance < %(importance)s
 """
 
-INSERT = """
-INSERT INTO user_memories (
-    id, user_id, heroine_id, speaker, subject, subject_id, content_type, content, content_key,
-    importance, tier, slot, metadata, embedding, embedding_model, terms,
-    valid_at, invalid_at, close_reason, superseded_by
-) VALUES (
-    %(id)s, %(user_id)s, %(heroine_id)s, %(speaker)s, %(subject)s, %(subject_id)s, %(content_type)s,
-    %(content)s, %(content_key)s, %(importance)s, %(tier)s, %(slot)s, %(metadata)s, %(embedding)s,
-    %(embedding_model)s, %(terms)s, %(valid_at)s, %(invalid_at)s, %(close_reason)s, %(superseded_by)s
+# The columns a write sets, in insert_params' order; created_at and updated_at take the table's defaults.
+# The load-test seeder COPYs these same columns (loadtest/seed.py).
+INSERT_COLUMNS = (
+    "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content", "content_key",
+    "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms", "meaning",
+    "valid_at", "invalid_at", "close_reason", "superseded_by",
 )
-"""
+INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").format(
+    columns=sql.SQL(", ").join(map(sql.Identifier, INSERT_COLUMNS)),
+    values=sql.SQL(", ").join(map(sql.Placeholder, INSERT_COLUMNS)),
+)
 
 
 def insert_params(
@@ -112,6 +123,7 @@ def insert_params(
         "embedding": item.embedding,
         "embedding_model": item.embedding_model,
         "terms": list(item.terms),
+        "meaning": list(item.meaning),
         "valid_at": item.valid_at,
         "invalid_at": successor[1] if successor else None,
         "close_reason": "superseded" if successor else None,
@@ -119,7 +131,8 @@ def insert_params(
     }
 
 
-def _scope_params(scope: Scope) -> dict[str, Any]:
+def scope_params(scope: Scope) -> dict[str, Any]:
+    """The parameters naming a scope: every statement on user_memories names its player (docs/operations.md)."""
     return {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
 
 
@@ -130,17 +143,18 @@ async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMe
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys(t for i in items for t in i.fact.supersedes))
-    dup_cur = await conn.execute(DUPLICATE_CANDIDATES, _scope_params(scope) | {
+    dup_cur = await conn.execute(DUPLICATE_CANDIDATES, scope_params(scope) | {
         "idx": list(range(len(items))),
         "subjects": [i.fact.subject.value for i in items],
         "subject_ids": [i.fact.subject_id for i in items],
         "content_keys": [i.content_key for i in items],
         "term_keys": [" ".join(i.terms) for i in items],
+        "meaning_keys": [" ".join(i.meaning) for i in items],
         "embeddings": [i.embedding for i in items],
         "threshold": threshold,
     })
-    slot_cur = await conn.execute(SLOT_TIMELINES, _scope_params(scope) | {"slots": slots}) if slots else None
-    target_cur = await conn.execute(TARGETS, _scope_params(scope) | {"ids": ids}) if ids else None
+    slot_cur = await conn.execute(SLOT_TIMELINES, scope_params(scope) | {"slots": slots}) if slots else None
+    target_cur = await conn.execute(TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
     return dup_cur, slot_cur, target_cur
 
 
@@ -150,7 +164,7 @@ async def _fetch_reads(
     dup_cur, slot_cur, target_cur = reads
     dups = [
         DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
-                     FactText.of(r["content"], r["terms"]), r["slot"])
+                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"])
         for r in await dup_cur.fetchall()
     ]
     timelines: dict[SlotKey, list[SlotRow]] = {}
@@ -180,12 +194,13 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
             ])
         if plan.closes:
             await cur.executemany(CLOSE, [
-                {"id": row_id, "invalid_at": at, "successor": successor}
+                scope_params(scope) | {"id": row_id, "invalid_at": at, "successor": successor}
                 for row_id, (at, successor) in plan.closes.items()
             ])
         if plan.raises:
             await cur.executemany(RAISE_IMPORTANCE, [
-                {"id": row_id, "importance": importance} for row_id, importance in plan.raises.items()
+                scope_params(scope) | {"id": row_id, "importance": importance}
+                for row_id, importance in plan.raises.items()
             ])
 
 
@@ -200,7 +215,7 @@ async def store_memories(
     nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
     """
     async with db.connection() as conn, conn.pipeline(), conn.transaction():
-        await conn.execute(LOCK_SCOPE, _scope_params(scope))
+        await conn.execute(LOCK_SCOPE, scope_params(scope))
         key_cur = None
         if request_id:
             key_cur = await conn.execute(
@@ -208,7 +223,7 @@ async def store_memories(
             )
         reads = await _send_reads(conn, scope, items, duplicate_threshold)
         if key_cur is not None:
-            first = idempotency.replay(await key_cur.fetchone(), fingerprint)
+            first = idempotency.replay(await key_cur.fetchone(), request_id, fingerprint)
             if first is not None:
                 return first
         dups, timelines, targets = await _fetch_reads(reads, items)

@@ -1,4 +1,4 @@
-"""Turns text into BM25 terms: Korean content morphemes (particles and endings dropped), other words lower-cased."""
+"""Turns text into BM25 terms (Korean content morphemes, other words lower-cased) and a meaning signature."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from kiwipiepy import Kiwi
 
+from npc_memory.text.meaning import signature
 from npc_memory.text.words import ENGLISH_FUNCTION_WORDS, HONORIFICS, QUESTION_WORDS
 
 # Content-bearing morpheme tags. Particles (J*), endings (E*), suffixes (XS*), pronouns (NP), bound nouns
@@ -83,6 +84,14 @@ class _LatinSpans:
         return out
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What the write path keeps of a text: its BM25 terms and its meaning signature (text/meaning.py)."""
+
+    terms: tuple[str, ...]
+    meaning: tuple[str, ...]
+
+
 class Tokenizer:
     """Morpheme tokenizer built on kiwipiepy; create one per process and share it."""
 
@@ -98,18 +107,27 @@ class Tokenizer:
             self._question_words = QUESTION_WORDS | {self._stem.stemWord(w) for w in QUESTION_WORDS}
         # A heroine's questions repeat (as the query-embedding cache assumes): ~0.35 ms of Kiwi and per-token
         # Python per text was ~14% of the server's CPU under the Locust game-session load.
-        self._cached = functools.lru_cache(maxsize=cache_size)(self._terms)
+        self._cached = functools.lru_cache(maxsize=cache_size)(self._analyse)
 
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
-        return list(self._cached(text))
+        return list(self._cached(text).terms)
 
     def query_terms(self, text: str) -> list[str]:
         """The terms of a search query: ``terms`` less the words of asking when ``question_words`` is on."""
-        terms = self._cached(text)
+        terms = self._cached(text).terms
         if not self.options.question_words:
             return list(terms)
         return [t for t in terms if t not in self._question_words]
+
+    def analyse(self, text: str) -> Analysis:
+        """The terms and the meaning signature of ``text``, from one morpheme analysis."""
+        return self._cached(text)
+
+    def _analyse(self, text: str) -> Analysis:
+        normalised = unicodedata.normalize("NFKC", text)
+        tokens = self._kiwi.tokenize(normalised)
+        return Analysis(self._terms(normalised, tokens), signature(tokens))
 
     def _latin(self, words: list[str]) -> list[str]:
         opts = self.options
@@ -119,9 +137,7 @@ class Tokenizer:
             words = [self._stem.stemWord(w) for w in words]
         return words
 
-    def _terms(self, text: str) -> tuple[str, ...]:
-        normalised = unicodedata.normalize("NFKC", text)
-        tokens = self._kiwi.tokenize(normalised)
+    def _terms(self, normalised: str, tokens: Sequence[Any]) -> tuple[str, ...]:
         honorifics = self.options.honorifics
         spans = _LatinSpans(normalised) if self.options.latin_words or self.options.stem_latin else None
         out: list[str] = []

@@ -1,0 +1,97 @@
+"""Each RPC as a value: method name, request, response parser and whether a retry is safe.
+
+The sync and async clients only differ in how they run a Call, so each RPC is described once here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+from google.protobuf.message import Message
+
+from npc_memory_client import _requests as rq
+from npc_memory_client import _results as rs
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.v1 import memory_service_pb2 as svc
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One RPC ready to send."""
+
+    method: str
+    """The stub attribute, e.g. ``SearchMemories``."""
+    request: Message
+    parse: Callable[[Any], T]
+    idempotent: bool
+    """Safe to send again after UNAVAILABLE (the server may have acted on the first try)."""
+
+
+def store(
+    user_id: str, heroine_id: str, facts: Sequence[Fact | str], request_id: str | None
+) -> Call[list[StoreResult]]:
+    """StoreMemories; retried only with a request_id, which makes a repeat return the first answer."""
+    return Call(
+        "StoreMemories", rq.store(user_id, heroine_id, facts, request_id),
+        lambda r: [rs.store_result(x) for x in r.results], idempotent=bool(request_id),
+    )
+
+
+def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> Call[list[ScoredMemory]]:
+    """SearchMemories, best first."""
+    return Call(
+        "SearchMemories", rq.search(user_id, heroine_id, query, opts),
+        lambda r: [rs.scored(x) for x in r.results], idempotent=True,
+    )
+
+
+def get(user_id: str, heroine_id: str, memory_id: UUID | str) -> Call[Memory]:
+    """GetMemory."""
+    request = svc.GetMemoryRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id))
+    return Call("GetMemory", request, lambda r: rs.memory(r.memory), idempotent=True)
+
+
+def list_page(user_id: str, heroine_id: str, opts: ListOptions) -> Call[rs.MemoryPage]:
+    """ListMemories, one page."""
+    return Call(
+        "ListMemories", rq.list_page(user_id, heroine_id, opts),
+        lambda r: rs.MemoryPage([rs.memory(m) for m in r.memories], r.next_page_token), idempotent=True,
+    )
+
+
+def invalidate(user_id: str, heroine_id: str, memory_id: UUID | str, invalid_at: datetime | None) -> Call[Memory]:
+    """InvalidateMemory."""
+    request = svc.InvalidateMemoryRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id))
+    if invalid_at is not None:
+        request.invalid_at.CopyFrom(rq.timestamp(invalid_at))
+    return Call("InvalidateMemory", request, lambda r: rs.memory(r.memory), idempotent=False)
+
+
+def update(user_id: str, heroine_id: str, memory_id: UUID | str, opts: UpdateOptions) -> Call[Memory]:
+    """UpdateMemory; the current row comes back."""
+    return Call(
+        "UpdateMemory", rq.update(user_id, heroine_id, str(memory_id), opts), lambda r: rs.memory(r.memory),
+        idempotent=False,
+    )
+
+
+def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> Call[list[Memory]]:
+    """GetMemoryHistory, ordered by valid_at."""
+    return Call(
+        "GetMemoryHistory", rq.history(user_id, heroine_id, opts), lambda r: [rs.memory(m) for m in r.memories],
+        idempotent=True,
+    )
+
+
+def forget_player(user_id: str) -> Call[int]:
+    """ForgetPlayer; the number of erased rows."""
+    return Call(
+        "ForgetPlayer", svc.ForgetPlayerRequest(user_id=user_id), lambda r: int(r.deleted_memories), idempotent=False
+    )

@@ -1,0 +1,143 @@
+"""Plain values → request messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf import struct_pb2, timestamp_pb2
+
+from npc_memory_client._enums import to_wire
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.model import MemoryFilter, Weights
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+
+
+def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
+    """A Timestamp of an aware datetime; naive datetimes are rejected rather than guessed."""
+    if when.tzinfo is None:
+        raise ValueError(f"{when!r} has no time zone; pass an aware datetime (e.g. tzinfo=UTC)")
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(when.astimezone(UTC))
+    return ts
+
+
+def struct(values: dict[str, Any]) -> struct_pb2.Struct:
+    """A Struct of JSON-like values."""
+    out = struct_pb2.Struct()
+    out.update(values)
+    return out
+
+
+def scope(user_id: str, heroine_id: str) -> pb.Scope:
+    """The scope message."""
+    return pb.Scope(user_id=user_id, heroine_id=heroine_id)
+
+
+def memory_input(fact: Fact | str) -> pb.MemoryInput:
+    """One fact; a bare string is the player's own fact about themself."""
+    f = Fact(fact) if isinstance(fact, str) else fact
+    out = pb.MemoryInput(
+        speaker=to_wire(f.speaker),
+        subject=to_wire(f.subject),
+        subject_id=f.subject_id,
+        content_type=to_wire(f.content_type),
+        content=f.content,
+        importance=f.importance,
+        tier=to_wire(f.tier) if f.tier else pb.TIER_UNSPECIFIED,
+        slot=f.slot,
+        supersedes=[str(s) for s in f.supersedes],
+        embedding=list(f.embedding),
+    )
+    if f.valid_at is not None:
+        out.valid_at.CopyFrom(timestamp(f.valid_at))
+    if f.metadata:
+        out.metadata.CopyFrom(struct(f.metadata))
+    return out
+
+
+def memory_filter(f: MemoryFilter) -> pb.MemoryFilter:
+    """The filter message."""
+    return pb.MemoryFilter(
+        speakers=[to_wire(s) for s in f.speakers],
+        subjects=[to_wire(s) for s in f.subjects],
+        subject_ids=list(f.subject_ids),
+        content_types=[to_wire(c) for c in f.content_types],
+        min_importance=f.min_importance,
+        tiers=[to_wire(t) for t in f.tiers],
+        slot=f.slot or "",
+    )
+
+
+def store(
+    user_id: str, heroine_id: str, facts: Sequence[Fact | str], request_id: str | None
+) -> svc.StoreMemoriesRequest:
+    """A StoreMemories request."""
+    return svc.StoreMemoriesRequest(
+        scope=scope(user_id, heroine_id), memories=[memory_input(f) for f in facts], request_id=request_id or ""
+    )
+
+
+def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> svc.SearchMemoriesRequest:
+    """A SearchMemories request."""
+    out = svc.SearchMemoriesRequest(
+        scope=scope(user_id, heroine_id), query=query, limit=opts.get("limit", 0),
+        query_embedding=list(opts.get("query_embedding", ())),
+        include_invalidated=opts.get("include_invalidated", False),
+    )
+    if (w := opts.get("weights")) is not None:
+        out.weights.CopyFrom(_weights(w))
+    if (as_of := opts.get("as_of")) is not None:
+        out.as_of.CopyFrom(timestamp(as_of))
+    if (now := opts.get("now")) is not None:
+        out.now.CopyFrom(timestamp(now))
+    if (f := opts.get("filter")) is not None:
+        out.filter.CopyFrom(memory_filter(f))
+    if (fusion := opts.get("fusion")) is not None:
+        out.fusion = to_wire(fusion)
+    return out
+
+
+def _weights(w: Weights) -> pb.Weights:
+    return pb.Weights(recency=w.recency, importance=w.importance, relevance=w.relevance, keyword=w.keyword)
+
+
+def list_page(user_id: str, heroine_id: str, opts: ListOptions) -> svc.ListMemoriesRequest:
+    """A ListMemories request."""
+    out = svc.ListMemoriesRequest(
+        scope=scope(user_id, heroine_id), page_size=opts.get("page_size", 0),
+        page_token=opts.get("page_token", ""), include_invalidated=opts.get("include_invalidated", False),
+    )
+    if (f := opts.get("filter")) is not None:
+        out.filter.CopyFrom(memory_filter(f))
+    return out
+
+
+def update(user_id: str, heroine_id: str, memory_id: str, opts: UpdateOptions) -> svc.UpdateMemoryRequest:
+    """An UpdateMemory request whose mask names exactly the given fields."""
+    out = svc.UpdateMemoryRequest(scope=scope(user_id, heroine_id), memory_id=memory_id)
+    if "importance" in opts:
+        out.importance = opts["importance"]
+        out.update_mask.paths.append("importance")
+    if "tier" in opts:
+        out.tier = to_wire(opts["tier"])
+        out.update_mask.paths.append("tier")
+    if "metadata" in opts:
+        out.metadata.CopyFrom(struct(opts["metadata"]))
+        out.update_mask.paths.append("metadata")
+    if "content" in opts:
+        out.content = opts["content"]
+        out.update_mask.paths.append("content")
+    if "valid_at" in opts:
+        out.valid_at.CopyFrom(timestamp(opts["valid_at"]))
+    return out
+
+
+def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> svc.GetMemoryHistoryRequest:
+    """A GetMemoryHistory request."""
+    return svc.GetMemoryHistoryRequest(
+        scope=scope(user_id, heroine_id), subject_id=opts.get("subject_id", ""), slot=opts.get("slot", ""),
+        memory_id=str(opts.get("memory_id", "")),
+    )

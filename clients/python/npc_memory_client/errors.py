@@ -1,0 +1,112 @@
+"""Client exceptions: one per gRPC status the service uses, with google.rpc.BadRequest details parsed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+
+# The trailer in which a gRPC server sends the full google.rpc.Status, details included.
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One bad request field, named by its proto path (e.g. ``memories[0].content``)."""
+
+    field: str
+    description: str
+
+
+class ClientError(Exception):
+    """A call to npc-memory failed; ``code`` is the gRPC status code."""
+
+    code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+
+    def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class InvalidArgumentError(ClientError):
+    """The request was rejected; ``violations`` names every bad field."""
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+    def __init__(self, message: str, violations: tuple[FieldViolation, ...]) -> None:
+        named = "; ".join(f"{v.field}: {v.description}" for v in violations)
+        super().__init__(f"{message} ({named})" if named else message)
+        self.violations = violations
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """The bad fields by proto path, with what is wrong with each."""
+        return {v.field: v.description for v in self.violations}
+
+
+class NotFoundError(ClientError):
+    """The memory does not exist in this scope."""
+
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class FailedPreconditionError(ClientError):
+    """The server cannot do this in its current state or configuration."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class ConflictError(ClientError):
+    """A concurrent change won (ABORTED); retrying the whole operation may succeed."""
+
+    code = grpc.StatusCode.ABORTED
+
+
+class UnavailableError(ClientError):
+    """The server or its database is unreachable (after any retries)."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class DeadlineExceededError(ClientError):
+    """The call's deadline passed before an answer came."""
+
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+_BY_CODE: dict[grpc.StatusCode, type[ClientError]] = {
+    cls.code: cls
+    for cls in (NotFoundError, FailedPreconditionError, ConflictError, UnavailableError, DeadlineExceededError)
+}
+
+
+def _status(error: grpc.Call | grpc.aio.AioRpcError) -> status_pb2.Status | None:
+    for key, value in error.trailing_metadata() or ():
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            return status_pb2.Status.FromString(value)
+    return None
+
+
+def _violations(error: grpc.Call | grpc.aio.AioRpcError) -> tuple[FieldViolation, ...]:
+    status = _status(error)
+    if status is None:
+        return ()
+    found: list[FieldViolation] = []
+    for detail in status.details:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            found += [FieldViolation(v.field, v.description) for v in bad.field_violations]
+    return tuple(found)
+
+
+def from_rpc_error(error: grpc.RpcError) -> ClientError:
+    """The typed exception for a failed call (sync ``grpc.RpcError`` or ``grpc.aio.AioRpcError``)."""
+    if not isinstance(error, grpc.Call | grpc.aio.AioRpcError):
+        return ClientError(str(error))
+    code, message = error.code(), error.details() or ""
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        return InvalidArgumentError(message, _violations(error))
+    return _BY_CODE.get(code, ClientError)(message, code)

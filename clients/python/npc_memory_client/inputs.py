@@ -1,0 +1,70 @@
+"""Plain values a caller passes in: facts to store, search options, updates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypedDict
+from uuid import UUID
+
+from npc_memory_client.model import ContentType, Fusion, MemoryFilter, Speaker, Subject, Tier, Weights
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact to store. Only ``content`` is required; a bare string means a fact the player said about themself."""
+
+    content: str
+    speaker: Speaker = Speaker.USER
+    subject: Subject = Subject.USER
+    subject_id: str = ""
+    content_type: ContentType = ContentType.FACT
+    importance: int = 0
+    """1-10; 0 means the server's default (5)."""
+    tier: Tier | None = None
+    slot: str = ""
+    supersedes: Sequence[UUID | str] = ()
+    valid_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: Sequence[float] = ()
+
+
+class SearchOptions(TypedDict, total=False):
+    """Optional arguments of a search."""
+
+    limit: int
+    weights: Weights
+    as_of: datetime
+    now: datetime
+    filter: MemoryFilter
+    fusion: Fusion
+    include_invalidated: bool
+    query_embedding: Sequence[float]
+
+
+class ListOptions(TypedDict, total=False):
+    """Optional arguments of a listing."""
+
+    page_size: int
+    page_token: str
+    filter: MemoryFilter
+    include_invalidated: bool
+
+
+class UpdateOptions(TypedDict, total=False):
+    """The fields to change; only those given are sent (and named in the update mask)."""
+
+    importance: int
+    tier: Tier
+    metadata: dict[str, Any]
+    content: str
+    valid_at: datetime
+
+
+class HistoryOptions(TypedDict, total=False):
+    """Which rows of a history: a subject (optionally one slot), or one memory's version chain."""
+
+    subject_id: str
+    slot: str
+    memory_id: UUID | str

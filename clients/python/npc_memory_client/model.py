@@ -1,0 +1,155 @@
+"""The values the client hands back and takes in: enums, scopes, memories, scores, search filters.
+
+They mirror the service's model field for field (tests/test_client_api.py holds them equal), but belong to
+the client, so a game tool needs nothing of the server to use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+
+class Speaker(StrEnum):
+    """Who said it."""
+
+    USER = "user"
+    HEROINE = "heroine"
+
+
+class Subject(StrEnum):
+    """What the fact is about."""
+
+    USER = "user"
+    HEROINE = "heroine"
+    WORLD = "world"
+
+
+class ContentType(StrEnum):
+    """The kind of fact."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    TRAIT = "trait"
+    EVENT = "event"
+    OPINION = "opinion"
+    PERSONAL = "personal"
+    RELATIONSHIP = "relationship"
+
+
+class Tier(StrEnum):
+    """How distilled a memory is: a gist, understood knowledge, or the raw source."""
+
+    GIST = "gist"
+    KNOWLEDGE = "knowledge"
+    SOURCE = "source"
+
+
+class CloseReason(StrEnum):
+    """Why a row stopped being valid."""
+
+    SUPERSEDED = "superseded"
+    INVALIDATED = "invalidated"
+    RETIRED = "retired"
+
+
+class Fusion(StrEnum):
+    """How component scores combine into the final score."""
+
+    WEIGHTED = "weighted"
+    RRF = "rrf"
+
+
+class StoreOutcome(StrEnum):
+    """What happened to one stored fact."""
+
+    CREATED = "created"
+    SUPERSEDED = "superseded"
+    DUPLICATE = "duplicate"
+    HISTORICAL = "historical"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One player with one heroine: the unit of isolation."""
+
+    user_id: str
+    heroine_id: str
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Weights of the four score components."""
+
+    recency: float = 0.15
+    importance: float = 0.15
+    relevance: float = 0.50
+    keyword: float = 0.20
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Restrictions on the memories a search or listing considers; empty means any."""
+
+    speakers: tuple[Speaker, ...] = ()
+    subjects: tuple[Subject, ...] = ()
+    subject_ids: tuple[str, ...] = ()
+    content_types: tuple[ContentType, ...] = ()
+    min_importance: int = 0
+    tiers: tuple[Tier, ...] = ()
+    slot: str | None = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored bi-temporal row."""
+
+    id: UUID
+    scope: Scope
+    speaker: Speaker
+    subject: Subject
+    subject_id: str
+    content_type: ContentType
+    content: str
+    importance: int
+    tier: Tier
+    slot: str | None
+    metadata: dict[str, Any]
+    valid_at: datetime
+    invalid_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    superseded_by: UUID | None
+    close_reason: CloseReason | None
+    embedding_model: str
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    """The outcome for one fact of a store request."""
+
+    memory_id: UUID
+    outcome: StoreOutcome
+    superseded_ids: tuple[UUID, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The four components, each in [0, 1], and the final score."""
+
+    recency: float
+    importance: float
+    relevance: float
+    keyword: float
+    final: float
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    """A search hit with the scores that ranked it."""
+
+    memory: Memory
+    scores: Scores

@@ -1,0 +1,95 @@
+"""Start-up in one place: the database (embedded or at a URL) migrated with its pool open, and the engine on it.
+
+Every command (serve, migrate, retain, reembed) and the tests' fixtures start through these context managers, so
+what is started is stopped again on every path out, a failed start included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from npc_memory.config import Config, DatabaseConfig, KeywordBackend
+from npc_memory.embedding import Embedder, create_embedder
+from npc_memory.engine import MemoryEngine
+from npc_memory.errors import ConfigError
+from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.store.keyword import ResolvedKeywordBackend
+from npc_memory.store.migrate import migrate
+from npc_memory.store.pool import Database
+from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga
+from npc_memory.store.settings import check_embedding_model
+from npc_memory.text import Tokenizer
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.asynccontextmanager
+async def database_url(config: DatabaseConfig) -> AsyncIterator[str]:
+    """The configured URL, or that of the embedded PostgreSQL, started for the block and stopped after it."""
+    if config.url is not None:
+        yield config.url
+        return
+    embedded = await asyncio.to_thread(EmbeddedPostgres, config.data_dir)
+    try:
+        yield embedded.url
+    finally:
+        await asyncio.to_thread(embedded.stop)
+
+
+async def migrate_database(url: str, config: DatabaseConfig) -> list[int]:
+    """Apply the missing migrations; return the versions applied (UnavailableError if unreachable)."""
+    return await asyncio.to_thread(migrate, url, None, config.connect_timeout)
+
+
+@contextlib.asynccontextmanager
+async def open_database(config: DatabaseConfig) -> AsyncIterator[Database]:
+    """The configured (or embedded) database, migrated, with an open pool; all of it closed on exit."""
+    async with database_url(config) as url:
+        await migrate_database(url, config)
+        db = Database(url, config.pool())
+        await db.open()
+        try:
+            yield db
+        finally:
+            await db.close()
+
+
+def resolve_backend(configured: KeywordBackend, available: bool) -> ResolvedKeywordBackend:
+    """The keyword side to use: ``auto`` picks PGroonga when installed; asking for a missing PGroonga is an error."""
+    if configured == "pgroonga" and not available:
+        raise ConfigError("keyword_backend is pgroonga, but the database has no pgroonga extension available")
+    if configured == "auto":
+        return "pgroonga" if available else "bm25"
+    return configured
+
+
+async def keyword_backend(db: Database, configured: KeywordBackend) -> ResolvedKeywordBackend:
+    """Resolve the configured backend against the server; prepare PGroonga's index when it is the one."""
+    backend = resolve_backend(configured, await pgroonga_available(db))
+    if backend == "pgroonga":
+        await prepare_pgroonga(db)
+    log.info("keyword search: %s", backend)
+    return backend
+
+
+async def build_engine(config: Config, db: Database, embedder: Embedder) -> MemoryEngine:
+    """The engine over an open database and embedder, once they agree on the model."""
+    await check_embedding_model(db, embedder.name, embedder.dim)
+    backend = await keyword_backend(db, config.keyword_backend)
+    tokenizer = await asyncio.to_thread(Tokenizer)
+    return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, keyword_backend=backend,
+                        write_settings=config.write, search_settings=config.search)
+
+
+@contextlib.asynccontextmanager
+async def open_engine(config: Config) -> AsyncIterator[MemoryEngine]:
+    """The engine on the opened database with the configured embedder; both closed on exit."""
+    async with open_database(config.database) as db:
+        embedder = await create_embedder(config.embedding)
+        try:
+            yield await build_engine(config, db, embedder)
+        finally:
+            await embedder.aclose()

@@ -1,0 +1,21 @@
+-- Spread the schema over a Citus cluster by player. Run once on the coordinator, after `npc-memory migrate`,
+-- as a role allowed to call Citus's functions (`psql -f distribute.sql`, or store.citus.distribute_for_citus).
+-- Safe to run again: a table already distributed is skipped. Existing rows are moved to the workers.
+--
+-- Every table of the schema is named here (tests/test_schema_distribution.py checks it), except the
+-- migration ledger schema_migrations, which only the coordinator reads.
+
+-- Service-wide settings (the embedding model of the stored vectors): no player, a few rows, read at start.
+-- A reference table is copied to every node.
+SELECT create_reference_table('service_settings')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'service_settings'::regclass);
+
+-- The memories, hash-distributed on the player: a scope (player x heroine) lives in one shard, so every
+-- search, store and read by scope runs on one worker.
+SELECT create_distributed_table('user_memories', 'user_id')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'user_memories'::regclass);
+
+-- Idempotency keys next to the player's memories (co-located), so a store's key and its rows commit together
+-- on one worker.
+SELECT create_distributed_table('store_requests', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'store_requests'::regclass);
