@@ -5,7 +5,9 @@
 Loads benchmarks/conversation/dataset.json into a fresh embedded PostgreSQL (or the given empty database):
 each session's turns are one ``engine.store`` request (the real write path, duplicate guard included),
 each turn dated by its session. Every question is then asked through ``engine.search`` once per
-configuration (per-request weights and fusion), at one day after the conversation's last session.
+configuration (per-request weights and fusion) and step (service settings: question words dropped from
+query terms, periods named in a question shaping the candidates), at one day after the conversation's last
+session; every step is measured on the same stored rows in the same run.
 Prints R@5 / R@10 / MRR by question kind and configuration, search latency, the turns the write path
 dropped as duplicates, and how confident the top hit of a never-said question looks.
 """
@@ -25,7 +27,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig, SearchConfig
+from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig
 from npc_memory.domain.model import (
     USER_SUBJECT_ID,
     ContentType,
@@ -41,7 +43,7 @@ from npc_memory.domain.model import (
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.text import Tokenizer
+from npc_memory.text import TextOptions, Tokenizer
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.generate import DATASET
@@ -49,7 +51,15 @@ from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.metrics import SearchConfig as Asking
 
 LIMIT = 10
-DEFAULT_CONFIGS = ("default", "dense", "keyword", "rel.7+kw.3", "rrf")
+DEFAULT_CONFIGS = ("default", "rel.7+kw.3")
+STEPS: dict[str, tuple[TextOptions, PeriodSearch]] = {
+    "base": (TextOptions(), "off"),
+    "+qw": (TextOptions(question_words=True), "off"),
+    "+period-cand": (TextOptions(question_words=True), "candidates"),
+    "+period-first": (TextOptions(question_words=True), "first"),
+}
+"""Service settings measured one after another (cumulative): the query tokenizer's options and the
+``period_search`` setting. Only query-side settings, so all steps share the stored rows."""
 
 
 @dataclass
@@ -101,26 +111,46 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     return loaded
 
 
+Step = tuple[str, MemoryEngine]
+"""A name ("" for the engine as given) and the engine with that step's settings."""
+
+
+def column(config: Asking, step: str) -> str:
+    """The result column of one configuration under one step."""
+    return f"{config.name} {step}" if step else config.name
+
+
+def step_engines(engine: MemoryEngine, names: Sequence[str]) -> list[Step]:
+    """The engine under each named step of ``STEPS`` (same database, embedder and stored rows)."""
+    out = []
+    for name in names:
+        options, period = STEPS[name]
+        out.append((name, replace(engine, tokenizer=Tokenizer(options=options),
+                                  search_settings=replace(engine.search_settings, period_search=period))))
+    return out
+
+
 async def ask(engine: MemoryEngine, conv: dict[str, Any], loaded: Loaded, configs: Sequence[Asking],
-              ) -> dict[str, list[Answer]]:
-    """Every question under every configuration (interleaved, so machine noise hits all alike)."""
+              steps: Sequence[Step] = ()) -> dict[str, list[Answer]]:
+    """Every question under every configuration and step (interleaved, so machine noise hits all alike)."""
     now = datetime.fromisoformat(conv["now"])
     questions = conv["questions"]
     qvecs = await engine.embedder.embed_queries([q["text"] for q in questions])
-    out: dict[str, list[Answer]] = {c.name: [] for c in configs}
+    steps = steps or [("", engine)]
+    out: dict[str, list[Answer]] = {column(c, s): [] for s, _ in steps for c in configs}
     for q, vec in zip(questions, qvecs, strict=True):
         evidence = [None if t in loaded.dropped else loaded.memory_of[t] for t in q["evidence"]]
         stale = {loaded.memory_of[t] for t in q["stale"]}
-        for c in configs:
+        for (step, stepped), c in ((s, c) for s in steps for c in configs):
             query = SearchQuery(scope=loaded.scope, text=q["text"], limit=LIMIT, weights=c.weights, now=now,
                                 fusion=c.fusion, embedding=vec)
             started = time.perf_counter()
-            hits = await engine.search(query)
+            hits = await stepped.search(query)
             seconds = time.perf_counter() - started
             ranked = [h.memory.id for h in hits]
             top_cosine = float(np.dot(vec, loaded.vectors[ranked[0]])) if ranked else 0.0
             top_score = hits[0].scores.final if hits else 0.0
-            out[c.name].append(Answer(q["kind"], q["shape"], conv["language"], ranked, evidence, stale,
+            out[column(c, step)].append(Answer(q["kind"], q["shape"], conv["language"], ranked, evidence, stale,
                                       top_cosine, top_score, seconds))
     return out
 
@@ -149,32 +179,35 @@ async def warm_up(engine: MemoryEngine, loaded: Loaded, configs: Sequence[Asking
 
 async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str, Vector],
                   configs: Sequence[Asking], prefix: str = "", query_tokenizer: Tokenizer | None = None,
-                  ) -> dict[str, Any]:
-    """Load every conversation under ``prefix`` and score every configuration.
+                  steps: Sequence[str] = ()) -> dict[str, Any]:
+    """Load every conversation under ``prefix`` and score every configuration under every step.
 
     ``query_tokenizer``, when given, tokenises the questions in place of the one the turns were stored with.
     """
     loaded = [await load(engine, c, vectors, prefix) for c in data["conversations"]]
     if query_tokenizer is not None:
         engine = replace(engine, tokenizer=query_tokenizer)
-    await warm_up(engine, loaded[0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
-    answers: dict[str, list[Answer]] = {c.name: [] for c in configs}
+    engines = step_engines(engine, steps) or [("", engine)]
+    for _, e in engines:
+        await warm_up(e, loaded[0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
+    answers: dict[str, list[Answer]] = {column(c, s): [] for s, _ in engines for c in configs}
     for conv, lo in zip(data["conversations"], loaded, strict=True):
-        for name, got in (await ask(engine, conv, lo, configs)).items():
+        for name, got in (await ask(engine, conv, lo, configs, engines)).items():
             answers[name] += got
+    first = next(iter(answers.values()))
     return {"dedup": dedup_figures(data, loaded),
-            "questions": {k: sum(1 for a in answers[configs[0].name] if a.kind == k)
-                          for k in sorted({a.kind for a in answers[configs[0].name]})},
+            "questions": {k: sum(1 for a in first if a.kind == k) for k in sorted({a.kind for a in first})},
             "configs": {name: metrics.figures(got) for name, got in answers.items()}}
 
 
-async def run(url: str, data: dict[str, Any], configs: Sequence[Asking], candidates: int) -> dict[str, Any]:
-    """Open the engine on ``url``, embed, load and measure."""
-    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))
-    config = replace(config, search=SearchConfig(candidates=candidates))
+async def run(url: str, data: dict[str, Any], configs: Sequence[Asking], candidates: int, steps: Sequence[str],
+              ) -> dict[str, Any]:
+    """Open the engine on ``url`` (stored text tokenised as by default), embed, load and measure."""
+    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), text=TextOptions(),
+                    search=SearchConfig(candidates=candidates))
     async with open_engine(config) as engine:
         vectors = await embed_turns(engine, data)
-        return await measure(engine, data, vectors, configs)
+        return await measure(engine, data, vectors, configs, steps=steps)
 
 
 def _row(name: str, cells: Sequence[str]) -> str:
@@ -225,16 +258,18 @@ def main() -> None:
                         help=f"named {sorted(metrics.NAMED)} or name=recency,importance,relevance,keyword[,rrf]")
     parser.add_argument("--candidates", type=int, default=SearchConfig.candidates,
                         help="candidates per side (the service's search_candidates)")
+    parser.add_argument("--steps", nargs="*", default=list(STEPS), choices=list(STEPS),
+                        help="service settings to measure, each on the same stored rows (none: the defaults)")
     args = parser.parse_args()
     configs = [metrics.parse_config(s) for s in args.configs]
     data = json.loads(args.dataset.read_text(encoding="utf-8"))
     if args.database_url:
-        results = asyncio.run(run(args.database_url, data, configs, args.candidates))
+        results = asyncio.run(run(args.database_url, data, configs, args.candidates, args.steps))
     else:
         with tempfile.TemporaryDirectory(prefix="npc-conversation-") as tmp:
             pg = EmbeddedPostgres(Path(tmp))
             try:
-                results = asyncio.run(run(pg.url, data, configs, args.candidates))
+                results = asyncio.run(run(pg.url, data, configs, args.candidates, args.steps))
             finally:
                 pg.stop()
     print(report(results))

@@ -13,8 +13,10 @@ from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.store.pool import PoolSettings
+from npc_memory.text import TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
+PeriodSearch = Literal["off", "candidates", "first"]
 ENV_PREFIX = "NPC_MEMORY_"
 T = TypeVar("T")
 
@@ -65,6 +67,10 @@ class SearchConfig:
     """Largest ``limit`` a request may ask for."""
     candidates: int = 50
     """Candidates taken from each side (dense, keyword, recency/importance) before scoring."""
+    period_search: PeriodSearch = "first"
+    """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
+    ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
+    them above the rest (docs/conversation-benchmark.md measures each)."""
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
@@ -110,6 +116,8 @@ class Config:
     search: SearchConfig = SearchConfig()
     write: WriteConfig = WriteConfig()
     retention: RetentionConfig = RetentionConfig()
+    text: TextOptions = TextOptions()  # noqa: RUF009  (frozen, so sharing it is safe)
+    """How text becomes BM25 terms (text/tokenize.py); options that change stored terms need re-tokenising."""
     keyword_backend: KeywordBackend = "auto"
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
     start against the database (runtime.resolve_backend)."""
@@ -158,6 +166,19 @@ def _backend(value: str) -> KeywordBackend:
     if value not in ("auto", "bm25", "pgroonga"):
         raise ValueError("must be auto, bm25 or pgroonga")
     return value  # type: ignore[return-value]
+
+
+def _period_search(value: str) -> PeriodSearch:
+    if value not in ("off", "candidates", "first"):
+        raise ValueError("must be off, candidates or first")
+    return value  # type: ignore[return-value]
+
+
+def _bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise ValueError("must be true or false")
+    return lowered in ("true", "1", "yes", "on")
 
 
 def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
@@ -218,6 +239,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             default_weights=default_weights,
             heroine_weights=heroine_weights,
             candidates=pick("search_candidates", SearchConfig.candidates, int),
+            period_search=pick("search_period", SearchConfig.period_search, _period_search),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),
@@ -232,6 +254,10 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
                 "interval_minutes", RetentionConfig.interval_minutes)), float),
         ),
+        text=TextOptions(**{
+            name: pick(f"text_{name}", getattr(TextOptions, name), _bool)
+            for name in ("latin_words", "stem_latin", "function_words", "honorifics", "question_words")
+        }),
         keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )
     _check(config)

@@ -37,6 +37,7 @@ from npc_memory.store import idempotency, lifecycle, reads, search, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
+from npc_memory.text.periods import period_in
 
 """The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
@@ -104,8 +105,19 @@ class MemoryEngine:
             except InputRejectedError as exc:
                 raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
-        terms = self.tokenizer.terms(query.text) if query.text else []
+        terms = self.tokenizer.query_terms(query.text) if query.text else []
+        query = self._with_period(query)
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
+
+    def _with_period(self, query: SearchQuery) -> SearchQuery:
+        """The period the query text names, unless the request asks for a past state (``as_of``)."""
+        mode = self.search_settings.period_search
+        if mode == "off" or query.as_of is not None or not query.text:
+            return query
+        found = period_in(query.text, query.now)
+        if found is None:
+            return query
+        return replace(query, period=(found.start, found.end), period_first=mode == "first")
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:
         """One memory of the scope."""

@@ -173,6 +173,10 @@ class SearchQuery:
     fusion: Fusion = Fusion.WEIGHTED
     include_invalidated: bool = False
     embedding: Vector | None = None
+    period: tuple[datetime, datetime] | None = None
+    """``[start, end)`` the question names ("last May"): its memories join the candidates by cosine."""
+    period_first: bool = False
+    """Rank the memories valid in ``period`` above all others (each group by its final score)."""
 
 
 @dataclass(frozen=True)
