@@ -149,7 +149,14 @@ def test_question_words_leave_query_terms_only(english: Tokenizer) -> None:
     assert english.query_terms("기억나?") == []
 
 
-def test_query_terms_equal_terms_without_the_option(tokenizer: Tokenizer) -> None:
+def test_query_terms_equal_terms_without_the_option() -> None:
     """Without question_words a query is tokenised exactly like stored text."""
+    plain = Tokenizer(options=TextOptions(question_words=False))
     text = "내가 무슨 일 하는 사람이라고 했지? 기억나?"
-    assert tokenizer.query_terms(text) == tokenizer.terms(text)
+    assert plain.query_terms(text) == plain.terms(text)
+
+
+def test_question_words_are_dropped_from_query_terms_by_default(tokenizer: Tokenizer) -> None:
+    """The default tokenizer drops 기억나 from a question but keeps it in stored text."""
+    assert "기억나다" in tokenizer.terms("제주도 갔던 거 기억나?")
+    assert tokenizer.query_terms("제주도 갔던 거 기억나?") == ["제주도", "가다"]

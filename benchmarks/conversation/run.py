@@ -53,7 +53,7 @@ from benchmarks.conversation.metrics import SearchConfig as Asking
 LIMIT = 10
 DEFAULT_CONFIGS = ("default", "rel.7+kw.3")
 STEPS: dict[str, tuple[TextOptions, PeriodSearch]] = {
-    "base": (TextOptions(), "off"),
+    "base": (TextOptions(question_words=False), "off"),
     "+qw": (TextOptions(question_words=True), "off"),
     "+period-cand": (TextOptions(question_words=True), "candidates"),
     "+period-first": (TextOptions(question_words=True), "first"),

@@ -106,10 +106,10 @@ class MemoryEngine:
                 raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
         terms = self.tokenizer.query_terms(query.text) if query.text else []
-        query = self._with_period(query)
+        query = self.with_period(query)
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
 
-    def _with_period(self, query: SearchQuery) -> SearchQuery:
+    def with_period(self, query: SearchQuery) -> SearchQuery:
         """The period the query text names, unless the request asks for a past state (``as_of``)."""
         mode = self.search_settings.period_search
         if mode == "off" or query.as_of is not None or not query.text:
