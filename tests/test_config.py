@@ -91,3 +91,20 @@ def test_link_settings_come_from_the_environment() -> None:
 def test_empty_environment_value_means_unset() -> None:
     """NPC_MEMORY_DATABASE_URL='' keeps the embedded default (a common shell idiom), not an empty DSN."""
     assert load_config(_flags(), {"NPC_MEMORY_DATABASE_URL": ""}).database.url is None
+
+
+def test_text_options_and_period_search_come_from_the_environment() -> None:
+    """NPC_MEMORY_TEXT_* switch tokenizer options and NPC_MEMORY_SEARCH_PERIOD the period handling."""
+    config = load_config(_flags(), {"NPC_MEMORY_TEXT_QUESTION_WORDS": "true", "NPC_MEMORY_TEXT_HONORIFICS": "on",
+                                    "NPC_MEMORY_SEARCH_PERIOD": "candidates"})
+    assert config.text.question_words
+    assert config.text.honorifics
+    assert not config.text.stem_latin
+    assert config.search.period_search == "candidates"
+
+
+@pytest.mark.parametrize("env", [{"NPC_MEMORY_TEXT_STEM_LATIN": "maybe"}, {"NPC_MEMORY_SEARCH_PERIOD": "always"}])
+def test_bad_text_or_period_setting_names_the_setting(env: dict[str, str]) -> None:
+    """An unreadable option value stops the start with the environment variable named."""
+    with pytest.raises(ConfigError, match=next(iter(env))):
+        load_config(_flags(), env)

@@ -15,8 +15,10 @@ from npc_memory.domain.scoring import RECENCY_DAYS
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.store.pool import PoolSettings
+from npc_memory.text import TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
+PeriodSearch = Literal["off", "candidates", "first"]
 ENV_PREFIX = "NPC_MEMORY_"
 T = TypeVar("T")
 
@@ -102,6 +104,10 @@ class SearchConfig:
     """Days (game days when requests send game time) after which recency has halved: 30 x ln 2 ~ 20.8."""
     heroine_half_lives: Mapping[str, float] = field(default_factory=dict)
     """Per-heroine recency half-life ([search.heroines.X] recency_half_life_days)."""
+    period_search: PeriodSearch = "first"
+    """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
+    ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
+    them above the rest (docs/conversation-benchmark.md measures each)."""
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
@@ -152,6 +158,8 @@ class Config:
     search: SearchConfig = SearchConfig()
     write: WriteConfig = WriteConfig()
     retention: RetentionConfig = RetentionConfig()
+    text: TextOptions = TextOptions()  # noqa: RUF009  (frozen, so sharing it is safe)
+    """How text becomes BM25 terms (text/tokenize.py); options that change stored terms need re-tokenising."""
     keyword_backend: KeywordBackend = "auto"
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
     start against the database (runtime.resolve_backend)."""
@@ -225,6 +233,12 @@ def _bool(value: str) -> bool:
 def _backend(value: str) -> KeywordBackend:
     if value not in ("auto", "bm25", "pgroonga"):
         raise ValueError("must be auto, bm25 or pgroonga")
+    return value  # type: ignore[return-value]
+
+
+def _period_search(value: str) -> PeriodSearch:
+    if value not in ("off", "candidates", "first"):
+        raise ValueError("must be off, candidates or first")
     return value  # type: ignore[return-value]
 
 
@@ -305,6 +319,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             candidates=pick("search_candidates", SearchConfig.candidates, int),
             deepen_min_relevance=pick("deepen_min_relevance", SearchConfig.deepen_min_relevance, float),
             expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),
+            period_search=pick("search_period", SearchConfig.period_search, _period_search),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),
@@ -319,6 +334,10 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
                 "interval_minutes", RetentionConfig.interval_minutes)), float),
         ),
+        text=TextOptions(**{
+            name: pick(f"text_{name}", getattr(TextOptions, name), _bool)
+            for name in ("latin_words", "stem_latin", "function_words", "honorifics", "question_words")
+        }),
         keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )
     _check(config)

@@ -44,6 +44,7 @@ from npc_memory.store import idempotency, lifecycle, links, reads, search, timel
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
+from npc_memory.text.periods import period_in
 
 """The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
@@ -116,10 +117,20 @@ class MemoryEngine:
 
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
-        query = await self._embedded(query)
-        terms = self.tokenizer.terms(query.text) if query.text else []
+        query = self.with_period(await self._embedded(query))
+        terms = self.tokenizer.query_terms(query.text) if query.text else []
         await self._check_view(query.scope.user_id, query.view)
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
+
+    def with_period(self, query: SearchQuery) -> SearchQuery:
+        """The period the query text names, unless the request asks for a past state (``as_of``)."""
+        mode = self.search_settings.period_search
+        if mode == "off" or query.as_of is not None or not query.text:
+            return query
+        found = period_in(query.text, query.now)
+        if found is None:
+            return query
+        return replace(query, period=(found.start, found.end), period_first=mode == "first")
 
     async def search_deep(self, query: SearchQuery) -> tuple[list[ScoredMemory], Tier]:
         """A deepen search: gists, then knowledge, then sources, while too few results reach the threshold.
@@ -128,7 +139,7 @@ class MemoryEngine:
         deepest tier's results, cut to ``limit``. Returns the deepest tier searched (the one that answered).
         """
         query = await self._embedded(query)
-        terms = self.tokenizer.terms(query.text) if query.text else []
+        terms = self.tokenizer.query_terms(query.text) if query.text else []
         passed: list[ScoredMemory] = []
         tiers = deepen_tiers(query.filter.tiers)
         for tier in tiers:

@@ -199,6 +199,10 @@ class SearchQuery:
     view: ReadView = LIVE
     recency_days: float = RECENCY_DAYS
     """Recency decays by 1/e every this many days (of the game's clock when the request sends game time)."""
+    period: tuple[datetime, datetime] | None = None
+    """``[start, end)`` the question names ("last May"): its memories join the candidates by cosine."""
+    period_first: bool = False
+    """Rank the memories valid in ``period`` above all others (each group by its final score)."""
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ A scope holds hundreds to a few thousand rows, so everything is exact over the s
 whose filter could drop rows. Three candidate lists (best cosine, best keyword score, best recency and
 importance prior) are unioned, so a memory found only by its keywords is never lost, and the union is scored
 and ranked in the same statement: only the ``limit`` best rows leave the database, in one round trip.
+A query naming a period (``SearchQuery.period``) adds a fourth list, the best cosine among the memories
+valid in that period, and with ``period_first`` those memories rank above the others.
 
 The keyword side is a backend's CTE (store/search_bm25.py, store/search_pgroonga.py); the rest is shared.
 A query without a vector runs a variant with no cosine and no dense list; a query without terms runs one with
@@ -47,7 +49,7 @@ COSINE = "-(m.embedding <#> %(embedding)s::vector)"
 
 SCOPE_ROWS = """,
 scope_rows AS MATERIALIZED (
-    SELECT m.id, {keyword_columns}
+    SELECT m.id, m.valid_at, {keyword_columns}
            {cosine} AS cosine,
            %(w_recency)s * {recency} + %(w_importance)s * {importance} AS prior
     FROM {visible} m
@@ -59,9 +61,11 @@ scope_rows AS MATERIALIZED (
 DENSE_TOP = "(SELECT id, cosine FROM scope_rows ORDER BY cosine DESC LIMIT %(k)s) UNION "
 KEYWORD_TOP = "(SELECT id, cosine FROM keyword ORDER BY score DESC LIMIT %(k)s) UNION "
 PRIOR_TOP = "(SELECT id, cosine FROM scope_rows ORDER BY prior DESC LIMIT %(k)s)"
+PERIOD_TOP = """(SELECT id, cosine FROM scope_rows WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
+                 ORDER BY cosine DESC, prior DESC LIMIT %(k)s) UNION """
 
 CANDIDATES = """,
-candidates AS ({dense}{keyword}{prior})
+candidates AS ({dense}{keyword}{period}{prior})
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
 FROM candidates c
 {keyword_join}
@@ -103,7 +107,7 @@ FROM (
         WINDOW w AS ()
     ) s
 ) r
-ORDER BY s_final DESC, r.valid_at DESC, r.id
+ORDER BY {period_first}s_final DESC, r.valid_at DESC, r.id
 LIMIT %(limit)s
 """
 
@@ -116,7 +120,12 @@ def _signals(table: str) -> dict[str, sql.Composable]:
     }
 
 
-def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None) -> sql.Composed:
+# With period_first, the rows valid in the period come first; the flag is a parameter, so "candidates only"
+# shares the statement.
+PERIOD_FIRST = "(%(period_first)s AND r.valid_at >= %(period_from)s AND r.valid_at < %(period_to)s) DESC, "
+
+
+def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None, period: bool) -> sql.Composed:
     """The candidate rows: memory columns, ``cosine`` and the raw ``keyword_score``."""
     side = KEYWORD_SIDES[keyword] if keyword else None
     scope = sql.SQL(SCOPE_ROWS).format(
@@ -129,6 +138,7 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None) -> sql
     union = sql.SQL(CANDIDATES).format(
         dense=sql.SQL(DENSE_TOP if has_vector else ""),
         keyword=sql.SQL(KEYWORD_TOP if side else ""),
+        period=sql.SQL(PERIOD_TOP if period else ""),
         prior=sql.SQL(PRIOR_TOP),
         columns=MEMORY_COLUMNS,
         keyword_score=sql.SQL("COALESCE(k.score, 0.0::float8)" if side else "0.0::float8"),
@@ -138,25 +148,27 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None) -> sql
     return with_view(sql.Composed([scope, side.ctes if side else sql.SQL(""), union]))
 
 
-Variant = tuple[bool, ResolvedKeywordBackend | None]
-"""Whether the query has a vector, and the keyword side it runs (None for a query without terms)."""
+Variant = tuple[bool, ResolvedKeywordBackend | None, bool]
+"""Whether the query has a vector, the keyword side it runs (None for a query without terms), and whether it
+names a period."""
 
 _RANKED = {
-    (v, k): sql.SQL(RANKED).format(candidates=_candidates(v, k), **_signals("c"))
-    for v in (False, True) for k in (None, *KEYWORD_SIDES)
+    (v, k, p): sql.SQL(RANKED).format(candidates=_candidates(v, k, p), period_first=sql.SQL(PERIOD_FIRST if p else ""),
+                                      **_signals("c"))
+    for v in (False, True) for k in (None, *KEYWORD_SIDES) for p in (False, True)
 }
 
 
 _LINKED = {
-    (v, k): with_links(ranked, MEMORY_FILTER, sql.SQL(COSINE if v else "0.0::float8"), **_signals("m"))
-    for (v, k), ranked in _RANKED.items()
+    (v, k, p): with_links(ranked, MEMORY_FILTER, sql.SQL(COSINE if v else "0.0::float8"), **_signals("m"))
+    for (v, k, p), ranked in _RANKED.items()
 }
 """The same statements followed by the link part (store/search_links.py), for searches with ``hops``."""
 
 
 def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> Variant:
     """The statement variant a query needs: no cosine without a vector, no keyword CTE without terms."""
-    return query.embedding is not None, backend if terms else None
+    return query.embedding is not None, backend if terms else None, query.period is not None
 
 
 def search_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
@@ -173,7 +185,7 @@ def search_params(
     query: SearchQuery, terms: Sequence[str], per_side: int, backend: ResolvedKeywordBackend
 ) -> dict[str, Any]:
     """The named parameters of either statement; ``per_side`` rows are taken from each candidate list."""
-    _, keyword = variant(query, terms, backend)
+    _, keyword, _ = variant(query, terms, backend)
     w = query.weights
     params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | view_params(
         query.view) | {
@@ -197,4 +209,6 @@ def search_params(
         "hops": query.hops,
         "link_places": link_places(query.limit, query.hops),
     }
+    if query.period is not None:
+        params |= {"period_from": query.period[0], "period_to": query.period[1], "period_first": query.period_first}
     return params | KEYWORD_SIDES[keyword].params(terms) if keyword else params
