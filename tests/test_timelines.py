@@ -263,3 +263,15 @@ async def test_a_writer_holds_the_player_lock_shared_and_the_scope_lock(engine: 
         )
         modes = [r["mode"] for r in await cur.fetchall()]
     assert modes == ["ExclusiveLock", "ShareLock"]
+
+
+async def test_links_never_reach_a_memory_of_an_abandoned_timeline(stub: Stub, scope: Scope) -> None:
+    """A memory linked after the save is reached by hops on the timeline that wrote it, never after the load."""
+    (anchor,) = await _store(stub, scope, _fact("레티아의 아버지는 등대지기이다", 1))
+    await _save(stub, scope, "before-the-link")
+    (secret,) = await _store(stub, scope, _fact(SECRET, 2, related=[pb.MemoryRef(memory_id=anchor.memory_id)]))
+    links = await stub.ListLinks(svc.ListLinksRequest(scope=_scope(scope), memory_id=anchor.memory_id))
+    assert secret.memory_id in {link.from_memory_id for link in links.related}
+    await stub.LoadSavePoint(svc.LoadSavePointRequest(user_id=scope.user_id, save_id="before-the-link"))
+    after = await _search(stub, scope, "등대지기 아버지", limit=4, hops=2)
+    assert [r.memory.content for r in after] == ["레티아의 아버지는 등대지기이다"]

@@ -19,9 +19,11 @@ from __future__ import annotations
 from psycopg import sql
 
 from npc_memory.store.rows import memory_columns
+from npc_memory.store.view import VISIBLE, with_view
 
 # One hop from the rows of {source}: the other end of each link (either way: two index lookups, the key and
-# memory_links_to, rather than one OR that a generic plan may scan), visible to the request (filter, validity),
+# memory_links_to, rather than one OR that a generic plan may scan), visible to the request (timeline view, filter,
+# validity),
 # not already in {exclude}. DISTINCT ON keeps one path per memory: through the best-scored ranked result.
 HOP = """
 SELECT DISTINCT ON (m.id) m.id, s.id AS via_memory_id, {hops}::int AS hops, s.{score} AS path_score
@@ -31,20 +33,20 @@ CROSS JOIN LATERAL (
     UNION ALL
     SELECT l.from_id FROM memory_links l WHERE l.user_id = %(user_id)s AND l.to_id = s.id
 ) n
-JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = n.other
-WHERE m.heroine_id = %(heroine_id)s AND {filter} AND %(hops)s >= {hops} {exclude}
+JOIN {visible} m ON m.id = n.other
+WHERE {filter} AND %(hops)s >= {hops} {exclude}
 ORDER BY m.id, s.{score} DESC, s.id
 """
 
 LINKED = """
-WITH top AS MATERIALIZED ({ranked}),
+, top AS MATERIALIZED ({ranked}),
 hop1 AS MATERIALIZED ({hop1}),
 hop2 AS ({hop2}),
 reached AS (
     SELECT {columns}, r.via_memory_id, r.hops, {cosine} AS cosine,
            {recency} AS s_recency, {importance} AS s_importance
     FROM (SELECT * FROM hop1 UNION ALL SELECT * FROM hop2) r
-    JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = r.id
+    JOIN {visible} m ON m.id = r.id
 ),
 linked AS (
     SELECT s.*, row_number() OVER (ORDER BY s.hops, s.s_final DESC, s.id) AS pos
@@ -81,14 +83,17 @@ def with_links(
 
     def hop(number: int, source: str, exclude: str) -> sql.Composed:
         return sql.SQL(HOP).format(hops=sql.Literal(number), source=sql.Identifier(source), filter=filter_sql,
+                                   visible=VISIBLE,
                                    exclude=sql.SQL(exclude),
                                    score=sql.Identifier("s_final" if source == "top" else "path_score"))
 
-    return sql.SQL(LINKED).format(
-        ranked=ranked, hop1=hop(1, "top", NOT_RANKED), hop2=hop(2, "hop1", NOT_REACHED),
+    # The reached memories are read through the player's timeline view, as the ranked ones are: a link never
+    # brings back a row of an abandoned timeline or one the view has closed.
+    return with_view(sql.SQL(LINKED).format(
+        ranked=ranked, visible=VISIBLE, hop1=hop(1, "top", NOT_RANKED), hop2=hop(2, "hop1", NOT_REACHED),
         columns=memory_columns("m"), cosine=cosine, recency=recency, importance=importance,
         top_columns=memory_columns("t"), linked_columns=memory_columns("l"),
-    )
+    ))
 
 
 def link_places(limit: int, hops: int) -> int:
