@@ -29,6 +29,10 @@ class ServerConfig:
     """TCP port; 0 picks a free one."""
     grace_seconds: float = 5.0
     """How long in-flight calls may finish on SIGTERM."""
+    health_interval_seconds: float = 0.5
+    """How often the health watcher pings the database and embedder."""
+    health_timeout_seconds: float = 0.8
+    """How long one ping may take before health says NOT_SERVING; interval + timeout bounds the flip time."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             host=pick("host", ServerConfig.host, str),
             port=pick("port", ServerConfig.port, int),
             grace_seconds=pick("grace_seconds", ServerConfig.grace_seconds, float),
+            health_interval_seconds=pick("health_interval", ServerConfig.health_interval_seconds, float),
+            health_timeout_seconds=pick("health_timeout", ServerConfig.health_timeout_seconds, float),
         ),
         database=DatabaseConfig(
             url=url,
@@ -241,6 +247,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
 def _check(config: Config) -> None:
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"port {config.server.port} is outside 0-65535")
+    if config.server.health_interval_seconds <= 0 or config.server.health_timeout_seconds <= 0:
+        raise ConfigError("health_interval and health_timeout must be positive")
     if config.database.pool_min < 1 or config.database.pool_max < config.database.pool_min:
         raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
     if config.embedding.kind == "none" and config.embedding.dim <= 0:

@@ -44,7 +44,9 @@ async def serving(config: Config) -> AsyncIterator[int]:
     async with open_engine(config) as engine:
         server, port, health_servicer = await create_server(engine, f"{config.server.host}:{config.server.port}")
         await server.start()
-        tasks = [asyncio.create_task(watch_health(engine, health_servicer))]
+        tasks = [asyncio.create_task(watch_health(
+            engine, health_servicer, config.server.health_interval_seconds, config.server.health_timeout_seconds,
+        ))]
         if config.retention.interval_minutes > 0:
             tasks.append(asyncio.create_task(maintain_every(
                 engine.db, config.retention.interval_minutes, config.retention.policies,
