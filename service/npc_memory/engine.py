@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -91,7 +92,11 @@ class MemoryEngine:
                 return first
         vectors = await self._embed_passages(facts, "memories")
         now = utcnow()
-        items = [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
+        # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
+        # stalled every other call (health checks included) for seconds, so the batch is prepared in a thread.
+        items = await asyncio.to_thread(
+            lambda: [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
+        )
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours
         )
@@ -133,7 +138,7 @@ class MemoryEngine:
                 raise ContentEditNeedsEmbedderError(memory_id)
             fact = version_fact(current, content, valid_at)
             (vector,) = await self._embed_passages([fact], "content")
-            new_version = self._prepare(fact, vector, utcnow())
+            new_version = await asyncio.to_thread(self._prepare, fact, vector, utcnow())
         return await lifecycle.update(
             self.db, scope, memory_id, importance=importance,
             tier=tier.value if tier is not None else None, metadata=metadata, new_version=new_version,

@@ -17,6 +17,7 @@ from npc_memory.text.meaning import signature
 _KEEP_TAGS = frozenset({"NNG", "NNP", "NR", "VV", "VA", "XR", "SL", "SN", "SH"})
 _VERB_TAGS = frozenset({"VV", "VA"})
 _LINKING_ENDINGS = frozenset({"어", "아"})
+_WARM_UP = "서울에 살고 싶어 했던 고양이를 가끔 좋아해요. I like cats 3마리."
 
 
 def _tag(token: Any) -> str:
@@ -55,6 +56,9 @@ class Tokenizer:
         # A heroine's questions repeat (as the query-embedding cache assumes): ~0.35 ms of Kiwi and per-token
         # Python per text was ~14% of the server's CPU under the Locust game-session load.
         self._cached = functools.lru_cache(maxsize=cache_size)(self._analyse)
+        # Kiwi builds part of its model on the first analysis (~1.7 s holding the GIL): do it now, at start,
+        # not inside the first request, where it stalled every other call.
+        self._kiwi.tokenize(_WARM_UP)
 
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
