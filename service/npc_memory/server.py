@@ -14,16 +14,18 @@ from grpc_reflection.v1alpha import reflection
 from npc_memory.api.deserialize import add_memory_service
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.background import SERVICE_NAME, maintain_every, watch_health
-from npc_memory.config import Config
+from npc_memory.config import Config, ServerConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
 
 log = logging.getLogger(__name__)
 
 
-async def create_server(engine: MemoryEngine, address: str) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
-    """A ready (not yet started) server with the memory, health and reflection services."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+async def create_server(
+    engine: MemoryEngine, address: str, limits: ServerConfig = ServerConfig(),  # noqa: B008  (frozen)
+) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
+    """A ready (not yet started) server with the memory, health and reflection services, under ``limits``."""
+    server = grpc.aio.server(options=limits.grpc_options())
     add_memory_service(MemoryServicer(engine), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -42,7 +44,9 @@ async def serving(config: Config) -> AsyncIterator[int]:
     Runs the engine, the gRPC server, the health watcher and, when configured, the retention schedule.
     """
     async with open_engine(config) as engine:
-        server, port, health_servicer = await create_server(engine, f"{config.server.host}:{config.server.port}")
+        server, port, health_servicer = await create_server(
+            engine, f"{config.server.host}:{config.server.port}", config.server,
+        )
         await server.start()
         tasks = [asyncio.create_task(watch_health(
             engine, health_servicer, config.server.health_interval_seconds, config.server.health_timeout_seconds,
