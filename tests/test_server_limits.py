@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from uuid import UUID
 
 import grpc
+import numpy as np
 import pytest
 from npc_memory.config import ServerConfig, load_config
+from npc_memory.domain.model import ContentType, MemoryFilter, NewMemory, Scope, Speaker, Subject
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server
 from npc_memory_client.v1 import memory_pb2 as pb
@@ -44,3 +47,23 @@ async def test_a_response_over_the_send_limit_fails_instead_of_being_buffered(en
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     finally:
         await server.stop(0)
+
+
+async def test_a_list_page_stops_at_its_byte_budget_and_the_next_pages_continue(engine: MemoryEngine) -> None:
+    """Five 2,000-character memories under a 10 KB budget come one per page, each exactly once, in order."""
+    scope = Scope(user_id=f"bytes-{uuid.uuid4().hex[:8]}", heroine_id="lupames")
+    vector = np.zeros(engine.embedder.dim, dtype=np.float32)
+    vector[0] = 1.0
+    await engine.store(scope, [NewMemory(
+        Speaker.USER, Subject.USER, "user", ContentType.EVENT, (f"{i}번째 긴 이야기 " + "가나다라" * 500)[:2000],
+        importance=5, embedding=vector,
+    ) for i in range(5)])
+    whole, _ = await engine.list_page(scope, MemoryFilter(), False, 5, None)
+    pages: list[list[UUID]] = []
+    after = None
+    while True:
+        page, after = await engine.list_page(scope, MemoryFilter(), False, 5, after, max_bytes=10_000)
+        pages.append([m.id for m in page])
+        if after is None:
+            break
+    assert pages == [[m.id] for m in whole]

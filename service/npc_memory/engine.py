@@ -30,7 +30,7 @@ from npc_memory.domain.model import (
     Tier,
     Vector,
 )
-from npc_memory.domain.paging import Cursor
+from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError
@@ -117,10 +117,13 @@ class MemoryEngine:
         return await reads.get_memory(self.db, scope, memory_id)
 
     async def list_page(
-        self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None
+        self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None,
+        max_bytes: int = MAX_PAGE_BYTES,
     ) -> tuple[list[Memory], Cursor | None]:
-        """A page of the scope's memories, newest first."""
-        return await reads.list_memories(self.db, scope, flt, include_invalidated, utcnow(), page_size, after)
+        """A page of the scope's memories, newest first, cut at ``max_bytes``."""
+        return await reads.list_memories(
+            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, max_bytes
+        )
 
     async def invalidate(self, scope: Scope, memory_id: UUID, invalid_at: datetime | None) -> Memory:
         """Close a memory at ``invalid_at`` (default now)."""
