@@ -104,8 +104,8 @@ def summary(ms: list[float]) -> str:
 
 
 @asynccontextmanager
-async def served(data_dir: Path, database_url: str | None) -> AsyncIterator[int]:
-    """``npc-memory serve --embedder none`` as a subprocess until its ready line; SIGTERM afterwards."""
+async def served(data_dir: Path, database_url: str | None) -> AsyncIterator[tuple[int, int]]:
+    """``npc-memory serve --embedder none`` as a subprocess until its ready line; yields (port, pid)."""
     env = {**os.environ, "NPC_MEMORY_DATA_DIR": str(data_dir)}
     if database_url:
         env["NPC_MEMORY_DATABASE_URL"] = database_url
@@ -124,7 +124,7 @@ async def served(data_dir: Path, database_url: str | None) -> AsyncIterator[int]
         # Keep reading the server's output, so a full pipe never blocks it; $STALL_LOG names a file to keep it.
         log_path = os.environ.get("STALL_LOG")
         drain = asyncio.create_task(_drain(proc.stdout, Path(log_path) if log_path else None))
-        yield int(match.group(1))
+        yield int(match.group(1)), proc.pid
         drain.cancel()
     finally:
         if proc.returncode is None:
@@ -143,7 +143,7 @@ async def _drain(stream: asyncio.StreamReader, log: Path | None) -> None:
 async def main_async(args: argparse.Namespace) -> None:
     """Baseline and during-batch health latencies, per round and over all rounds."""
     with tempfile.TemporaryDirectory(prefix="npc-stall-") as tmp:
-        async with served(Path(tmp), args.database_url) as port, \
+        async with served(Path(tmp), args.database_url) as (port, _), \
                 grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = svc_grpc.MemoryServiceStub(channel)
             idle_all: list[float] = []
