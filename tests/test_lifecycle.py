@@ -95,12 +95,16 @@ async def test_database_url_flag_uses_that_server_and_reflection_lists_the_servi
 
 
 @asynccontextmanager
-async def _served_with_fast_health(config: Config) -> AsyncIterator[tuple[int, int]]:
-    """The engine served on a free port with the health watcher polling every 0.2 s; yields (port, vector size)."""
+async def _served_with_fast_health(
+    config: Config, interval: float | None = 0.2
+) -> AsyncIterator[tuple[int, int]]:
+    """The engine served on a free port with the health watcher (every 0.2 s, or the default with ``None``)."""
     async with open_engine(config) as engine:
         server, port, health_servicer = await create_server(engine, "127.0.0.1:0")
         await server.start()
-        watcher = asyncio.create_task(watch_health(engine, health_servicer, interval=0.2))
+        watch = watch_health(engine, health_servicer) if interval is None else \
+            watch_health(engine, health_servicer, interval=interval)
+        watcher = asyncio.create_task(watch)
         try:
             yield port, engine.embedder.dim
         finally:
@@ -139,5 +143,38 @@ async def test_database_outage_is_unavailable_quickly_and_the_service_recovers(t
             await asyncio.sleep(0.6)
             check = await health_stub.Check(health_pb2.HealthCheckRequest(service="npc_memory.v1.MemoryService"))
             assert check.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        await asyncio.to_thread(pg.stop)
+
+
+async def _status_after(health_stub: health_pb2_grpc.HealthStub, wanted: int, since: float) -> float:
+    """Seconds from ``since`` until the memory service's health status is ``wanted`` (polled every 50 ms)."""
+    request = health_pb2.HealthCheckRequest(service="npc_memory.v1.MemoryService")
+    async with asyncio.timeout(30):
+        while True:
+            if (await health_stub.Check(request)).status == wanted:
+                return time.monotonic() - since
+            await asyncio.sleep(0.05)
+
+
+async def test_health_flips_within_two_seconds_of_the_database_going_away_and_back(tmp_path: Path) -> None:
+    """With the default watcher and connect timeout, health is NOT_SERVING < 2 s after PostgreSQL stops."""
+    pg = EmbeddedPostgres(tmp_path / "flip")
+    config = replace(Config(), database=DatabaseConfig(url=pg.url, pool_min=1, pool_max=2))
+    try:
+        async with _served_with_fast_health(config, interval=None) as (port, _), \
+                grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            health_stub = health_pb2_grpc.HealthStub(channel)
+            await _status_after(health_stub, health_pb2.HealthCheckResponse.SERVING, time.monotonic())
+            stopping = asyncio.create_task(asyncio.to_thread(pg.stop))
+            # The server is gone once its postmaster stops accepting; count from the stop's start (the worst case).
+            down = await _status_after(health_stub, health_pb2.HealthCheckResponse.NOT_SERVING, time.monotonic())
+            await stopping
+            started = time.monotonic()
+            pg = await asyncio.to_thread(EmbeddedPostgres, tmp_path / "flip")
+            up = await _status_after(health_stub, health_pb2.HealthCheckResponse.SERVING, started)
+        print(f"NOT_SERVING {down:.2f}s after the stop began; SERVING {up:.2f}s after the start began")
+        assert down < 2.0
+        assert up < 10.0
     finally:
         await asyncio.to_thread(pg.stop)

@@ -18,25 +18,41 @@ from npc_memory.store.retention import maintain
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
-HEALTH_INTERVAL_SECONDS = 2.0
+HEALTH_INTERVAL_SECONDS = 0.5
+HEALTH_TIMEOUT_SECONDS = 0.8
+
+
+async def _healthy(engine: MemoryEngine, ping_timeout: float) -> bool:
+    """Whether the database and the embedder both answer a ping within ``ping_timeout`` seconds."""
+    try:
+        # A pool waiting for a dead server would wait its whole connect timeout; the ping gets less.
+        async with asyncio.timeout(ping_timeout):
+            await engine.db.ping()
+            await engine.embedder.ping()
+    except TimeoutError:
+        log.warning("health check failed: no answer within %.1fs", ping_timeout)
+        return False
+    except NpcMemoryError as exc:
+        log.warning("health check failed: %s", exc)
+        return False
+    return True
 
 
 async def watch_health(
-    engine: MemoryEngine, servicer: health.aio.HealthServicer, interval: float = HEALTH_INTERVAL_SECONDS
+    engine: MemoryEngine, servicer: health.aio.HealthServicer,
+    interval: float = HEALTH_INTERVAL_SECONDS, ping_timeout: float = HEALTH_TIMEOUT_SECONDS,
 ) -> None:
-    """Report SERVING while the database and embedder answer, NOT_SERVING while they do not."""
+    """Report SERVING while the database and embedder answer, NOT_SERVING while they do not.
+
+    A change is seen within ``interval + ping_timeout`` seconds; a failed ping is re-checked at once before the
+    status flips, so one dropped pooled connection does not mark the service down.
+    """
     serving = health_pb2.HealthCheckResponse.SERVING
     not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
     while True:
-        try:
-            await engine.db.ping()
-            await engine.embedder.ping()
-            status = serving
-        except NpcMemoryError as exc:
-            log.warning("health check failed: %s", exc)
-            status = not_serving
+        healthy = await _healthy(engine, ping_timeout) or await _healthy(engine, ping_timeout / 2)
         for name in ("", SERVICE_NAME):
-            await servicer.set(name, status)
+            await servicer.set(name, serving if healthy else not_serving)
         await asyncio.sleep(interval)
 
 

@@ -35,6 +35,35 @@ class ServerConfig:
     """How long in-flight calls may finish on SIGTERM."""
     workers: int = 1
     """Server processes sharing the port (SO_REUSEPORT), each with its own pool and model."""
+    health_interval_seconds: float = 0.5
+    """How often the health watcher pings the database and embedder."""
+    health_timeout_seconds: float = 0.8
+    """How long one ping may take before health says NOT_SERVING; interval + timeout bounds the flip time."""
+    max_concurrent_streams: int = 100
+    """Calls one HTTP/2 connection may have open at once; more wait in the client."""
+    max_send_message_bytes: int = 16 * 1024 * 1024
+    """Largest response the server sends; a larger one fails RESOURCE_EXHAUSTED instead of being buffered."""
+    keepalive_seconds: float = 60.0
+    """Idle seconds before the server pings a connection to find dead peers."""
+    keepalive_timeout_seconds: float = 20.0
+    """Seconds a keepalive ping may go unanswered before the connection is closed."""
+    max_connection_age_seconds: float = 1800.0
+    """A connection is asked to go away after this long, so clients rebalance and nothing is held forever."""
+    max_connection_age_grace_seconds: float = 30.0
+    """Seconds calls on an aged connection get to finish before it is closed."""
+
+    def grpc_options(self) -> list[tuple[str, int]]:
+        """These limits as gRPC core channel arguments."""
+        ms = 1000
+        return [
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_concurrent_streams", self.max_concurrent_streams),
+            ("grpc.max_send_message_length", self.max_send_message_bytes),
+            ("grpc.keepalive_time_ms", int(self.keepalive_seconds * ms)),
+            ("grpc.keepalive_timeout_ms", int(self.keepalive_timeout_seconds * ms)),
+            ("grpc.max_connection_age_ms", int(self.max_connection_age_seconds * ms)),
+            ("grpc.max_connection_age_grace_ms", int(self.max_connection_age_grace_seconds * ms)),
+        ]
 
 
 @dataclass(frozen=True)
@@ -282,6 +311,16 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             port=pick("port", ServerConfig.port, int),
             grace_seconds=pick("grace_seconds", ServerConfig.grace_seconds, float),
             workers=pick("workers", ServerConfig.workers, int),
+            health_interval_seconds=pick("health_interval", ServerConfig.health_interval_seconds, float),
+            health_timeout_seconds=pick("health_timeout", ServerConfig.health_timeout_seconds, float),
+            max_concurrent_streams=pick("max_concurrent_streams", ServerConfig.max_concurrent_streams, int),
+            max_send_message_bytes=pick("max_send_message_bytes", ServerConfig.max_send_message_bytes, int),
+            keepalive_seconds=pick("keepalive_seconds", ServerConfig.keepalive_seconds, float),
+            keepalive_timeout_seconds=pick("keepalive_timeout_seconds", ServerConfig.keepalive_timeout_seconds, float),
+            max_connection_age_seconds=pick(
+                "max_connection_age_seconds", ServerConfig.max_connection_age_seconds, float),
+            max_connection_age_grace_seconds=pick(
+                "max_connection_age_grace_seconds", ServerConfig.max_connection_age_grace_seconds, float),
         ),
         security=SecurityConfig(
             api_keys_file=pick("api_keys_file", None, _path),
@@ -344,6 +383,13 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     return config
 
 
+def _check_limits(server: ServerConfig) -> None:
+    if server.health_interval_seconds <= 0 or server.health_timeout_seconds <= 0:
+        raise ConfigError("health_interval and health_timeout must be positive")
+    if server.max_concurrent_streams < 1 or server.max_send_message_bytes < 1024:
+        raise ConfigError("max_concurrent_streams must be >= 1 and max_send_message_bytes >= 1024")
+
+
 def _check(config: Config) -> None:
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"port {config.server.port} is outside 0-65535")
@@ -353,6 +399,7 @@ def _check(config: Config) -> None:
         raise ConfigError("tls_cert and tls_key go together")
     if config.security.tls_client_ca is not None and not config.security.tls:
         raise ConfigError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
+    _check_limits(config.server)
     if config.database.pool_min < 1 or config.database.pool_max < config.database.pool_min:
         raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
     if config.embedding.kind == "none" and config.embedding.dim <= 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +36,7 @@ from npc_memory.domain.model import (
     Timeline,
     Vector,
 )
-from npc_memory.domain.paging import Cursor
+from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
@@ -100,7 +101,11 @@ class MemoryEngine:
                 return first
         vectors = await self._embed_passages(facts, "memories")
         now = utcnow()
-        items = [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
+        # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
+        # stalled every other call (health checks included) for seconds, so the batch is prepared in a thread.
+        items = await asyncio.to_thread(
+            lambda: [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
+        )
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours
         )
@@ -173,12 +178,12 @@ class MemoryEngine:
 
     async def list_page(
         self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None,
-        view: ReadView = LIVE,
+        view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
     ) -> tuple[list[Memory], Cursor | None]:
         """A page of the scope's memories, newest first."""
         await self._check_view(scope.user_id, view)
         return await reads.list_memories(
-            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, view
+            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, view, max_bytes
         )
 
     async def invalidate(self, scope: Scope, memory_id: UUID, invalid_at: datetime | None) -> Memory:
@@ -197,7 +202,7 @@ class MemoryEngine:
                 raise ContentEditNeedsEmbedderError(memory_id)
             fact = version_fact(current, content, valid_at)
             (vector,) = await self._embed_passages([fact], "content")
-            new_version = self._prepare(fact, vector, utcnow())
+            new_version = await asyncio.to_thread(self._prepare, fact, vector, utcnow())
         return await lifecycle.update(
             self.db, scope, memory_id, importance=importance,
             tier=tier.value if tier is not None else None, metadata=metadata, new_version=new_version,

@@ -14,7 +14,7 @@ from grpc_reflection.v1alpha import reflection
 from npc_memory.api.deserialize import add_memory_service
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.background import SERVICE_NAME, maintain_every, watch_health
-from npc_memory.config import Config, SecurityConfig
+from npc_memory.config import Config, SecurityConfig, ServerConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.ops.interceptor import ServiceInterceptor
 from npc_memory.ops.keys import KeyRing
@@ -27,11 +27,12 @@ log = logging.getLogger(__name__)
 
 async def create_server(
     engine: MemoryEngine, address: str, security: SecurityConfig = SecurityConfig(),  # noqa: B008  (frozen)
-    keys: KeyRing | None = None, reuse_port: bool = False,
+    keys: KeyRing | None = None, reuse_port: bool = False, limits: ServerConfig = ServerConfig(),  # noqa: B008
 ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     """A ready (not yet started) server with the memory, health and reflection services behind the interceptor."""
     interceptor = ServiceInterceptor(keys or KeyRing(), log_user_ids=security.log_user_ids)
-    server = grpc.aio.server(interceptors=[interceptor], options=[("grpc.so_reuseport", int(reuse_port))])
+    options = [(k, int(reuse_port) if k == "grpc.so_reuseport" else v) for k, v in limits.grpc_options()]
+    server = grpc.aio.server(interceptors=[interceptor], options=options)
     add_memory_service(MemoryServicer(engine), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -70,9 +71,11 @@ async def serving(config: Config, reuse_port: bool = False) -> AsyncIterator[tup
     async with open_engine(config) as engine:
         host = bind_host(config, keys)
         server, port, health_servicer = await create_server(
-            engine, f"{host}:{config.server.port}", config.security, keys, reuse_port)
+            engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, config.server)
         await server.start()
-        tasks = [asyncio.create_task(watch_health(engine, health_servicer)),
+        tasks = [asyncio.create_task(watch_health(
+                     engine, health_servicer, config.server.health_interval_seconds,
+                     config.server.health_timeout_seconds)),
                  asyncio.create_task(sample_pool(engine.db))]
         if config.retention.interval_minutes > 0:
             tasks.append(asyncio.create_task(maintain_every(

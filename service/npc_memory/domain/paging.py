@@ -5,9 +5,18 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
+
+from npc_memory.domain.model import Memory
+
+# A page stops at this many bytes of content and metadata (roughly what it costs on the wire) whatever its
+# page_size: 500 memories of 2,000 Korean characters were a 3 MB response held in memory until the client read it.
+MAX_PAGE_BYTES = 1024 * 1024
+ROW_OVERHEAD_BYTES = 200
+"""What a memory's ids, enums, times and field tags add to its content on the wire, roughly."""
 
 # Our tokens are ~100 characters; the cap keeps a hostile token from costing a deep JSON parse.
 MAX_TOKEN_CHARS = 256
@@ -49,3 +58,13 @@ def decode_cursor(token: str) -> Cursor:
     if cursor.valid_at.tzinfo is None:
         raise BadPageTokenError("time without a time zone")
     return cursor
+
+
+def fits_in_bytes(memories: Sequence[Memory], max_bytes: int) -> int:
+    """How many of ``memories``, from the first, fit in ``max_bytes`` (always at least one, so paging advances)."""
+    used = 0
+    for n, m in enumerate(memories):
+        used += len(m.content.encode()) + len(json.dumps(m.metadata, ensure_ascii=False).encode()) + ROW_OVERHEAD_BYTES
+        if used > max_bytes and n > 0:
+            return n
+    return len(memories)

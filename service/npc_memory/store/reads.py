@@ -8,7 +8,7 @@ from uuid import UUID
 from psycopg import sql
 
 from npc_memory.domain.model import LIVE, Memory, MemoryFilter, ReadView, Scope
-from npc_memory.domain.paging import Cursor
+from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, fits_in_bytes
 from npc_memory.errors import NotFoundError
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
@@ -62,9 +62,9 @@ async def get_memory(db: Database, scope: Scope, memory_id: UUID, view: ReadView
 
 async def list_memories(
     db: Database, scope: Scope, flt: MemoryFilter, include_invalidated: bool, now: datetime,
-    page_size: int, after: Cursor | None, view: ReadView = LIVE,
+    page_size: int, after: Cursor | None, view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
 ) -> tuple[list[Memory], Cursor | None]:
-    """One page, newest valid_at first, and the cursor of the next page (None on the last)."""
+    """One page, newest valid_at first, of at most ``max_bytes``, and the next page's cursor (None on the last)."""
     params = filter_params(flt, now, include_invalidated) | view_params(view) | {
         "user_id": scope.user_id, "heroine_id": scope.heroine_id, "limit": page_size + 1,
         "after_valid_at": after.valid_at if after else None, "after_id": after.id if after else None,
@@ -73,7 +73,9 @@ async def list_memories(
         cur = await conn.execute(LIST, params)
         rows = await cur.fetchall()
     memories = [memory_from_row(r) for r in rows[:page_size]]
-    more = len(rows) > page_size
+    fitting = fits_in_bytes(memories, max_bytes)
+    more = len(rows) > page_size or fitting < len(memories)
+    memories = memories[:fitting]
     return memories, Cursor(memories[-1].valid_at, memories[-1].id) if more else None
 
 

@@ -22,6 +22,7 @@ _LINKING_ENDINGS = frozenset({"어", "아"})
 # Kiwi cuts Latin text oddly: punctuation stays on ("now."), and "coffee." can come out as "c" + "offee.".
 # With latin_words, a Latin token stands for the whole words (runs of letters and digits, Hangul excluded)
 # of the text its span touches, each word taken once.
+_WARM_UP = "서울에 살고 싶어 했던 고양이를 가끔 좋아해요. I like cats 3마리."
 _LATIN_WORD = re.compile(r"[^\W_\uac00-\ud7a3\u3130-\u318f]+")
 
 
@@ -109,6 +110,9 @@ class Tokenizer:
         # A heroine's questions repeat (as the query-embedding cache assumes): ~0.35 ms of Kiwi and per-token
         # Python per text was ~14% of the server's CPU under the Locust game-session load.
         self._cached = functools.lru_cache(maxsize=cache_size)(self._analyse)
+        # Kiwi builds part of its model on the first analysis (~1.7 s holding the GIL): do it now, at start,
+        # not inside the first request, where it stalled every other call.
+        self._kiwi.tokenize(_WARM_UP)
 
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
