@@ -12,6 +12,7 @@ from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
+from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store.pool import PoolSettings
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
@@ -110,6 +111,7 @@ class Config:
     search: SearchConfig = SearchConfig()
     write: WriteConfig = WriteConfig()
     retention: RetentionConfig = RetentionConfig()
+    extraction: ExtractionSettings = ExtractionSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     keyword_backend: KeywordBackend = "auto"
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
     start against the database (runtime.resolve_backend)."""
@@ -232,10 +234,29 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
                 "interval_minutes", RetentionConfig.interval_minutes)), float),
         ),
+        extraction=_extraction(pick, file.get("extraction", {})),
         keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )
     _check(config)
     return config
+
+
+def _extraction(pick: Callable[[str, Any, Callable[[str], Any]], Any], raw: Mapping[str, Any]) -> ExtractionSettings:
+    """Flags and environment (extraction_*), then the [extraction] table, then the defaults."""
+    d = ExtractionSettings()
+
+    def get(name: str, parse: Callable[[str], Any]) -> Any:
+        return pick(f"extraction_{name}", parse(str(raw.get(name, getattr(d, name)))), parse)
+
+    heroines = raw.get("heroines")
+    return ExtractionSettings(
+        url=get("url", str), model=get("model", str), api_key=get("api_key", str),
+        timeout_seconds=get("timeout_seconds", float), prompt_path=Path(get("prompt_path", str)).expanduser(),
+        heroines=tuple(heroines) if heroines else d.heroines,
+        max_attempts=get("max_attempts", int), backoff_seconds=get("backoff_seconds", float),
+        backoff_max_seconds=get("backoff_max_seconds", float), lease_seconds=get("lease_seconds", float),
+        poll_seconds=get("poll_seconds", float),
+    )
 
 
 def _check(config: Config) -> None:
@@ -247,6 +268,11 @@ def _check(config: Config) -> None:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
     if not 0.0 < config.write.duplicate_threshold <= 1.0:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
+    ex = config.extraction
+    if ex.max_attempts < 1 or min(ex.timeout_seconds, ex.lease_seconds, ex.poll_seconds) <= 0:
+        raise ConfigError("extraction needs max_attempts >= 1 and positive timeout, lease and poll seconds")
+    if ex.lease_seconds <= ex.timeout_seconds:
+        raise ConfigError("extraction lease_seconds must exceed timeout_seconds (a job must outlast its call)")
     policies = config.retention.policies
     for name, policy in {"default": policies.default, **policies.heroines}.items():
         if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:

@@ -79,11 +79,18 @@ class MemoryEngine:
             content_key=content_key(fact.content),
         )
 
-    async def store(self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "") -> list[StoreResult]:
-        """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id."""
+    async def store(
+        self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
+    ) -> list[StoreResult]:
+        """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id.
+
+        ``on_commit`` joins the write transaction; with it, a repeated request_id is answered inside the
+        transaction (so the hook runs on the replay too) rather than by the early check.
+        """
         write = self.write_settings
         fingerprint = request_fingerprint(facts) if request_id else ""
-        if request_id:  # a repeat skips the embedder; the write transaction checks the key again under its lock
+        # A repeat skips the embedder; the write transaction checks the key again under its lock.
+        if request_id and on_commit is None:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
@@ -91,7 +98,8 @@ class MemoryEngine:
         now = utcnow()
         items = [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
         return await writes.store_memories(
-            self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours
+            self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
+            on_commit,
         )
 
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from google.protobuf import timestamp_pb2
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 
 from npc_memory.api import enums
+from npc_memory.domain.jobs import Job, JobResult
 from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
 
 
@@ -62,4 +64,23 @@ def store_result(r: StoreResult) -> pb.StoreResult:
         memory_id=str(r.memory_id),
         outcome=enums.OUTCOMES[r.outcome],
         superseded_ids=[str(i) for i in r.superseded_ids],
+    )
+
+
+def extraction_job(job: Job) -> ex_pb.ExtractionJob:
+    """The wire form of an extraction job."""
+    result = job.result or JobResult()
+    return ex_pb.ExtractionJob(
+        job_id=str(job.id),
+        scope=pb.Scope(user_id=job.scope.user_id, heroine_id=job.scope.heroine_id),
+        dialogue_id=job.dialogue_id,
+        state=enums.JOB_STATES[job.state],
+        attempts=job.attempts,
+        last_error=job.last_error,
+        memories=[ex_pb.ExtractedMemory(fact_index=m.index, content=m.content, result=store_result(m.result))
+                  for m in result.memories],
+        rejected=[ex_pb.RejectedFact(fact_index=r.index, reasons=list(r.reasons), raw=r.raw)
+                  for r in result.rejected],
+        created_at=timestamp(job.created_at),
+        updated_at=timestamp(job.updated_at),
     )

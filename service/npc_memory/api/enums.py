@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 
+from npc_memory.domain.jobs import JobState
 from npc_memory.domain.model import CloseReason, ContentType, Fusion, Speaker, StoreOutcome, Subject, Tier
 
 SPEAKERS: dict[int, Speaker] = {pb.SPEAKER_USER: Speaker.USER, pb.SPEAKER_HEROINE: Speaker.HEROINE}
@@ -34,6 +36,13 @@ OUTCOMES: dict[StoreOutcome, pb.StoreOutcome.ValueType] = {
     StoreOutcome.SUPERSEDED: pb.STORE_OUTCOME_SUPERSEDED,
     StoreOutcome.DUPLICATE: pb.STORE_OUTCOME_DUPLICATE,
     StoreOutcome.HISTORICAL: pb.STORE_OUTCOME_HISTORICAL,
+}
+
+JOB_STATES: dict[JobState, ex_pb.ExtractionJobState.ValueType] = {
+    JobState.PENDING: ex_pb.EXTRACTION_JOB_STATE_PENDING,
+    JobState.RUNNING: ex_pb.EXTRACTION_JOB_STATE_RUNNING,
+    JobState.DONE: ex_pb.EXTRACTION_JOB_STATE_DONE,
+    JobState.FAILED: ex_pb.EXTRACTION_JOB_STATE_FAILED,
 }
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from npc_memory.api import convert, requests
+from npc_memory.api import convert, extraction_requests, requests
 from npc_memory.api.errors import handle_errors
 from npc_memory.domain.paging import encode_cursor
 from npc_memory.engine import MemoryEngine
+from npc_memory.errors import FailedPreconditionError
+from npc_memory.extraction.service import Extractor
 
 Ctx = grpc.aio.ServicerContext
 
@@ -19,9 +22,15 @@ Ctx = grpc.aio.ServicerContext
 class MemoryServicer(svc_grpc.MemoryServiceServicer):
     """npc_memory.v1.MemoryService over a MemoryEngine."""
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: MemoryEngine, extractor: Extractor | None = None) -> None:
         self._engine = engine
         self._dim = engine.embedder.dim
+        self._extractor = extractor
+
+    def _extraction(self) -> Extractor:
+        if self._extractor is None:
+            raise FailedPreconditionError("extraction is not configured on this server (extraction_url is empty)")
+        return self._extractor
 
     @handle_errors
     async def StoreMemories(  # noqa: N802  (gRPC method names are fixed by the proto)
@@ -105,3 +114,24 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """Erase a player's rows across heroines."""
         user_id = requests.parse_forget(request)
         return svc.ForgetPlayerResponse(deleted_memories=await self._engine.forget_player(user_id))
+
+    @handle_errors
+    async def ExtractMemories(  # noqa: N802
+        self, request: ex_pb.ExtractMemoriesRequest, context: Ctx[Any, Any]
+    ) -> ex_pb.ExtractMemoriesResponse:
+        """Queue a dialogue for extraction (once per dialogue id); in sync mode run an attempt first."""
+        p = extraction_requests.parse_extract(request)
+        extractor = self._extraction()
+        job = await extractor.submit(p.scope, p.dialogue_id, p.turns)
+        if p.sync:
+            job = await extractor.run_now(job)
+        return ex_pb.ExtractMemoriesResponse(job=convert.extraction_job(job))
+
+    @handle_errors
+    async def GetExtractionJob(  # noqa: N802
+        self, request: ex_pb.GetExtractionJobRequest, context: Ctx[Any, Any]
+    ) -> ex_pb.GetExtractionJobResponse:
+        """An extraction job of the player."""
+        user_id, job_id = extraction_requests.parse_get_job(request)
+        job = await self._extraction().get(user_id, job_id)
+        return ex_pb.GetExtractionJobResponse(job=convert.extraction_job(job))

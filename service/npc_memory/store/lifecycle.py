@@ -42,6 +42,7 @@ RETURNING {columns}
 # Rows first, then the idempotency records (their responses hold the erased ids). Both in one transaction.
 FORGET = "DELETE FROM user_memories WHERE user_id = %(user_id)s"
 FORGET_REQUESTS = "DELETE FROM store_requests WHERE user_id = %(user_id)s"
+FORGET_JOBS = "DELETE FROM extraction_jobs WHERE user_id = %(user_id)s"
 
 
 async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
@@ -96,8 +97,9 @@ async def update(
 
 
 async def forget_player(db: Database, user_id: str) -> int:
-    """Hard-delete every row of a player, across heroines, history and idempotency records included."""
+    """Hard-delete every row of a player, across heroines: history, idempotency records and extraction jobs."""
     async with db.transaction() as conn:
         cur = await conn.execute(FORGET, {"user_id": user_id})
         await conn.execute(FORGET_REQUESTS, {"user_id": user_id})
+        await conn.execute(FORGET_JOBS, {"user_id": user_id})  # their dialogues are the player's words
         return cur.rowcount

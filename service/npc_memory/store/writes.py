@@ -7,7 +7,7 @@ send every insert, close and importance raise with the COMMIT.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -124,6 +124,9 @@ def scope_params(scope: Scope) -> dict[str, Any]:
     return {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
 
 
+# Work the caller adds to the write transaction (an extraction job's completion): it commits with the rows.
+OnCommit = Callable[[Connection, list[StoreResult]], Awaitable[None]]
+
 Reads = tuple[AsyncCursor[DictRow], AsyncCursor[DictRow] | None, AsyncCursor[DictRow] | None]
 
 
@@ -194,12 +197,14 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
 async def store_memories(
     db: Database, scope: Scope, items: Sequence[PreparedMemory], duplicate_threshold: float,
     request_id: str = "", fingerprint: str = "", idempotency_hours: float = 24.0,
+    on_commit: OnCommit | None = None,
 ) -> list[StoreResult]:
     """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
 
     Two round trips in pipeline mode: BEGIN, the lock, the idempotency key and the reads; then the writes,
     the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
     nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
+    ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay).
     """
     async with db.connection() as conn, conn.pipeline(), conn.transaction():
         await conn.execute(LOCK_SCOPE, scope_params(scope))
@@ -212,10 +217,14 @@ async def store_memories(
         if key_cur is not None:
             first = idempotency.replay(await key_cur.fetchone(), request_id, fingerprint)
             if first is not None:
+                if on_commit is not None:
+                    await on_commit(conn, first)
                 return first
         dups, timelines, targets = await _fetch_reads(reads, items)
         plan = plan_batch(items, dups, timelines, targets, duplicate_threshold)
         await _apply(conn, scope, plan)
         if request_id:
             await idempotency.record(conn, scope, request_id, fingerprint, plan.results)
+        if on_commit is not None:
+            await on_commit(conn, plan.results)
         return plan.results

@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from grpc import aio as _aio
+from npc_memory_client.v1 import extraction_pb2 as _extraction_pb2
 from npc_memory_client.v1 import memory_service_pb2 as _memory_service_pb2
 import abc as _abc_1
 import grpc as _grpc
@@ -49,6 +50,12 @@ class MemoryServiceStub:
     """Returns the rows of a slot, a subject or one memory's version chain over time."""
     ForgetPlayer: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ForgetPlayerRequest, _memory_service_pb2.ForgetPlayerResponse]
     """Erases every row and history of a player, across all heroines."""
+    ExtractMemories: _grpc.UnaryUnaryMultiCallable[_extraction_pb2.ExtractMemoriesRequest, _extraction_pb2.ExtractMemoriesResponse]
+    """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    dialogue id); asynchronous by default.
+    """
+    GetExtractionJob: _grpc.UnaryUnaryMultiCallable[_extraction_pb2.GetExtractionJobRequest, _extraction_pb2.GetExtractionJobResponse]
+    """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -71,6 +78,12 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """Returns the rows of a slot, a subject or one memory's version chain over time."""
     ForgetPlayer: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ForgetPlayerRequest, _memory_service_pb2.ForgetPlayerResponse]  # type: ignore[assignment]
     """Erases every row and history of a player, across all heroines."""
+    ExtractMemories: _aio.UnaryUnaryMultiCallable[_extraction_pb2.ExtractMemoriesRequest, _extraction_pb2.ExtractMemoriesResponse]  # type: ignore[assignment]
+    """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    dialogue id); asynchronous by default.
+    """
+    GetExtractionJob: _aio.UnaryUnaryMultiCallable[_extraction_pb2.GetExtractionJobRequest, _extraction_pb2.GetExtractionJobResponse]  # type: ignore[assignment]
+    """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     """Long-term memory for game NPCs."""
@@ -138,5 +151,23 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.ForgetPlayerResponse, _abc.Awaitable[_memory_service_pb2.ForgetPlayerResponse]]:
         """Erases every row and history of a player, across all heroines."""
+
+    @_abc_1.abstractmethod
+    def ExtractMemories(
+        self,
+        request: _extraction_pb2.ExtractMemoriesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_extraction_pb2.ExtractMemoriesResponse, _abc.Awaitable[_extraction_pb2.ExtractMemoriesResponse]]:
+        """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+        dialogue id); asynchronous by default.
+        """
+
+    @_abc_1.abstractmethod
+    def GetExtractionJob(
+        self,
+        request: _extraction_pb2.GetExtractionJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_extraction_pb2.GetExtractionJobResponse, _abc.Awaitable[_extraction_pb2.GetExtractionJobResponse]]:
+        """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -19,3 +19,8 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'user_mem
 -- on one worker.
 SELECT create_distributed_table('store_requests', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'store_requests'::regclass);
+
+-- Extraction jobs next to the player's memories (co-located), so a job's completion and the memories it
+-- writes commit together on one worker.
+SELECT create_distributed_table('extraction_jobs', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'extraction_jobs'::regclass);

@@ -101,6 +101,23 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>> PrepareAsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>>(PrepareAsyncForgetPlayerRaw(context, request, cq));
     }
+    // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    // dialogue id); asynchronous by default.
+    virtual ::grpc::Status ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::npc_memory::v1::ExtractMemoriesResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>> AsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>>(AsyncExtractMemoriesRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>> PrepareAsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>>(PrepareAsyncExtractMemoriesRaw(context, request, cq));
+    }
+    // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+    virtual ::grpc::Status GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::npc_memory::v1::GetExtractionJobResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>> AsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>>(AsyncGetExtractionJobRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>> PrepareAsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>>(PrepareAsyncGetExtractionJobRaw(context, request, cq));
+    }
     class async_interface {
      public:
       virtual ~async_interface() {}
@@ -128,6 +145,13 @@ class MemoryService final {
       // Erases every row and history of a player, across all heroines.
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+      // dialogue id); asynchronous by default.
+      virtual void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+      virtual void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
     };
     typedef class async_interface experimental_async_interface;
     virtual class async_interface* async() { return nullptr; }
@@ -149,6 +173,10 @@ class MemoryService final {
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryHistoryResponse>* PrepareAsyncGetMemoryHistoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>* AsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>* PrepareAsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>* AsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>* PrepareAsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) = 0;
   };
   class Stub final : public StubInterface {
    public:
@@ -209,6 +237,20 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>> PrepareAsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>>(PrepareAsyncForgetPlayerRaw(context, request, cq));
     }
+    ::grpc::Status ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::npc_memory::v1::ExtractMemoriesResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>> AsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>>(AsyncExtractMemoriesRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>> PrepareAsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>>(PrepareAsyncExtractMemoriesRaw(context, request, cq));
+    }
+    ::grpc::Status GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::npc_memory::v1::GetExtractionJobResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>> AsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>>(AsyncGetExtractionJobRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>> PrepareAsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>>(PrepareAsyncGetExtractionJobRaw(context, request, cq));
+    }
     class async final :
       public StubInterface::async_interface {
      public:
@@ -228,6 +270,10 @@ class MemoryService final {
       void GetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, std::function<void(::grpc::Status)>) override;
       void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, std::function<void(::grpc::Status)>) override;
+      void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)>) override;
+      void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
      private:
       friend class Stub;
       explicit async(Stub* stub): stub_(stub) { }
@@ -255,6 +301,10 @@ class MemoryService final {
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetMemoryHistoryResponse>* PrepareAsyncGetMemoryHistoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>* AsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>* PrepareAsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* AsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* PrepareAsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) override;
     const ::grpc::internal::RpcMethod rpcmethod_StoreMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_SearchMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemory_;
@@ -263,6 +313,8 @@ class MemoryService final {
     const ::grpc::internal::RpcMethod rpcmethod_UpdateMemory_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemoryHistory_;
     const ::grpc::internal::RpcMethod rpcmethod_ForgetPlayer_;
+    const ::grpc::internal::RpcMethod rpcmethod_ExtractMemories_;
+    const ::grpc::internal::RpcMethod rpcmethod_GetExtractionJob_;
   };
   static std::unique_ptr<Stub> NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options = ::grpc::StubOptions());
 
@@ -286,6 +338,11 @@ class MemoryService final {
     virtual ::grpc::Status GetMemoryHistory(::grpc::ServerContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response);
     // Erases every row and history of a player, across all heroines.
     virtual ::grpc::Status ForgetPlayer(::grpc::ServerContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response);
+    // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    // dialogue id); asynchronous by default.
+    virtual ::grpc::Status ExtractMemories(::grpc::ServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response);
+    // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+    virtual ::grpc::Status GetExtractionJob(::grpc::ServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response);
   };
   template <class BaseClass>
   class WithAsyncMethod_StoreMemories : public BaseClass {
@@ -447,7 +504,47 @@ class MemoryService final {
       ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
-  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<Service > > > > > > > > AsyncService;
+  template <class BaseClass>
+  class WithAsyncMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodAsync(8);
+    }
+    ~WithAsyncMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExtractMemories(::grpc::ServerContext* context, ::npc_memory::v1::ExtractMemoriesRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ExtractMemoriesResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodAsync(9);
+    }
+    ~WithAsyncMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestGetExtractionJob(::grpc::ServerContext* context, ::npc_memory::v1::GetExtractionJobRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::GetExtractionJobResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<Service > > > > > > > > > > AsyncService;
   template <class BaseClass>
   class WithCallbackMethod_StoreMemories : public BaseClass {
    private:
@@ -664,7 +761,61 @@ class MemoryService final {
     virtual ::grpc::ServerUnaryReactor* ForgetPlayer(
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ForgetPlayerRequest* /*request*/, ::npc_memory::v1::ForgetPlayerResponse* /*response*/)  { return nullptr; }
   };
-  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<Service > > > > > > > > CallbackService;
+  template <class BaseClass>
+  class WithCallbackMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodCallback(8,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response) { return this->ExtractMemories(context, request, response); }));}
+    void SetMessageAllocatorFor_ExtractMemories(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(8);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExtractMemories(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodCallback(9,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response) { return this->GetExtractionJob(context, request, response); }));}
+    void SetMessageAllocatorFor_GetExtractionJob(
+        ::grpc::MessageAllocator< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(9);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* GetExtractionJob(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/)  { return nullptr; }
+  };
+  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<Service > > > > > > > > > > CallbackService;
   typedef CallbackService ExperimentalCallbackService;
   template <class BaseClass>
   class WithGenericMethod_StoreMemories : public BaseClass {
@@ -798,6 +949,40 @@ class MemoryService final {
     }
     // disable synchronous version of this method
     ::grpc::Status ForgetPlayer(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ForgetPlayerRequest* /*request*/, ::npc_memory::v1::ForgetPlayerResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodGeneric(8);
+    }
+    ~WithGenericMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodGeneric(9);
+    }
+    ~WithGenericMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
       abort();
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
@@ -960,6 +1145,46 @@ class MemoryService final {
     }
     void RequestForgetPlayer(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
       ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodRaw(8);
+    }
+    ~WithRawMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExtractMemories(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodRaw(9);
+    }
+    ~WithRawMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestGetExtractionJob(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1136,6 +1361,50 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     virtual ::grpc::ServerUnaryReactor* ForgetPlayer(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodRawCallback(8,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ExtractMemories(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExtractMemories(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodRawCallback(9,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->GetExtractionJob(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* GetExtractionJob(
       ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
@@ -1354,9 +1623,63 @@ class MemoryService final {
     // replace default version of method with streamed unary
     virtual ::grpc::Status StreamedForgetPlayer(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ForgetPlayerRequest,::npc_memory::v1::ForgetPlayerResponse>* server_unary_streamer) = 0;
   };
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<Service > > > > > > > > StreamedUnaryService;
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodStreamed(8,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>* streamer) {
+                       return this->StreamedExtractMemories(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedExtractMemories(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ExtractMemoriesRequest,::npc_memory::v1::ExtractMemoriesResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodStreamed(9,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>* streamer) {
+                       return this->StreamedGetExtractionJob(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedGetExtractionJob(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::GetExtractionJobRequest,::npc_memory::v1::GetExtractionJobResponse>* server_unary_streamer) = 0;
+  };
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<Service > > > > > > > > > > StreamedUnaryService;
   typedef Service SplitStreamedService;
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<Service > > > > > > > > StreamedService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<Service > > > > > > > > > > StreamedService;
 };
 
 }  // namespace v1
