@@ -65,28 +65,43 @@ async def _job(stub: svc_grpc.MemoryServiceAsyncStub, job_id: str) -> ex.Extract
     return (await stub.GetExtractionJob(ex.GetExtractionJobRequest(user_id=SCOPE.user_id, job_id=job_id))).job
 
 
+async def _model_called(chat: ChatEndpoint) -> None:
+    async with asyncio.timeout(10):
+        while True:
+            if chat.requests:
+                return
+            await asyncio.sleep(0.05)
+
+
+async def _done(stub: svc_grpc.MemoryServiceAsyncStub, job_id: str) -> ex.ExtractionJob:
+    async with asyncio.timeout(30):
+        while True:
+            job = await _job(stub, job_id)
+            if job.state == ex.EXTRACTION_JOB_STATE_DONE:
+                return job
+            await asyncio.sleep(0.1)
+
+
 async def test_job_killed_mid_call_finishes_after_restart_exactly_once(database_url: str, chat: ChatEndpoint) -> None:
-    """kill -9 while the model is answering; after a restart the job is taken again and written once."""
+    """A SIGKILL while the model is answering; after a restart the job is taken again and written once."""
     chat.play(Step(delay=20, content="too late"), facts_answer(*SEED_FACTS))
     request = ex.ExtractMemoriesRequest(scope=SCOPE, dialogue=ex.Dialogue(
         dialogue_id="killed", turns=[ex.DialogueTurn(speaker=s, text=t) for s, t in SEED_TURNS]))
     async with serve(database_url, chat.url) as (port, proc), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
         stub = svc_grpc.MemoryServiceStub(ch)
         job_id = (await stub.ExtractMemories(request)).job.job_id
-        async with asyncio.timeout(10):
-            while not chat.requests:  # the worker has taken the job and is waiting for the model
-                await asyncio.sleep(0.05)
+        await _model_called(chat)  # the worker has taken the job and is waiting for the model
         assert (await _job(stub, job_id)).state == ex.EXTRACTION_JOB_STATE_RUNNING
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
     async with serve(database_url, chat.url) as (port, _proc), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
         stub = svc_grpc.MemoryServiceStub(ch)
-        async with asyncio.timeout(30):
-            while (job := await _job(stub, job_id)).state != ex.EXTRACTION_JOB_STATE_DONE:
-                await asyncio.sleep(0.1)
-        assert job.attempts == 2 and len(job.memories) == 4
+        job = await _done(stub, job_id)
+        assert job.attempts == 2
+        assert len(job.memories) == 4
         again = (await stub.ExtractMemories(request)).job
         await asyncio.sleep(1.0)  # several worker polls: a finished job is never taken again
-        assert again.job_id == job_id and len(chat.requests) == 2
+        assert again.job_id == job_id
+        assert len(chat.requests) == 2
         listed = await stub.ListMemories(svc.ListMemoriesRequest(scope=SCOPE))
-        assert sorted(m.content for m in listed.memories) == sorted(f["content"] for f in SEED_FACTS)
+        assert sorted(m.content for m in listed.memories) == sorted(str(f["content"]) for f in SEED_FACTS)
