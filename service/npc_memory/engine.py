@@ -118,10 +118,13 @@ class MemoryEngine:
         return await reads.get_memory(self.db, scope, memory_id)
 
     async def list_page(
-        self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None
+        self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None,
+        include_shared: bool = False,
     ) -> tuple[list[Memory], Cursor | None]:
-        """A page of the scope's memories, newest first."""
-        return await reads.list_memories(self.db, scope, flt, include_invalidated, utcnow(), page_size, after)
+        """A page of the scope's memories (and the player's shared ones if asked), newest first."""
+        return await reads.list_memories(
+            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, include_shared
+        )
 
     async def invalidate(self, scope: Scope, memory_id: UUID, invalid_at: datetime | None) -> Memory:
         """Close a memory at ``invalid_at`` (default now)."""

@@ -10,7 +10,7 @@ from npc_memory_client.v1 import memory_pb2 as pb
 
 from npc_memory.api import enums
 from npc_memory.domain.jobs import Job, JobResult
-from npc_memory.domain.model import Memory, ScoredMemory, StoreResult
+from npc_memory.domain.model import Memory, Scope, ScoredMemory, StoreResult
 
 
 def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
@@ -20,8 +20,8 @@ def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
     return ts
 
 
-def memory(m: Memory) -> pb.Memory:
-    """The wire form of a stored row."""
+def memory(m: Memory, asked: Scope | None = None) -> pb.Memory:
+    """The wire form of a stored row; a row of another scope than ``asked`` is marked with its heroine."""
     out = pb.Memory(
         memory_id=str(m.id),
         scope=pb.Scope(user_id=m.scope.user_id, heroine_id=m.scope.heroine_id),
@@ -39,6 +39,8 @@ def memory(m: Memory) -> pb.Memory:
         superseded_by=str(m.superseded_by) if m.superseded_by else "",
         close_reason=enums.CLOSE_REASONS[m.close_reason] if m.close_reason else pb.CLOSE_REASON_UNSPECIFIED,
         embedding_model=m.embedding_model,
+        visibility=enums.to_proto(enums.VISIBILITIES, m.visibility),
+        shared_from=m.scope.heroine_id if asked is not None and m.scope != asked else "",
     )
     out.metadata.update(m.metadata)
     if m.invalid_at is not None:
@@ -46,11 +48,11 @@ def memory(m: Memory) -> pb.Memory:
     return out
 
 
-def scored(s: ScoredMemory) -> pb.ScoredMemory:
-    """A search hit with its scores."""
+def scored(s: ScoredMemory, asked: Scope | None = None) -> pb.ScoredMemory:
+    """A search hit with its scores (marked as shared when it is of another scope than ``asked``)."""
     sc = s.scores
     return pb.ScoredMemory(
-        memory=memory(s.memory),
+        memory=memory(s.memory, asked),
         scores=pb.Scores(
             recency=sc.recency, importance=sc.importance, relevance=sc.relevance, keyword=sc.keyword,
             final=sc.final,

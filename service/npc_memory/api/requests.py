@@ -20,6 +20,7 @@ from npc_memory.domain.model import (
     Scope,
     SearchQuery,
     Tier,
+    Visibility,
 )
 from npc_memory.domain.paging import BadPageTokenError, Cursor, decode_cursor
 
@@ -55,6 +56,8 @@ def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, write: WriteCo
         valid_at=c.timestamp(f"{path}.valid_at", m.valid_at, m.HasField("valid_at")),
         metadata=c.metadata(f"{path}.metadata", m.metadata),
         embedding=c.vector(f"{path}.embedding", m.embedding, dim),
+        visibility=c.enum(f"{path}.visibility", m.visibility, enums.VISIBILITIES, Visibility.PRIVATE)
+        or Visibility.PRIVATE,
     )
 
 
@@ -108,6 +111,7 @@ def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim
     return SearchQuery(
         scope=scope, text=text, limit=limit, weights=weights, now=now, as_of=as_of, filter=flt,
         fusion=fusion, include_invalidated=request.include_invalidated, embedding=embedding,
+        include_shared=request.include_shared,
     )
 
 
@@ -120,6 +124,7 @@ class ListRequest:
     include_invalidated: bool
     page_size: int
     after: Cursor | None
+    include_shared: bool = False
 
 
 def parse_list(request: svc.ListMemoriesRequest) -> ListRequest:
@@ -137,7 +142,7 @@ def parse_list(request: svc.ListMemoriesRequest) -> ListRequest:
             c.bad("page_token", "is not a token from a previous ListMemories response")
     flt = _filter(c, request.filter)
     c.done()
-    return ListRequest(scope, flt, request.include_invalidated, page_size, after)
+    return ListRequest(scope, flt, request.include_invalidated, page_size, after, request.include_shared)
 
 
 def parse_scoped_id(request: svc.GetMemoryRequest | svc.InvalidateMemoryRequest) -> tuple[Scope, UUID]:

@@ -49,7 +49,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         query = requests.parse_search(request, self._engine.search_settings, self._dim)
         hits = await self._engine.search(query)
         return svc.SearchMemoriesResponse(
-            results=[convert.scored(h) for h in hits], embedding_model=self._engine.embedder.name
+            results=[convert.scored(h, query.scope) for h in hits], embedding_model=self._engine.embedder.name
         )
 
     @handle_errors
@@ -67,10 +67,11 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """A page of the scope's memories."""
         parsed = requests.parse_list(request)
         memories, cursor = await self._engine.list_page(
-            parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after
+            parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after,
+            parsed.include_shared,
         )
         return svc.ListMemoriesResponse(
-            memories=[convert.memory(m) for m in memories],
+            memories=[convert.memory(m, parsed.scope) for m in memories],
             next_page_token=encode_cursor(cursor) if cursor else "",
         )
 

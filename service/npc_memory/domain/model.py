@@ -18,6 +18,13 @@ USER_SUBJECT_ID = "user"
 WORLD_SUBJECT_ID = "world"
 
 
+class Visibility(StrEnum):
+    """Who may see a memory: the heroine who heard it, or every heroine of the player (when a read asks)."""
+
+    PRIVATE = "private"
+    SHARED = "shared"
+
+
 class Speaker(StrEnum):
     """Who said it."""
 
@@ -111,6 +118,7 @@ class NewMemory:
     valid_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Vector | None = None
+    visibility: Visibility = Visibility.PRIVATE
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,7 @@ class Memory:
     superseded_by: UUID | None
     close_reason: CloseReason | None
     embedding_model: str
+    visibility: Visibility = Visibility.PRIVATE
 
 
 @dataclass(frozen=True)
@@ -173,6 +182,8 @@ class SearchQuery:
     fusion: Fusion = Fusion.WEIGHTED
     include_invalidated: bool = False
     embedding: Vector | None = None
+    include_shared: bool = False
+    """Also rank the player's memories that other heroines heard and stored as shared."""
 
 
 @dataclass(frozen=True)

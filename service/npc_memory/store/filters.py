@@ -7,7 +7,18 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain.model import MemoryFilter
+from npc_memory.domain.model import MemoryFilter, Scope
+
+# Which of the player's rows a read may see (beside its own m.user_id = %(user_id)s): the scope's own, and with
+# include_shared the player's shared rows of every heroine. Every read that offers shared memories (search,
+# list, context) uses this one predicate; a private row of another heroine never passes it.
+VISIBLE_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR (%(include_shared)s AND m.visibility = 'shared'))")
+
+
+def visible_params(scope: Scope, include_shared: bool) -> dict[str, Any]:
+    """Parameters for the player predicate and VISIBLE_ROWS."""
+    return {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "include_shared": include_shared}
+
 
 # Static SQL: an absent filter is passed as NULL, so one statement (and one cached plan) serves every request.
 MEMORY_FILTER = sql.SQL("""

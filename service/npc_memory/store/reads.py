@@ -10,7 +10,7 @@ from psycopg import sql
 from npc_memory.domain.model import Memory, MemoryFilter, Scope
 from npc_memory.domain.paging import Cursor
 from npc_memory.errors import NotFoundError
-from npc_memory.store.filters import MEMORY_FILTER, filter_params
+from npc_memory.store.filters import MEMORY_FILTER, VISIBLE_ROWS, filter_params, visible_params
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 
@@ -21,12 +21,12 @@ WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)
 
 LIST = sql.SQL("""
 SELECT {columns} FROM user_memories m
-WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
+WHERE m.user_id = %(user_id)s AND {visible_rows}
   AND {filter}
   AND (%(after_valid_at)s::timestamptz IS NULL OR (m.valid_at, m.id) < (%(after_valid_at)s, %(after_id)s::uuid))
 ORDER BY m.valid_at DESC, m.id DESC
 LIMIT %(limit)s
-""").format(columns=MEMORY_COLUMNS, filter=MEMORY_FILTER)
+""").format(columns=MEMORY_COLUMNS, filter=MEMORY_FILTER, visible_rows=VISIBLE_ROWS)
 
 HISTORY = sql.SQL("""
 SELECT {columns} FROM user_memories m
@@ -62,11 +62,11 @@ async def get_memory(db: Database, scope: Scope, memory_id: UUID) -> Memory:
 
 async def list_memories(
     db: Database, scope: Scope, flt: MemoryFilter, include_invalidated: bool, now: datetime,
-    page_size: int, after: Cursor | None,
+    page_size: int, after: Cursor | None, include_shared: bool = False,
 ) -> tuple[list[Memory], Cursor | None]:
     """One page, newest valid_at first, and the cursor of the next page (None on the last)."""
-    params = filter_params(flt, now, include_invalidated) | {
-        "user_id": scope.user_id, "heroine_id": scope.heroine_id, "limit": page_size + 1,
+    params = filter_params(flt, now, include_invalidated) | visible_params(scope, include_shared) | {
+        "limit": page_size + 1,
         "after_valid_at": after.valid_at if after else None, "after_id": after.id if after else None,
     }
     async with db.connection() as conn:

@@ -6,12 +6,12 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain.model import CloseReason, ContentType, Memory, Scope, Speaker, Subject, Tier
+from npc_memory.domain.model import CloseReason, ContentType, Memory, Scope, Speaker, Subject, Tier, Visibility
 
 MEMORY_COLUMNS = sql.SQL(
     "m.id, m.user_id, m.heroine_id, m.speaker, m.subject, m.subject_id, m.content_type, m.content,"
     " m.importance, m.tier, m.slot, m.metadata, m.valid_at, m.invalid_at, m.created_at, m.updated_at,"
-    " m.superseded_by, m.close_reason, m.embedding_model"
+    " m.superseded_by, m.close_reason, m.embedding_model, m.visibility"
 )
 
 
@@ -36,4 +36,5 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         superseded_by=row["superseded_by"],
         close_reason=CloseReason(row["close_reason"]) if row["close_reason"] else None,
         embedding_model=row["embedding_model"],
+        visibility=Visibility(row["visibility"]),
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.store.filters import MEMORY_FILTER
+from npc_memory.store.filters import MEMORY_FILTER, VISIBLE_ROWS
 from npc_memory.store.keyword import KeywordSide
 from npc_memory.store.pool import Database
 
@@ -29,11 +29,11 @@ groonga AS MATERIALIZED (
     SELECT m.id, pgroonga_score(m.tableoid, m.ctid)::float8 AS score
     FROM user_memories m
     WHERE m.terms &@~ %(pgroonga_query)s
-      AND m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND {filter}
+      AND m.user_id = %(user_id)s AND {visible_rows} AND {filter}
 ),
 keyword AS (
     SELECT g.id, s.cosine, g.score FROM groonga g JOIN scope_rows s ON s.id = g.id
-)""").format(filter=MEMORY_FILTER)
+)""").format(filter=MEMORY_FILTER, visible_rows=VISIBLE_ROWS)
 
 
 def pgroonga_query(terms: Sequence[str]) -> str:

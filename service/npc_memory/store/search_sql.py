@@ -22,7 +22,7 @@ from psycopg import sql
 
 from npc_memory.domain.model import Fusion, SearchQuery
 from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_DAYS, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
-from npc_memory.store.filters import MEMORY_FILTER, filter_params
+from npc_memory.store.filters import MEMORY_FILTER, VISIBLE_ROWS, filter_params, visible_params
 from npc_memory.store.keyword import KeywordSide, ResolvedKeywordBackend
 from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.search_bm25 import BM25
@@ -48,7 +48,7 @@ scope_rows AS MATERIALIZED (
            {cosine} AS cosine,
            %(w_recency)s * {recency} + %(w_importance)s * {importance} AS prior
     FROM user_memories m
-    WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND {filter}
+    WHERE m.user_id = %(user_id)s AND {visible_rows} AND {filter}
 )"""
 
 # Each list carries the cosine (one value per id, so UNION still removes repeats): the final join then never
@@ -120,6 +120,7 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None) -> sql
         keyword_columns=side.scope_columns if side else sql.SQL(""),
         cosine=sql.SQL(COSINE if has_vector else "0.0::float8"),
         filter=MEMORY_FILTER,
+        visible_rows=VISIBLE_ROWS,
         **_signals("m"),
     )
     union = sql.SQL(CANDIDATES).format(
@@ -164,8 +165,7 @@ def search_params(
     _, keyword = variant(query, terms, backend)
     w = query.weights
     params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | {
-        "user_id": query.scope.user_id,
-        "heroine_id": query.scope.heroine_id,
+        **visible_params(query.scope, query.include_shared),
         "embedding": query.embedding,
         "k": per_side,
         "now_epoch": query.now.timestamp(),

@@ -82,7 +82,7 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND 
 INSERT_COLUMNS = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content", "content_key",
     "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms",
-    "valid_at", "invalid_at", "close_reason", "superseded_by",
+    "valid_at", "invalid_at", "close_reason", "superseded_by", "visibility",
 )
 INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").format(
     columns=sql.SQL(", ").join(map(sql.Identifier, INSERT_COLUMNS)),
@@ -116,6 +116,7 @@ def insert_params(
         "invalid_at": successor[1] if successor else None,
         "close_reason": "superseded" if successor else None,
         "superseded_by": successor[0] if successor else None,
+        "visibility": fact.visibility.value,
     }
 
 

@@ -147,6 +147,30 @@ CLOSE_REASON_RETIRED: CloseReason.ValueType  # 3
 """The retention policy retired it (forgetting)."""
 Global___CloseReason: _TypeAlias = CloseReason  # noqa: Y015
 
+class _Visibility:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VisibilityEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Visibility.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VISIBILITY_UNSPECIFIED: _Visibility.ValueType  # 0
+    """Same as VISIBILITY_PRIVATE."""
+    VISIBILITY_PRIVATE: _Visibility.ValueType  # 1
+    """Only the heroine who heard it (the row's scope)."""
+    VISIBILITY_SHARED: _Visibility.ValueType  # 2
+    """Every heroine of the same player, when a read sets include_shared."""
+
+class Visibility(_Visibility, metaclass=_VisibilityEnumTypeWrapper):
+    """Who may see a memory."""
+
+VISIBILITY_UNSPECIFIED: Visibility.ValueType  # 0
+"""Same as VISIBILITY_PRIVATE."""
+VISIBILITY_PRIVATE: Visibility.ValueType  # 1
+"""Only the heroine who heard it (the row's scope)."""
+VISIBILITY_SHARED: Visibility.ValueType  # 2
+"""Every heroine of the same player, when a read sets include_shared."""
+Global___Visibility: _TypeAlias = Visibility  # noqa: Y015
+
 class _FusionMethod:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -251,6 +275,7 @@ class MemoryInput(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     EMBEDDING_FIELD_NUMBER: _builtins.int
     TIER_FIELD_NUMBER: _builtins.int
+    VISIBILITY_FIELD_NUMBER: _builtins.int
     speaker: Global___Speaker.ValueType
     """Required."""
     subject: Global___Subject.ValueType
@@ -269,6 +294,8 @@ class MemoryInput(_message.Message):
     scope, subject_id and slot supersedes the older one. Up to 128 characters.
     """
     tier: Global___Tier.ValueType
+    visibility: Global___Visibility.ValueType
+    """Private to this heroine (the default), or shared with every heroine of the player."""
     @_builtins.property
     def supersedes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Ids of memories in the same scope this fact replaces."""
@@ -300,10 +327,11 @@ class MemoryInput(_message.Message):
         metadata: _struct_pb2.Struct | None = ...,
         embedding: _abc.Iterable[_builtins.float] | None = ...,
         tier: Global___Tier.ValueType = ...,
+        visibility: Global___Visibility.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "valid_at", b"valid_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -333,6 +361,8 @@ class Memory(_message.Message):
     SUPERSEDED_BY_FIELD_NUMBER: _builtins.int
     CLOSE_REASON_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    VISIBILITY_FIELD_NUMBER: _builtins.int
+    SHARED_FROM_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
     speaker: Global___Speaker.ValueType
     subject: Global___Subject.ValueType
@@ -347,6 +377,11 @@ class Memory(_message.Message):
     close_reason: Global___CloseReason.ValueType
     embedding_model: _builtins.str
     """The embedding model that produced the stored vector."""
+    visibility: Global___Visibility.ValueType
+    shared_from: _builtins.str
+    """Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
+    who heard it (created_at says when). Empty for the scope's own memories.
+    """
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     @_builtins.property
@@ -388,10 +423,12 @@ class Memory(_message.Message):
         superseded_by: _builtins.str = ...,
         close_reason: Global___CloseReason.ValueType = ...,
         embedding_model: _builtins.str = ...,
+        visibility: Global___Visibility.ValueType = ...,
+        shared_from: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "invalid_at", b"invalid_at", "metadata", b"metadata", "scope", b"scope", "updated_at", b"updated_at", "valid_at", b"valid_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "updated_at", b"updated_at", "valid_at", b"valid_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "shared_from", b"shared_from", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "updated_at", b"updated_at", "valid_at", b"valid_at", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

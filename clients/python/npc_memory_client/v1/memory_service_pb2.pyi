@@ -90,6 +90,7 @@ class SearchMemoriesRequest(_message.Message):
     FILTER_FIELD_NUMBER: _builtins.int
     FUSION_FIELD_NUMBER: _builtins.int
     INCLUDE_INVALIDATED_FIELD_NUMBER: _builtins.int
+    INCLUDE_SHARED_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query text; embedded by the server unless query_embedding is given."""
     limit: _builtins.int
@@ -97,6 +98,8 @@ class SearchMemoriesRequest(_message.Message):
     fusion: _memory_pb2.FusionMethod.ValueType
     include_invalidated: _builtins.bool
     """Also consider closed (invalidated, superseded, retired) memories, for audits."""
+    include_shared: _builtins.bool
+    """Also rank the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
@@ -130,10 +133,11 @@ class SearchMemoriesRequest(_message.Message):
         filter: _memory_pb2.MemoryFilter | None = ...,
         fusion: _memory_pb2.FusionMethod.ValueType = ...,
         include_invalidated: _builtins.bool = ...,
+        include_shared: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "filter", b"filter", "now", b"now", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "filter", b"filter", "fusion", b"fusion", "include_invalidated", b"include_invalidated", "limit", b"limit", "now", b"now", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "filter", b"filter", "fusion", b"fusion", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "limit", b"limit", "now", b"now", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -217,12 +221,15 @@ class ListMemoriesRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     FILTER_FIELD_NUMBER: _builtins.int
     INCLUDE_INVALIDATED_FIELD_NUMBER: _builtins.int
+    INCLUDE_SHARED_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """1-500; 0 means 50."""
     page_token: _builtins.str
     """From a previous response's next_page_token; empty for the first page."""
     include_invalidated: _builtins.bool
     """Also list closed memories."""
+    include_shared: _builtins.bool
+    """Also list the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
@@ -235,10 +242,11 @@ class ListMemoriesRequest(_message.Message):
         page_token: _builtins.str = ...,
         filter: _memory_pb2.MemoryFilter | None = ...,
         include_invalidated: _builtins.bool = ...,
+        include_shared: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "include_invalidated", b"include_invalidated", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

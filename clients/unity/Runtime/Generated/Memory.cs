@@ -27,7 +27,7 @@ namespace NpcMemory.V1 {
             "ChpucGNfbWVtb3J5L3YxL21lbW9yeS5wcm90bxINbnBjX21lbW9yeS52MRoc",
             "Z29vZ2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVm",
             "L3RpbWVzdGFtcC5wcm90byIsCgVTY29wZRIPCgd1c2VyX2lkGAEgASgJEhIK",
-            "Cmhlcm9pbmVfaWQYAiABKAki+wIKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
+            "Cmhlcm9pbmVfaWQYAiABKAkiqgMKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
             "ASABKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgCIAEo",
             "DjIWLm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAMgASgJ",
             "EjAKDGNvbnRlbnRfdHlwZRgEIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVu",
@@ -35,62 +35,66 @@ namespace NpcMemory.V1 {
             "BHNsb3QYByABKAkSEgoKc3VwZXJzZWRlcxgIIAMoCRIsCgh2YWxpZF9hdBgJ",
             "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEY",
             "CiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWVtYmVkZGluZxgL",
-            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyIvkECgZN",
-            "ZW1vcnkSEQoJbWVtb3J5X2lkGAEgASgJEiMKBXNjb3BlGAIgASgLMhQubnBj",
-            "X21lbW9yeS52MS5TY29wZRInCgdzcGVha2VyGAMgASgOMhYubnBjX21lbW9y",
-            "eS52MS5TcGVha2VyEicKB3N1YmplY3QYBCABKA4yFi5ucGNfbWVtb3J5LnYx",
-            "LlN1YmplY3QSEgoKc3ViamVjdF9pZBgFIAEoCRIwCgxjb250ZW50X3R5cGUY",
-            "BiABKA4yGi5ucGNfbWVtb3J5LnYxLkNvbnRlbnRUeXBlEg8KB2NvbnRlbnQY",
-            "ByABKAkSEgoKaW1wb3J0YW5jZRgIIAEoBRIhCgR0aWVyGAkgASgOMhMubnBj",
-            "X21lbW9yeS52MS5UaWVyEgwKBHNsb3QYCiABKAkSKQoIbWV0YWRhdGEYCyAB",
-            "KAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKCHZhbGlkX2F0GAwgASgL",
-            "MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgppbnZhbGlkX2F0GA0g",
-            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0",
-            "GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVk",
-            "X2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zdXBl",
-            "cnNlZGVkX2J5GBAgASgJEjAKDGNsb3NlX3JlYXNvbhgRIAEoDjIaLm5wY19t",
-            "ZW1vcnkudjEuQ2xvc2VSZWFzb24SFwoPZW1iZWRkaW5nX21vZGVsGBIgASgJ",
-            "IlIKB1dlaWdodHMSDwoHcmVjZW5jeRgBIAEoARISCgppbXBvcnRhbmNlGAIg",
-            "ASgBEhEKCXJlbGV2YW5jZRgDIAEoARIPCgdrZXl3b3JkGAQgASgBImAKBlNj",
-            "b3JlcxIPCgdyZWNlbmN5GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAESEQoJ",
-            "cmVsZXZhbmNlGAMgASgBEg8KB2tleXdvcmQYBCABKAESDQoFZmluYWwYBSAB",
-            "KAEi9AEKDE1lbW9yeUZpbHRlchIoCghzcGVha2VycxgBIAMoDjIWLm5wY19t",
-            "ZW1vcnkudjEuU3BlYWtlchIoCghzdWJqZWN0cxgCIAMoDjIWLm5wY19tZW1v",
-            "cnkudjEuU3ViamVjdBITCgtzdWJqZWN0X2lkcxgDIAMoCRIxCg1jb250ZW50",
-            "X3R5cGVzGAQgAygOMhoubnBjX21lbW9yeS52MS5Db250ZW50VHlwZRIWCg5t",
-            "aW5faW1wb3J0YW5jZRgFIAEoBRIiCgV0aWVycxgGIAMoDjITLm5wY19tZW1v",
-            "cnkudjEuVGllchIMCgRzbG90GAcgASgJIlwKDFNjb3JlZE1lbW9yeRIlCgZt",
-            "ZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIlCgZzY29yZXMY",
-            "AiABKAsyFS5ucGNfbWVtb3J5LnYxLlNjb3JlcyJmCgtTdG9yZVJlc3VsdBIR",
-            "CgltZW1vcnlfaWQYASABKAkSLAoHb3V0Y29tZRgCIAEoDjIbLm5wY19tZW1v",
-            "cnkudjEuU3RvcmVPdXRjb21lEhYKDnN1cGVyc2VkZWRfaWRzGAMgAygJKkkK",
-            "B1NwZWFrZXISFwoTU1BFQUtFUl9VTlNQRUNJRklFRBAAEhAKDFNQRUFLRVJf",
-            "VVNFUhABEhMKD1NQRUFLRVJfSEVST0lORRACKlwKB1N1YmplY3QSFwoTU1VC",
-            "SkVDVF9VTlNQRUNJRklFRBAAEhAKDFNVQkpFQ1RfVVNFUhABEhMKD1NVQkpF",
-            "Q1RfSEVST0lORRACEhEKDVNVQkpFQ1RfV09STEQQAyrjAQoLQ29udGVudFR5",
-            "cGUSHAoYQ09OVEVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRQ09OVEVOVF9U",
-            "WVBFX0ZBQ1QQARIbChdDT05URU5UX1RZUEVfUFJFRkVSRU5DRRACEhYKEkNP",
-            "TlRFTlRfVFlQRV9UUkFJVBADEhYKEkNPTlRFTlRfVFlQRV9FVkVOVBAEEhgK",
-            "FENPTlRFTlRfVFlQRV9PUElOSU9OEAUSGQoVQ09OVEVOVF9UWVBFX1BFUlNP",
-            "TkFMEAYSHQoZQ09OVEVOVF9UWVBFX1JFTEFUSU9OU0hJUBAHKlAKBFRpZXIS",
-            "FAoQVElFUl9VTlNQRUNJRklFRBAAEg0KCVRJRVJfR0lTVBABEhIKDlRJRVJf",
-            "S05PV0xFREdFEAISDwoLVElFUl9TT1VSQ0UQAyqAAQoLQ2xvc2VSZWFzb24S",
-            "HAoYQ0xPU0VfUkVBU09OX1VOU1BFQ0lGSUVEEAASGwoXQ0xPU0VfUkVBU09O",
-            "X1NVUEVSU0VERUQQARIcChhDTE9TRV9SRUFTT05fSU5WQUxJREFURUQQAhIY",
-            "ChRDTE9TRV9SRUFTT05fUkVUSVJFRBADKmAKDEZ1c2lvbk1ldGhvZBIdChlG",
-            "VVNJT05fTUVUSE9EX1VOU1BFQ0lGSUVEEAASGgoWRlVTSU9OX01FVEhPRF9X",
-            "RUlHSFRFRBABEhUKEUZVU0lPTl9NRVRIT0RfUlJGEAIqoQEKDFN0b3JlT3V0",
-            "Y29tZRIdChlTVE9SRV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGQoVU1RPUkVf",
-            "T1VUQ09NRV9DUkVBVEVEEAESHAoYU1RPUkVfT1VUQ09NRV9TVVBFUlNFREVE",
-            "EAISGwoXU1RPUkVfT1VUQ09NRV9EVVBMSUNBVEUQAxIcChhTVE9SRV9PVVRD",
-            "T01FX0hJU1RPUklDQUwQBEIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNN",
-            "ZW1vcnkuVjFiBnByb3RvMw=="));
+            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEi0KCnZp",
+            "c2liaWxpdHkYDSABKA4yGS5ucGNfbWVtb3J5LnYxLlZpc2liaWxpdHkivQUK",
+            "Bk1lbW9yeRIRCgltZW1vcnlfaWQYASABKAkSIwoFc2NvcGUYAiABKAsyFC5u",
+            "cGNfbWVtb3J5LnYxLlNjb3BlEicKB3NwZWFrZXIYAyABKA4yFi5ucGNfbWVt",
+            "b3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgEIAEoDjIWLm5wY19tZW1vcnku",
+            "djEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAUgASgJEjAKDGNvbnRlbnRfdHlw",
+            "ZRgGIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVudFR5cGUSDwoHY29udGVu",
+            "dBgHIAEoCRISCgppbXBvcnRhbmNlGAggASgFEiEKBHRpZXIYCSABKA4yEy5u",
+            "cGNfbWVtb3J5LnYxLlRpZXISDAoEc2xvdBgKIAEoCRIpCghtZXRhZGF0YRgL",
+            "IAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoIdmFsaWRfYXQYDCAB",
+            "KAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmludmFsaWRfYXQY",
+            "DSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRf",
+            "YXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0",
+            "ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXN1",
+            "cGVyc2VkZWRfYnkYECABKAkSMAoMY2xvc2VfcmVhc29uGBEgASgOMhoubnBj",
+            "X21lbW9yeS52MS5DbG9zZVJlYXNvbhIXCg9lbWJlZGRpbmdfbW9kZWwYEiAB",
+            "KAkSLQoKdmlzaWJpbGl0eRgTIAEoDjIZLm5wY19tZW1vcnkudjEuVmlzaWJp",
+            "bGl0eRITCgtzaGFyZWRfZnJvbRgUIAEoCSJSCgdXZWlnaHRzEg8KB3JlY2Vu",
+            "Y3kYASABKAESEgoKaW1wb3J0YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyAB",
+            "KAESDwoHa2V5d29yZBgEIAEoASJgCgZTY29yZXMSDwoHcmVjZW5jeRgBIAEo",
+            "ARISCgppbXBvcnRhbmNlGAIgASgBEhEKCXJlbGV2YW5jZRgDIAEoARIPCgdr",
+            "ZXl3b3JkGAQgASgBEg0KBWZpbmFsGAUgASgBIvQBCgxNZW1vcnlGaWx0ZXIS",
+            "KAoIc3BlYWtlcnMYASADKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISKAoI",
+            "c3ViamVjdHMYAiADKA4yFi5ucGNfbWVtb3J5LnYxLlN1YmplY3QSEwoLc3Vi",
+            "amVjdF9pZHMYAyADKAkSMQoNY29udGVudF90eXBlcxgEIAMoDjIaLm5wY19t",
+            "ZW1vcnkudjEuQ29udGVudFR5cGUSFgoObWluX2ltcG9ydGFuY2UYBSABKAUS",
+            "IgoFdGllcnMYBiADKA4yEy5ucGNfbWVtb3J5LnYxLlRpZXISDAoEc2xvdBgH",
+            "IAEoCSJcCgxTY29yZWRNZW1vcnkSJQoGbWVtb3J5GAEgASgLMhUubnBjX21l",
+            "bW9yeS52MS5NZW1vcnkSJQoGc2NvcmVzGAIgASgLMhUubnBjX21lbW9yeS52",
+            "MS5TY29yZXMiZgoLU3RvcmVSZXN1bHQSEQoJbWVtb3J5X2lkGAEgASgJEiwK",
+            "B291dGNvbWUYAiABKA4yGy5ucGNfbWVtb3J5LnYxLlN0b3JlT3V0Y29tZRIW",
+            "Cg5zdXBlcnNlZGVkX2lkcxgDIAMoCSpJCgdTcGVha2VyEhcKE1NQRUFLRVJf",
+            "VU5TUEVDSUZJRUQQABIQCgxTUEVBS0VSX1VTRVIQARITCg9TUEVBS0VSX0hF",
+            "Uk9JTkUQAipcCgdTdWJqZWN0EhcKE1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIQ",
+            "CgxTVUJKRUNUX1VTRVIQARITCg9TVUJKRUNUX0hFUk9JTkUQAhIRCg1TVUJK",
+            "RUNUX1dPUkxEEAMq4wEKC0NvbnRlbnRUeXBlEhwKGENPTlRFTlRfVFlQRV9V",
+            "TlNQRUNJRklFRBAAEhUKEUNPTlRFTlRfVFlQRV9GQUNUEAESGwoXQ09OVEVO",
+            "VF9UWVBFX1BSRUZFUkVOQ0UQAhIWChJDT05URU5UX1RZUEVfVFJBSVQQAxIW",
+            "ChJDT05URU5UX1RZUEVfRVZFTlQQBBIYChRDT05URU5UX1RZUEVfT1BJTklP",
+            "ThAFEhkKFUNPTlRFTlRfVFlQRV9QRVJTT05BTBAGEh0KGUNPTlRFTlRfVFlQ",
+            "RV9SRUxBVElPTlNISVAQBypQCgRUaWVyEhQKEFRJRVJfVU5TUEVDSUZJRUQQ",
+            "ABINCglUSUVSX0dJU1QQARISCg5USUVSX0tOT1dMRURHRRACEg8KC1RJRVJf",
+            "U09VUkNFEAMqgAEKC0Nsb3NlUmVhc29uEhwKGENMT1NFX1JFQVNPTl9VTlNQ",
+            "RUNJRklFRBAAEhsKF0NMT1NFX1JFQVNPTl9TVVBFUlNFREVEEAESHAoYQ0xP",
+            "U0VfUkVBU09OX0lOVkFMSURBVEVEEAISGAoUQ0xPU0VfUkVBU09OX1JFVElS",
+            "RUQQAypXCgpWaXNpYmlsaXR5EhoKFlZJU0lCSUxJVFlfVU5TUEVDSUZJRUQQ",
+            "ABIWChJWSVNJQklMSVRZX1BSSVZBVEUQARIVChFWSVNJQklMSVRZX1NIQVJF",
+            "RBACKmAKDEZ1c2lvbk1ldGhvZBIdChlGVVNJT05fTUVUSE9EX1VOU1BFQ0lG",
+            "SUVEEAASGgoWRlVTSU9OX01FVEhPRF9XRUlHSFRFRBABEhUKEUZVU0lPTl9N",
+            "RVRIT0RfUlJGEAIqoQEKDFN0b3JlT3V0Y29tZRIdChlTVE9SRV9PVVRDT01F",
+            "X1VOU1BFQ0lGSUVEEAASGQoVU1RPUkVfT1VUQ09NRV9DUkVBVEVEEAESHAoY",
+            "U1RPUkVfT1VUQ09NRV9TVVBFUlNFREVEEAISGwoXU1RPUkVfT1VUQ09NRV9E",
+            "VVBMSUNBVEUQAxIcChhTVE9SRV9PVVRDT01FX0hJU1RPUklDQUwQBEIjChBk",
+            "ZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNNZW1vcnkuVjFiBnByb3RvMw=="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
-          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
+          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.Visibility), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scope), global::NpcMemory.V1.Scope.Parser, new[]{ "UserId", "HeroineId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Visibility" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "Visibility", "SharedFrom" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scores), global::NpcMemory.V1.Scores.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword", "Final" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryFilter), global::NpcMemory.V1.MemoryFilter.Parser, new[]{ "Speakers", "Subjects", "SubjectIds", "ContentTypes", "MinImportance", "Tiers", "Slot" }, null, null, null, null),
@@ -183,6 +187,24 @@ namespace NpcMemory.V1 {
     /// The retention policy retired it (forgetting).
     /// </summary>
     [pbr::OriginalName("CLOSE_REASON_RETIRED")] Retired = 3,
+  }
+
+  /// <summary>
+  /// Who may see a memory.
+  /// </summary>
+  public enum Visibility {
+    /// <summary>
+    /// Same as VISIBILITY_PRIVATE.
+    /// </summary>
+    [pbr::OriginalName("VISIBILITY_UNSPECIFIED")] Unspecified = 0,
+    /// <summary>
+    /// Only the heroine who heard it (the row's scope).
+    /// </summary>
+    [pbr::OriginalName("VISIBILITY_PRIVATE")] Private = 1,
+    /// <summary>
+    /// Every heroine of the same player, when a read sets include_shared.
+    /// </summary>
+    [pbr::OriginalName("VISIBILITY_SHARED")] Shared = 2,
   }
 
   /// <summary>
@@ -515,6 +537,7 @@ namespace NpcMemory.V1 {
       metadata_ = other.metadata_ != null ? other.metadata_.Clone() : null;
       embedding_ = other.embedding_.Clone();
       tier_ = other.tier_;
+      visibility_ = other.visibility_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -698,6 +721,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "visibility" field.</summary>
+    public const int VisibilityFieldNumber = 13;
+    private global::NpcMemory.V1.Visibility visibility_ = global::NpcMemory.V1.Visibility.Unspecified;
+    /// <summary>
+    /// Private to this heroine (the default), or shared with every heroine of the player.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Visibility Visibility {
+      get { return visibility_; }
+      set {
+        visibility_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -725,6 +763,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Metadata, other.Metadata)) return false;
       if(!embedding_.Equals(other.embedding_)) return false;
       if (Tier != other.Tier) return false;
+      if (Visibility != other.Visibility) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -744,6 +783,7 @@ namespace NpcMemory.V1 {
       if (metadata_ != null) hash ^= Metadata.GetHashCode();
       hash ^= embedding_.GetHashCode();
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) hash ^= Tier.GetHashCode();
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) hash ^= Visibility.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -804,6 +844,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(104);
+        output.WriteEnum((int) Visibility);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -856,6 +900,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(104);
+        output.WriteEnum((int) Visibility);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -897,6 +945,9 @@ namespace NpcMemory.V1 {
       size += embedding_.CalculateSize(_repeated_embedding_codec);
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) {
         size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Tier);
+      }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Visibility);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -947,6 +998,9 @@ namespace NpcMemory.V1 {
       embedding_.Add(other.embedding_);
       if (other.Tier != global::NpcMemory.V1.Tier.Unspecified) {
         Tier = other.Tier;
+      }
+      if (other.Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        Visibility = other.Visibility;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1016,6 +1070,10 @@ namespace NpcMemory.V1 {
           }
           case 96: {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
+            break;
+          }
+          case 104: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
             break;
           }
         }
@@ -1088,6 +1146,10 @@ namespace NpcMemory.V1 {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
+          case 104: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
         }
       }
     }
@@ -1150,6 +1212,8 @@ namespace NpcMemory.V1 {
       supersededBy_ = other.supersededBy_;
       closeReason_ = other.closeReason_;
       embeddingModel_ = other.embeddingModel_;
+      visibility_ = other.visibility_;
+      sharedFrom_ = other.sharedFrom_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1393,6 +1457,34 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "visibility" field.</summary>
+    public const int VisibilityFieldNumber = 19;
+    private global::NpcMemory.V1.Visibility visibility_ = global::NpcMemory.V1.Visibility.Unspecified;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Visibility Visibility {
+      get { return visibility_; }
+      set {
+        visibility_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "shared_from" field.</summary>
+    public const int SharedFromFieldNumber = 20;
+    private string sharedFrom_ = "";
+    /// <summary>
+    /// Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
+    /// who heard it (created_at says when). Empty for the scope's own memories.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SharedFrom {
+      get { return sharedFrom_; }
+      set {
+        sharedFrom_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1426,6 +1518,8 @@ namespace NpcMemory.V1 {
       if (SupersededBy != other.SupersededBy) return false;
       if (CloseReason != other.CloseReason) return false;
       if (EmbeddingModel != other.EmbeddingModel) return false;
+      if (Visibility != other.Visibility) return false;
+      if (SharedFrom != other.SharedFrom) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1451,6 +1545,8 @@ namespace NpcMemory.V1 {
       if (SupersededBy.Length != 0) hash ^= SupersededBy.GetHashCode();
       if (CloseReason != global::NpcMemory.V1.CloseReason.Unspecified) hash ^= CloseReason.GetHashCode();
       if (EmbeddingModel.Length != 0) hash ^= EmbeddingModel.GetHashCode();
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) hash ^= Visibility.GetHashCode();
+      if (SharedFrom.Length != 0) hash ^= SharedFrom.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1541,6 +1637,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(152, 1);
+        output.WriteEnum((int) Visibility);
+      }
+      if (SharedFrom.Length != 0) {
+        output.WriteRawTag(162, 1);
+        output.WriteString(SharedFrom);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1623,6 +1727,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(152, 1);
+        output.WriteEnum((int) Visibility);
+      }
+      if (SharedFrom.Length != 0) {
+        output.WriteRawTag(162, 1);
+        output.WriteString(SharedFrom);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1686,6 +1798,12 @@ namespace NpcMemory.V1 {
       }
       if (EmbeddingModel.Length != 0) {
         size += 2 + pb::CodedOutputStream.ComputeStringSize(EmbeddingModel);
+      }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        size += 2 + pb::CodedOutputStream.ComputeEnumSize((int) Visibility);
+      }
+      if (SharedFrom.Length != 0) {
+        size += 2 + pb::CodedOutputStream.ComputeStringSize(SharedFrom);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1770,6 +1888,12 @@ namespace NpcMemory.V1 {
       }
       if (other.EmbeddingModel.Length != 0) {
         EmbeddingModel = other.EmbeddingModel;
+      }
+      if (other.Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        Visibility = other.Visibility;
+      }
+      if (other.SharedFrom.Length != 0) {
+        SharedFrom = other.SharedFrom;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1876,6 +2000,14 @@ namespace NpcMemory.V1 {
             EmbeddingModel = input.ReadString();
             break;
           }
+          case 152: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
+          case 162: {
+            SharedFrom = input.ReadString();
+            break;
+          }
         }
       }
     #endif
@@ -1979,6 +2111,14 @@ namespace NpcMemory.V1 {
           }
           case 146: {
             EmbeddingModel = input.ReadString();
+            break;
+          }
+          case 152: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
+          case 162: {
+            SharedFrom = input.ReadString();
             break;
           }
         }

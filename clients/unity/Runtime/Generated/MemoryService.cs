@@ -33,7 +33,7 @@ namespace NpcMemory.V1 {
             "LAoIbWVtb3JpZXMYAiADKAsyGi5ucGNfbWVtb3J5LnYxLk1lbW9yeUlucHV0",
             "EhIKCnJlcXVlc3RfaWQYAyABKAkiRAoVU3RvcmVNZW1vcmllc1Jlc3BvbnNl",
             "EisKB3Jlc3VsdHMYASADKAsyGi5ucGNfbWVtb3J5LnYxLlN0b3JlUmVzdWx0",
-            "IucCChVTZWFyY2hNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5u",
+            "Iv8CChVTZWFyY2hNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5u",
             "cGNfbWVtb3J5LnYxLlNjb3BlEg0KBXF1ZXJ5GAIgASgJEhcKD3F1ZXJ5X2Vt",
             "YmVkZGluZxgDIAMoAhINCgVsaW1pdBgEIAEoBRInCgd3ZWlnaHRzGAUgASgL",
             "MhYubnBjX21lbW9yeS52MS5XZWlnaHRzEikKBWFzX29mGAYgASgLMhouZ29v",
@@ -41,68 +41,69 @@ namespace NpcMemory.V1 {
             "cHJvdG9idWYuVGltZXN0YW1wEisKBmZpbHRlchgIIAEoCzIbLm5wY19tZW1v",
             "cnkudjEuTWVtb3J5RmlsdGVyEisKBmZ1c2lvbhgJIAEoDjIbLm5wY19tZW1v",
             "cnkudjEuRnVzaW9uTWV0aG9kEhsKE2luY2x1ZGVfaW52YWxpZGF0ZWQYCiAB",
-            "KAgiXwoWU2VhcmNoTWVtb3JpZXNSZXNwb25zZRIsCgdyZXN1bHRzGAEgAygL",
-            "MhsubnBjX21lbW9yeS52MS5TY29yZWRNZW1vcnkSFwoPZW1iZWRkaW5nX21v",
-            "ZGVsGAIgASgJIkoKEEdldE1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsy",
-            "FC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCSI6ChFH",
-            "ZXRNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5",
-            "LnYxLk1lbW9yeSKrAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIjCgVzY29wZRgB",
-            "IAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJcGFnZV9zaXplGAIgASgF",
-            "EhIKCnBhZ2VfdG9rZW4YAyABKAkSKwoGZmlsdGVyGAQgASgLMhsubnBjX21l",
-            "bW9yeS52MS5NZW1vcnlGaWx0ZXISGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgF",
-            "IAEoCCJYChRMaXN0TWVtb3JpZXNSZXNwb25zZRInCghtZW1vcmllcxgBIAMo",
-            "CzIVLm5wY19tZW1vcnkudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgC",
-            "IAEoCSKBAQoXSW52YWxpZGF0ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASAB",
-            "KAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCRIu",
-            "CgppbnZhbGlkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFt",
-            "cCJBChhJbnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgL",
-            "MhUubnBjX21lbW9yeS52MS5NZW1vcnkinwIKE1VwZGF0ZU1lbW9yeVJlcXVl",
-            "c3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1l",
-            "bW9yeV9pZBgCIAEoCRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5w",
-            "cm90b2J1Zi5GaWVsZE1hc2sSEgoKaW1wb3J0YW5jZRgEIAEoBRIhCgR0aWVy",
-            "GAUgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEikKCG1ldGFkYXRhGAYgASgL",
-            "MhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjb250ZW50GAcgASgJEiwK",
-            "CHZhbGlkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI9",
-            "ChRVcGRhdGVNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsyFS5ucGNf",
-            "bWVtb3J5LnYxLk1lbW9yeSJzChdHZXRNZW1vcnlIaXN0b3J5UmVxdWVzdBIj",
-            "CgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEgoKc3ViamVj",
-            "dF9pZBgCIAEoCRIMCgRzbG90GAMgASgJEhEKCW1lbW9yeV9pZBgEIAEoCSJD",
-            "ChhHZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2USJwoIbWVtb3JpZXMYASADKAsy",
-            "FS5ucGNfbWVtb3J5LnYxLk1lbW9yeSImChNGb3JnZXRQbGF5ZXJSZXF1ZXN0",
-            "Eg8KB3VzZXJfaWQYASABKAkiMAoURm9yZ2V0UGxheWVyUmVzcG9uc2USGAoQ",
-            "ZGVsZXRlZF9tZW1vcmllcxgBIAEoAzK2BwoNTWVtb3J5U2VydmljZRJaCg1T",
-            "dG9yZU1lbW9yaWVzEiMubnBjX21lbW9yeS52MS5TdG9yZU1lbW9yaWVzUmVx",
-            "dWVzdBokLm5wY19tZW1vcnkudjEuU3RvcmVNZW1vcmllc1Jlc3BvbnNlEl0K",
-            "DlNlYXJjaE1lbW9yaWVzEiQubnBjX21lbW9yeS52MS5TZWFyY2hNZW1vcmll",
-            "c1JlcXVlc3QaJS5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVzcG9u",
-            "c2USTgoJR2V0TWVtb3J5Eh8ubnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXF1",
-            "ZXN0GiAubnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXNwb25zZRJXCgxMaXN0",
-            "TWVtb3JpZXMSIi5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1JlcXVlc3Qa",
-            "Iy5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlEmMKEEludmFs",
-            "aWRhdGVNZW1vcnkSJi5ucGNfbWVtb3J5LnYxLkludmFsaWRhdGVNZW1vcnlS",
-            "ZXF1ZXN0GicubnBjX21lbW9yeS52MS5JbnZhbGlkYXRlTWVtb3J5UmVzcG9u",
-            "c2USVwoMVXBkYXRlTWVtb3J5EiIubnBjX21lbW9yeS52MS5VcGRhdGVNZW1v",
-            "cnlSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXNwb25z",
-            "ZRJjChBHZXRNZW1vcnlIaXN0b3J5EiYubnBjX21lbW9yeS52MS5HZXRNZW1v",
-            "cnlIaXN0b3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5SGlz",
-            "dG9yeVJlc3BvbnNlElcKDEZvcmdldFBsYXllchIiLm5wY19tZW1vcnkudjEu",
-            "Rm9yZ2V0UGxheWVyUmVxdWVzdBojLm5wY19tZW1vcnkudjEuRm9yZ2V0UGxh",
-            "eWVyUmVzcG9uc2USYAoPRXh0cmFjdE1lbW9yaWVzEiUubnBjX21lbW9yeS52",
-            "MS5FeHRyYWN0TWVtb3JpZXNSZXF1ZXN0GiYubnBjX21lbW9yeS52MS5FeHRy",
-            "YWN0TWVtb3JpZXNSZXNwb25zZRJjChBHZXRFeHRyYWN0aW9uSm9iEiYubnBj",
-            "X21lbW9yeS52MS5HZXRFeHRyYWN0aW9uSm9iUmVxdWVzdBonLm5wY19tZW1v",
-            "cnkudjEuR2V0RXh0cmFjdGlvbkpvYlJlc3BvbnNlQiMKEGRldi5ucGNtZW1v",
-            "cnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
+            "KAgSFgoOaW5jbHVkZV9zaGFyZWQYCyABKAgiXwoWU2VhcmNoTWVtb3JpZXNS",
+            "ZXNwb25zZRIsCgdyZXN1bHRzGAEgAygLMhsubnBjX21lbW9yeS52MS5TY29y",
+            "ZWRNZW1vcnkSFwoPZW1iZWRkaW5nX21vZGVsGAIgASgJIkoKEEdldE1lbW9y",
+            "eVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3Bl",
+            "EhEKCW1lbW9yeV9pZBgCIAEoCSI6ChFHZXRNZW1vcnlSZXNwb25zZRIlCgZt",
+            "ZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeSLDAQoTTGlzdE1l",
+            "bW9yaWVzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEu",
+            "U2NvcGUSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkS",
+            "KwoGZmlsdGVyGAQgASgLMhsubnBjX21lbW9yeS52MS5NZW1vcnlGaWx0ZXIS",
+            "GwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgFIAEoCBIWCg5pbmNsdWRlX3NoYXJl",
+            "ZBgGIAEoCCJYChRMaXN0TWVtb3JpZXNSZXNwb25zZRInCghtZW1vcmllcxgB",
+            "IAMoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tl",
+            "bhgCIAEoCSKBAQoXSW52YWxpZGF0ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUY",
+            "ASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEo",
+            "CRIuCgppbnZhbGlkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVz",
+            "dGFtcCJBChhJbnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEg",
+            "ASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnkinwIKE1VwZGF0ZU1lbW9yeVJl",
+            "cXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEK",
+            "CW1lbW9yeV9pZBgCIAEoCRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2ds",
+            "ZS5wcm90b2J1Zi5GaWVsZE1hc2sSEgoKaW1wb3J0YW5jZRgEIAEoBRIhCgR0",
+            "aWVyGAUgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEikKCG1ldGFkYXRhGAYg",
+            "ASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjb250ZW50GAcgASgJ",
+            "EiwKCHZhbGlkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFt",
+            "cCI9ChRVcGRhdGVNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsyFS5u",
+            "cGNfbWVtb3J5LnYxLk1lbW9yeSJzChdHZXRNZW1vcnlIaXN0b3J5UmVxdWVz",
+            "dBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEgoKc3Vi",
+            "amVjdF9pZBgCIAEoCRIMCgRzbG90GAMgASgJEhEKCW1lbW9yeV9pZBgEIAEo",
+            "CSJDChhHZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2USJwoIbWVtb3JpZXMYASAD",
+            "KAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeSImChNGb3JnZXRQbGF5ZXJSZXF1",
+            "ZXN0Eg8KB3VzZXJfaWQYASABKAkiMAoURm9yZ2V0UGxheWVyUmVzcG9uc2US",
+            "GAoQZGVsZXRlZF9tZW1vcmllcxgBIAEoAzK2BwoNTWVtb3J5U2VydmljZRJa",
+            "Cg1TdG9yZU1lbW9yaWVzEiMubnBjX21lbW9yeS52MS5TdG9yZU1lbW9yaWVz",
+            "UmVxdWVzdBokLm5wY19tZW1vcnkudjEuU3RvcmVNZW1vcmllc1Jlc3BvbnNl",
+            "El0KDlNlYXJjaE1lbW9yaWVzEiQubnBjX21lbW9yeS52MS5TZWFyY2hNZW1v",
+            "cmllc1JlcXVlc3QaJS5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVz",
+            "cG9uc2USTgoJR2V0TWVtb3J5Eh8ubnBjX21lbW9yeS52MS5HZXRNZW1vcnlS",
+            "ZXF1ZXN0GiAubnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXNwb25zZRJXCgxM",
+            "aXN0TWVtb3JpZXMSIi5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1JlcXVl",
+            "c3QaIy5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlEmMKEElu",
+            "dmFsaWRhdGVNZW1vcnkSJi5ucGNfbWVtb3J5LnYxLkludmFsaWRhdGVNZW1v",
+            "cnlSZXF1ZXN0GicubnBjX21lbW9yeS52MS5JbnZhbGlkYXRlTWVtb3J5UmVz",
+            "cG9uc2USVwoMVXBkYXRlTWVtb3J5EiIubnBjX21lbW9yeS52MS5VcGRhdGVN",
+            "ZW1vcnlSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXNw",
+            "b25zZRJjChBHZXRNZW1vcnlIaXN0b3J5EiYubnBjX21lbW9yeS52MS5HZXRN",
+            "ZW1vcnlIaXN0b3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5",
+            "SGlzdG9yeVJlc3BvbnNlElcKDEZvcmdldFBsYXllchIiLm5wY19tZW1vcnku",
+            "djEuRm9yZ2V0UGxheWVyUmVxdWVzdBojLm5wY19tZW1vcnkudjEuRm9yZ2V0",
+            "UGxheWVyUmVzcG9uc2USYAoPRXh0cmFjdE1lbW9yaWVzEiUubnBjX21lbW9y",
+            "eS52MS5FeHRyYWN0TWVtb3JpZXNSZXF1ZXN0GiYubnBjX21lbW9yeS52MS5F",
+            "eHRyYWN0TWVtb3JpZXNSZXNwb25zZRJjChBHZXRFeHRyYWN0aW9uSm9iEiYu",
+            "bnBjX21lbW9yeS52MS5HZXRFeHRyYWN0aW9uSm9iUmVxdWVzdBonLm5wY19t",
+            "ZW1vcnkudjEuR2V0RXh0cmFjdGlvbkpvYlJlc3BvbnNlQiMKEGRldi5ucGNt",
+            "ZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.ExtractionReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesRequest), global::NpcMemory.V1.StoreMemoriesRequest.Parser, new[]{ "Scope", "Memories", "RequestId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesResponse), global::NpcMemory.V1.StoreMemoriesResponse.Parser, new[]{ "Results" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "IncludeShared" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryResponse), global::NpcMemory.V1.GetMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "IncludeShared" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesResponse), global::NpcMemory.V1.ListMemoriesResponse.Parser, new[]{ "Memories", "NextPageToken" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryResponse), global::NpcMemory.V1.InvalidateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
@@ -611,6 +612,7 @@ namespace NpcMemory.V1 {
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       fusion_ = other.fusion_;
       includeInvalidated_ = other.includeInvalidated_;
+      includeShared_ = other.includeShared_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -760,6 +762,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "include_shared" field.</summary>
+    public const int IncludeSharedFieldNumber = 11;
+    private bool includeShared_;
+    /// <summary>
+    /// Also rank the player's memories that other heroines heard and stored as shared (marked by shared_from).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool IncludeShared {
+      get { return includeShared_; }
+      set {
+        includeShared_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -785,6 +802,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Filter, other.Filter)) return false;
       if (Fusion != other.Fusion) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (IncludeShared != other.IncludeShared) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -802,6 +820,7 @@ namespace NpcMemory.V1 {
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (Fusion != global::NpcMemory.V1.FusionMethod.Unspecified) hash ^= Fusion.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (IncludeShared != false) hash ^= IncludeShared.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -857,6 +876,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(88);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -904,6 +927,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(88);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -940,6 +967,9 @@ namespace NpcMemory.V1 {
         size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Fusion);
       }
       if (IncludeInvalidated != false) {
+        size += 1 + 1;
+      }
+      if (IncludeShared != false) {
         size += 1 + 1;
       }
       if (_unknownFields != null) {
@@ -996,6 +1026,9 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.IncludeShared != false) {
+        IncludeShared = other.IncludeShared;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1068,6 +1101,10 @@ namespace NpcMemory.V1 {
             IncludeInvalidated = input.ReadBool();
             break;
           }
+          case 88: {
+            IncludeShared = input.ReadBool();
+            break;
+          }
         }
       }
     #endif
@@ -1137,6 +1174,10 @@ namespace NpcMemory.V1 {
           }
           case 80: {
             IncludeInvalidated = input.ReadBool();
+            break;
+          }
+          case 88: {
+            IncludeShared = input.ReadBool();
             break;
           }
         }
@@ -1839,6 +1880,7 @@ namespace NpcMemory.V1 {
       pageToken_ = other.pageToken_;
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       includeInvalidated_ = other.includeInvalidated_;
+      includeShared_ = other.includeShared_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1917,6 +1959,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "include_shared" field.</summary>
+    public const int IncludeSharedFieldNumber = 6;
+    private bool includeShared_;
+    /// <summary>
+    /// Also list the player's memories that other heroines heard and stored as shared (marked by shared_from).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool IncludeShared {
+      get { return includeShared_; }
+      set {
+        includeShared_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1937,6 +1994,7 @@ namespace NpcMemory.V1 {
       if (PageToken != other.PageToken) return false;
       if (!object.Equals(Filter, other.Filter)) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (IncludeShared != other.IncludeShared) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1949,6 +2007,7 @@ namespace NpcMemory.V1 {
       if (PageToken.Length != 0) hash ^= PageToken.GetHashCode();
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (IncludeShared != false) hash ^= IncludeShared.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1987,6 +2046,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(48);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2017,6 +2080,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(48);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2040,6 +2107,9 @@ namespace NpcMemory.V1 {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(Filter);
       }
       if (IncludeInvalidated != false) {
+        size += 1 + 1;
+      }
+      if (IncludeShared != false) {
         size += 1 + 1;
       }
       if (_unknownFields != null) {
@@ -2074,6 +2144,9 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.IncludeShared != false) {
+        IncludeShared = other.IncludeShared;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2116,6 +2189,10 @@ namespace NpcMemory.V1 {
             IncludeInvalidated = input.ReadBool();
             break;
           }
+          case 48: {
+            IncludeShared = input.ReadBool();
+            break;
+          }
         }
       }
     #endif
@@ -2155,6 +2232,10 @@ namespace NpcMemory.V1 {
           }
           case 40: {
             IncludeInvalidated = input.ReadBool();
+            break;
+          }
+          case 48: {
+            IncludeShared = input.ReadBool();
             break;
           }
         }

@@ -50,6 +50,7 @@ PROTOBUF_CONSTEXPR MemoryInput::MemoryInput(
   , /*decltype(_impl_.content_type_)*/0
   , /*decltype(_impl_.importance_)*/0
   , /*decltype(_impl_.tier_)*/0
+  , /*decltype(_impl_.visibility_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct MemoryInputDefaultTypeInternal {
   PROTOBUF_CONSTEXPR MemoryInputDefaultTypeInternal()
@@ -68,6 +69,7 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.slot_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.superseded_by_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.embedding_model_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.shared_from_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.metadata_)*/nullptr
   , /*decltype(_impl_.valid_at_)*/nullptr
@@ -80,6 +82,7 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.importance_)*/0
   , /*decltype(_impl_.tier_)*/0
   , /*decltype(_impl_.close_reason_)*/0
+  , /*decltype(_impl_.visibility_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct MemoryDefaultTypeInternal {
   PROTOBUF_CONSTEXPR MemoryDefaultTypeInternal()
@@ -178,7 +181,7 @@ PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORIT
 }  // namespace v1
 }  // namespace npc_memory
 static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[8];
-static const ::_pb::EnumDescriptor* file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[7];
+static const ::_pb::EnumDescriptor* file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[8];
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto = nullptr;
 
 const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
@@ -208,6 +211,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.metadata_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.embedding_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.tier_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.visibility_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -232,6 +236,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.superseded_by_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.close_reason_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.embedding_model_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.visibility_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.shared_from_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Weights, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -287,12 +293,12 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
   { 0, -1, -1, sizeof(::npc_memory::v1::Scope)},
   { 8, -1, -1, sizeof(::npc_memory::v1::MemoryInput)},
-  { 26, -1, -1, sizeof(::npc_memory::v1::Memory)},
-  { 50, -1, -1, sizeof(::npc_memory::v1::Weights)},
-  { 60, -1, -1, sizeof(::npc_memory::v1::Scores)},
-  { 71, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
-  { 84, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
-  { 92, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
+  { 27, -1, -1, sizeof(::npc_memory::v1::Memory)},
+  { 53, -1, -1, sizeof(::npc_memory::v1::Weights)},
+  { 63, -1, -1, sizeof(::npc_memory::v1::Scores)},
+  { 74, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
+  { 87, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
+  { 95, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -310,7 +316,7 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "\n\032npc_memory/v1/memory.proto\022\rnpc_memory"
   ".v1\032\034google/protobuf/struct.proto\032\037googl"
   "e/protobuf/timestamp.proto\",\n\005Scope\022\017\n\007u"
-  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\373\002\n\013Mem"
+  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\252\003\n\013Mem"
   "oryInput\022\'\n\007speaker\030\001 \001(\0162\026.npc_memory.v"
   "1.Speaker\022\'\n\007subject\030\002 \001(\0162\026.npc_memory."
   "v1.Subject\022\022\n\nsubject_id\030\003 \001(\t\0220\n\014conten"
@@ -320,61 +326,66 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "_at\030\t \001(\0132\032.google.protobuf.Timestamp\022)\n"
   "\010metadata\030\n \001(\0132\027.google.protobuf.Struct"
   "\022\021\n\tembedding\030\013 \003(\002\022!\n\004tier\030\014 \001(\0162\023.npc_"
-  "memory.v1.Tier\"\371\004\n\006Memory\022\021\n\tmemory_id\030\001"
-  " \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memory.v1.Scop"
-  "e\022\'\n\007speaker\030\003 \001(\0162\026.npc_memory.v1.Speak"
-  "er\022\'\n\007subject\030\004 \001(\0162\026.npc_memory.v1.Subj"
-  "ect\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014content_type\030"
-  "\006 \001(\0162\032.npc_memory.v1.ContentType\022\017\n\007con"
-  "tent\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005\022!\n\004tier\030\t"
-  " \001(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\n \001(\t\022"
-  ")\n\010metadata\030\013 \001(\0132\027.google.protobuf.Stru"
-  "ct\022,\n\010valid_at\030\014 \001(\0132\032.google.protobuf.T"
-  "imestamp\022.\n\ninvalid_at\030\r \001(\0132\032.google.pr"
-  "otobuf.Timestamp\022.\n\ncreated_at\030\016 \001(\0132\032.g"
-  "oogle.protobuf.Timestamp\022.\n\nupdated_at\030\017"
-  " \001(\0132\032.google.protobuf.Timestamp\022\025\n\rsupe"
-  "rseded_by\030\020 \001(\t\0220\n\014close_reason\030\021 \001(\0162\032."
-  "npc_memory.v1.CloseReason\022\027\n\017embedding_m"
-  "odel\030\022 \001(\t\"R\n\007Weights\022\017\n\007recency\030\001 \001(\001\022\022"
-  "\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n"
-  "\007keyword\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001 \001("
-  "\001\022\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001"
-  "\022\017\n\007keyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014Mem"
-  "oryFilter\022(\n\010speakers\030\001 \003(\0162\026.npc_memory"
-  ".v1.Speaker\022(\n\010subjects\030\002 \003(\0162\026.npc_memo"
-  "ry.v1.Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n\rco"
-  "ntent_types\030\004 \003(\0162\032.npc_memory.v1.Conten"
-  "tType\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tiers\030\006"
-  " \003(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001(\t\""
-  "\\\n\014ScoredMemory\022%\n\006memory\030\001 \001(\0132\025.npc_me"
-  "mory.v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc_mem"
-  "ory.v1.Scores\"f\n\013StoreResult\022\021\n\tmemory_i"
-  "d\030\001 \001(\t\022,\n\007outcome\030\002 \001(\0162\033.npc_memory.v1"
-  ".StoreOutcome\022\026\n\016superseded_ids\030\003 \003(\t*I\n"
-  "\007Speaker\022\027\n\023SPEAKER_UNSPECIFIED\020\000\022\020\n\014SPE"
-  "AKER_USER\020\001\022\023\n\017SPEAKER_HEROINE\020\002*\\\n\007Subj"
-  "ect\022\027\n\023SUBJECT_UNSPECIFIED\020\000\022\020\n\014SUBJECT_"
-  "USER\020\001\022\023\n\017SUBJECT_HEROINE\020\002\022\021\n\rSUBJECT_W"
-  "ORLD\020\003*\343\001\n\013ContentType\022\034\n\030CONTENT_TYPE_U"
-  "NSPECIFIED\020\000\022\025\n\021CONTENT_TYPE_FACT\020\001\022\033\n\027C"
-  "ONTENT_TYPE_PREFERENCE\020\002\022\026\n\022CONTENT_TYPE"
-  "_TRAIT\020\003\022\026\n\022CONTENT_TYPE_EVENT\020\004\022\030\n\024CONT"
-  "ENT_TYPE_OPINION\020\005\022\031\n\025CONTENT_TYPE_PERSO"
-  "NAL\020\006\022\035\n\031CONTENT_TYPE_RELATIONSHIP\020\007*P\n\004"
-  "Tier\022\024\n\020TIER_UNSPECIFIED\020\000\022\r\n\tTIER_GIST\020"
-  "\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017\n\013TIER_SOURCE\020\003*\200"
-  "\001\n\013CloseReason\022\034\n\030CLOSE_REASON_UNSPECIFI"
-  "ED\020\000\022\033\n\027CLOSE_REASON_SUPERSEDED\020\001\022\034\n\030CLO"
-  "SE_REASON_INVALIDATED\020\002\022\030\n\024CLOSE_REASON_"
-  "RETIRED\020\003*`\n\014FusionMethod\022\035\n\031FUSION_METH"
-  "OD_UNSPECIFIED\020\000\022\032\n\026FUSION_METHOD_WEIGHT"
-  "ED\020\001\022\025\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014StoreOut"
-  "come\022\035\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025S"
-  "TORE_OUTCOME_CREATED\020\001\022\034\n\030STORE_OUTCOME_"
-  "SUPERSEDED\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020"
-  "\003\022\034\n\030STORE_OUTCOME_HISTORICAL\020\004B#\n\020dev.n"
-  "pcmemory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
+  "memory.v1.Tier\022-\n\nvisibility\030\r \001(\0162\031.npc"
+  "_memory.v1.Visibility\"\275\005\n\006Memory\022\021\n\tmemo"
+  "ry_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memory."
+  "v1.Scope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memory.v"
+  "1.Speaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memory."
+  "v1.Subject\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014conten"
+  "t_type\030\006 \001(\0162\032.npc_memory.v1.ContentType"
+  "\022\017\n\007content\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005\022!\n"
+  "\004tier\030\t \001(\0162\023.npc_memory.v1.Tier\022\014\n\004slot"
+  "\030\n \001(\t\022)\n\010metadata\030\013 \001(\0132\027.google.protob"
+  "uf.Struct\022,\n\010valid_at\030\014 \001(\0132\032.google.pro"
+  "tobuf.Timestamp\022.\n\ninvalid_at\030\r \001(\0132\032.go"
+  "ogle.protobuf.Timestamp\022.\n\ncreated_at\030\016 "
+  "\001(\0132\032.google.protobuf.Timestamp\022.\n\nupdat"
+  "ed_at\030\017 \001(\0132\032.google.protobuf.Timestamp\022"
+  "\025\n\rsuperseded_by\030\020 \001(\t\0220\n\014close_reason\030\021"
+  " \001(\0162\032.npc_memory.v1.CloseReason\022\027\n\017embe"
+  "dding_model\030\022 \001(\t\022-\n\nvisibility\030\023 \001(\0162\031."
+  "npc_memory.v1.Visibility\022\023\n\013shared_from\030"
+  "\024 \001(\t\"R\n\007Weights\022\017\n\007recency\030\001 \001(\001\022\022\n\nimp"
+  "ortance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007keyw"
+  "ord\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001 \001(\001\022\022\n\n"
+  "importance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007k"
+  "eyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014MemoryFi"
+  "lter\022(\n\010speakers\030\001 \003(\0162\026.npc_memory.v1.S"
+  "peaker\022(\n\010subjects\030\002 \003(\0162\026.npc_memory.v1"
+  ".Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n\rcontent"
+  "_types\030\004 \003(\0162\032.npc_memory.v1.ContentType"
+  "\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tiers\030\006 \003(\0162"
+  "\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001(\t\"\\\n\014Sc"
+  "oredMemory\022%\n\006memory\030\001 \001(\0132\025.npc_memory."
+  "v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc_memory.v"
+  "1.Scores\"f\n\013StoreResult\022\021\n\tmemory_id\030\001 \001"
+  "(\t\022,\n\007outcome\030\002 \001(\0162\033.npc_memory.v1.Stor"
+  "eOutcome\022\026\n\016superseded_ids\030\003 \003(\t*I\n\007Spea"
+  "ker\022\027\n\023SPEAKER_UNSPECIFIED\020\000\022\020\n\014SPEAKER_"
+  "USER\020\001\022\023\n\017SPEAKER_HEROINE\020\002*\\\n\007Subject\022\027"
+  "\n\023SUBJECT_UNSPECIFIED\020\000\022\020\n\014SUBJECT_USER\020"
+  "\001\022\023\n\017SUBJECT_HEROINE\020\002\022\021\n\rSUBJECT_WORLD\020"
+  "\003*\343\001\n\013ContentType\022\034\n\030CONTENT_TYPE_UNSPEC"
+  "IFIED\020\000\022\025\n\021CONTENT_TYPE_FACT\020\001\022\033\n\027CONTEN"
+  "T_TYPE_PREFERENCE\020\002\022\026\n\022CONTENT_TYPE_TRAI"
+  "T\020\003\022\026\n\022CONTENT_TYPE_EVENT\020\004\022\030\n\024CONTENT_T"
+  "YPE_OPINION\020\005\022\031\n\025CONTENT_TYPE_PERSONAL\020\006"
+  "\022\035\n\031CONTENT_TYPE_RELATIONSHIP\020\007*P\n\004Tier\022"
+  "\024\n\020TIER_UNSPECIFIED\020\000\022\r\n\tTIER_GIST\020\001\022\022\n\016"
+  "TIER_KNOWLEDGE\020\002\022\017\n\013TIER_SOURCE\020\003*\200\001\n\013Cl"
+  "oseReason\022\034\n\030CLOSE_REASON_UNSPECIFIED\020\000\022"
+  "\033\n\027CLOSE_REASON_SUPERSEDED\020\001\022\034\n\030CLOSE_RE"
+  "ASON_INVALIDATED\020\002\022\030\n\024CLOSE_REASON_RETIR"
+  "ED\020\003*W\n\nVisibility\022\032\n\026VISIBILITY_UNSPECI"
+  "FIED\020\000\022\026\n\022VISIBILITY_PRIVATE\020\001\022\025\n\021VISIBI"
+  "LITY_SHARED\020\002*`\n\014FusionMethod\022\035\n\031FUSION_"
+  "METHOD_UNSPECIFIED\020\000\022\032\n\026FUSION_METHOD_WE"
+  "IGHTED\020\001\022\025\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014Stor"
+  "eOutcome\022\035\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022"
+  "\031\n\025STORE_OUTCOME_CREATED\020\001\022\034\n\030STORE_OUTC"
+  "OME_SUPERSEDED\020\002\022\033\n\027STORE_OUTCOME_DUPLIC"
+  "ATE\020\003\022\034\n\030STORE_OUTCOME_HISTORICAL\020\004B#\n\020d"
+  "ev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps[2] = {
   &::descriptor_table_google_2fprotobuf_2fstruct_2eproto,
@@ -382,7 +393,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto = {
-    false, false, 2716, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
+    false, false, 2920, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
     "npc_memory/v1/memory.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 8,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets,
@@ -480,9 +491,24 @@ bool CloseReason_IsValid(int value) {
   }
 }
 
-const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* FusionMethod_descriptor() {
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* Visibility_descriptor() {
   ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
   return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[5];
+}
+bool Visibility_IsValid(int value) {
+  switch (value) {
+    case 0:
+    case 1:
+    case 2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* FusionMethod_descriptor() {
+  ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
+  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[6];
 }
 bool FusionMethod_IsValid(int value) {
   switch (value) {
@@ -497,7 +523,7 @@ bool FusionMethod_IsValid(int value) {
 
 const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* StoreOutcome_descriptor() {
   ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
-  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[6];
+  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[7];
 }
 bool StoreOutcome_IsValid(int value) {
   switch (value) {
@@ -816,6 +842,7 @@ MemoryInput::MemoryInput(const MemoryInput& from)
     , decltype(_impl_.content_type_){}
     , decltype(_impl_.importance_){}
     , decltype(_impl_.tier_){}
+    , decltype(_impl_.visibility_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -850,8 +877,8 @@ MemoryInput::MemoryInput(const MemoryInput& from)
     _this->_impl_.metadata_ = new ::PROTOBUF_NAMESPACE_ID::Struct(*from._impl_.metadata_);
   }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.tier_) -
-    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.tier_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.visibility_) -
+    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.MemoryInput)
 }
 
@@ -872,6 +899,7 @@ inline void MemoryInput::SharedCtor(
     , decltype(_impl_.content_type_){0}
     , decltype(_impl_.importance_){0}
     , decltype(_impl_.tier_){0}
+    , decltype(_impl_.visibility_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.subject_id_.InitDefault();
@@ -932,8 +960,8 @@ void MemoryInput::Clear() {
   }
   _impl_.metadata_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.tier_) -
-      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.tier_));
+      reinterpret_cast<char*>(&_impl_.visibility_) -
+      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1059,6 +1087,15 @@ const char* MemoryInput::_InternalParse(const char* ptr, ::_pbi::ParseContext* c
         } else
           goto handle_unusual;
         continue;
+      // .npc_memory.v1.Visibility visibility = 13;
+      case 13:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 104)) {
+          uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+          _internal_set_visibility(static_cast<::npc_memory::v1::Visibility>(val));
+        } else
+          goto handle_unusual;
+        continue;
       default:
         goto handle_unusual;
     }  // switch
@@ -1181,6 +1218,13 @@ uint8_t* MemoryInput::_InternalSerialize(
       12, this->_internal_tier(), target);
   }
 
+  // .npc_memory.v1.Visibility visibility = 13;
+  if (this->_internal_visibility() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteEnumToArray(
+      13, this->_internal_visibility(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1280,6 +1324,12 @@ size_t MemoryInput::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_tier());
   }
 
+  // .npc_memory.v1.Visibility visibility = 13;
+  if (this->_internal_visibility() != 0) {
+    total_size += 1 +
+      ::_pbi::WireFormatLite::EnumSize(this->_internal_visibility());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -1332,6 +1382,9 @@ void MemoryInput::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PR
   if (from._internal_tier() != 0) {
     _this->_internal_set_tier(from._internal_tier());
   }
+  if (from._internal_visibility() != 0) {
+    _this->_internal_set_visibility(from._internal_visibility());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -1366,8 +1419,8 @@ void MemoryInput::InternalSwap(MemoryInput* other) {
       &other->_impl_.slot_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(MemoryInput, _impl_.tier_)
-      + sizeof(MemoryInput::_impl_.tier_)
+      PROTOBUF_FIELD_OFFSET(MemoryInput, _impl_.visibility_)
+      + sizeof(MemoryInput::_impl_.visibility_)
       - PROTOBUF_FIELD_OFFSET(MemoryInput, _impl_.valid_at_)>(
           reinterpret_cast<char*>(&_impl_.valid_at_),
           reinterpret_cast<char*>(&other->_impl_.valid_at_));
@@ -1461,6 +1514,7 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.slot_){}
     , decltype(_impl_.superseded_by_){}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.shared_from_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
@@ -1473,6 +1527,7 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.importance_){}
     , decltype(_impl_.tier_){}
     , decltype(_impl_.close_reason_){}
+    , decltype(_impl_.visibility_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1524,6 +1579,14 @@ Memory::Memory(const Memory& from)
     _this->_impl_.embedding_model_.Set(from._internal_embedding_model(), 
       _this->GetArenaForAllocation());
   }
+  _impl_.shared_from_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.shared_from_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_shared_from().empty()) {
+    _this->_impl_.shared_from_.Set(from._internal_shared_from(), 
+      _this->GetArenaForAllocation());
+  }
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
@@ -1543,8 +1606,8 @@ Memory::Memory(const Memory& from)
     _this->_impl_.updated_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.updated_at_);
   }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.close_reason_) -
-    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.close_reason_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.visibility_) -
+    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.Memory)
 }
 
@@ -1559,6 +1622,7 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.slot_){}
     , decltype(_impl_.superseded_by_){}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.shared_from_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
@@ -1571,6 +1635,7 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.importance_){0}
     , decltype(_impl_.tier_){0}
     , decltype(_impl_.close_reason_){0}
+    , decltype(_impl_.visibility_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -1597,6 +1662,10 @@ inline void Memory::SharedCtor(
   #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
     _impl_.embedding_model_.Set("", GetArenaForAllocation());
   #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.shared_from_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.shared_from_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
 }
 
 Memory::~Memory() {
@@ -1616,6 +1685,7 @@ inline void Memory::SharedDtor() {
   _impl_.slot_.Destroy();
   _impl_.superseded_by_.Destroy();
   _impl_.embedding_model_.Destroy();
+  _impl_.shared_from_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.metadata_;
   if (this != internal_default_instance()) delete _impl_.valid_at_;
@@ -1640,6 +1710,7 @@ void Memory::Clear() {
   _impl_.slot_.ClearToEmpty();
   _impl_.superseded_by_.ClearToEmpty();
   _impl_.embedding_model_.ClearToEmpty();
+  _impl_.shared_from_.ClearToEmpty();
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
@@ -1665,8 +1736,8 @@ void Memory::Clear() {
   }
   _impl_.updated_at_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.close_reason_) -
-      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.close_reason_));
+      reinterpret_cast<char*>(&_impl_.visibility_) -
+      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1834,6 +1905,25 @@ const char* Memory::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Memory.embedding_model"));
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.Visibility visibility = 19;
+      case 19:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 152)) {
+          uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+          _internal_set_visibility(static_cast<::npc_memory::v1::Visibility>(val));
+        } else
+          goto handle_unusual;
+        continue;
+      // string shared_from = 20;
+      case 20:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 162)) {
+          auto str = _internal_mutable_shared_from();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Memory.shared_from"));
         } else
           goto handle_unusual;
         continue;
@@ -2009,6 +2099,23 @@ uint8_t* Memory::_InternalSerialize(
         18, this->_internal_embedding_model(), target);
   }
 
+  // .npc_memory.v1.Visibility visibility = 19;
+  if (this->_internal_visibility() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteEnumToArray(
+      19, this->_internal_visibility(), target);
+  }
+
+  // string shared_from = 20;
+  if (!this->_internal_shared_from().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_shared_from().data(), static_cast<int>(this->_internal_shared_from().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.Memory.shared_from");
+    target = stream->WriteStringMaybeAliased(
+        20, this->_internal_shared_from(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -2065,6 +2172,13 @@ size_t Memory::ByteSizeLong() const {
     total_size += 2 +
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
         this->_internal_embedding_model());
+  }
+
+  // string shared_from = 20;
+  if (!this->_internal_shared_from().empty()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_shared_from());
   }
 
   // .npc_memory.v1.Scope scope = 2;
@@ -2144,6 +2258,12 @@ size_t Memory::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_close_reason());
   }
 
+  // .npc_memory.v1.Visibility visibility = 19;
+  if (this->_internal_visibility() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::EnumSize(this->_internal_visibility());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -2179,6 +2299,9 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   }
   if (!from._internal_embedding_model().empty()) {
     _this->_internal_set_embedding_model(from._internal_embedding_model());
+  }
+  if (!from._internal_shared_from().empty()) {
+    _this->_internal_set_shared_from(from._internal_shared_from());
   }
   if (from._internal_has_scope()) {
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
@@ -2221,6 +2344,9 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   }
   if (from._internal_close_reason() != 0) {
     _this->_internal_set_close_reason(from._internal_close_reason());
+  }
+  if (from._internal_visibility() != 0) {
+    _this->_internal_set_visibility(from._internal_visibility());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -2265,9 +2391,13 @@ void Memory::InternalSwap(Memory* other) {
       &_impl_.embedding_model_, lhs_arena,
       &other->_impl_.embedding_model_, rhs_arena
   );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.shared_from_, lhs_arena,
+      &other->_impl_.shared_from_, rhs_arena
+  );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(Memory, _impl_.close_reason_)
-      + sizeof(Memory::_impl_.close_reason_)
+      PROTOBUF_FIELD_OFFSET(Memory, _impl_.visibility_)
+      + sizeof(Memory::_impl_.visibility_)
       - PROTOBUF_FIELD_OFFSET(Memory, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));

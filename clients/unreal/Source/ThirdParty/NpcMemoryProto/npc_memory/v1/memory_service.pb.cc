@@ -62,6 +62,7 @@ PROTOBUF_CONSTEXPR SearchMemoriesRequest::SearchMemoriesRequest(
   , /*decltype(_impl_.limit_)*/0
   , /*decltype(_impl_.fusion_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
+  , /*decltype(_impl_.include_shared_)*/false
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct SearchMemoriesRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR SearchMemoriesRequestDefaultTypeInternal()
@@ -120,6 +121,7 @@ PROTOBUF_CONSTEXPR ListMemoriesRequest::ListMemoriesRequest(
   , /*decltype(_impl_.filter_)*/nullptr
   , /*decltype(_impl_.page_size_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
+  , /*decltype(_impl_.include_shared_)*/false
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct ListMemoriesRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR ListMemoriesRequestDefaultTypeInternal()
@@ -299,6 +301,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.filter_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.fusion_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.include_invalidated_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.include_shared_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -333,6 +336,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.page_token_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.filter_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.include_invalidated_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.include_shared_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -414,19 +418,19 @@ static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protode
   { 0, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
   { 9, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
   { 16, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
-  { 32, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
-  { 40, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
-  { 48, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
-  { 55, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
-  { 66, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
-  { 74, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
-  { 83, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
-  { 90, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
-  { 104, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
-  { 111, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 121, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 128, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 135, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 33, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
+  { 41, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
+  { 49, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
+  { 56, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
+  { 68, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
+  { 76, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
+  { 85, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
+  { 92, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
+  { 106, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
+  { 113, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
+  { 123, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 130, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 137, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -459,7 +463,7 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "s\030\002 \003(\0132\032.npc_memory.v1.MemoryInput\022\022\n\nr"
   "equest_id\030\003 \001(\t\"D\n\025StoreMemoriesResponse"
   "\022+\n\007results\030\001 \003(\0132\032.npc_memory.v1.StoreR"
-  "esult\"\347\002\n\025SearchMemoriesRequest\022#\n\005scope"
+  "esult\"\377\002\n\025SearchMemoriesRequest\022#\n\005scope"
   "\030\001 \001(\0132\024.npc_memory.v1.Scope\022\r\n\005query\030\002 "
   "\001(\t\022\027\n\017query_embedding\030\003 \003(\002\022\r\n\005limit\030\004 "
   "\001(\005\022\'\n\007weights\030\005 \001(\0132\026.npc_memory.v1.Wei"
@@ -468,65 +472,66 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "imestamp\022+\n\006filter\030\010 \001(\0132\033.npc_memory.v1"
   ".MemoryFilter\022+\n\006fusion\030\t \001(\0162\033.npc_memo"
   "ry.v1.FusionMethod\022\033\n\023include_invalidate"
-  "d\030\n \001(\010\"_\n\026SearchMemoriesResponse\022,\n\007res"
-  "ults\030\001 \003(\0132\033.npc_memory.v1.ScoredMemory\022"
-  "\027\n\017embedding_model\030\002 \001(\t\"J\n\020GetMemoryReq"
-  "uest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scop"
-  "e\022\021\n\tmemory_id\030\002 \001(\t\":\n\021GetMemoryRespons"
-  "e\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Memory"
-  "\"\253\001\n\023ListMemoriesRequest\022#\n\005scope\030\001 \001(\0132"
-  "\024.npc_memory.v1.Scope\022\021\n\tpage_size\030\002 \001(\005"
-  "\022\022\n\npage_token\030\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033.n"
-  "pc_memory.v1.MemoryFilter\022\033\n\023include_inv"
-  "alidated\030\005 \001(\010\"X\n\024ListMemoriesResponse\022\'"
-  "\n\010memories\030\001 \003(\0132\025.npc_memory.v1.Memory\022"
-  "\027\n\017next_page_token\030\002 \001(\t\"\201\001\n\027InvalidateM"
-  "emoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory"
-  ".v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_"
-  "at\030\003 \001(\0132\032.google.protobuf.Timestamp\"A\n\030"
-  "InvalidateMemoryResponse\022%\n\006memory\030\001 \001(\013"
-  "2\025.npc_memory.v1.Memory\"\237\002\n\023UpdateMemory"
-  "Request\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.S"
-  "cope\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013update_mask\030\003"
-  " \001(\0132\032.google.protobuf.FieldMask\022\022\n\nimpo"
-  "rtance\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc_memory."
-  "v1.Tier\022)\n\010metadata\030\006 \001(\0132\027.google.proto"
-  "buf.Struct\022\017\n\007content\030\007 \001(\t\022,\n\010valid_at\030"
-  "\010 \001(\0132\032.google.protobuf.Timestamp\"=\n\024Upd"
-  "ateMemoryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_"
-  "memory.v1.Memory\"s\n\027GetMemoryHistoryRequ"
-  "est\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope"
-  "\022\022\n\nsubject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tme"
-  "mory_id\030\004 \001(\t\"C\n\030GetMemoryHistoryRespons"
-  "e\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1.Memo"
-  "ry\"&\n\023ForgetPlayerRequest\022\017\n\007user_id\030\001 \001"
-  "(\t\"0\n\024ForgetPlayerResponse\022\030\n\020deleted_me"
-  "mories\030\001 \001(\0032\266\007\n\rMemoryService\022Z\n\rStoreM"
-  "emories\022#.npc_memory.v1.StoreMemoriesReq"
-  "uest\032$.npc_memory.v1.StoreMemoriesRespon"
-  "se\022]\n\016SearchMemories\022$.npc_memory.v1.Sea"
-  "rchMemoriesRequest\032%.npc_memory.v1.Searc"
-  "hMemoriesResponse\022N\n\tGetMemory\022\037.npc_mem"
-  "ory.v1.GetMemoryRequest\032 .npc_memory.v1."
-  "GetMemoryResponse\022W\n\014ListMemories\022\".npc_"
-  "memory.v1.ListMemoriesRequest\032#.npc_memo"
-  "ry.v1.ListMemoriesResponse\022c\n\020Invalidate"
-  "Memory\022&.npc_memory.v1.InvalidateMemoryR"
-  "equest\032\'.npc_memory.v1.InvalidateMemoryR"
-  "esponse\022W\n\014UpdateMemory\022\".npc_memory.v1."
-  "UpdateMemoryRequest\032#.npc_memory.v1.Upda"
-  "teMemoryResponse\022c\n\020GetMemoryHistory\022&.n"
-  "pc_memory.v1.GetMemoryHistoryRequest\032\'.n"
-  "pc_memory.v1.GetMemoryHistoryResponse\022W\n"
-  "\014ForgetPlayer\022\".npc_memory.v1.ForgetPlay"
-  "erRequest\032#.npc_memory.v1.ForgetPlayerRe"
-  "sponse\022`\n\017ExtractMemories\022%.npc_memory.v"
-  "1.ExtractMemoriesRequest\032&.npc_memory.v1"
-  ".ExtractMemoriesResponse\022c\n\020GetExtractio"
-  "nJob\022&.npc_memory.v1.GetExtractionJobReq"
-  "uest\032\'.npc_memory.v1.GetExtractionJobRes"
-  "ponseB#\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory."
-  "V1b\006proto3"
+  "d\030\n \001(\010\022\026\n\016include_shared\030\013 \001(\010\"_\n\026Searc"
+  "hMemoriesResponse\022,\n\007results\030\001 \003(\0132\033.npc"
+  "_memory.v1.ScoredMemory\022\027\n\017embedding_mod"
+  "el\030\002 \001(\t\"J\n\020GetMemoryRequest\022#\n\005scope\030\001 "
+  "\001(\0132\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002"
+  " \001(\t\":\n\021GetMemoryResponse\022%\n\006memory\030\001 \001("
+  "\0132\025.npc_memory.v1.Memory\"\303\001\n\023ListMemorie"
+  "sRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1."
+  "Scope\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_token\030\003"
+  " \001(\t\022+\n\006filter\030\004 \001(\0132\033.npc_memory.v1.Mem"
+  "oryFilter\022\033\n\023include_invalidated\030\005 \001(\010\022\026"
+  "\n\016include_shared\030\006 \001(\010\"X\n\024ListMemoriesRe"
+  "sponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1"
+  ".Memory\022\027\n\017next_page_token\030\002 \001(\t\"\201\001\n\027Inv"
+  "alidateMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.np"
+  "c_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\n"
+  "invalid_at\030\003 \001(\0132\032.google.protobuf.Times"
+  "tamp\"A\n\030InvalidateMemoryResponse\022%\n\006memo"
+  "ry\030\001 \001(\0132\025.npc_memory.v1.Memory\"\237\002\n\023Upda"
+  "teMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_mem"
+  "ory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013updat"
+  "e_mask\030\003 \001(\0132\032.google.protobuf.FieldMask"
+  "\022\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc"
+  "_memory.v1.Tier\022)\n\010metadata\030\006 \001(\0132\027.goog"
+  "le.protobuf.Struct\022\017\n\007content\030\007 \001(\t\022,\n\010v"
+  "alid_at\030\010 \001(\0132\032.google.protobuf.Timestam"
+  "p\"=\n\024UpdateMemoryResponse\022%\n\006memory\030\001 \001("
+  "\0132\025.npc_memory.v1.Memory\"s\n\027GetMemoryHis"
+  "toryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory."
+  "v1.Scope\022\022\n\nsubject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001"
+  "(\t\022\021\n\tmemory_id\030\004 \001(\t\"C\n\030GetMemoryHistor"
+  "yResponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory"
+  ".v1.Memory\"&\n\023ForgetPlayerRequest\022\017\n\007use"
+  "r_id\030\001 \001(\t\"0\n\024ForgetPlayerResponse\022\030\n\020de"
+  "leted_memories\030\001 \001(\0032\266\007\n\rMemoryService\022Z"
+  "\n\rStoreMemories\022#.npc_memory.v1.StoreMem"
+  "oriesRequest\032$.npc_memory.v1.StoreMemori"
+  "esResponse\022]\n\016SearchMemories\022$.npc_memor"
+  "y.v1.SearchMemoriesRequest\032%.npc_memory."
+  "v1.SearchMemoriesResponse\022N\n\tGetMemory\022\037"
+  ".npc_memory.v1.GetMemoryRequest\032 .npc_me"
+  "mory.v1.GetMemoryResponse\022W\n\014ListMemorie"
+  "s\022\".npc_memory.v1.ListMemoriesRequest\032#."
+  "npc_memory.v1.ListMemoriesResponse\022c\n\020In"
+  "validateMemory\022&.npc_memory.v1.Invalidat"
+  "eMemoryRequest\032\'.npc_memory.v1.Invalidat"
+  "eMemoryResponse\022W\n\014UpdateMemory\022\".npc_me"
+  "mory.v1.UpdateMemoryRequest\032#.npc_memory"
+  ".v1.UpdateMemoryResponse\022c\n\020GetMemoryHis"
+  "tory\022&.npc_memory.v1.GetMemoryHistoryReq"
+  "uest\032\'.npc_memory.v1.GetMemoryHistoryRes"
+  "ponse\022W\n\014ForgetPlayer\022\".npc_memory.v1.Fo"
+  "rgetPlayerRequest\032#.npc_memory.v1.Forget"
+  "PlayerResponse\022`\n\017ExtractMemories\022%.npc_"
+  "memory.v1.ExtractMemoriesRequest\032&.npc_m"
+  "emory.v1.ExtractMemoriesResponse\022c\n\020GetE"
+  "xtractionJob\022&.npc_memory.v1.GetExtracti"
+  "onJobRequest\032\'.npc_memory.v1.GetExtracti"
+  "onJobResponseB#\n\020dev.npcmemory.v1P\001\252\002\014Np"
+  "cMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[5] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
@@ -537,7 +542,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 3090, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 3138, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 5, 16,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
@@ -1110,6 +1115,7 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
     , decltype(_impl_.limit_){}
     , decltype(_impl_.fusion_){}
     , decltype(_impl_.include_invalidated_){}
+    , decltype(_impl_.include_shared_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1137,8 +1143,8 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
     _this->_impl_.filter_ = new ::npc_memory::v1::MemoryFilter(*from._impl_.filter_);
   }
   ::memcpy(&_impl_.limit_, &from._impl_.limit_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_invalidated_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_shared_) -
+    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_shared_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SearchMemoriesRequest)
 }
 
@@ -1157,6 +1163,7 @@ inline void SearchMemoriesRequest::SharedCtor(
     , decltype(_impl_.limit_){0}
     , decltype(_impl_.fusion_){0}
     , decltype(_impl_.include_invalidated_){false}
+    , decltype(_impl_.include_shared_){false}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.query_.InitDefault();
@@ -1218,8 +1225,8 @@ void SearchMemoriesRequest::Clear() {
   }
   _impl_.filter_ = nullptr;
   ::memset(&_impl_.limit_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_invalidated_));
+      reinterpret_cast<char*>(&_impl_.include_shared_) -
+      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_shared_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1311,6 +1318,14 @@ const char* SearchMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::Parse
       case 10:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 80)) {
           _impl_.include_invalidated_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // bool include_shared = 11;
+      case 11:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 88)) {
+          _impl_.include_shared_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -1413,6 +1428,12 @@ uint8_t* SearchMemoriesRequest::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteBoolToArray(10, this->_internal_include_invalidated(), target);
   }
 
+  // bool include_shared = 11;
+  if (this->_internal_include_shared() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(11, this->_internal_include_shared(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1498,6 +1519,11 @@ size_t SearchMemoriesRequest::ByteSizeLong() const {
     total_size += 1 + 1;
   }
 
+  // bool include_shared = 11;
+  if (this->_internal_include_shared() != 0) {
+    total_size += 1 + 1;
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -1549,6 +1575,9 @@ void SearchMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, 
   if (from._internal_include_invalidated() != 0) {
     _this->_internal_set_include_invalidated(from._internal_include_invalidated());
   }
+  if (from._internal_include_shared() != 0) {
+    _this->_internal_set_include_shared(from._internal_include_shared());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -1574,8 +1603,8 @@ void SearchMemoriesRequest::InternalSwap(SearchMemoriesRequest* other) {
       &other->_impl_.query_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.include_invalidated_)
-      + sizeof(SearchMemoriesRequest::_impl_.include_invalidated_)
+      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.include_shared_)
+      + sizeof(SearchMemoriesRequest::_impl_.include_shared_)
       - PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -2320,6 +2349,7 @@ ListMemoriesRequest::ListMemoriesRequest(const ListMemoriesRequest& from)
     , decltype(_impl_.filter_){nullptr}
     , decltype(_impl_.page_size_){}
     , decltype(_impl_.include_invalidated_){}
+    , decltype(_impl_.include_shared_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2338,8 +2368,8 @@ ListMemoriesRequest::ListMemoriesRequest(const ListMemoriesRequest& from)
     _this->_impl_.filter_ = new ::npc_memory::v1::MemoryFilter(*from._impl_.filter_);
   }
   ::memcpy(&_impl_.page_size_, &from._impl_.page_size_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-    reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_invalidated_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_shared_) -
+    reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_shared_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListMemoriesRequest)
 }
 
@@ -2353,6 +2383,7 @@ inline void ListMemoriesRequest::SharedCtor(
     , decltype(_impl_.filter_){nullptr}
     , decltype(_impl_.page_size_){0}
     , decltype(_impl_.include_invalidated_){false}
+    , decltype(_impl_.include_shared_){false}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.page_token_.InitDefault();
@@ -2397,8 +2428,8 @@ void ListMemoriesRequest::Clear() {
   }
   _impl_.filter_ = nullptr;
   ::memset(&_impl_.page_size_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.include_invalidated_) -
-      reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_invalidated_));
+      reinterpret_cast<char*>(&_impl_.include_shared_) -
+      reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_shared_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -2446,6 +2477,14 @@ const char* ListMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::ParseCo
       case 5:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
           _impl_.include_invalidated_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // bool include_shared = 6;
+      case 6:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 48)) {
+          _impl_.include_shared_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -2515,6 +2554,12 @@ uint8_t* ListMemoriesRequest::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteBoolToArray(5, this->_internal_include_invalidated(), target);
   }
 
+  // bool include_shared = 6;
+  if (this->_internal_include_shared() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(6, this->_internal_include_shared(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -2562,6 +2607,11 @@ size_t ListMemoriesRequest::ByteSizeLong() const {
     total_size += 1 + 1;
   }
 
+  // bool include_shared = 6;
+  if (this->_internal_include_shared() != 0) {
+    total_size += 1 + 1;
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -2597,6 +2647,9 @@ void ListMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, co
   if (from._internal_include_invalidated() != 0) {
     _this->_internal_set_include_invalidated(from._internal_include_invalidated());
   }
+  if (from._internal_include_shared() != 0) {
+    _this->_internal_set_include_shared(from._internal_include_shared());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -2621,8 +2674,8 @@ void ListMemoriesRequest::InternalSwap(ListMemoriesRequest* other) {
       &other->_impl_.page_token_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.include_invalidated_)
-      + sizeof(ListMemoriesRequest::_impl_.include_invalidated_)
+      PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.include_shared_)
+      + sizeof(ListMemoriesRequest::_impl_.include_shared_)
       - PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));

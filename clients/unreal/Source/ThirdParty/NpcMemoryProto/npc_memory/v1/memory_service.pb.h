@@ -605,6 +605,7 @@ class SearchMemoriesRequest final :
     kLimitFieldNumber = 4,
     kFusionFieldNumber = 9,
     kIncludeInvalidatedFieldNumber = 10,
+    kIncludeSharedFieldNumber = 11,
   };
   // repeated float query_embedding = 3;
   int query_embedding_size() const;
@@ -759,6 +760,15 @@ class SearchMemoriesRequest final :
   void _internal_set_include_invalidated(bool value);
   public:
 
+  // bool include_shared = 11;
+  void clear_include_shared();
+  bool include_shared() const;
+  void set_include_shared(bool value);
+  private:
+  bool _internal_include_shared() const;
+  void _internal_set_include_shared(bool value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.SearchMemoriesRequest)
  private:
   class _Internal;
@@ -777,6 +787,7 @@ class SearchMemoriesRequest final :
     int32_t limit_;
     int fusion_;
     bool include_invalidated_;
+    bool include_shared_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1413,6 +1424,7 @@ class ListMemoriesRequest final :
     kFilterFieldNumber = 4,
     kPageSizeFieldNumber = 2,
     kIncludeInvalidatedFieldNumber = 5,
+    kIncludeSharedFieldNumber = 6,
   };
   // string page_token = 3;
   void clear_page_token();
@@ -1482,6 +1494,15 @@ class ListMemoriesRequest final :
   void _internal_set_include_invalidated(bool value);
   public:
 
+  // bool include_shared = 6;
+  void clear_include_shared();
+  bool include_shared() const;
+  void set_include_shared(bool value);
+  private:
+  bool _internal_include_shared() const;
+  void _internal_set_include_shared(bool value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.ListMemoriesRequest)
  private:
   class _Internal;
@@ -1495,6 +1516,7 @@ class ListMemoriesRequest final :
     ::npc_memory::v1::MemoryFilter* filter_;
     int32_t page_size_;
     bool include_invalidated_;
+    bool include_shared_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -3924,6 +3946,26 @@ inline void SearchMemoriesRequest::set_include_invalidated(bool value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.include_invalidated)
 }
 
+// bool include_shared = 11;
+inline void SearchMemoriesRequest::clear_include_shared() {
+  _impl_.include_shared_ = false;
+}
+inline bool SearchMemoriesRequest::_internal_include_shared() const {
+  return _impl_.include_shared_;
+}
+inline bool SearchMemoriesRequest::include_shared() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.include_shared)
+  return _internal_include_shared();
+}
+inline void SearchMemoriesRequest::_internal_set_include_shared(bool value) {
+  
+  _impl_.include_shared_ = value;
+}
+inline void SearchMemoriesRequest::set_include_shared(bool value) {
+  _internal_set_include_shared(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.include_shared)
+}
+
 // -------------------------------------------------------------------
 
 // SearchMemoriesResponse
@@ -4505,6 +4547,26 @@ inline void ListMemoriesRequest::_internal_set_include_invalidated(bool value) {
 inline void ListMemoriesRequest::set_include_invalidated(bool value) {
   _internal_set_include_invalidated(value);
   // @@protoc_insertion_point(field_set:npc_memory.v1.ListMemoriesRequest.include_invalidated)
+}
+
+// bool include_shared = 6;
+inline void ListMemoriesRequest::clear_include_shared() {
+  _impl_.include_shared_ = false;
+}
+inline bool ListMemoriesRequest::_internal_include_shared() const {
+  return _impl_.include_shared_;
+}
+inline bool ListMemoriesRequest::include_shared() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListMemoriesRequest.include_shared)
+  return _internal_include_shared();
+}
+inline void ListMemoriesRequest::_internal_set_include_shared(bool value) {
+  
+  _impl_.include_shared_ = value;
+}
+inline void ListMemoriesRequest::set_include_shared(bool value) {
+  _internal_set_include_shared(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ListMemoriesRequest.include_shared)
 }
 
 // -------------------------------------------------------------------
