@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import grpc
 import pytest
-import pytest_asyncio
-from chat_endpoint import ChatEndpoint, Step, facts_answer, serve_chat
+from chat_endpoint import ChatEndpoint, Step, facts_answer
 from google.protobuf import timestamp_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from npc_memory.config import Config
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
-from npc_memory.extraction.service import Extractor
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.server import create_server
 from npc_memory_client.v1 import extraction_pb2 as ex
 from npc_memory_client.v1 import memory_pb2 as pb
@@ -66,34 +63,6 @@ def _request(scope: Scope, dialogue_id: str, turns: Sequence[tuple[pb.Speaker.Va
         ]),
         mode=mode,  # type: ignore[arg-type]
     )
-
-
-@pytest.fixture(scope="module")
-def chat() -> Iterator[ChatEndpoint]:
-    """The scripted chat-completions endpoint for this module."""
-    yield from serve_chat()
-
-
-@pytest_asyncio.fixture(scope="module")
-async def extractor(engine: MemoryEngine, chat: ChatEndpoint) -> AsyncIterator[Extractor]:
-    """An extractor on the test engine, pointed at the scripted endpoint, with short timeouts and backoff."""
-    settings = ExtractionSettings(url=chat.url, model="scripted", timeout_seconds=0.5, lease_seconds=5.0,
-                                  max_attempts=3, backoff_seconds=0.05, backoff_max_seconds=0.2, poll_seconds=0.05)
-    ext = Extractor.create(engine, settings)
-    yield ext
-    await ext.aclose()
-
-
-@pytest_asyncio.fixture(scope="module")
-async def ex_stub(engine: MemoryEngine, extractor: Extractor) -> AsyncIterator[svc_grpc.MemoryServiceAsyncStub]:
-    """A live gRPC server with extraction, its worker running beside it, as ``serve`` runs them."""
-    server, port, _health = await create_server(engine, "127.0.0.1:0", extractor)
-    await server.start()
-    worker = asyncio.create_task(extractor.work_forever())
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        yield svc_grpc.MemoryServiceStub(channel)
-    worker.cancel()
-    await server.stop(0)
 
 
 async def _wait_finished(stub: svc_grpc.MemoryServiceAsyncStub, user_id: str, job_id: str) -> ex.ExtractionJob:

@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
+from npc_memory.domain.context import ContextBlock, assemble
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import (
     ContentEditNeedsEmbedderError,
@@ -33,7 +34,7 @@ from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError
-from npc_memory.store import idempotency, lifecycle, reads, search, writes
+from npc_memory.store import context, idempotency, lifecycle, reads, search, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -112,6 +113,20 @@ class MemoryEngine:
             query = replace(query, embedding=vector)
         terms = self.tokenizer.terms(query.text) if query.text else []
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
+
+    async def build_context(
+        self, scope: Scope, utterance: str, budget: int, include_shared: bool, language: str, now: datetime,
+        relevant_limit: int = 10, profile_limit: int = 200,
+    ) -> ContextBlock:
+        """The heroine's context block: profile rows and the utterance's search hits, assembled within budget."""
+        profile = await context.profile_rows(self.db, scope, now, include_shared, profile_limit)
+        hits: list[ScoredMemory] = []
+        if utterance.strip():
+            hits = await self.search(SearchQuery(
+                scope=scope, text=utterance, limit=relevant_limit,
+                weights=self.search_settings.weights_for(scope.heroine_id), now=now, include_shared=include_shared,
+            ))
+        return assemble(scope, profile, hits, budget, language)
 
     async def get(self, scope: Scope, memory_id: UUID) -> Memory:
         """One memory of the scope."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+from npc_memory_client.v1 import context_pb2 as ctx_pb
 from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from npc_memory.api import convert, extraction_requests, requests
+from npc_memory.api import context, convert, extraction_requests, requests
 from npc_memory.api.errors import handle_errors
 from npc_memory.domain.paging import encode_cursor
 from npc_memory.engine import MemoryEngine
@@ -136,3 +137,12 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         user_id, job_id = extraction_requests.parse_get_job(request)
         job = await self._extraction().get(user_id, job_id)
         return ex_pb.GetExtractionJobResponse(job=convert.extraction_job(job))
+
+    @handle_errors
+    async def BuildContext(  # noqa: N802
+        self, request: ctx_pb.BuildContextRequest, context_: Ctx[Any, Any]
+    ) -> ctx_pb.BuildContextResponse:
+        """The heroine's prompt block within a token budget."""
+        p = context.parse_context(request)
+        block = await self._engine.build_context(p.scope, p.utterance, p.budget, p.include_shared, p.language, p.now)
+        return context.context_block(block, p.scope)

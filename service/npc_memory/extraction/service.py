@@ -24,6 +24,8 @@ from npc_memory.store.pool import Connection
 
 log = logging.getLogger(__name__)
 
+SYNC_POLL_SECONDS = 0.05
+
 
 def encode_turns(turns: Sequence[Turn]) -> list[dict[str, Any]]:
     """The turns as kept on the job row."""
@@ -61,12 +63,25 @@ class Extractor:
         return await jobs.enqueue(self.engine.db, scope, dialogue_id, encode_turns(turns))
 
     async def run_now(self, job: Job) -> Job:
-        """Run one attempt of the job in the caller's time (synchronous mode) unless it is finished or held."""
-        if job.state in (JobState.PENDING, JobState.RUNNING):
-            taken = await jobs.take(self.engine.db, job.scope.user_id, job.id, self.lease)
-            if taken is not None:
-                await self.attempt(taken)
-        return await jobs.get(self.engine.db, job.scope.user_id, job.id)
+        """The job after one attempt in the caller's time (synchronous mode).
+
+        If a worker holds the job (it took it first), wait for that attempt to end instead, at most a lease.
+        """
+        db, user_id = self.engine.db, job.scope.user_id
+        if job.state not in (JobState.PENDING, JobState.RUNNING):
+            return job
+        taken = await jobs.take(db, user_id, job.id, self.lease)
+        if taken is not None:
+            await self.attempt(taken)
+            return await jobs.get(db, user_id, job.id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.lease_seconds
+        while True:
+            current = await jobs.get(db, user_id, job.id)
+            ended = current.state is JobState.PENDING and current.attempts > job.attempts
+            if current.state in (JobState.DONE, JobState.FAILED) or ended or loop.time() >= deadline:
+                return current
+            await asyncio.sleep(SYNC_POLL_SECONDS)
 
     async def attempt(self, job: Job) -> None:
         """One attempt of a taken job: model, checks, then the good facts and the job's end in one transaction.

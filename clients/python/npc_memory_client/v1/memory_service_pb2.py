@@ -25,11 +25,12 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from npc_memory_client.v1 import context_pb2 as npc__memory_dot_v1_dot_context__pb2
 from npc_memory_client.v1 import extraction_pb2 as npc__memory_dot_v1_dot_extraction__pb2
 from npc_memory_client.v1 import memory_pb2 as npc__memory_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"npc_memory/v1/memory_service.proto\x12\rnpc_memory.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1enpc_memory/v1/extraction.proto\x1a\x1anpc_memory/v1/memory.proto\"}\n\x14StoreMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12,\n\x08memories\x18\x02 \x03(\x0b\x32\x1a.npc_memory.v1.MemoryInput\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"D\n\x15StoreMemoriesResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.npc_memory.v1.StoreResult\"\xff\x02\n\x15SearchMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\r\n\x05query\x18\x02 \x01(\t\x12\x17\n\x0fquery_embedding\x18\x03 \x03(\x02\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\'\n\x07weights\x18\x05 \x01(\x0b\x32\x16.npc_memory.v1.Weights\x12)\n\x05\x61s_of\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03now\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06\x66ilter\x18\x08 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12+\n\x06\x66usion\x18\t \x01(\x0e\x32\x1b.npc_memory.v1.FusionMethod\x12\x1b\n\x13include_invalidated\x18\n \x01(\x08\x12\x16\n\x0einclude_shared\x18\x0b \x01(\x08\"_\n\x16SearchMemoriesResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.npc_memory.v1.ScoredMemory\x12\x17\n\x0f\x65mbedding_model\x18\x02 \x01(\t\"J\n\x10GetMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\":\n\x11GetMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\xc3\x01\n\x13ListMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12+\n\x06\x66ilter\x18\x04 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12\x1b\n\x13include_invalidated\x18\x05 \x01(\x08\x12\x16\n\x0einclude_shared\x18\x06 \x01(\x08\"X\n\x14ListMemoriesResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x81\x01\n\x17InvalidateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12.\n\ninvalid_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"A\n\x18InvalidateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\x9f\x02\n\x13UpdateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12\x12\n\nimportance\x18\x04 \x01(\x05\x12!\n\x04tier\x18\x05 \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12,\n\x08valid_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x14UpdateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"s\n\x17GetMemoryHistoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x12\n\nsubject_id\x18\x02 \x01(\t\x12\x0c\n\x04slot\x18\x03 \x01(\t\x12\x11\n\tmemory_id\x18\x04 \x01(\t\"C\n\x18GetMemoryHistoryResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\"&\n\x13\x46orgetPlayerRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\"0\n\x14\x46orgetPlayerResponse\x12\x18\n\x10\x64\x65leted_memories\x18\x01 \x01(\x03\x32\xb6\x07\n\rMemoryService\x12Z\n\rStoreMemories\x12#.npc_memory.v1.StoreMemoriesRequest\x1a$.npc_memory.v1.StoreMemoriesResponse\x12]\n\x0eSearchMemories\x12$.npc_memory.v1.SearchMemoriesRequest\x1a%.npc_memory.v1.SearchMemoriesResponse\x12N\n\tGetMemory\x12\x1f.npc_memory.v1.GetMemoryRequest\x1a .npc_memory.v1.GetMemoryResponse\x12W\n\x0cListMemories\x12\".npc_memory.v1.ListMemoriesRequest\x1a#.npc_memory.v1.ListMemoriesResponse\x12\x63\n\x10InvalidateMemory\x12&.npc_memory.v1.InvalidateMemoryRequest\x1a\'.npc_memory.v1.InvalidateMemoryResponse\x12W\n\x0cUpdateMemory\x12\".npc_memory.v1.UpdateMemoryRequest\x1a#.npc_memory.v1.UpdateMemoryResponse\x12\x63\n\x10GetMemoryHistory\x12&.npc_memory.v1.GetMemoryHistoryRequest\x1a\'.npc_memory.v1.GetMemoryHistoryResponse\x12W\n\x0c\x46orgetPlayer\x12\".npc_memory.v1.ForgetPlayerRequest\x1a#.npc_memory.v1.ForgetPlayerResponse\x12`\n\x0f\x45xtractMemories\x12%.npc_memory.v1.ExtractMemoriesRequest\x1a&.npc_memory.v1.ExtractMemoriesResponse\x12\x63\n\x10GetExtractionJob\x12&.npc_memory.v1.GetExtractionJobRequest\x1a\'.npc_memory.v1.GetExtractionJobResponseB#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"npc_memory/v1/memory_service.proto\x12\rnpc_memory.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bnpc_memory/v1/context.proto\x1a\x1enpc_memory/v1/extraction.proto\x1a\x1anpc_memory/v1/memory.proto\"}\n\x14StoreMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12,\n\x08memories\x18\x02 \x03(\x0b\x32\x1a.npc_memory.v1.MemoryInput\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"D\n\x15StoreMemoriesResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.npc_memory.v1.StoreResult\"\xff\x02\n\x15SearchMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\r\n\x05query\x18\x02 \x01(\t\x12\x17\n\x0fquery_embedding\x18\x03 \x03(\x02\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\'\n\x07weights\x18\x05 \x01(\x0b\x32\x16.npc_memory.v1.Weights\x12)\n\x05\x61s_of\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03now\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06\x66ilter\x18\x08 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12+\n\x06\x66usion\x18\t \x01(\x0e\x32\x1b.npc_memory.v1.FusionMethod\x12\x1b\n\x13include_invalidated\x18\n \x01(\x08\x12\x16\n\x0einclude_shared\x18\x0b \x01(\x08\"_\n\x16SearchMemoriesResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.npc_memory.v1.ScoredMemory\x12\x17\n\x0f\x65mbedding_model\x18\x02 \x01(\t\"J\n\x10GetMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\":\n\x11GetMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\xc3\x01\n\x13ListMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12+\n\x06\x66ilter\x18\x04 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12\x1b\n\x13include_invalidated\x18\x05 \x01(\x08\x12\x16\n\x0einclude_shared\x18\x06 \x01(\x08\"X\n\x14ListMemoriesResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x81\x01\n\x17InvalidateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12.\n\ninvalid_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"A\n\x18InvalidateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\x9f\x02\n\x13UpdateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12\x12\n\nimportance\x18\x04 \x01(\x05\x12!\n\x04tier\x18\x05 \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12,\n\x08valid_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x14UpdateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"s\n\x17GetMemoryHistoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x12\n\nsubject_id\x18\x02 \x01(\t\x12\x0c\n\x04slot\x18\x03 \x01(\t\x12\x11\n\tmemory_id\x18\x04 \x01(\t\"C\n\x18GetMemoryHistoryResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\"&\n\x13\x46orgetPlayerRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\"0\n\x14\x46orgetPlayerResponse\x12\x18\n\x10\x64\x65leted_memories\x18\x01 \x01(\x03\x32\x8f\x08\n\rMemoryService\x12Z\n\rStoreMemories\x12#.npc_memory.v1.StoreMemoriesRequest\x1a$.npc_memory.v1.StoreMemoriesResponse\x12]\n\x0eSearchMemories\x12$.npc_memory.v1.SearchMemoriesRequest\x1a%.npc_memory.v1.SearchMemoriesResponse\x12N\n\tGetMemory\x12\x1f.npc_memory.v1.GetMemoryRequest\x1a .npc_memory.v1.GetMemoryResponse\x12W\n\x0cListMemories\x12\".npc_memory.v1.ListMemoriesRequest\x1a#.npc_memory.v1.ListMemoriesResponse\x12\x63\n\x10InvalidateMemory\x12&.npc_memory.v1.InvalidateMemoryRequest\x1a\'.npc_memory.v1.InvalidateMemoryResponse\x12W\n\x0cUpdateMemory\x12\".npc_memory.v1.UpdateMemoryRequest\x1a#.npc_memory.v1.UpdateMemoryResponse\x12\x63\n\x10GetMemoryHistory\x12&.npc_memory.v1.GetMemoryHistoryRequest\x1a\'.npc_memory.v1.GetMemoryHistoryResponse\x12W\n\x0c\x46orgetPlayer\x12\".npc_memory.v1.ForgetPlayerRequest\x1a#.npc_memory.v1.ForgetPlayerResponse\x12`\n\x0f\x45xtractMemories\x12%.npc_memory.v1.ExtractMemoriesRequest\x1a&.npc_memory.v1.ExtractMemoriesResponse\x12\x63\n\x10GetExtractionJob\x12&.npc_memory.v1.GetExtractionJobRequest\x1a\'.npc_memory.v1.GetExtractionJobResponse\x12W\n\x0c\x42uildContext\x12\".npc_memory.v1.BuildContextRequest\x1a#.npc_memory.v1.BuildContextResponseB#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,38 +38,38 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'npc_memory_client.v1.memory
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1'
-  _globals['_STOREMEMORIESREQUEST']._serialized_start=210
-  _globals['_STOREMEMORIESREQUEST']._serialized_end=335
-  _globals['_STOREMEMORIESRESPONSE']._serialized_start=337
-  _globals['_STOREMEMORIESRESPONSE']._serialized_end=405
-  _globals['_SEARCHMEMORIESREQUEST']._serialized_start=408
-  _globals['_SEARCHMEMORIESREQUEST']._serialized_end=791
-  _globals['_SEARCHMEMORIESRESPONSE']._serialized_start=793
-  _globals['_SEARCHMEMORIESRESPONSE']._serialized_end=888
-  _globals['_GETMEMORYREQUEST']._serialized_start=890
-  _globals['_GETMEMORYREQUEST']._serialized_end=964
-  _globals['_GETMEMORYRESPONSE']._serialized_start=966
-  _globals['_GETMEMORYRESPONSE']._serialized_end=1024
-  _globals['_LISTMEMORIESREQUEST']._serialized_start=1027
-  _globals['_LISTMEMORIESREQUEST']._serialized_end=1222
-  _globals['_LISTMEMORIESRESPONSE']._serialized_start=1224
-  _globals['_LISTMEMORIESRESPONSE']._serialized_end=1312
-  _globals['_INVALIDATEMEMORYREQUEST']._serialized_start=1315
-  _globals['_INVALIDATEMEMORYREQUEST']._serialized_end=1444
-  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_start=1446
-  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_end=1511
-  _globals['_UPDATEMEMORYREQUEST']._serialized_start=1514
-  _globals['_UPDATEMEMORYREQUEST']._serialized_end=1801
-  _globals['_UPDATEMEMORYRESPONSE']._serialized_start=1803
-  _globals['_UPDATEMEMORYRESPONSE']._serialized_end=1864
-  _globals['_GETMEMORYHISTORYREQUEST']._serialized_start=1866
-  _globals['_GETMEMORYHISTORYREQUEST']._serialized_end=1981
-  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_start=1983
-  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_end=2050
-  _globals['_FORGETPLAYERREQUEST']._serialized_start=2052
-  _globals['_FORGETPLAYERREQUEST']._serialized_end=2090
-  _globals['_FORGETPLAYERRESPONSE']._serialized_start=2092
-  _globals['_FORGETPLAYERRESPONSE']._serialized_end=2140
-  _globals['_MEMORYSERVICE']._serialized_start=2143
-  _globals['_MEMORYSERVICE']._serialized_end=3093
+  _globals['_STOREMEMORIESREQUEST']._serialized_start=239
+  _globals['_STOREMEMORIESREQUEST']._serialized_end=364
+  _globals['_STOREMEMORIESRESPONSE']._serialized_start=366
+  _globals['_STOREMEMORIESRESPONSE']._serialized_end=434
+  _globals['_SEARCHMEMORIESREQUEST']._serialized_start=437
+  _globals['_SEARCHMEMORIESREQUEST']._serialized_end=820
+  _globals['_SEARCHMEMORIESRESPONSE']._serialized_start=822
+  _globals['_SEARCHMEMORIESRESPONSE']._serialized_end=917
+  _globals['_GETMEMORYREQUEST']._serialized_start=919
+  _globals['_GETMEMORYREQUEST']._serialized_end=993
+  _globals['_GETMEMORYRESPONSE']._serialized_start=995
+  _globals['_GETMEMORYRESPONSE']._serialized_end=1053
+  _globals['_LISTMEMORIESREQUEST']._serialized_start=1056
+  _globals['_LISTMEMORIESREQUEST']._serialized_end=1251
+  _globals['_LISTMEMORIESRESPONSE']._serialized_start=1253
+  _globals['_LISTMEMORIESRESPONSE']._serialized_end=1341
+  _globals['_INVALIDATEMEMORYREQUEST']._serialized_start=1344
+  _globals['_INVALIDATEMEMORYREQUEST']._serialized_end=1473
+  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_start=1475
+  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_end=1540
+  _globals['_UPDATEMEMORYREQUEST']._serialized_start=1543
+  _globals['_UPDATEMEMORYREQUEST']._serialized_end=1830
+  _globals['_UPDATEMEMORYRESPONSE']._serialized_start=1832
+  _globals['_UPDATEMEMORYRESPONSE']._serialized_end=1893
+  _globals['_GETMEMORYHISTORYREQUEST']._serialized_start=1895
+  _globals['_GETMEMORYHISTORYREQUEST']._serialized_end=2010
+  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_start=2012
+  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_end=2079
+  _globals['_FORGETPLAYERREQUEST']._serialized_start=2081
+  _globals['_FORGETPLAYERREQUEST']._serialized_end=2119
+  _globals['_FORGETPLAYERRESPONSE']._serialized_start=2121
+  _globals['_FORGETPLAYERRESPONSE']._serialized_end=2169
+  _globals['_MEMORYSERVICE']._serialized_start=2172
+  _globals['_MEMORYSERVICE']._serialized_end=3211
 # @@protoc_insertion_point(module_scope)

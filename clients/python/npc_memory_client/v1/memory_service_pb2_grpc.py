@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from npc_memory_client.v1 import context_pb2 as npc__memory_dot_v1_dot_context__pb2
 from npc_memory_client.v1 import extraction_pb2 as npc__memory_dot_v1_dot_extraction__pb2
 from npc_memory_client.v1 import memory_service_pb2 as npc__memory_dot_v1_dot_memory__service__pb2
 
@@ -86,6 +87,11 @@ class MemoryServiceStub:
                 request_serializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobRequest.SerializeToString,
                 response_deserializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobResponse.FromString,
                 _registered_method=True)
+        self.BuildContext = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/BuildContext',
+                request_serializer=npc__memory_dot_v1_dot_context__pb2.BuildContextRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_context__pb2.BuildContextResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -163,6 +169,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BuildContext(self, request, context):
+        """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+        memories and recent events, most important first, within a token budget.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -215,6 +229,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetExtractionJob,
                     request_deserializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobRequest.FromString,
                     response_serializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobResponse.SerializeToString,
+            ),
+            'BuildContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.BuildContext,
+                    request_deserializer=npc__memory_dot_v1_dot_context__pb2.BuildContextRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_context__pb2.BuildContextResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -488,6 +507,33 @@ class MemoryService:
             '/npc_memory.v1.MemoryService/GetExtractionJob',
             npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobRequest.SerializeToString,
             npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BuildContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/BuildContext',
+            npc__memory_dot_v1_dot_context__pb2.BuildContextRequest.SerializeToString,
+            npc__memory_dot_v1_dot_context__pb2.BuildContextResponse.FromString,
             options,
             channel_credentials,
             insecure,

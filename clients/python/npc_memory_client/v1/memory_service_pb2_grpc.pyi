@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from grpc import aio as _aio
+from npc_memory_client.v1 import context_pb2 as _context_pb2
 from npc_memory_client.v1 import extraction_pb2 as _extraction_pb2
 from npc_memory_client.v1 import memory_service_pb2 as _memory_service_pb2
 import abc as _abc_1
@@ -56,6 +57,10 @@ class MemoryServiceStub:
     """
     GetExtractionJob: _grpc.UnaryUnaryMultiCallable[_extraction_pb2.GetExtractionJobRequest, _extraction_pb2.GetExtractionJobResponse]
     """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
+    BuildContext: _grpc.UnaryUnaryMultiCallable[_context_pb2.BuildContextRequest, _context_pb2.BuildContextResponse]
+    """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    memories and recent events, most important first, within a token budget.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -84,6 +89,10 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """
     GetExtractionJob: _aio.UnaryUnaryMultiCallable[_extraction_pb2.GetExtractionJobRequest, _extraction_pb2.GetExtractionJobResponse]  # type: ignore[assignment]
     """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
+    BuildContext: _aio.UnaryUnaryMultiCallable[_context_pb2.BuildContextRequest, _context_pb2.BuildContextResponse]  # type: ignore[assignment]
+    """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    memories and recent events, most important first, within a token budget.
+    """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     """Long-term memory for game NPCs."""
@@ -169,5 +178,15 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_extraction_pb2.GetExtractionJobResponse, _abc.Awaitable[_extraction_pb2.GetExtractionJobResponse]]:
         """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
+
+    @_abc_1.abstractmethod
+    def BuildContext(
+        self,
+        request: _context_pb2.BuildContextRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_context_pb2.BuildContextResponse, _abc.Awaitable[_context_pb2.BuildContextResponse]]:
+        """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+        memories and recent events, most important first, within a token budget.
+        """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -88,6 +88,10 @@ namespace NpcMemory.V1 {
     static readonly grpc::Marshaller<global::NpcMemory.V1.GetExtractionJobRequest> __Marshaller_npc_memory_v1_GetExtractionJobRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.GetExtractionJobRequest.Parser));
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.GetExtractionJobResponse> __Marshaller_npc_memory_v1_GetExtractionJobResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.GetExtractionJobResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.BuildContextRequest> __Marshaller_npc_memory_v1_BuildContextRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.BuildContextRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.BuildContextResponse> __Marshaller_npc_memory_v1_BuildContextResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.BuildContextResponse.Parser));
 
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Method<global::NpcMemory.V1.StoreMemoriesRequest, global::NpcMemory.V1.StoreMemoriesResponse> __Method_StoreMemories = new grpc::Method<global::NpcMemory.V1.StoreMemoriesRequest, global::NpcMemory.V1.StoreMemoriesResponse>(
@@ -168,6 +172,14 @@ namespace NpcMemory.V1 {
         "GetExtractionJob",
         __Marshaller_npc_memory_v1_GetExtractionJobRequest,
         __Marshaller_npc_memory_v1_GetExtractionJobResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.BuildContextRequest, global::NpcMemory.V1.BuildContextResponse> __Method_BuildContext = new grpc::Method<global::NpcMemory.V1.BuildContextRequest, global::NpcMemory.V1.BuildContextResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "BuildContext",
+        __Marshaller_npc_memory_v1_BuildContextRequest,
+        __Marshaller_npc_memory_v1_BuildContextResponse);
 
     /// <summary>Service descriptor</summary>
     public static global::Google.Protobuf.Reflection.ServiceDescriptor Descriptor
@@ -685,6 +697,58 @@ namespace NpcMemory.V1 {
       public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.GetExtractionJobResponse> GetExtractionJobAsync(global::NpcMemory.V1.GetExtractionJobRequest request, grpc::CallOptions options)
       {
         return CallInvoker.AsyncUnaryCall(__Method_GetExtractionJob, null, options, request);
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.BuildContextResponse BuildContext(global::NpcMemory.V1.BuildContextRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return BuildContext(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.BuildContextResponse BuildContext(global::NpcMemory.V1.BuildContextRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_BuildContext, null, options, request);
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.BuildContextResponse> BuildContextAsync(global::NpcMemory.V1.BuildContextRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return BuildContextAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.BuildContextResponse> BuildContextAsync(global::NpcMemory.V1.BuildContextRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_BuildContext, null, options, request);
       }
       /// <summary>Creates a new instance of client from given <c>ClientBaseConfiguration</c>.</summary>
       [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]

@@ -33,6 +33,7 @@ static const char* MemoryService_method_names[] = {
   "/npc_memory.v1.MemoryService/ForgetPlayer",
   "/npc_memory.v1.MemoryService/ExtractMemories",
   "/npc_memory.v1.MemoryService/GetExtractionJob",
+  "/npc_memory.v1.MemoryService/BuildContext",
 };
 
 std::unique_ptr< MemoryService::Stub> MemoryService::NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options) {
@@ -52,6 +53,7 @@ MemoryService::Stub::Stub(const std::shared_ptr< ::grpc::ChannelInterface>& chan
   , rpcmethod_ForgetPlayer_(MemoryService_method_names[7], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_ExtractMemories_(MemoryService_method_names[8], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_GetExtractionJob_(MemoryService_method_names[9], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_BuildContext_(MemoryService_method_names[10], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   {}
 
 ::grpc::Status MemoryService::Stub::StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::npc_memory::v1::StoreMemoriesResponse* response) {
@@ -284,6 +286,29 @@ void MemoryService::Stub::async::GetExtractionJob(::grpc::ClientContext* context
   return result;
 }
 
+::grpc::Status MemoryService::Stub::BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::npc_memory::v1::BuildContextResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_BuildContext_, context, request, response);
+}
+
+void MemoryService::Stub::async::BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_BuildContext_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_BuildContext_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* MemoryService::Stub::PrepareAsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::BuildContextResponse, ::npc_memory::v1::BuildContextRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_BuildContext_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* MemoryService::Stub::AsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncBuildContextRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
 MemoryService::Service::Service() {
   AddMethod(new ::grpc::internal::RpcServiceMethod(
       MemoryService_method_names[0],
@@ -385,6 +410,16 @@ MemoryService::Service::Service() {
              ::npc_memory::v1::GetExtractionJobResponse* resp) {
                return service->GetExtractionJob(ctx, req, resp);
              }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[10],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::BuildContextRequest* req,
+             ::npc_memory::v1::BuildContextResponse* resp) {
+               return service->BuildContext(ctx, req, resp);
+             }, this)));
 }
 
 MemoryService::Service::~Service() {
@@ -454,6 +489,13 @@ MemoryService::Service::~Service() {
 }
 
 ::grpc::Status MemoryService::Service::GetExtractionJob(::grpc::ServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::BuildContext(::grpc::ServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response) {
   (void) context;
   (void) request;
   (void) response;

@@ -33,6 +33,7 @@
 #include <google/protobuf/field_mask.pb.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/timestamp.pb.h>
+#include "npc_memory/v1/context.pb.h"
 #include "npc_memory/v1/extraction.pb.h"
 #include "npc_memory/v1/memory.pb.h"
 // @@protoc_insertion_point(includes)

@@ -118,6 +118,15 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>> PrepareAsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>>(PrepareAsyncGetExtractionJobRaw(context, request, cq));
     }
+    // Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    // memories and recent events, most important first, within a token budget.
+    virtual ::grpc::Status BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::npc_memory::v1::BuildContextResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>> AsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>>(AsyncBuildContextRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>> PrepareAsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>>(PrepareAsyncBuildContextRaw(context, request, cq));
+    }
     class async_interface {
      public:
       virtual ~async_interface() {}
@@ -152,6 +161,10 @@ class MemoryService final {
       // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
       virtual void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      // memories and recent events, most important first, within a token budget.
+      virtual void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
     };
     typedef class async_interface experimental_async_interface;
     virtual class async_interface* async() { return nullptr; }
@@ -177,6 +190,8 @@ class MemoryService final {
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>* PrepareAsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>* AsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>* PrepareAsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) = 0;
   };
   class Stub final : public StubInterface {
    public:
@@ -251,6 +266,13 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>> PrepareAsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>>(PrepareAsyncGetExtractionJobRaw(context, request, cq));
     }
+    ::grpc::Status BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::npc_memory::v1::BuildContextResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>> AsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>>(AsyncBuildContextRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>> PrepareAsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>>(PrepareAsyncBuildContextRaw(context, request, cq));
+    }
     class async final :
       public StubInterface::async_interface {
      public:
@@ -274,6 +296,8 @@ class MemoryService final {
       void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)>) override;
       void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, std::function<void(::grpc::Status)>) override;
+      void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
      private:
       friend class Stub;
       explicit async(Stub* stub): stub_(stub) { }
@@ -305,6 +329,8 @@ class MemoryService final {
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* PrepareAsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* AsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* PrepareAsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) override;
     const ::grpc::internal::RpcMethod rpcmethod_StoreMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_SearchMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemory_;
@@ -315,6 +341,7 @@ class MemoryService final {
     const ::grpc::internal::RpcMethod rpcmethod_ForgetPlayer_;
     const ::grpc::internal::RpcMethod rpcmethod_ExtractMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetExtractionJob_;
+    const ::grpc::internal::RpcMethod rpcmethod_BuildContext_;
   };
   static std::unique_ptr<Stub> NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options = ::grpc::StubOptions());
 
@@ -343,6 +370,9 @@ class MemoryService final {
     virtual ::grpc::Status ExtractMemories(::grpc::ServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response);
     // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
     virtual ::grpc::Status GetExtractionJob(::grpc::ServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response);
+    // Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    // memories and recent events, most important first, within a token budget.
+    virtual ::grpc::Status BuildContext(::grpc::ServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response);
   };
   template <class BaseClass>
   class WithAsyncMethod_StoreMemories : public BaseClass {
@@ -544,7 +574,27 @@ class MemoryService final {
       ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
-  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<Service > > > > > > > > > > AsyncService;
+  template <class BaseClass>
+  class WithAsyncMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_BuildContext() {
+      ::grpc::Service::MarkMethodAsync(10);
+    }
+    ~WithAsyncMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestBuildContext(::grpc::ServerContext* context, ::npc_memory::v1::BuildContextRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::BuildContextResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<WithAsyncMethod_BuildContext<Service > > > > > > > > > > > AsyncService;
   template <class BaseClass>
   class WithCallbackMethod_StoreMemories : public BaseClass {
    private:
@@ -815,7 +865,34 @@ class MemoryService final {
     virtual ::grpc::ServerUnaryReactor* GetExtractionJob(
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/)  { return nullptr; }
   };
-  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<Service > > > > > > > > > > CallbackService;
+  template <class BaseClass>
+  class WithCallbackMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_BuildContext() {
+      ::grpc::Service::MarkMethodCallback(10,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response) { return this->BuildContext(context, request, response); }));}
+    void SetMessageAllocatorFor_BuildContext(
+        ::grpc::MessageAllocator< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(10);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* BuildContext(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/)  { return nullptr; }
+  };
+  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<WithCallbackMethod_BuildContext<Service > > > > > > > > > > > CallbackService;
   typedef CallbackService ExperimentalCallbackService;
   template <class BaseClass>
   class WithGenericMethod_StoreMemories : public BaseClass {
@@ -983,6 +1060,23 @@ class MemoryService final {
     }
     // disable synchronous version of this method
     ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_BuildContext() {
+      ::grpc::Service::MarkMethodGeneric(10);
+    }
+    ~WithGenericMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
       abort();
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
@@ -1185,6 +1279,26 @@ class MemoryService final {
     }
     void RequestGetExtractionJob(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
       ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_BuildContext() {
+      ::grpc::Service::MarkMethodRaw(10);
+    }
+    ~WithRawMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestBuildContext(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1405,6 +1519,28 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     virtual ::grpc::ServerUnaryReactor* GetExtractionJob(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_BuildContext() {
+      ::grpc::Service::MarkMethodRawCallback(10,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->BuildContext(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* BuildContext(
       ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
@@ -1677,9 +1813,36 @@ class MemoryService final {
     // replace default version of method with streamed unary
     virtual ::grpc::Status StreamedGetExtractionJob(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::GetExtractionJobRequest,::npc_memory::v1::GetExtractionJobResponse>* server_unary_streamer) = 0;
   };
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<Service > > > > > > > > > > StreamedUnaryService;
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_BuildContext() {
+      ::grpc::Service::MarkMethodStreamed(10,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>* streamer) {
+                       return this->StreamedBuildContext(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedBuildContext(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::BuildContextRequest,::npc_memory::v1::BuildContextResponse>* server_unary_streamer) = 0;
+  };
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > StreamedUnaryService;
   typedef Service SplitStreamedService;
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<Service > > > > > > > > > > StreamedService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > StreamedService;
 };
 
 }  // namespace v1
