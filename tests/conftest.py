@@ -96,12 +96,18 @@ async def extractor(engine: MemoryEngine, chat: ChatEndpoint) -> AsyncIterator[E
 
 
 @pytest_asyncio.fixture(scope="session")
-async def ex_stub(engine: MemoryEngine, extractor: Extractor) -> AsyncIterator[svc_grpc.MemoryServiceAsyncStub]:
-    """A live gRPC server with extraction, its worker running beside it, as ``serve`` runs them."""
+async def ex_port(engine: MemoryEngine, extractor: Extractor) -> AsyncIterator[int]:
+    """A live gRPC server with extraction on a free port, its worker running beside it, as ``serve`` runs them."""
     server, port, _health = await create_server(engine, "127.0.0.1:0", extractor)
     await server.start()
     worker = asyncio.create_task(extractor.work_forever())
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        yield svc_grpc.MemoryServiceStub(channel)
+    yield port
     worker.cancel()
     await server.stop(0)
+
+
+@pytest_asyncio.fixture(scope="session")
+async def ex_stub(ex_port: int) -> AsyncIterator[svc_grpc.MemoryServiceAsyncStub]:
+    """An async stub connected to the server with extraction."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{ex_port}") as channel:
+        yield svc_grpc.MemoryServiceStub(channel)

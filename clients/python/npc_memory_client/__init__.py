@@ -23,6 +23,15 @@ from npc_memory_client.errors import (
     NotFoundError,
     UnavailableError,
 )
+from npc_memory_client.extraction import (
+    ContextBlock,
+    ContextItem,
+    ContextSection,
+    ExtractedMemory,
+    ExtractionJob,
+    RejectedFact,
+    Turn,
+)
 from npc_memory_client.inputs import Fact
 from npc_memory_client.model import (
     CloseReason,
@@ -38,6 +47,7 @@ from npc_memory_client.model import (
     StoreResult,
     Subject,
     Tier,
+    Visibility,
     Weights,
 )
 from npc_memory_client.retry import NO_RETRY, RetryPolicy
@@ -51,7 +61,12 @@ __all__ = [
     "CloseReason",
     "ConflictError",
     "ContentType",
+    "ContextBlock",
+    "ContextItem",
+    "ContextSection",
     "DeadlineExceededError",
+    "ExtractedMemory",
+    "ExtractionJob",
     "Fact",
     "FailedPreconditionError",
     "FieldViolation",
@@ -61,6 +76,7 @@ __all__ = [
     "MemoryFilter",
     "MemoryPage",
     "NotFoundError",
+    "RejectedFact",
     "RetryPolicy",
     "Scope",
     "ScoredMemory",
@@ -70,6 +86,8 @@ __all__ = [
     "StoreResult",
     "Subject",
     "Tier",
+    "Turn",
     "UnavailableError",
+    "Visibility",
     "Weights",
 ]

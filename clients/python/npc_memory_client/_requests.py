@@ -10,7 +10,7 @@ from google.protobuf import struct_pb2, timestamp_pb2
 
 from npc_memory_client._enums import to_wire
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory_client.model import MemoryFilter, Weights
+from npc_memory_client.model import MemoryFilter, Visibility, Weights
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
@@ -50,6 +50,7 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
         slot=f.slot,
         supersedes=[str(s) for s in f.supersedes],
         embedding=list(f.embedding),
+        visibility=to_wire(Visibility.SHARED if f.shared else Visibility.PRIVATE),
     )
     if f.valid_at is not None:
         out.valid_at.CopyFrom(timestamp(f.valid_at))
@@ -86,6 +87,7 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> sv
         scope=scope(user_id, heroine_id), query=query, limit=opts.get("limit", 0),
         query_embedding=list(opts.get("query_embedding", ())),
         include_invalidated=opts.get("include_invalidated", False),
+        include_shared=opts.get("include_shared", False),
     )
     if (w := opts.get("weights")) is not None:
         out.weights.CopyFrom(_weights(w))
@@ -109,6 +111,7 @@ def list_page(user_id: str, heroine_id: str, opts: ListOptions) -> svc.ListMemor
     out = svc.ListMemoriesRequest(
         scope=scope(user_id, heroine_id), page_size=opts.get("page_size", 0),
         page_token=opts.get("page_token", ""), include_invalidated=opts.get("include_invalidated", False),
+        include_shared=opts.get("include_shared", False),
     )
     if (f := opts.get("filter")) is not None:
         out.filter.CopyFrom(memory_filter(f))

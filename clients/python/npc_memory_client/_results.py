@@ -22,6 +22,7 @@ from npc_memory_client.model import (
     StoreResult,
     Subject,
     Tier,
+    Visibility,
 )
 from npc_memory_client.v1 import memory_pb2 as pb
 
@@ -64,6 +65,7 @@ def memory(m: pb.Memory) -> Memory:
         superseded_by=_uuid(m.superseded_by),
         close_reason=from_wire(CloseReason, m.close_reason) if m.close_reason else None,
         embedding_model=m.embedding_model,
+        visibility=from_wire(Visibility, m.visibility) if m.visibility else Visibility.PRIVATE,
     )
 
 

@@ -28,6 +28,8 @@ class Fact:
     valid_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Sequence[float] = ()
+    shared: bool = False
+    """Visible to every heroine of the player (when a read asks for shared memories), not only this one."""
 
 
 class SearchOptions(TypedDict, total=False):
@@ -40,6 +42,7 @@ class SearchOptions(TypedDict, total=False):
     filter: MemoryFilter
     fusion: Fusion
     include_invalidated: bool
+    include_shared: bool
     query_embedding: Sequence[float]
 
 
@@ -50,6 +53,7 @@ class ListOptions(TypedDict, total=False):
     page_token: str
     filter: MemoryFilter
     include_invalidated: bool
+    include_shared: bool
 
 
 class UpdateOptions(TypedDict, total=False):
