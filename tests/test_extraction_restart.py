@@ -11,11 +11,13 @@ import os
 import re
 import signal
 import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
+import psycopg
 import pytest
 from chat_endpoint import ChatEndpoint, Step, facts_answer, serve_chat
 from npc_memory_client.v1 import extraction_pb2 as ex
@@ -27,6 +29,17 @@ from test_extraction import SEED_FACTS, SEED_TURNS
 NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
 READY = re.compile(rb"npc-memory serving on port (\d+)")
 SCOPE = pb.Scope(user_id="kill-9-player", heroine_id="letia")
+
+
+@pytest.fixture(scope="module")
+def own_database(database_url: str) -> Iterator[str]:
+    """A database of its own on the test server: no other test's extraction worker may take this job."""
+    name = f"npc_memory_kill9_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # a generated name, not input
+    yield psycopg.conninfo.make_conninfo(database_url, dbname=name)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="module")
@@ -82,19 +95,19 @@ async def _done(stub: svc_grpc.MemoryServiceAsyncStub, job_id: str) -> ex.Extrac
             await asyncio.sleep(0.1)
 
 
-async def test_job_killed_mid_call_finishes_after_restart_exactly_once(database_url: str, chat: ChatEndpoint) -> None:
+async def test_job_killed_mid_call_finishes_after_restart_exactly_once(own_database: str, chat: ChatEndpoint) -> None:
     """A SIGKILL while the model is answering; after a restart the job is taken again and written once."""
     chat.play(Step(delay=20, content="too late"), facts_answer(*SEED_FACTS))
     request = ex.ExtractMemoriesRequest(scope=SCOPE, dialogue=ex.Dialogue(
         dialogue_id="killed", turns=[ex.DialogueTurn(speaker=s, text=t) for s, t in SEED_TURNS]))
-    async with serve(database_url, chat.url) as (port, proc), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+    async with serve(own_database, chat.url) as (port, proc), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
         stub = svc_grpc.MemoryServiceStub(ch)
         job_id = (await stub.ExtractMemories(request)).job.job_id
         await _model_called(chat)  # the worker has taken the job and is waiting for the model
         assert (await _job(stub, job_id)).state == ex.EXTRACTION_JOB_STATE_RUNNING
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
-    async with serve(database_url, chat.url) as (port, _proc), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+    async with serve(own_database, chat.url) as (port, _proc), grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
         stub = svc_grpc.MemoryServiceStub(ch)
         job = await _done(stub, job_id)
         assert job.attempts == 2
