@@ -2,7 +2,9 @@
 
 Built from templates over a game's vocabulary (deterministic). ``same`` pairs are what an extractor emits when a
 player repeats a fact in other words; ``different`` pairs must never merge — above all the contradictions
-(좋아함/싫어함, 좋아함/안 좋아함), which a supersession, not a duplicate, has to handle.
+(좋아함/싫어함, 좋아함/안 좋아함), which a supersession, not a duplicate, has to handle. The grammar pairs differ
+only in what BM25 terms drop: an auxiliary (삶 / 살고 싶어 함), tense, a frequency or degree adverb, a particle
+of "only" or "with". The tests (tests/test_write_meaning.py) use their own hand-written sentences.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def _same() -> list[Pair]:
             Pair(f"{obj(x)} 좋아함", f"{obj(x)} 좋아한다", True, "ending"),
             Pair(f"{obj(x)} 좋아함", f"{obj(x)} 좋아해", True, "ending"),
             Pair(f"{obj(x)} 좋아함", f"{x} 좋아함", True, "particle"),
-            Pair(f"{obj(x)} 좋아함", f"{obj(x)} 정말 좋아함", True, "adverb"),
+            Pair(f"{obj(x)} 정말 좋아함", f"{obj(x)} 진짜 좋아함", True, "adverb"),
             Pair(f"{obj(x)} 좋아함", f"{obj(x)} 좋아함.", True, "punctuation"),
             Pair(f"{obj(x)} 싫어함", f"{obj(x)} 싫어한다", True, "ending"),
             Pair(f"{obj(x)} 좋아함", f"플레이어는 {obj(x)} 좋아한다", True, "reworded"),
@@ -115,6 +117,62 @@ def _different() -> list[Pair]:
     return out
 
 
+NAMES = ("레티아", "로코", "루파메스")
+
+
+def _with(word: str) -> str:
+    """``word`` with 와/과."""
+    return word + ("과" if _final(word) else "와")
+
+
+def _grammar_different() -> list[Pair]:
+    out: list[Pair] = []
+    for p in PLACES:
+        out += [Pair(f"{p}에 삶", f"{p}에 살고 싶어 함", False, "want"),
+                Pair(f"{p}에 살았음", f"{p}에 삶", False, "tense"),
+                Pair(f"{p}에 살 것임", f"{p}에 살았음", False, "tense")]
+    for f in FOODS:
+        out += [
+            Pair(f"{obj(f)} 자주 먹음", f"{obj(f)} 가끔 먹음", False, "frequency"),
+            Pair(f"{obj(f)} 항상 먹음", f"{obj(f)} 가끔 먹음", False, "frequency"),
+            Pair(f"{obj(f)} 자주 먹음", f"{obj(f)} 전혀 안 먹음", False, "frequency"),
+            Pair(f"{obj(f)} 먹음", f"{obj(f)} 먹고 싶어 함", False, "want"),
+            Pair(f"{obj(f)} 먹었음", f"{obj(f)} 먹음", False, "tense"),
+            Pair(f"{obj(f)} 먹어야 함", f"{obj(f)} 먹음", False, "modality"),
+            Pair(f"{obj(f)} 먹으려고 함", f"{obj(f)} 먹음", False, "modality"),
+            Pair(f"{obj(f)} 먹어 봄", f"{obj(f)} 먹음", False, "modality"),
+            Pair(f"{obj(f)} 먹지 않음", f"{obj(f)} 먹음", False, "negation"),
+        ]
+    for x in ANIMALS:
+        out += [Pair(f"{obj(x)} 매우 좋아함", f"{obj(x)} 조금 좋아함", False, "degree"),
+                Pair(f"{obj(x)} 좋아함", f"{obj(x)} 정말 좋아함", False, "degree-added"),
+                Pair(f"{obj(x)} 좋아함", f"{x}만 좋아함", False, "only")]
+    for x, y in _rotate(ANIMALS):
+        out += [Pair(f"{x}보다 {obj(y)} 좋아함", f"{_with(x)} {obj(y)} 좋아함", False, "comparison")]
+    for n in NAMES:
+        for h in HOBBIES[:4]:
+            out += [Pair(f"{_with(n)} {h} 했음", f"{subj(n)} {h} 했음", False, "with")]
+    return out
+
+
+def _grammar_same() -> list[Pair]:
+    out: list[Pair] = []
+    for p in PLACES:
+        out += [Pair(f"{p}에 살고 싶어 함", f"{p}에 살고 싶음", True, "ending"),
+                Pair(f"{p}에 살았음", f"{p}에 살았었음", True, "ending")]
+    for f in FOODS:
+        out += [
+            Pair(f"{obj(f)} 자주 먹음", f"{obj(f)} 자주 먹는다", True, "ending"),
+            Pair(f"{obj(f)} 먹었음", f"{obj(f)} 먹었다", True, "ending"),
+            Pair(f"{obj(f)} 먹어야 함", f"{obj(f)} 먹어야 한다", True, "ending"),
+            Pair(f"{obj(f)} 먹지 않음", f"{obj(f)} 안 먹음", True, "negation-form"),
+            Pair(f"{obj(f)} 항상 먹음", f"{obj(f)} 늘 먹는다", True, "adverb"),
+        ]
+    for x in ANIMALS:
+        out += [Pair(f"{x}만 좋아함", f"{x}만 좋아한다", True, "ending")]
+    return out
+
+
 def pairs() -> list[Pair]:
     """Every labelled pair."""
-    return _same() + _different()
+    return _same() + _grammar_same() + _different() + _grammar_different()

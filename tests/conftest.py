@@ -98,7 +98,7 @@ async def extractor(engine: MemoryEngine, chat: ChatEndpoint) -> AsyncIterator[E
 @pytest_asyncio.fixture(scope="session")
 async def ex_port(engine: MemoryEngine, extractor: Extractor) -> AsyncIterator[int]:
     """A live gRPC server with extraction on a free port, its worker running beside it, as ``serve`` runs them."""
-    server, port, _health = await create_server(engine, "127.0.0.1:0", extractor)
+    server, port, _health = await create_server(engine, "127.0.0.1:0", extractor=extractor)
     await server.start()
     worker = asyncio.create_task(extractor.work_forever())
     yield port

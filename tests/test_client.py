@@ -20,6 +20,7 @@ from npc_memory_client import (
     ContentType,
     DeadlineExceededError,
     Fact,
+    FailedPreconditionError,
     InvalidArgumentError,
     MemoryFilter,
     NotFoundError,
@@ -133,7 +134,8 @@ async def test_missing_memory_raises_not_found(client: AsyncClient, scope: Scope
 async def test_deadline_is_enforced(client: AsyncClient, scope: Scope) -> None:
     """A call that cannot finish within its timeout raises DeadlineExceededError."""
     with pytest.raises(DeadlineExceededError):
-        await client.search(scope.user_id, scope.heroine_id, "고양이", timeout=0.0005)
+        # A text never embedded before: the server cannot answer from its query cache within the deadline.
+        await client.search(scope.user_id, scope.heroine_id, f"고양이 {uuid.uuid4()}", timeout=0.0005)
 
 
 async def test_naive_datetimes_are_refused_before_sending(client: AsyncClient, scope: Scope) -> None:
@@ -201,3 +203,24 @@ async def test_sync_client_round_trip(server_port: int, scope: Scope) -> None:
     hits, fields = await asyncio.to_thread(scenario)
     assert [h.memory.content for h in hits] == ["바다를 무서워함"]
     assert list(fields) == ["memories[0].importance"]
+
+
+async def test_save_points_through_both_clients(client: AsyncClient, server_port: int, scope: Scope) -> None:
+    """Save, write, load and drop with the async client; the blocking client lists the same state."""
+    u, h = scope.user_id, scope.heroine_id
+    await client.store(u, h, ["첫 만남은 도서관에서였음"])
+    saved = await client.create_save_point(u, "slot-1")
+    await client.store(u, h, ["레티아의 비밀을 알게 됨"])
+    timeline = await client.load_save_point(u, "slot-1")
+    assert (saved.timeline_id, timeline.parent_id, timeline.live) == (1, 1, True)
+    assert [m.content for m in (await client.list_memories(u, h)).memories] == ["첫 만남은 도서관에서였음"]
+
+    def listed() -> tuple[list[str], list[int], int]:
+        with Client(f"127.0.0.1:{server_port}", timeout=60) as c:
+            state = c.list_save_points(u)
+            return [s.save_id for s in state.save_points], [t.timeline_id for t in state.timelines], \
+                state.live_timeline_id
+
+    assert await asyncio.to_thread(listed) == (["slot-1"], [1, timeline.timeline_id], timeline.timeline_id)
+    with pytest.raises(FailedPreconditionError):
+        await client.drop_timeline(u, 1)

@@ -17,6 +17,7 @@ from typing import Any
 
 import npc_memory_client
 import pytest
+from npc_memory.domain import links as domain_links
 from npc_memory.domain import model as domain
 from npc_memory_client import AsyncClient, Client, _enums
 from npc_memory_client import model as client_model
@@ -82,6 +83,17 @@ def test_client_values_have_the_service_models_fields(name: str) -> None:
 
     assert shape(ours) == shape(theirs)
     assert ours.__dataclass_params__.frozen
+
+
+@pytest.mark.parametrize("name", ["Link", "Expansion", "LinkView", "LinkKind"])
+def test_client_link_values_match_the_service(name: str) -> None:
+    """The client's link values and kinds have the service's fields (names, order, annotations, defaults)."""
+    ours, theirs = getattr(client_model, name), getattr(domain_links, name)
+    if name == "LinkKind":
+        assert {m.name: m.value for m in ours} == {m.name: m.value for m in theirs}
+        return
+    assert [(f.name, f.type, f.default) for f in dataclasses.fields(ours)] == [
+        (f.name, f.type, f.default) for f in dataclasses.fields(theirs)]
 
 
 def test_client_pins_the_services_versions() -> None:

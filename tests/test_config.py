@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,21 @@ def test_per_heroine_weights_come_from_the_file(tmp_path: Path) -> None:
     assert config.search.weights_for("letia") == Weights(0.1, 0.1, 0.6, 0.2)
 
 
+def test_recency_half_life_per_heroine(tmp_path: Path) -> None:
+    """recency_half_life_days in [search] and [search.heroines.<id>] sets each heroine's decay; default 30 days."""
+    assert load_config(_flags(), {}).search.recency_days_for("letia") == pytest.approx(30.0)
+    file = tmp_path / "c.toml"
+    file.write_text("[search]\nrecency_half_life_days = 14\n[search.heroines.letia]\nrecency_half_life_days = 7\n"
+                    "relevance = 0.6\n")
+    config = load_config(_flags("--config", str(file)), {})
+    assert config.search.recency_days_for("letia") == pytest.approx(7 / math.log(2))
+    assert config.search.recency_days_for("roco") == pytest.approx(14 / math.log(2))
+    assert config.search.weights_for("letia").relevance == 0.6
+    file.write_text("[search.heroines.letia]\nrecency_half_life_days = 0\n")
+    with pytest.raises(ConfigError, match="recency_half_life_days"):
+        load_config(_flags("--config", str(file)), {})
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -56,6 +72,8 @@ def test_per_heroine_weights_come_from_the_file(tmp_path: Path) -> None:
         pytest.param({"NPC_MEMORY_EMBEDDER": "bert"}, "NPC_MEMORY_EMBEDDER", id="unknown-embedder"),
         pytest.param({"NPC_MEMORY_EMBEDDER": "none"}, "embedding_dim", id="none-without-dim"),
         pytest.param({"NPC_MEMORY_CONFIG": "/does/not/exist.toml"}, "config file", id="missing-file"),
+        pytest.param({"NPC_MEMORY_EXPAND_PER_DEPTH": "0"}, "expand_per_depth", id="expand-per-depth-zero"),
+        pytest.param({"NPC_MEMORY_DEEPEN_MIN_RELEVANCE": "1.5"}, "deepen_min_relevance", id="deepen-above-one"),
     ],
 )
 def test_bad_configuration_is_a_clear_error_at_start(env: dict[str, str], message: str) -> None:
@@ -64,11 +82,32 @@ def test_bad_configuration_is_a_clear_error_at_start(env: dict[str, str], messag
         load_config(_flags(), env)
 
 
+def test_link_settings_come_from_the_environment() -> None:
+    """ExpandMemory's per-depth maximum and deepen's threshold are read from NPC_MEMORY_* like every setting."""
+    config = load_config(_flags(), {"NPC_MEMORY_EXPAND_PER_DEPTH": "3", "NPC_MEMORY_DEEPEN_MIN_RELEVANCE": "0.8"})
+    assert (config.search.expand_per_depth, config.search.deepen_min_relevance) == (3, 0.8)
+
+
 def test_empty_environment_value_means_unset() -> None:
     """NPC_MEMORY_DATABASE_URL='' keeps the embedded default (a common shell idiom), not an empty DSN."""
     assert load_config(_flags(), {"NPC_MEMORY_DATABASE_URL": ""}).database.url is None
 
 
+def test_text_options_and_period_search_come_from_the_environment() -> None:
+    """NPC_MEMORY_TEXT_* switch tokenizer options and NPC_MEMORY_SEARCH_PERIOD the period handling."""
+    config = load_config(_flags(), {"NPC_MEMORY_TEXT_QUESTION_WORDS": "true", "NPC_MEMORY_TEXT_HONORIFICS": "on",
+                                    "NPC_MEMORY_SEARCH_PERIOD": "candidates"})
+    assert config.text.question_words
+    assert config.text.honorifics
+    assert not config.text.stem_latin
+    assert config.search.period_search == "candidates"
+
+
+@pytest.mark.parametrize("env", [{"NPC_MEMORY_TEXT_STEM_LATIN": "maybe"}, {"NPC_MEMORY_SEARCH_PERIOD": "always"}])
+def test_bad_text_or_period_setting_names_the_setting(env: dict[str, str]) -> None:
+    """An unreadable option value stops the start with the environment variable named."""
+    with pytest.raises(ConfigError, match=next(iter(env))):
+        load_config(_flags(), env)
 def test_extraction_settings_come_from_the_file_and_environment(tmp_path: Path) -> None:
     """[extraction] sets the endpoint and retries; NPC_MEMORY_EXTRACTION_* beats it; without a URL it is off."""
     assert not load_config(_flags(), {}).extraction.enabled

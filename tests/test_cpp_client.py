@@ -11,7 +11,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from npc_memory.config import SecurityConfig
 from npc_memory.domain.model import Scope
+from npc_memory.engine import MemoryEngine
+from npc_memory.ops.keys import KeyRing, hash_key
+from npc_memory.server import create_server
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
@@ -117,3 +121,72 @@ async def test_cpp_reports_unavailable(cli: Path) -> None:
     code, _, err = await _run(cli, dead, "search", f"p-{uuid.uuid4().hex[:8]}", "letia", "q")
     assert code == 1
     assert err.startswith("error 14: ")
+
+
+async def test_cpp_expands_and_searches_with_hops_and_deepen(
+    cli: Path, server_port: int, stub: svc_grpc.MemoryServiceAsyncStub, scope: Scope
+) -> None:
+    """The C++ CLI expands twice (depth 1 then 2, no memory twice), reads hops/via back and a deepen's tier."""
+    # Every fact after the first is `related` to it, so a search ranking the first reaches the others by a link.
+    u, h = scope.user_id, scope.heroine_id
+    stored = await stub.StoreMemories(svc.StoreMemoriesRequest(scope=pb.Scope(user_id=u, heroine_id=h), memories=[
+        pb.MemoryInput(speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER, content=c, tier=t, importance=i,
+                       related=[pb.MemoryRef(batch_index=0)] if k else [])
+        for k, (c, t, i) in enumerate([
+            ("레티아의 아버지는 등대지기이다", pb.TIER_KNOWLEDGE, 9),
+            ("낡은 나침반을 선물받았다", pb.TIER_KNOWLEDGE, 1),
+            ("등대", pb.TIER_GIST, 5), ("바닷가에서 조개를 주웠다", pb.TIER_SOURCE, 5),
+            ("조개 목걸이를 만들었다", pb.TIER_SOURCE, 5), ("등대 불빛이 예뻤다", pb.TIER_SOURCE, 5),
+        ])
+    ]))
+    anchor, compass = stored.results[0].memory_id, stored.results[1].memory_id
+    code, out, err = await _run(cli, server_port, "expand", u, h, compass)
+    assert code == 0, err
+    head, *found = [line.split("\t") for line in out.splitlines()]
+    assert head[:3] == ["expanded", compass, "1"]
+    assert 1 <= len(found) <= 5
+    assert anchor not in [f[0] for f in found]  # already linked to the compass by the game
+    assert all(f[1] == "1" and f[2] for f in found)
+    code, out, err = await _run(cli, server_port, "expand", u, h)
+    assert code == 0, err
+    head2, *found2 = [line.split("\t") for line in out.splitlines()]
+    assert head2[:3] == ["expanded", compass, "2"]
+    assert not {f[0] for f in found} & {f[0] for f in found2}
+    assert int(head2[3]) == len(found) + len(found2)
+    code, out, err = await _run(cli, server_port, "search", u, h, "등대지기 아버지", "--limit", "2", "--hops", "1")
+    assert code == 0, err
+    hits = [line.split("\t") for line in out.splitlines()]
+    assert len(hits) <= 2
+    assert hits[0][4] == anchor
+    assert (hits[1][6], hits[1][7]) == ("1", anchor)  # every other memory is linked to the anchor: one is reached
+    code, out, err = await _run(cli, server_port, "search", u, h, "등대", "--limit", "1", "--deepen")
+    assert code == 0, err
+    tier, *rows = [line.split("\t") for line in out.splitlines()]
+    assert tier[0] == "tier"
+    assert tier[1] in {"gist", "knowledge", "source"}
+    assert len(rows) == 1
+
+
+async def test_cpp_client_over_tls_with_an_api_key(cli: Path, engine: MemoryEngine, tmp_path: Path) -> None:
+    """The CLI's --ca and --api-key reach a TLS server that requires a key; without the key it is refused."""
+    from test_tls import make_ca, make_leaf
+
+    ca, ca_cert, ca_key = make_ca(tmp_path)
+    leaf = make_leaf(tmp_path, "server", ca_cert, ca_key)
+    keys = tmp_path / "keys.toml"
+    key = "cpp-" + "c" * 40
+    keys.write_text(f'[[keys]]\nname = "cpp"\nsha256 = "{hash_key(key)}"\nuser_namespaces = ["cpp:*"]\n')
+    server, port, _ = await create_server(engine, "127.0.0.1:0", SecurityConfig(tls_cert=leaf.cert, tls_key=leaf.key),
+                                          KeyRing(path=keys))
+    await server.start()
+    try:
+        user = f"cpp:{uuid.uuid4().hex[:8]}"
+        tls = ("--target", f"localhost:{port}", "--ca", str(ca.cert))
+        code, out, err = await _run(cli, port, *tls, "--api-key", key, "store", user, "letia", "고양이를 좋아한다")
+        assert code == 0, err
+        assert len(out.split("\t")[0]) == UUID_LEN
+        code, _out, err = await _run(cli, port, *tls, "search", user, "letia", "고양이")
+        assert code == 1
+        assert "error 16" in err  # UNAUTHENTICATED
+    finally:
+        await server.stop(0)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +19,7 @@ from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding import create_embedder
 from npc_memory.embedding.cache import QueryCache
+from npc_memory.embedding.cores import CoreBudget, runnable_elsewhere
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.embedding.settings import EmbeddingSettings
@@ -66,6 +69,52 @@ async def test_local_embedder_gives_unit_vectors_that_rank_meaning() -> None:
     assert query.shape == (384,)
     assert float(np.linalg.norm(query)) == pytest.approx(1.0, abs=1e-5)
     assert float(query @ cat) > float(query @ weather)
+
+
+def test_core_budget_gives_a_lone_call_every_core_and_overlapping_calls_one_each() -> None:
+    """Alone a call gets all cores; two calls queued behind it get one core each once it returns them."""
+    budget = CoreBudget(2, idle_probe=False)  # the probe of other processes' threads is not under test here
+    assert budget.take() == 2
+    granted: list[int] = []
+    waiters = [threading.Thread(target=lambda: granted.append(budget.take())) for _ in range(2)]
+    for w in waiters:
+        w.start()
+    for w in waiters:
+        w.join(timeout=0.2)
+    assert granted == []  # both wait: the lone call holds every core
+    budget.give(2)
+    for w in waiters:
+        w.join(timeout=5)
+    assert granted == [1, 1]
+    budget.give(1)
+    budget.give(1)
+    assert budget.take() == 2  # alone again
+
+
+def test_idle_probe_sees_another_process_running() -> None:
+    """While a busy-looping process runs, the probe counts at least one runnable thread besides the caller."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        seen = 0
+        for _ in range(20):  # a busy loop is runnable at nearly every instant; a few samples settle it
+            seen = max(seen, runnable_elsewhere())
+    finally:
+        busy.kill()
+        busy.wait()
+    assert seen >= 1
+
+
+async def test_concurrent_local_calls_give_the_vectors_of_sequential_calls() -> None:
+    """Calls running side by side on one model (one core each) return what the same calls return one by one."""
+    texts = ["좋아하는 동물이 뭐야?", "레티아의 생일은 언제야?", "고양이를 좋아함", "비 오는 날이 싫어", "딸기 케이크"]
+    embedder = LocalE5Embedder(threads=2)
+    try:
+        alone = [(await embedder.embed_queries([t]))[0] for t in texts]
+        together = await asyncio.gather(*(embedder.embed_queries([t]) for t in texts))
+    finally:
+        await embedder.aclose()
+    for one, (other,) in zip(alone, together, strict=True):
+        assert float(one @ other) > 0.9999
 
 
 async def test_openai_compatible_endpoint_matches_the_local_model(endpoint: str) -> None:

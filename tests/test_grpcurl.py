@@ -85,7 +85,7 @@ async def test_store_then_search_with_json_bodies(server_port: int, scope: Scope
     code, again, err = await _grpcurl(_command("StoreMemories", "demo-store-1"), server_port, scope)
     assert code == 0, err
     assert json.loads(again) == stored  # same requestId: the first answer, nothing written twice
-    code, out, err = await _grpcurl(_command("SearchMemories"), server_port, scope)
+    code, out, err = await _grpcurl(_command("SearchMemories", "고양이 좋아해?"), server_port, scope)
     assert code == 0, err
     results = json.loads(out)["results"]
     assert len(results) == 2
@@ -110,3 +110,38 @@ async def test_invalid_request_shows_the_field_violations(server_port: int, scop
     assert set(fields) == {"memories[0].content", "memories[0].importance"}
     assert fields["memories[0].content"] == "is required"
 
+
+
+async def test_links_expand_hops_and_deepen_as_documented(server_port: int, scope: Scope) -> None:
+    """The documented linked store, two expands, a hops search and a deepen search run and answer as described."""
+    code, out, err = await _grpcurl(_command("StoreMemories", "demo-links-1"), server_port, scope)
+    assert code == 0, err
+    ids = [r["memory_id"] for r in json.loads(out)["results"]]
+    assert len(set(ids)) == 4
+    first = _command("ExpandMemory", "MEMORY_ID").replace("MEMORY_ID", ids[3])
+    code, out, err = await _grpcurl(first, server_port, scope)
+    assert code == 0, err
+    step1 = json.loads(out)
+    assert step1["depth"] == 1
+    assert step1["memory_id"] == ids[3]
+    assert 1 <= len(step1["found"]) <= 5
+    assert all(k["via"] for k in step1["found"])
+    again = next(c for c in _documented() if "ExpandMemory" in c and "MEMORY_ID" not in c)
+    code, out, err = await _grpcurl(again, server_port, scope)
+    assert code == 0, err
+    step2 = json.loads(out)
+    assert step2["depth"] == 2
+    assert step2["memory_id"] == ids[3]
+    assert not {k["to_memory_id"] for k in step2.get("found", [])} & {k["to_memory_id"] for k in step1["found"]}
+    code, out, err = await _grpcurl(_command("SearchMemories", '"hops": 2'), server_port, scope)
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert len(results) <= 4
+    assert len({r["memory"]["memory_id"] for r in results}) == len(results)
+    for r in results:
+        assert r.get("hops", 0) == 0 or r["via_memory_id"] in ids
+    code, out, err = await _grpcurl(_command("SearchMemories", '"deepen": true'), server_port, scope)
+    assert code == 0, err
+    deep = json.loads(out)
+    assert deep["answered_tier"] in {"TIER_GIST", "TIER_KNOWLEDGE", "TIER_SOURCE"}
+    assert 1 <= len(deep["results"]) <= 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from npc_memory.text import Tokenizer
+from npc_memory.text import TextOptions, Tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +76,87 @@ def test_repeated_text_is_served_from_the_cache_without_sharing_the_list() -> No
     tokenizer.terms("강아지")
     tokenizer.terms("라면")  # evicts the first text; it is tokenised again, identically
     assert tokenizer.terms("고양이를 좋아함") == ["고양이", "좋아하다"]
+
+
+@pytest.fixture(scope="module")
+def english() -> Tokenizer:
+    """A tokenizer with every keyword-side option of TextOptions on."""
+    return Tokenizer(options=TextOptions(stem_latin=True, function_words=True, honorifics=True, question_words=True))
+
+
+def test_default_options_keep_the_stored_terms(tokenizer: Tokenizer) -> None:
+    """Without options, Latin tokens stay as Kiwi cut them, so rows stored before keep matching."""
+    assert tokenizer.options == TextOptions()
+    assert tokenizer.terms("I quit, it's tea now.") == ["i", "quit", "it", "s", "tea", "now."]
+
+
+def test_latin_words_drop_edge_punctuation() -> None:
+    """latin_words: a sentence-final "now." is the word "now", as in the middle of a sentence."""
+    words = Tokenizer(options=TextOptions(latin_words=True))
+    assert words.terms("It's tea now.") == ["it", "s", "tea", "now"]
+    assert words.terms("now.") == words.terms("now")
+
+
+def test_latin_words_are_whole_where_kiwi_splits_them() -> None:
+    """latin_words: Kiwi reads "coffee." as "c" + "offee."; the term is the word "coffee", once."""
+    words = Tokenizer(options=TextOptions(latin_words=True))
+    assert words.terms("I drink coffee.") == ["i", "drink", "coffee"]
+    assert words.terms("U.S. e-mail, Java를") == ["u", "s", "e", "mail", "java"]
+
+
+def test_stems_join_inflections_of_english_words(english: Tokenizer) -> None:
+    """stem_latin: traveled / travels / traveling share one term, as Korean conjugations share a lemma."""
+    assert english.terms("traveled") == english.terms("travels") == english.terms("traveling") == ["travel"]
+    assert english.terms("My cats") == english.terms("a cat") == ["cat"]
+
+
+def test_function_words_are_dropped_on_both_sides(english: Tokenizer) -> None:
+    """function_words: "the", "did", "my" are neither stored nor searched; "May" the month stays."""
+    assert english.terms("What did I eat last May?") == ["eat", "last", "may"]
+    assert english.terms("I've quit the coffee.") == ["quit", "coffe"]
+
+
+def test_mixed_text_keeps_korean_morphemes_and_stems_english(english: Tokenizer) -> None:
+    """Korean runs through Kiwi as before; Latin words inside it are stemmed."""
+    assert english.terms("레티아는 Java를 3년 배웠다 running") == ["레티아", "java", "3", "배우다", "run"]
+
+
+@pytest.mark.parametrize(
+    ("polite", "plain"),
+    [
+        pytest.param("뭘 드셨어요?", "뭘 먹었어?", id="드시다-먹다"),
+        pytest.param("생신이 언제세요?", "생일이 언제야?", id="생신-생일"),
+        pytest.param("일찍 주무세요", "일찍 자요", id="주무시다-자다"),
+        pytest.param("댁에 계세요?", "집에 있어?", id="댁-집-계시다-있다"),
+    ],
+)
+def test_honorific_lemmas_meet_the_plain_words(english: Tokenizer, polite: str, plain: str) -> None:
+    """honorifics: a polite question and a casual line share their terms."""
+    assert english.terms(polite) == english.terms(plain)
+
+
+def test_honorifics_are_off_by_default(tokenizer: Tokenizer) -> None:
+    """Without the option 드시다 stays its own lemma (Kiwi's reading)."""
+    assert tokenizer.terms("뭘 드셨어요?") == ["드시다"]
+
+
+def test_question_words_leave_query_terms_only(english: Tokenizer) -> None:
+    """question_words: "remember" / 기억나 / 하다 leave the query terms but stay in the stored terms."""
+    assert english.query_terms("Do you remember where I grew up?") == ["grew"]
+    assert english.terms("Do you remember where I grew up?") == ["rememb", "grew"]
+    assert english.query_terms("내가 무슨 일 하는 사람이라고 했지? 기억나?") == ["일", "하다", "사람", "하다"]
+    assert english.terms("기억나?") == ["기억", "나다"]
+    assert english.query_terms("기억나?") == []
+
+
+def test_query_terms_equal_terms_without_the_option() -> None:
+    """Without question_words a query is tokenised exactly like stored text."""
+    plain = Tokenizer(options=TextOptions(question_words=False))
+    text = "내가 무슨 일 하는 사람이라고 했지? 기억나?"
+    assert plain.query_terms(text) == plain.terms(text)
+
+
+def test_question_words_are_dropped_from_query_terms_by_default(tokenizer: Tokenizer) -> None:
+    """The default tokenizer drops 기억나 from a question but keeps it in stored text."""
+    assert "기억나다" in tokenizer.terms("제주도 갔던 거 기억나?")
+    assert tokenizer.query_terms("제주도 갔던 거 기억나?") == ["제주도", "가다"]

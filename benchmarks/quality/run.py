@@ -94,7 +94,8 @@ async def gather(engine: MemoryEngine, data: dict[str, Any], ids: dict[tuple[str
         vectors = await engine.embedder.embed_queries([q["text"] for q in s["questions"]])
         for q, vec in zip(s["questions"], vectors, strict=True):
             query = SearchQuery(scope=scope, text=q["text"], limit=10, weights=Weights(), now=now, embedding=vec)
-            terms = engine.tokenizer.terms(q["text"])
+            terms = engine.tokenizer.query_terms(q["text"])
+            query = engine.with_period(query)
             candidates = await search_candidates(engine.db, query, terms, engine.search_settings.candidates)
             expected = {ids[(scope.user_id, scope.heroine_id, k)] for k in q["expected"]}
             asked.append(Asked(q["kind"], query, candidates, expected))

@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import multiprocessing
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from npc_memory.config import Config, load_config
 from npc_memory.errors import ConfigError, NpcMemoryError
+from npc_memory.ops.logs import configure_logging
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the gRPC service")
     _common(serve)
-    serve.add_argument("--host", help="interface to bind (NPC_MEMORY_HOST, default [::])")
+    serve.add_argument("--host", help="interface to bind (NPC_MEMORY_HOST; default [::] with API keys, else localhost)")
     serve.add_argument("--port", type=int, help="port (NPC_MEMORY_PORT, default 50051; 0 picks one)")
+    serve.add_argument("--workers", type=int, help="processes sharing the port (NPC_MEMORY_WORKERS, default 1)")
+    serve.add_argument("--api-keys-file", dest="api_keys_file", help="TOML [[keys]] file (NPC_MEMORY_API_KEYS_FILE)")
+    serve.add_argument("--tls-cert", dest="tls_cert", help="PEM certificate chain (NPC_MEMORY_TLS_CERT)")
+    serve.add_argument("--tls-key", dest="tls_key", help="PEM private key (NPC_MEMORY_TLS_KEY)")
+    serve.add_argument("--tls-client-ca", dest="tls_client_ca",
+                       help="CA of client certificates: mutual TLS (NPC_MEMORY_TLS_CLIENT_CA)")
+    serve.add_argument("--metrics-port", dest="metrics_port", type=int,
+                       help="Prometheus /metrics port, 0 off (NPC_MEMORY_METRICS_PORT)")
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     _common(migrate)
     reembed = sub.add_parser("reembed", help="re-embed every row with the configured model, then record the model")
@@ -84,18 +96,21 @@ async def _retain(config: Config) -> None:
           f"pruned {report.pruned_requests} expired request id(s)")
 
 
-async def _serve(config: Config) -> None:
+async def _serve(config: Config, reuse_port: bool = False) -> None:
     """Serve until SIGTERM or SIGINT, then stop gracefully."""
+    from npc_memory.ops.metrics import serve_metrics
     from npc_memory.server import serving
 
-    async with serving(config) as port:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    serve_metrics(config.security.metrics_port)
+    async with serving(config, reuse_port) as (port, _health):
         print(f"npc-memory serving on port {port}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
         await stop.wait()
-        logging.getLogger(__name__).info("stopping")
+        logging.getLogger(__name__).info("stopping: draining in-flight calls for up to %ss",
+                                         config.server.grace_seconds)
 
 
 async def _migrate(config: Config) -> None:
@@ -107,13 +122,55 @@ async def _migrate(config: Config) -> None:
     print(f"applied {len(applied)} migration(s)")
 
 
+def _worker(config: Config, log_level: str) -> None:
+    """One of ``--workers`` processes: its own pool and model on the shared port."""
+    from npc_memory.ops.logs import configure_logging
+
+    configure_logging(log_level, config.security.log_json)
+    asyncio.run(_serve(config, reuse_port=True))
+
+
+async def _serve_workers(config: Config, log_level: str) -> None:
+    """Start the database once, then ``workers`` server processes on one port; SIGTERM is passed on to each."""
+    from npc_memory.runtime import database_url, migrate_database
+
+    if config.server.port == 0:
+        raise ConfigError("--workers needs a fixed --port (each process binds the same one)")
+    async with database_url(config.database) as url:
+        await migrate_database(url, config.database)
+        spawn = multiprocessing.get_context("spawn")
+        procs = []
+        for i in range(config.server.workers):
+            metrics = config.security.metrics_port + i if config.security.metrics_port else 0
+            child = replace(config, database=replace(config.database, url=url),
+                            server=replace(config.server, workers=1),
+                            security=replace(config.security, metrics_port=metrics))
+            proc = spawn.Process(target=_worker, args=(child, log_level), name=f"npc-memory-worker-{i}")
+            proc.start()
+            procs.append(proc)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        done: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*(asyncio.to_thread(p.join) for p in procs)))
+        stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([done, stopped], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        for proc in procs:
+            if proc.is_alive() and proc.pid is not None:
+                os.kill(proc.pid, signal.SIGTERM)
+        await done
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``npc-memory``."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load_config(vars(args), os.environ)
-        if args.command == "serve":
+        configure_logging(args.log_level, config.security.log_json)
+        if args.command == "serve" and config.server.workers > 1:
+            asyncio.run(_serve_workers(config, args.log_level))
+        elif args.command == "serve":
             asyncio.run(_serve(config))
         elif args.command == "migrate":
             asyncio.run(_migrate(config))

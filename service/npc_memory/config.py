@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -10,12 +11,15 @@ from typing import Any, Literal, TypeVar
 
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
+from npc_memory.domain.scoring import RECENCY_DAYS
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store.pool import PoolSettings
+from npc_memory.text import TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
+PeriodSearch = Literal["off", "candidates", "first"]
 ENV_PREFIX = "NPC_MEMORY_"
 T = TypeVar("T")
 
@@ -24,12 +28,39 @@ T = TypeVar("T")
 class ServerConfig:
     """Where the gRPC server listens and how it stops."""
 
-    host: str = "[::]"
-    """Interface to bind; ``[::]`` is every interface."""
+    host: str = ""
+    """Interface to bind; empty means every interface (``[::]``) when API keys are configured, else localhost."""
     port: int = 50051
     """TCP port; 0 picks a free one."""
     grace_seconds: float = 5.0
     """How long in-flight calls may finish on SIGTERM."""
+    workers: int = 1
+    """Server processes sharing the port (SO_REUSEPORT), each with its own pool and model."""
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """API keys, TLS and what the logs may show."""
+
+    api_keys_file: Path | None = None
+    """TOML file of ``[[keys]]`` (name, sha256, rpcs, user_namespaces, admin); re-read when it changes."""
+    tls_cert: Path | None = None
+    """PEM certificate chain of the listener; with ``tls_key`` the port speaks TLS only (re-read on change)."""
+    tls_key: Path | None = None
+    """PEM private key of ``tls_cert``."""
+    tls_client_ca: Path | None = None
+    """PEM CA bundle; when set, clients must present a certificate it signed (mutual TLS)."""
+    metrics_port: int = 0
+    """Port of the Prometheus /metrics endpoint; 0 leaves it off (the Kubernetes example uses 9464)."""
+    log_json: bool = True
+    """JSON lines with request ids; false gives the plain terminal format."""
+    log_user_ids: bool = False
+    """Debug only: put user ids in the access log (content is never logged)."""
+
+    @property
+    def tls(self) -> bool:
+        """Whether the listener speaks TLS."""
+        return self.tls_cert is not None and self.tls_key is not None
 
 
 @dataclass(frozen=True)
@@ -66,10 +97,26 @@ class SearchConfig:
     """Largest ``limit`` a request may ask for."""
     candidates: int = 50
     """Candidates taken from each side (dense, keyword, recency/importance) before scoring."""
+    deepen_min_relevance: float = 0.85
+    """The raw cosine a result needs to answer a deepen search (e5 cosines of related Korean text: ~0.8-0.9)."""
+    expand_per_depth: int = 5
+    """Memories ExpandMemory links at most per call (one depth)."""
+    recency_half_life_days: float = RECENCY_DAYS * math.log(2)
+    """Days (game days when requests send game time) after which recency has halved: 30 x ln 2 ~ 20.8."""
+    heroine_half_lives: Mapping[str, float] = field(default_factory=dict)
+    """Per-heroine recency half-life ([search.heroines.X] recency_half_life_days)."""
+    period_search: PeriodSearch = "first"
+    """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
+    ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
+    them above the rest (docs/conversation-benchmark.md measures each)."""
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
         return self.heroine_weights.get(heroine_id, self.default_weights)
+
+    def recency_days_for(self, heroine_id: str) -> float:
+        """The heroine's recency time scale: recency = exp(-age / this), i.e. the half-life / ln 2."""
+        return self.heroine_half_lives.get(heroine_id, self.recency_half_life_days) / math.log(2)
 
 
 @dataclass(frozen=True)
@@ -106,11 +153,14 @@ class Config:
     """Everything the service needs, read once at start."""
 
     server: ServerConfig = ServerConfig()
+    security: SecurityConfig = SecurityConfig()
     database: DatabaseConfig = DatabaseConfig()
     embedding: EmbeddingSettings = EmbeddingSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     search: SearchConfig = SearchConfig()
     write: WriteConfig = WriteConfig()
     retention: RetentionConfig = RetentionConfig()
+    text: TextOptions = TextOptions()  # noqa: RUF009  (frozen, so sharing it is safe)
+    """How text becomes BM25 terms (text/tokenize.py); options that change stored terms need re-tokenising."""
     extraction: ExtractionSettings = ExtractionSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     keyword_backend: KeywordBackend = "auto"
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
@@ -135,11 +185,25 @@ def _pick(
     return default
 
 
+HALF_LIFE_KEY = "recency_half_life_days"
+
+
 def _weights(raw: Mapping[str, Any], where: str) -> Weights:
     try:
-        return Weights(**{k: float(v) for k, v in raw.items()})
+        return Weights(**{k: float(v) for k, v in raw.items() if k != HALF_LIFE_KEY})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _half_life(raw: Mapping[str, Any], where: str, default: float) -> float:
+    """A recency half-life in days from a TOML table (``recency_half_life_days``), positive."""
+    try:
+        value = float(raw.get(HALF_LIFE_KEY, default))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: {exc}") from exc
+    if not value > 0:
+        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: must be a positive number of days")
+    return value
 
 
 def _policy(raw: Mapping[str, Any], where: str, base: RetentionPolicy) -> RetentionPolicy:
@@ -156,9 +220,27 @@ def _kind(value: str) -> EmbedderKind:
     return value  # type: ignore[return-value]
 
 
+def _path(value: str) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def _bool(value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
 def _backend(value: str) -> KeywordBackend:
     if value not in ("auto", "bm25", "pgroonga"):
         raise ValueError("must be auto, bm25 or pgroonga")
+    return value  # type: ignore[return-value]
+
+
+def _period_search(value: str) -> PeriodSearch:
+    if value not in ("off", "candidates", "first"):
+        raise ValueError("must be off, candidates or first")
     return value  # type: ignore[return-value]
 
 
@@ -183,6 +265,11 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     heroine_weights = {
         hid: _weights(w, f"search.heroines.{hid}") for hid, w in search_file.get("heroines", {}).items()
     }
+    half_life = _half_life(search_file, "search", SearchConfig.recency_half_life_days)
+    heroine_half_lives = {
+        hid: _half_life(h, f"search.heroines.{hid}", half_life)
+        for hid, h in search_file.get("heroines", {}).items() if HALF_LIFE_KEY in h
+    }
     url = pick("database_url", "", str) or None
     retention_file = file.get("retention", {})
     # Flags and environment (retention_*), then the [retention] table, then the defaults.
@@ -196,6 +283,16 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             host=pick("host", ServerConfig.host, str),
             port=pick("port", ServerConfig.port, int),
             grace_seconds=pick("grace_seconds", ServerConfig.grace_seconds, float),
+            workers=pick("workers", ServerConfig.workers, int),
+        ),
+        security=SecurityConfig(
+            api_keys_file=pick("api_keys_file", None, _path),
+            tls_cert=pick("tls_cert", None, _path),
+            tls_key=pick("tls_key", None, _path),
+            tls_client_ca=pick("tls_client_ca", None, _path),
+            metrics_port=pick("metrics_port", SecurityConfig.metrics_port, int),
+            log_json=pick("log_json", SecurityConfig.log_json, _bool),
+            log_user_ids=pick("log_user_ids", SecurityConfig.log_user_ids, _bool),
         ),
         database=DatabaseConfig(
             url=url,
@@ -219,7 +316,12 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         search=SearchConfig(
             default_weights=default_weights,
             heroine_weights=heroine_weights,
+            recency_half_life_days=half_life,
+            heroine_half_lives=heroine_half_lives,
             candidates=pick("search_candidates", SearchConfig.candidates, int),
+            deepen_min_relevance=pick("deepen_min_relevance", SearchConfig.deepen_min_relevance, float),
+            expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),
+            period_search=pick("search_period", SearchConfig.period_search, _period_search),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),
@@ -234,6 +336,10 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
                 "interval_minutes", RetentionConfig.interval_minutes)), float),
         ),
+        text=TextOptions(**{
+            name: pick(f"text_{name}", getattr(TextOptions, name), _bool)
+            for name in ("latin_words", "stem_latin", "function_words", "honorifics", "question_words")
+        }),
         extraction=_extraction(pick, file.get("extraction", {})),
         keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )
@@ -259,20 +365,33 @@ def _extraction(pick: Callable[[str, Any, Callable[[str], Any]], Any], raw: Mapp
     )
 
 
+def _check_extraction(ex: ExtractionSettings) -> None:
+    if ex.max_attempts < 1 or min(ex.timeout_seconds, ex.lease_seconds, ex.poll_seconds) <= 0:
+        raise ConfigError("extraction needs max_attempts >= 1 and positive timeout, lease and poll seconds")
+    if ex.lease_seconds <= ex.timeout_seconds:
+        raise ConfigError("extraction lease_seconds must exceed timeout_seconds (a job must outlast its call)")
+
+
 def _check(config: Config) -> None:
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"port {config.server.port} is outside 0-65535")
+    if config.server.workers < 1:
+        raise ConfigError("workers must be at least 1")
+    if (config.security.tls_cert is None) != (config.security.tls_key is None):
+        raise ConfigError("tls_cert and tls_key go together")
+    if config.security.tls_client_ca is not None and not config.security.tls:
+        raise ConfigError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
     if config.database.pool_min < 1 or config.database.pool_max < config.database.pool_min:
         raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
     if config.embedding.kind == "none" and config.embedding.dim <= 0:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
     if not 0.0 < config.write.duplicate_threshold <= 1.0:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
-    ex = config.extraction
-    if ex.max_attempts < 1 or min(ex.timeout_seconds, ex.lease_seconds, ex.poll_seconds) <= 0:
-        raise ConfigError("extraction needs max_attempts >= 1 and positive timeout, lease and poll seconds")
-    if ex.lease_seconds <= ex.timeout_seconds:
-        raise ConfigError("extraction lease_seconds must exceed timeout_seconds (a job must outlast its call)")
+    if not 1 <= config.search.expand_per_depth <= config.search.max_limit:
+        raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
+    if not -1.0 < config.search.deepen_min_relevance <= 1.0:
+        raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
+    _check_extraction(config.extraction)
     policies = config.retention.policies
     for name, policy in {"default": policies.default, **policies.heroines}.items():
         if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:

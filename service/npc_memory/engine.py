@@ -11,6 +11,7 @@ from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
 from npc_memory.domain.context import ContextBlock, assemble
+from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed, passing
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import (
     ContentEditNeedsEmbedderError,
@@ -18,26 +19,33 @@ from npc_memory.domain.errors import (
     TextRefusedError,
     TextSource,
 )
+from npc_memory.domain.links import Expansion, LinkView
 from npc_memory.domain.model import (
+    LIVE,
     Memory,
     MemoryFilter,
     NewMemory,
     PreparedMemory,
+    ReadView,
+    SavePoint,
     Scope,
     ScoredMemory,
     SearchQuery,
     StoreResult,
     Tier,
+    Timeline,
     Vector,
 )
 from npc_memory.domain.paging import Cursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.errors import InputRejectedError
-from npc_memory.store import context, idempotency, lifecycle, reads, search, writes
+from npc_memory.errors import InputRejectedError, NotFoundError
+from npc_memory.ops.metrics import EMBED_SECONDS
+from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
+from npc_memory.text.periods import period_in
 
 """The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
@@ -63,21 +71,24 @@ class MemoryEngine:
         if missing and not self.embedder.available:
             raise EmbeddingRequiredError(missing[0])
         try:
-            vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+            with EMBED_SECONDS.labels("passages").time():
+                vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
         except InputRejectedError as exc:
             raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
         by_index = dict(zip(missing, vectors, strict=True))
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 
     def _prepare(self, fact: NewMemory, vector: Vector, now: datetime) -> PreparedMemory:
+        analysis = self.tokenizer.analyse(fact.content)
         return PreparedMemory(
             id=uuid.uuid4(),
             fact=fact,
             valid_at=fact.valid_at or now,
             embedding=vector,
             embedding_model=self.embedder.name,
-            terms=tuple(self.tokenizer.terms(fact.content)),
+            terms=analysis.terms,
             content_key=content_key(fact.content),
+            meaning=analysis.meaning,
         )
 
     async def store(
@@ -103,15 +114,21 @@ class MemoryEngine:
             on_commit,
         )
 
-    async def search(self, query: SearchQuery) -> list[ScoredMemory]:
-        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
+    async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
             try:
-                (vector,) = await self.embedder.embed_queries([query.text])
+                with EMBED_SECONDS.labels("query").time():
+                    (vector,) = await self.embedder.embed_queries([query.text])
             except InputRejectedError as exc:
                 raise TextRefusedError("query", (), exc.detail) from exc
             query = replace(query, embedding=vector)
-        terms = self.tokenizer.terms(query.text) if query.text else []
+        return query
+
+    async def search(self, query: SearchQuery) -> list[ScoredMemory]:
+        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
+        query = self.with_period(await self._embedded(query))
+        terms = self.tokenizer.query_terms(query.text) if query.text else []
+        await self._check_view(query.scope.user_id, query.view)
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
 
     async def build_context(
@@ -125,20 +142,67 @@ class MemoryEngine:
             hits = await self.search(SearchQuery(
                 scope=scope, text=utterance, limit=relevant_limit,
                 weights=self.search_settings.weights_for(scope.heroine_id), now=now, include_shared=include_shared,
+                recency_days=self.search_settings.recency_days_for(scope.heroine_id),
             ))
         return assemble(scope, profile, hits, budget, language)
 
-    async def get(self, scope: Scope, memory_id: UUID) -> Memory:
-        """One memory of the scope."""
-        return await reads.get_memory(self.db, scope, memory_id)
+    def with_period(self, query: SearchQuery) -> SearchQuery:
+        """The period the query text names, unless the request asks for a past state (``as_of``)."""
+        mode = self.search_settings.period_search
+        if mode == "off" or query.as_of is not None or not query.text:
+            return query
+        found = period_in(query.text, query.now)
+        if found is None:
+            return query
+        return replace(query, period=(found.start, found.end), period_first=mode == "first")
+
+    async def search_deep(self, query: SearchQuery) -> tuple[list[ScoredMemory], Tier]:
+        """A deepen search: gists, then knowledge, then sources, while too few results reach the threshold.
+
+        One ranked search per tier searched; the answer is what passed in the shallower tiers, then the
+        deepest tier's results, cut to ``limit``. Returns the deepest tier searched (the one that answered).
+        """
+        query = await self._embedded(query)
+        terms = self.tokenizer.query_terms(query.text) if query.text else []
+        passed: list[ScoredMemory] = []
+        tiers = deepen_tiers(query.filter.tiers)
+        for tier in tiers:
+            tier_query = replace(query, filter=replace(query.filter, tiers=(tier,)))
+            hits = await search.search_ranked(
+                self.db, tier_query, terms, self.search_settings.candidates, self.keyword_backend
+            )
+            enough = enough_passed(passed, hits, query.deepen_min_relevance, query.limit)
+            if enough or tier is tiers[-1]:
+                return deepen_answer(passed, hits, query.limit), tier
+            passed += passing(hits, query.deepen_min_relevance)
+        raise AssertionError("deepen_tiers is never empty")
+
+    async def expand(self, scope: Scope, memory_id: UUID | None) -> Expansion:
+        """One ExpandMemory step from ``memory_id`` (or the scope's last expanded memory)."""
+        return await links.expand(self.db, scope, memory_id, self.search_settings.expand_per_depth, utcnow())
+
+    async def links(self, scope: Scope, memory_id: UUID) -> LinkView:
+        """A memory's parents, children and related memories."""
+        return await links.links_of(self.db, scope, memory_id)
+
+    async def _check_view(self, user_id: str, view: ReadView) -> None:
+        """NotFoundError for a read of a timeline the player does not have."""
+        if view.timeline_id is not None and not await timelines.timeline_exists(self.db, user_id, view.timeline_id):
+            raise NotFoundError(f"no timeline {view.timeline_id} for this player")
+
+    async def get(self, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> Memory:
+        """One memory of the scope, as the view has it."""
+        await self._check_view(scope.user_id, view)
+        return await reads.get_memory(self.db, scope, memory_id, view)
 
     async def list_page(
         self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None,
-        include_shared: bool = False,
+        view: ReadView = LIVE, include_shared: bool = False,
     ) -> tuple[list[Memory], Cursor | None]:
         """A page of the scope's memories (and the player's shared ones if asked), newest first."""
+        await self._check_view(scope.user_id, view)
         return await reads.list_memories(
-            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, include_shared
+            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, view, include_shared
         )
 
     async def invalidate(self, scope: Scope, memory_id: UUID, invalid_at: datetime | None) -> Memory:
@@ -163,13 +227,31 @@ class MemoryEngine:
             tier=tier.value if tier is not None else None, metadata=metadata, new_version=new_version,
         )
 
-    async def history(self, scope: Scope, subject_id: str, slot: str | None) -> list[Memory]:
-        """Every row of a subject or slot over time."""
-        return await reads.history(self.db, scope, subject_id, slot)
+    async def history(self, scope: Scope, subject_id: str, slot: str | None, view: ReadView = LIVE) -> list[Memory]:
+        """Every row of a subject or slot over time, as the view has them."""
+        await self._check_view(scope.user_id, view)
+        return await reads.history(self.db, scope, subject_id, slot, view)
 
-    async def chain(self, scope: Scope, memory_id: UUID) -> list[Memory]:
-        """The version chain of one memory."""
-        return await reads.chain(self.db, scope, memory_id)
+    async def chain(self, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> list[Memory]:
+        """The version chain of one memory, as the view has it."""
+        await self._check_view(scope.user_id, view)
+        return await reads.chain(self.db, scope, memory_id, view)
+
+    async def create_save_point(self, user_id: str, save_id: str) -> SavePoint:
+        """Mark the player's memory in a save slot (every heroine at once)."""
+        return await timelines.create_save_point(self.db, user_id, save_id)
+
+    async def load_save_point(self, user_id: str, save_id: str) -> Timeline:
+        """Branch the player's new live timeline from a save point."""
+        return await timelines.load_save_point(self.db, user_id, save_id)
+
+    async def list_save_points(self, user_id: str) -> tuple[list[SavePoint], list[Timeline], int]:
+        """The player's save points, timelines and live timeline."""
+        return await timelines.list_save_points(self.db, user_id)
+
+    async def drop_timeline(self, user_id: str, timeline_id: int) -> int:
+        """Erase an abandoned timeline and its branches."""
+        return await timelines.drop_timeline(self.db, user_id, timeline_id)
 
     async def forget_player(self, user_id: str) -> int:
         """Erase a player everywhere."""

@@ -80,7 +80,7 @@ async def build_engine(config: Config, db: Database, embedder: Embedder) -> Memo
     """The engine over an open database and embedder, once they agree on the model."""
     await check_embedding_model(db, embedder.name, embedder.dim)
     backend = await keyword_backend(db, config.keyword_backend)
-    tokenizer = await asyncio.to_thread(Tokenizer)
+    tokenizer = await asyncio.to_thread(Tokenizer, options=config.text)
     return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, keyword_backend=backend,
                         write_settings=config.write, search_settings=config.search)
 

@@ -10,47 +10,73 @@ from collections.abc import AsyncIterator
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from npc_memory_client.v1 import memory_service_pb2_grpc
 
+from npc_memory.api.deserialize import add_memory_service
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.background import SERVICE_NAME, maintain_every, watch_health
-from npc_memory.config import Config
+from npc_memory.config import Config, SecurityConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
+from npc_memory.ops.interceptor import ServiceInterceptor
+from npc_memory.ops.keys import KeyRing
+from npc_memory.ops.metrics import sample_pool
+from npc_memory.ops.tls import server_credentials
 from npc_memory.runtime import open_engine, open_extractor
 
 log = logging.getLogger(__name__)
 
 
 async def create_server(
-    engine: MemoryEngine, address: str, extractor: Extractor | None = None
+    engine: MemoryEngine, address: str, security: SecurityConfig = SecurityConfig(),  # noqa: B008  (frozen)
+    keys: KeyRing | None = None, reuse_port: bool = False, extractor: Extractor | None = None,
 ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
-    """A ready (not yet started) server with the memory, health and reflection services."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(engine, extractor), server)
+    """A ready (not yet started) server with the memory, health and reflection services behind the interceptor."""
+    interceptor = ServiceInterceptor(keys or KeyRing(), log_user_ids=security.log_user_ids)
+    server = grpc.aio.server(interceptors=[interceptor], options=[("grpc.so_reuseport", int(reuse_port))])
+    add_memory_service(MemoryServicer(engine, extractor), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         server,
     )
-    port = server.add_insecure_port(address)
+    if security.tls:
+        port = server.add_secure_port(address, server_credentials(security))
+    else:
+        port = server.add_insecure_port(address)
     return server, port, health_servicer
 
 
-@contextlib.asynccontextmanager
-async def serving(config: Config) -> AsyncIterator[int]:
-    """The whole service for the block, yielding its port; on exit calls get ``grace_seconds``, then all closes.
+def bind_host(config: Config, keys: KeyRing) -> str:
+    """The configured host, or every interface when keys guard the service and localhost when nothing does."""
+    if config.server.host:
+        if not keys.enabled:
+            log.warning("no API keys configured: any caller that reaches %s can read and erase every player",
+                        config.server.host)
+        return config.server.host
+    if keys.enabled:
+        return "[::]"
+    log.warning("no API keys configured: listening on localhost only (set api_keys_file, or host to override)")
+    return "localhost"
 
-    Runs the engine, the gRPC server, the health watcher and, when configured, the retention schedule and the
-    extraction worker.
+
+
+@contextlib.asynccontextmanager
+async def serving(config: Config, reuse_port: bool = False) -> AsyncIterator[tuple[int, health.aio.HealthServicer]]:
+    """The whole service for the block, yielding its port and health servicer.
+
+    Runs the health watcher, the pool sampler and, when configured, the retention schedule and the extraction
+    worker. On exit health turns NOT_SERVING, new calls are refused, in-flight calls get ``grace_seconds``, then
+    the pool, the embedder and an embedded PostgreSQL stop (in open_engine's exits).
     """
+    keys = KeyRing(path=config.security.api_keys_file)
     async with open_engine(config) as engine, open_extractor(config, engine) as extractor:
+        host = bind_host(config, keys)
         server, port, health_servicer = await create_server(
-            engine, f"{config.server.host}:{config.server.port}", extractor
-        )
+            engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, extractor)
         await server.start()
-        tasks = [asyncio.create_task(watch_health(engine, health_servicer))]
+        tasks = [asyncio.create_task(watch_health(engine, health_servicer)),
+                 asyncio.create_task(sample_pool(engine.db))]
         if extractor is not None:
             tasks.append(asyncio.create_task(extractor.work_forever()))
         if config.retention.interval_minutes > 0:
@@ -58,13 +84,14 @@ async def serving(config: Config) -> AsyncIterator[int]:
                 engine.db, config.retention.interval_minutes, config.retention.policies,
                 config.write.idempotency_hours,
             )))
-        log.info("npc-memory listening on port %d (embedder %s, %d-d)", port, engine.embedder.name,
-                 engine.embedder.dim)
+        log.info("npc-memory listening on %s:%d (embedder %s, %d-d, tls %s, api keys %s)", host, port,
+                 engine.embedder.name, engine.embedder.dim, config.security.tls, keys.enabled)
         try:
-            yield port
+            yield port, health_servicer
         finally:
-            await server.stop(config.server.grace_seconds)
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await health_servicer.enter_graceful_shutdown()
+            await server.stop(config.server.grace_seconds)

@@ -1,14 +1,22 @@
 // npc_memory_cli: store and search memories on an npc-memory server from the command line.
 //
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
-//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] expand USER HEROINE [MEMORY_ID]
+//
+// Connection options (any position): --ca FILE (PEM CA: TLS), --cert FILE --key FILE (client certificate for
+// mutual TLS), --tls (TLS with the system roots), --api-key KEY (or NPC_MEMORY_API_KEY in the environment).
 //
 // store prints "memory_id<TAB>outcome" per fact; search prints
-// "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content" per hit, best first.
+// "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content<TAB>hops<TAB>via_memory_id" per hit, best
+// first (hops 0 and an empty via for a ranked result), after a "tier<TAB>TIER" line with --deepen; expand prints
+// "expanded<TAB>memory_id<TAB>depth<TAB>total_linked", then "memory_id<TAB>depth<TAB>via<TAB>content" per find.
 // On failure: "error <code>: <message>" and one "violation <field>: <description>" per bad field on
 // stderr; exit 2 for INVALID_ARGUMENT, 1 otherwise.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,7 +28,9 @@ int Usage() {
   std::fprintf(stderr,
                "usage: npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... "
                "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
-               "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N]\n");
+               "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]\n"
+               "       npc_memory_cli [--target HOST:PORT] expand USER HEROINE [MEMORY_ID]\n"
+               "  connection: [--ca FILE] [--cert FILE --key FILE] [--tls] [--api-key KEY]\n");
   return 64;
 }
 
@@ -32,14 +42,29 @@ int Fail(const npc_memory_client::CallStatus& s) {
   return s.code == 3 ? 2 : 1;  // 3 = INVALID_ARGUMENT
 }
 
+// A whole file, or exits with a message when it cannot be read.
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string target = "localhost:50051";
   std::vector<std::string> positional;
-  int importance = 0, limit = 0;
+  int importance = 0;
+  npc_memory_client::SearchOptions options;
   double timeout_seconds = 5.0;
   std::string subject = "user", slot;
+  npc_memory_client::ConnectOptions connect;
+  if (const char* key = std::getenv("NPC_MEMORY_API_KEY")) connect.api_key = key;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -50,22 +75,47 @@ int main(int argc, char** argv) {
     } else if (arg == "--importance" && has_value) {
       importance = std::atoi(argv[++i]);
     } else if (arg == "--limit" && has_value) {
-      limit = std::atoi(argv[++i]);
+      options.limit = std::atoi(argv[++i]);
+    } else if (arg == "--hops" && has_value) {
+      options.hops = std::atoi(argv[++i]);
+    } else if (arg == "--deepen") {
+      options.deepen = true;
     } else if (arg == "--subject" && has_value) {
       subject = argv[++i];
     } else if (arg == "--slot" && has_value) {
       slot = argv[++i];
+    } else if (arg == "--ca" && has_value) {
+      connect.root_ca_pem = ReadFile(argv[++i]);
+    } else if (arg == "--cert" && has_value) {
+      connect.client_cert_pem = ReadFile(argv[++i]);
+    } else if (arg == "--key" && has_value) {
+      connect.client_key_pem = ReadFile(argv[++i]);
+    } else if (arg == "--api-key" && has_value) {
+      connect.api_key = argv[++i];
+    } else if (arg == "--tls") {
+      connect.use_tls = true;
     } else {
       positional.push_back(arg);
     }
   }
-  if (positional.size() < 4) return Usage();
+  if (positional.size() < 3) return Usage();
   const std::string& command = positional[0];
   const std::string& user = positional[1];
   const std::string& heroine = positional[2];
   npc_memory_client::MemoryClient client(
-      target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)));
+      target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)), connect);
 
+  if (command == "expand" && positional.size() <= 4) {
+    npc_memory_client::Expansion expansion;
+    const auto status = client.Expand(user, heroine, positional.size() == 4 ? positional[3] : "", &expansion);
+    if (!status.ok) return Fail(status);
+    std::printf("expanded\t%s\t%d\t%d\n", expansion.memory_id.c_str(), expansion.depth, expansion.total_linked);
+    for (const auto& f : expansion.found) {
+      std::printf("%s\t%d\t%s\t%s\n", f.memory_id.c_str(), f.depth, f.via.c_str(), f.content.c_str());
+    }
+    return 0;
+  }
+  if (positional.size() < 4) return Usage();
   if (command == "store") {
     std::vector<npc_memory_client::Fact> facts;
     for (size_t i = 3; i < positional.size(); ++i) {
@@ -84,12 +134,14 @@ int main(int argc, char** argv) {
   }
   if (command == "search" && positional.size() == 4) {
     std::vector<npc_memory_client::Hit> hits;
-    const auto status = client.Search(user, heroine, positional[3], limit, &hits);
+    std::string tier;
+    const auto status = client.Search(user, heroine, positional[3], options, &hits, &tier);
     if (!status.ok) return Fail(status);
+    if (options.deepen) std::printf("tier\t%s\n", tier.c_str());
     int rank = 0;
     for (const auto& h : hits) {
-      std::printf("%d\t%.6f\t%.6f\t%.6f\t%s\t%s\n", ++rank, h.final_score, h.relevance, h.keyword,
-                  h.memory_id.c_str(), h.content.c_str());
+      std::printf("%d\t%.6f\t%.6f\t%.6f\t%s\t%s\t%d\t%s\n", ++rank, h.final_score, h.relevance, h.keyword,
+                  h.memory_id.c_str(), h.content.c_str(), h.hops, h.via_memory_id.c_str());
     }
     return 0;
   }

@@ -17,7 +17,16 @@ from npc_memory_client import _requests as rq
 from npc_memory_client import _results as rs
 from npc_memory_client import extraction as ex
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.model import (
+    Expansion,
+    LinkView,
+    Memory,
+    SavePoint,
+    SaveState,
+    ScoredMemory,
+    StoreResult,
+    Timeline,
+)
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 T = TypeVar("T")
@@ -98,6 +107,44 @@ def forget_player(user_id: str) -> Call[int]:
     )
 
 
+def expand(user_id: str, heroine_id: str, memory_id: UUID | str | None) -> Call[Expansion]:
+    """ExpandMemory: one depth further; no memory_id continues the scope's last expansion."""
+    request = svc.ExpandMemoryRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id or ""))
+    return Call("ExpandMemory", request, rs.expansion, idempotent=False)
+
+
+def links(user_id: str, heroine_id: str, memory_id: UUID | str) -> Call[LinkView]:
+    """ListLinks: a memory's parents, children and related memories."""
+    request = svc.ListLinksRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id))
+    return Call("ListLinks", request, rs.link_view, idempotent=True)
+
+def create_save_point(user_id: str, save_id: str) -> Call[SavePoint]:
+    """CreateSavePoint; saving to the same slot again overwrites it, so a retry is safe."""
+    return Call(
+        "CreateSavePoint", svc.CreateSavePointRequest(user_id=user_id, save_id=save_id),
+        lambda r: rs.save_point(r.save_point), idempotent=True,
+    )
+
+
+def load_save_point(user_id: str, save_id: str) -> Call[Timeline]:
+    """LoadSavePoint; the new live timeline (a retry would branch again, so none)."""
+    return Call(
+        "LoadSavePoint", svc.LoadSavePointRequest(user_id=user_id, save_id=save_id),
+        lambda r: rs.timeline(r.timeline), idempotent=False,
+    )
+
+
+def list_save_points(user_id: str) -> Call[SaveState]:
+    """ListSavePoints."""
+    return Call("ListSavePoints", svc.ListSavePointsRequest(user_id=user_id), rs.save_state, idempotent=True)
+
+
+def drop_timeline(user_id: str, timeline_id: int) -> Call[int]:
+    """DropTimeline; the number of erased rows."""
+    return Call(
+        "DropTimeline", svc.DropTimelineRequest(user_id=user_id, timeline_id=timeline_id),
+        lambda r: int(r.deleted_memories), idempotent=False,
+    )
 def extract(
     user_id: str, heroine_id: str, dialogue_id: str, turns: Sequence[ex.Turn | str], wait: bool
 ) -> Call[ex.ExtractionJob]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
@@ -50,6 +51,8 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
         slot=f.slot,
         supersedes=[str(s) for s in f.supersedes],
         embedding=list(f.embedding),
+        related=[memory_ref(r) for r in f.related],
+        parents=[memory_ref(r) for r in f.parents],
         visibility=to_wire(Visibility.SHARED if f.shared else Visibility.PRIVATE),
     )
     if f.valid_at is not None:
@@ -57,6 +60,11 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
     if f.metadata:
         out.metadata.CopyFrom(struct(f.metadata))
     return out
+
+
+def memory_ref(ref: UUID | str | int) -> pb.MemoryRef:
+    """A stored memory's id, or the position of another fact of the same call."""
+    return pb.MemoryRef(batch_index=ref) if isinstance(ref, int) else pb.MemoryRef(memory_id=str(ref))
 
 
 def memory_filter(f: MemoryFilter) -> pb.MemoryFilter:
@@ -87,6 +95,8 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> sv
         scope=scope(user_id, heroine_id), query=query, limit=opts.get("limit", 0),
         query_embedding=list(opts.get("query_embedding", ())),
         include_invalidated=opts.get("include_invalidated", False),
+        hops=opts.get("hops", 0), deepen=opts.get("deepen", False),
+        deepen_min_relevance=opts.get("deepen_min_relevance", 0.0),
         include_shared=opts.get("include_shared", False),
     )
     if (w := opts.get("weights")) is not None:

@@ -13,7 +13,13 @@ from npc_memory_client._enums import from_wire
 from npc_memory_client.model import (
     CloseReason,
     ContentType,
+    Expansion,
+    Link,
+    LinkKind,
+    LinkView,
     Memory,
+    SavePoint,
+    SaveState,
     Scope,
     ScoredMemory,
     Scores,
@@ -22,9 +28,11 @@ from npc_memory_client.model import (
     StoreResult,
     Subject,
     Tier,
+    Timeline,
     Visibility,
 )
 from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 
 @dataclass(frozen=True)
@@ -65,8 +73,27 @@ def memory(m: pb.Memory) -> Memory:
         superseded_by=_uuid(m.superseded_by),
         close_reason=from_wire(CloseReason, m.close_reason) if m.close_reason else None,
         embedding_model=m.embedding_model,
+        timeline_id=m.timeline_id,
         visibility=from_wire(Visibility, m.visibility) if m.visibility else Visibility.PRIVATE,
     )
+
+
+def save_point(s: pb.SavePoint) -> SavePoint:
+    """A save slot."""
+    return SavePoint(s.save_id, s.timeline_id, _when(s.saved_at))
+
+
+def timeline(t: pb.Timeline) -> Timeline:
+    """One of a player's timelines."""
+    return Timeline(
+        t.timeline_id, t.parent_timeline_id or None, _when(t.branched_at) if t.HasField("branched_at") else None,
+        t.save_id, t.live,
+    )
+
+
+def save_state(r: svc.ListSavePointsResponse) -> SaveState:
+    """A ListSavePoints response."""
+    return SaveState([save_point(s) for s in r.save_points], [timeline(t) for t in r.timelines], r.live_timeline_id)
 
 
 def scored(s: pb.ScoredMemory) -> ScoredMemory:
@@ -77,7 +104,34 @@ def scored(s: pb.ScoredMemory) -> ScoredMemory:
         scores=Scores(
             recency=sc.recency, importance=sc.importance, relevance=sc.relevance, keyword=sc.keyword, final=sc.final
         ),
+        cosine=s.cosine,
+        via_memory_id=UUID(s.via_memory_id) if s.via_memory_id else None,
+        hops=s.hops,
     )
+
+
+LINK_KINDS = {pb.LINK_KIND_RELATED_TO: LinkKind.RELATED_TO, pb.LINK_KIND_DERIVED_FROM: LinkKind.DERIVED_FROM}
+
+
+def link(k: pb.MemoryLink) -> Link:
+    """One link of a scope."""
+    return Link(
+        UUID(k.from_memory_id), UUID(k.to_memory_id), LINK_KINDS[k.kind], k.depth, k.via,
+        _when(k.discovered_at) if k.HasField("discovered_at") else None,
+    )
+
+
+def expansion(r: svc.ExpandMemoryResponse) -> Expansion:
+    """What one ExpandMemory step found."""
+    return Expansion(
+        UUID(r.memory_id), r.depth, [(link(k), memory(m)) for k, m in zip(r.found, r.memories, strict=True)],
+        r.total_linked,
+    )
+
+
+def link_view(r: svc.ListLinksResponse) -> LinkView:
+    """A memory's links by role."""
+    return LinkView([link(k) for k in r.parents], [link(k) for k in r.children], [link(k) for k in r.related])
 
 
 def store_result(r: pb.StoreResult) -> StoreResult:

@@ -17,7 +17,16 @@ from npc_memory_client._results import MemoryPage
 from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
 from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, Turn
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory_client.model import Memory, ScoredMemory, StoreResult
+from npc_memory_client.model import (
+    Expansion,
+    LinkView,
+    Memory,
+    SavePoint,
+    SaveState,
+    ScoredMemory,
+    StoreResult,
+    Timeline,
+)
 from npc_memory_client.retry import RetryPolicy, next_pause
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
@@ -129,6 +138,33 @@ class AsyncClient:
         """Erase every row of a player across heroines; the number erased."""
         return await self._run(_calls.forget_player(user_id), timeout)
 
+    async def expand(
+        self, user_id: str, heroine_id: str, memory_id: UUID | str | None = None, *, timeout: float | None = None
+    ) -> Expansion:
+        """Go one depth further from a memory (default: the scope's last expanded one), linking what it finds."""
+        return await self._run(_calls.expand(user_id, heroine_id, memory_id), timeout)
+
+    async def links(
+        self, user_id: str, heroine_id: str, memory_id: UUID | str, *, timeout: float | None = None
+    ) -> LinkView:
+        """A memory's parents, children and related memories."""
+        return await self._run(_calls.links(user_id, heroine_id, memory_id), timeout)
+
+    async def create_save_point(self, user_id: str, save_id: str, *, timeout: float | None = None) -> SavePoint:
+        """Mark the player's memory (every heroine) in a save slot; copies nothing."""
+        return await self._run(_calls.create_save_point(user_id, save_id), timeout)
+
+    async def load_save_point(self, user_id: str, save_id: str, *, timeout: float | None = None) -> Timeline:
+        """From now on the player's memory is as it was at the save, on a new live timeline."""
+        return await self._run(_calls.load_save_point(user_id, save_id), timeout)
+
+    async def list_save_points(self, user_id: str, *, timeout: float | None = None) -> SaveState:
+        """The player's save points, timelines and live timeline."""
+        return await self._run(_calls.list_save_points(user_id), timeout)
+
+    async def drop_timeline(self, user_id: str, timeline_id: int, *, timeout: float | None = None) -> int:
+        """Erase an abandoned timeline (and its branches); the number of rows erased."""
+        return await self._run(_calls.drop_timeline(user_id, timeline_id), timeout)
     async def extract(
         self, user_id: str, heroine_id: str, dialogue_id: str, turns: Sequence[Turn | str], *, wait: bool = False,
         timeout: float | None = None,

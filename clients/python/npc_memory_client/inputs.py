@@ -28,6 +28,10 @@ class Fact:
     valid_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Sequence[float] = ()
+    related: Sequence[UUID | str | int] = ()
+    """Memories this fact is related to: ids, or the position (int) of another fact of the same call."""
+    parents: Sequence[UUID | str | int] = ()
+    """Memories this fact was distilled from, named the same way."""
     shared: bool = False
     """Visible to every heroine of the player (when a read asks for shared memories), not only this one."""
 
@@ -44,6 +48,9 @@ class SearchOptions(TypedDict, total=False):
     include_invalidated: bool
     include_shared: bool
     query_embedding: Sequence[float]
+    hops: int
+    deepen: bool
+    deepen_min_relevance: float
 
 
 class ListOptions(TypedDict, total=False):

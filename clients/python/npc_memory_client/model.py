@@ -135,6 +135,7 @@ class Memory:
     superseded_by: UUID | None
     close_reason: CloseReason | None
     embedding_model: str
+    timeline_id: int = 1
     visibility: Visibility = Visibility.PRIVATE
 
 
@@ -164,3 +165,75 @@ class ScoredMemory:
 
     memory: Memory
     scores: Scores
+    cosine: float = 0.0
+    """The raw cosine to the query (0 without a query vector): what a deepen search compares."""
+    via_memory_id: UUID | None = None
+    """The memory this one was reached from through a link; None for a ranked result."""
+    hops: int = 0
+
+
+class LinkKind(StrEnum):
+    """How two memories are linked."""
+
+    RELATED_TO = "related_to"
+    DERIVED_FROM = "derived_from"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link of a scope: ``from_id`` → ``to_id``; depth 0 when the game named it."""
+
+    from_id: UUID
+    to_id: UUID
+    kind: LinkKind
+    depth: int = 0
+    via: str = ""
+    discovered_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What one ExpandMemory call did: the depth it reached, the links it made, the linked total."""
+
+    memory_id: UUID
+    depth: int
+    found: list[tuple[Link, Memory]]
+    total_linked: int
+
+
+@dataclass(frozen=True)
+class LinkView:
+    """A memory's links by role."""
+
+    parents: list[Link]
+    children: list[Link]
+    related: list[Link]
+
+
+@dataclass(frozen=True)
+class SavePoint:
+    """A save slot: the player's timeline and the system time it was saved at."""
+
+    save_id: str
+    timeline_id: int
+    saved_at: datetime
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One of a player's timelines: the root (no parent) or a branch made by loading a save point."""
+
+    timeline_id: int
+    parent_id: int | None
+    branched_at: datetime | None
+    save_id: str
+    live: bool
+
+
+@dataclass(frozen=True)
+class SaveState:
+    """A player's save points, timelines and live timeline."""
+
+    save_points: list[SavePoint]
+    timelines: list[Timeline]
+    live_timeline_id: int

@@ -25,9 +25,11 @@ from npc_memory.domain.errors import (
     MemoryAlreadyClosedError,
     RequestIdReusedError,
     RuleViolationError,
+    SourceImmutableError,
     SupersedeBeforeValidAtError,
     SupersedeTargetClosedError,
     TextRefusedError,
+    UnknownLinkTargetError,
     UnknownSupersedeTargetError,
     VersionBeforeValidAtError,
 )
@@ -58,6 +60,40 @@ S = TypeVar("S")
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 Handler = Callable[[S, Req, Any], Awaitable[Resp]]
+
+
+# The status travels in trailers twice (grpc-message percent-encoded, grpc-status-details-bin in base64), and
+# clients refuse trailers over 8-16 KiB (RESOURCE_EXHAUSTED instead of our answer): 256 bad facts or one
+# 100,000-character update_mask path must still arrive, so both are capped well under 8 KiB together.
+MAX_VIOLATIONS = 20
+MAX_VIOLATION_TEXT = 200
+"""Bytes of each violation's field path and description."""
+MAX_DETAILS_BYTES = 3500
+MAX_MESSAGE_BYTES = 512
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes on a character boundary, marked with an ellipsis."""
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    return raw[: limit - 3].decode(errors="ignore") + "…"
+
+
+def _bad_request(error: InvalidArgumentError) -> tuple[str, error_details_pb2.BadRequest]:
+    """The summary message and the capped BadRequest of a request's violations."""
+    bad = error_details_pb2.BadRequest()
+    for v in error.violations[:MAX_VIOLATIONS]:
+        violation = bad.field_violations.add(
+            field=_clip(v.field, MAX_VIOLATION_TEXT), description=_clip(v.description, MAX_VIOLATION_TEXT)
+        )
+        if bad.ByteSize() > MAX_DETAILS_BYTES:
+            bad.field_violations.remove(violation)
+            break
+    shown = len(bad.field_violations)
+    message = "; ".join(f"{v.field}: {v.description}" if v.field else v.description for v in bad.field_violations)
+    more = f" (and {len(error.violations) - shown} more)" if len(error.violations) > shown else ""
+    return _clip(message, MAX_MESSAGE_BYTES - len(more)) + more, bad
 
 
 def _supersedes(index: int, position: int) -> str:
@@ -104,6 +140,17 @@ def _edit_terms(error: RuleViolationError) -> RequestError | None:
     return None
 
 
+def _link_terms(error: RuleViolationError) -> RequestError | None:
+    """Refusals about links and tiers: an unknown ``related``/``parents`` entry, an edit of a source."""
+    match error:
+        case UnknownLinkTargetError(index=i, field=f, position=j, target=t):
+            return InvalidArgumentError.single(f"memories[{i}].{f}[{j}]", f"no memory {t} in this scope")
+        case SourceImmutableError(memory_id=m):
+            return FailedPreconditionError(f"memory {m} is a source; a source's content is never changed "
+                                           "(store a new source, or edit the knowledge distilled from it)")
+    return None
+
+
 def _text_terms(error: RuleViolationError) -> RequestError | None:
     """A text the embedder refused: the fact's content when known, else the batch, the query or the content."""
     invalid = InvalidArgumentError.single
@@ -120,21 +167,20 @@ def _text_terms(error: RuleViolationError) -> RequestError | None:
 def in_request_terms(error: RuleViolationError) -> RequestError:
     """A rule's refusal as the request error a client sees: the field at fault, or the state that forbids it."""
     # A refusal added to domain/errors.py without a case above is still the caller's request, never INTERNAL.
-    return _store_terms(error) or _edit_terms(error) or _text_terms(error) or FailedPreconditionError(str(error))
+    return (_store_terms(error) or _edit_terms(error) or _link_terms(error) or _text_terms(error)
+            or FailedPreconditionError(str(error)))
 
 
 def to_status(error: NpcMemoryError) -> status_pb2.Status:
-    """The google.rpc.Status for one of our errors; INVALID_ARGUMENT carries a BadRequest."""
+    """The google.rpc.Status for one of our errors; INVALID_ARGUMENT carries a BadRequest (both size-capped)."""
     if isinstance(error, RuleViolationError):
         error = in_request_terms(error)
     code = next((c for t, c in _CODES.items() if isinstance(error, t)), code_pb2.INTERNAL)
-    status = status_pb2.Status(code=code, message=str(error))
+    status = status_pb2.Status(code=code, message=_clip(str(error), MAX_MESSAGE_BYTES))
     if isinstance(error, InvalidArgumentError):
+        status.message, bad = _bad_request(error)
         detail = any_pb2.Any()
-        detail.Pack(error_details_pb2.BadRequest(field_violations=[
-            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
-            for v in error.violations
-        ]))
+        detail.Pack(bad)
         status.details.append(detail)
     return status
 

@@ -17,6 +17,7 @@ from npc_memory.domain.model import (
     Fusion,
     MemoryFilter,
     NewMemory,
+    ReadView,
     Scope,
     SearchQuery,
     Tier,
@@ -27,6 +28,12 @@ from npc_memory.domain.paging import BadPageTokenError, Cursor, decode_cursor
 MAX_QUERY_CHARS = 2000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+MAX_SUBJECT_ID = 64
+MAX_HOPS = 2
+MAX_SAVE_ID = 128
+ReadRequest = (
+    svc.SearchMemoriesRequest | svc.ListMemoriesRequest | svc.GetMemoryRequest | svc.GetMemoryHistoryRequest
+)
 UPDATABLE = frozenset({"importance", "tier", "metadata", "content"})
 
 
@@ -39,7 +46,10 @@ class StoreRequest:
     request_id: str
 
 
-def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, write: WriteConfig, dim: int) -> NewMemory:
+def _fact(
+    c: Checker, index: int, request: svc.StoreMemoriesRequest, scope: Scope, write: WriteConfig, dim: int
+) -> NewMemory:
+    path, m, batch = f"memories[{index}]", request.memories[index], len(request.memories)
     speaker = c.enum(f"{path}.speaker", m.speaker, enums.SPEAKERS)
     subject = c.enum(f"{path}.subject", m.subject, enums.SUBJECTS)
     return NewMemory(
@@ -53,9 +63,12 @@ def _fact(c: Checker, path: str, m: pb.MemoryInput, scope: Scope, write: WriteCo
         tier=c.enum(f"{path}.tier", m.tier, enums.TIERS, DEFAULT_TIER) or DEFAULT_TIER,
         slot=c.slot(f"{path}.slot", m.slot),
         supersedes=tuple(c.uuid(f"{path}.supersedes[{j}]", s) for j, s in enumerate(m.supersedes)),
-        valid_at=c.timestamp(f"{path}.valid_at", m.valid_at, m.HasField("valid_at")),
+        valid_at=c.when(f"{path}.valid_at", m.valid_at, m.HasField("valid_at"),
+                        f"{path}.valid_game_day", m.valid_game_day, m.HasField("valid_game_day")),
         metadata=c.metadata(f"{path}.metadata", m.metadata),
         embedding=c.vector(f"{path}.embedding", m.embedding, dim),
+        related=tuple(c.ref(f"{path}.related[{j}]", r, index, batch) for j, r in enumerate(m.related)),
+        parents=tuple(c.ref(f"{path}.parents[{j}]", r, index, batch) for j, r in enumerate(m.parents)),
         visibility=c.enum(f"{path}.visibility", m.visibility, enums.VISIBILITIES, Visibility.PRIVATE)
         or Visibility.PRIVATE,
     )
@@ -69,7 +82,7 @@ def parse_store(request: svc.StoreMemoriesRequest, write: WriteConfig, dim: int)
         c.bad("memories", "at least one memory is required")
     elif len(request.memories) > write.max_batch:
         c.bad("memories", f"{len(request.memories)} memories; the maximum batch is {write.max_batch}")
-    facts = [_fact(c, f"memories[{i}]", m, scope, write, dim) for i, m in enumerate(request.memories)]
+    facts = [_fact(c, i, request, scope, write, dim) for i in range(len(request.memories))]
     c.text("request_id", request.request_id, max_chars=MAX_REQUEST_ID, required=False)
     c.done()
     return StoreRequest(scope, facts, request.request_id)
@@ -79,7 +92,9 @@ def _filter(c: Checker, f: pb.MemoryFilter) -> MemoryFilter:
     return MemoryFilter(
         speakers=c.enums("filter.speakers", f.speakers, enums.SPEAKERS),
         subjects=c.enums("filter.subjects", f.subjects, enums.SUBJECTS),
-        subject_ids=tuple(f.subject_ids),
+        subject_ids=tuple(
+            c.text(f"filter.subject_ids[{i}]", sid, max_chars=MAX_SUBJECT_ID) for i, sid in enumerate(f.subject_ids)
+        ),
         content_types=c.enums("filter.content_types", f.content_types, enums.CONTENT_TYPES),
         min_importance=c.importance("filter.min_importance", f.min_importance, default=0),
         tiers=c.enums("filter.tiers", f.tiers, enums.TIERS),
@@ -101,17 +116,32 @@ def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim
         if request.HasField("weights")
         else settings.weights_for(scope.heroine_id)
     )
-    now = c.timestamp("now", request.now, request.HasField("now")) or datetime.now(UTC)
-    as_of = c.timestamp("as_of", request.as_of, request.HasField("as_of"))
+    now = c.when("now", request.now, request.HasField("now"),
+                 "now_game_day", request.now_game_day, request.HasField("now_game_day")) or datetime.now(UTC)
+    as_of = c.when("as_of", request.as_of, request.HasField("as_of"),
+                   "as_of_game_day", request.as_of_game_day, request.HasField("as_of_game_day"))
+    view = _view(c, request)
     flt = _filter(c, request.filter)
-    for i, sid in enumerate(flt.subject_ids):
-        c.text(f"filter.subject_ids[{i}]", sid, max_chars=64)
     fusion = c.enum("fusion", request.fusion, enums.FUSIONS, Fusion.WEIGHTED) or Fusion.WEIGHTED
+    if not 0 <= request.hops <= MAX_HOPS:
+        c.bad("hops", f"must be between 0 and {MAX_HOPS}")
+    threshold = request.deepen_min_relevance or settings.deepen_min_relevance
+    if not -1.0 <= threshold <= 1.0:
+        c.bad("deepen_min_relevance", "must be a cosine between -1 and 1 (0 means the server's default)")
     c.done()
     return SearchQuery(
         scope=scope, text=text, limit=limit, weights=weights, now=now, as_of=as_of, filter=flt,
-        fusion=fusion, include_invalidated=request.include_invalidated, embedding=embedding,
-        include_shared=request.include_shared,
+        fusion=fusion, include_invalidated=request.include_invalidated, embedding=embedding, view=view,
+        hops=request.hops, deepen=request.deepen, deepen_min_relevance=threshold,
+        recency_days=settings.recency_days_for(scope.heroine_id), include_shared=request.include_shared,
+    )
+
+
+def _view(c: Checker, request: ReadRequest) -> ReadView:
+    """The timeline and system time a read asks for (the live timeline, now, by default)."""
+    return ReadView(
+        timeline_id=c.timeline("timeline_id", request.timeline_id),
+        known_at=c.timestamp("known_at", request.known_at, request.HasField("known_at")),
     )
 
 
@@ -124,6 +154,7 @@ class ListRequest:
     include_invalidated: bool
     page_size: int
     after: Cursor | None
+    view: ReadView
     include_shared: bool = False
 
 
@@ -141,24 +172,40 @@ def parse_list(request: svc.ListMemoriesRequest) -> ListRequest:
         except BadPageTokenError:
             c.bad("page_token", "is not a token from a previous ListMemories response")
     flt = _filter(c, request.filter)
+    view = _view(c, request)
     c.done()
-    return ListRequest(scope, flt, request.include_invalidated, page_size, after, request.include_shared)
+    return ListRequest(scope, flt, request.include_invalidated, page_size, after, view, request.include_shared)
 
 
-def parse_scoped_id(request: svc.GetMemoryRequest | svc.InvalidateMemoryRequest) -> tuple[Scope, UUID]:
+def _scoped_id(
+    c: Checker, request: svc.GetMemoryRequest | svc.InvalidateMemoryRequest | svc.ListLinksRequest
+) -> tuple[Scope, UUID]:
+    return c.scope("scope", request.scope, request.HasField("scope")), c.uuid("memory_id", request.memory_id)
+
+
+def parse_scoped_id(request: svc.ListLinksRequest) -> tuple[Scope, UUID]:
     """Validate the scope and memory_id of a one-memory request."""
     c = Checker()
-    scope = c.scope("scope", request.scope, request.HasField("scope"))
-    memory_id = c.uuid("memory_id", request.memory_id)
+    scope, memory_id = _scoped_id(c, request)
     c.done()
     return scope, memory_id
 
 
+def parse_get(request: svc.GetMemoryRequest) -> tuple[Scope, UUID, ReadView]:
+    """Validate a GetMemory request."""
+    c = Checker()
+    scope, memory_id = _scoped_id(c, request)
+    view = _view(c, request)
+    c.done()
+    return scope, memory_id, view
+
+
 def parse_invalidate(request: svc.InvalidateMemoryRequest) -> tuple[Scope, UUID, datetime | None]:
     """Validate an InvalidateMemory request."""
-    scope, memory_id = parse_scoped_id(request)
     c = Checker()
-    invalid_at = c.timestamp("invalid_at", request.invalid_at, request.HasField("invalid_at"))
+    scope, memory_id = _scoped_id(c, request)
+    invalid_at = c.when("invalid_at", request.invalid_at, request.HasField("invalid_at"),
+                        "invalid_game_day", request.invalid_game_day, request.HasField("invalid_game_day"))
     c.done()
     return scope, memory_id, invalid_at
 
@@ -192,7 +239,8 @@ def parse_update(request: svc.UpdateMemoryRequest, write: WriteConfig) -> Update
     content = (
         c.text("content", request.content, max_chars=write.max_content_chars) if "content" in paths else None
     )
-    valid_at = c.timestamp("valid_at", request.valid_at, request.HasField("valid_at"))
+    valid_at = c.when("valid_at", request.valid_at, request.HasField("valid_at"),
+                      "valid_game_day", request.valid_game_day, request.HasField("valid_game_day"))
     c.done()
     return UpdateRequest(scope, memory_id, importance, tier, metadata, content, valid_at)
 
@@ -205,6 +253,7 @@ class HistoryRequest:
     subject_id: str
     slot: str | None
     memory_id: UUID | None
+    view: ReadView
 
 
 def parse_history(request: svc.GetMemoryHistoryRequest) -> HistoryRequest:
@@ -214,15 +263,44 @@ def parse_history(request: svc.GetMemoryHistoryRequest) -> HistoryRequest:
     memory_id = c.uuid("memory_id", request.memory_id) if request.memory_id else None
     if memory_id is None and not request.subject_id:
         c.bad("subject_id", "is required unless memory_id is given")
-    c.text("subject_id", request.subject_id, max_chars=64, required=False)
+    c.text("subject_id", request.subject_id, max_chars=MAX_SUBJECT_ID, required=False)
     slot = c.slot("slot", request.slot)
+    view = _view(c, request)
     c.done()
-    return HistoryRequest(scope, request.subject_id, slot, memory_id)
+    return HistoryRequest(scope, request.subject_id, slot, memory_id, view)
 
 
-def parse_forget(request: svc.ForgetPlayerRequest) -> str:
-    """Validate a ForgetPlayer request."""
+def parse_forget(request: svc.ForgetPlayerRequest | svc.ListSavePointsRequest) -> str:
+    """Validate the player of a ForgetPlayer or ListSavePoints request."""
     c = Checker()
     user_id = c.user_id("user_id", request.user_id)
     c.done()
     return user_id
+
+
+def parse_expand(request: svc.ExpandMemoryRequest) -> tuple[Scope, UUID | None]:
+    """Validate an ExpandMemory request; no memory_id means the scope's last expanded memory."""
+    c = Checker()
+    scope = c.scope("scope", request.scope, request.HasField("scope"))
+    memory_id = c.uuid("memory_id", request.memory_id) if request.memory_id else None
+    c.done()
+    return scope, memory_id
+
+
+def parse_save(request: svc.CreateSavePointRequest | svc.LoadSavePointRequest) -> tuple[str, str]:
+    """Validate the player and save slot of a save or load."""
+    c = Checker()
+    user_id = c.user_id("user_id", request.user_id)
+    save_id = c.text("save_id", request.save_id, max_chars=MAX_SAVE_ID)
+    c.done()
+    return user_id, save_id
+
+
+def parse_drop(request: svc.DropTimelineRequest) -> tuple[str, int]:
+    """Validate a DropTimeline request."""
+    c = Checker()
+    user_id = c.user_id("user_id", request.user_id)
+    if request.timeline_id <= 0:
+        c.bad("timeline_id", "must name a timeline (1 or more)")
+    c.done()
+    return user_id, request.timeline_id

@@ -7,10 +7,11 @@ from typing import Any
 import grpc
 from npc_memory_client.v1 import context_pb2 as ctx_pb
 from npc_memory_client.v1 import extraction_pb2 as ex_pb
+from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from npc_memory.api import context, convert, extraction_requests, requests
+from npc_memory.api import context, convert, enums, extraction_requests, requests
 from npc_memory.api.errors import handle_errors
 from npc_memory.domain.paging import encode_cursor
 from npc_memory.engine import MemoryEngine
@@ -48,9 +49,14 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
     ) -> svc.SearchMemoriesResponse:
         """Rank the scope's memories for a query."""
         query = requests.parse_search(request, self._engine.search_settings, self._dim)
-        hits = await self._engine.search(query)
+        tier = None
+        if query.deepen:
+            hits, tier = await self._engine.search_deep(query)
+        else:
+            hits = await self._engine.search(query)
         return svc.SearchMemoriesResponse(
-            results=[convert.scored(h, query.scope) for h in hits], embedding_model=self._engine.embedder.name
+            results=[convert.scored(h, query.scope) for h in hits], embedding_model=self._engine.embedder.name,
+            answered_tier=enums.to_proto(enums.TIERS, tier) if tier else pb.TIER_UNSPECIFIED,
         )
 
     @handle_errors
@@ -58,8 +64,8 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         self, request: svc.GetMemoryRequest, context: Ctx[Any, Any]
     ) -> svc.GetMemoryResponse:
         """One memory of the scope."""
-        scope, memory_id = requests.parse_scoped_id(request)
-        return svc.GetMemoryResponse(memory=convert.memory(await self._engine.get(scope, memory_id)))
+        scope, memory_id, view = requests.parse_get(request)
+        return svc.GetMemoryResponse(memory=convert.memory(await self._engine.get(scope, memory_id, view)))
 
     @handle_errors
     async def ListMemories(  # noqa: N802
@@ -68,7 +74,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """A page of the scope's memories."""
         parsed = requests.parse_list(request)
         memories, cursor = await self._engine.list_page(
-            parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after,
+            parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after, parsed.view,
             parsed.include_shared,
         )
         return svc.ListMemoriesResponse(
@@ -104,9 +110,9 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """A slot's, a subject's or a memory's rows over time."""
         p = requests.parse_history(request)
         if p.memory_id is not None:
-            rows = await self._engine.chain(p.scope, p.memory_id)
+            rows = await self._engine.chain(p.scope, p.memory_id, p.view)
         else:
-            rows = await self._engine.history(p.scope, p.subject_id, p.slot)
+            rows = await self._engine.history(p.scope, p.subject_id, p.slot, p.view)
         return svc.GetMemoryHistoryResponse(memories=[convert.memory(m) for m in rows])
 
     @handle_errors
@@ -146,3 +152,56 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         p = context.parse_context(request)
         block = await self._engine.build_context(p.scope, p.utterance, p.budget, p.include_shared, p.language, p.now)
         return context.context_block(block, p.scope)
+
+    @handle_errors
+    async def ExpandMemory(  # noqa: N802
+        self, request: svc.ExpandMemoryRequest, context: Ctx[Any, Any]
+    ) -> svc.ExpandMemoryResponse:
+        """One depth further from a memory."""
+        scope, memory_id = requests.parse_expand(request)
+        return convert.expansion(await self._engine.expand(scope, memory_id))
+
+    @handle_errors
+    async def ListLinks(  # noqa: N802
+        self, request: svc.ListLinksRequest, context: Ctx[Any, Any]
+    ) -> svc.ListLinksResponse:
+        """A memory's parents, children and related memories."""
+        scope, memory_id = requests.parse_scoped_id(request)
+        return convert.link_view(await self._engine.links(scope, memory_id))
+
+    @handle_errors
+    async def CreateSavePoint(  # noqa: N802
+        self, request: svc.CreateSavePointRequest, context: Ctx[Any, Any]
+    ) -> svc.CreateSavePointResponse:
+        """Mark the player's memory in a save slot."""
+        user_id, save_id = requests.parse_save(request)
+        save = await self._engine.create_save_point(user_id, save_id)
+        return svc.CreateSavePointResponse(save_point=convert.save_point(save))
+
+    @handle_errors
+    async def LoadSavePoint(  # noqa: N802
+        self, request: svc.LoadSavePointRequest, context: Ctx[Any, Any]
+    ) -> svc.LoadSavePointResponse:
+        """Branch a new live timeline from a save point."""
+        user_id, save_id = requests.parse_save(request)
+        timeline = await self._engine.load_save_point(user_id, save_id)
+        return svc.LoadSavePointResponse(timeline=convert.timeline(timeline))
+
+    @handle_errors
+    async def ListSavePoints(  # noqa: N802
+        self, request: svc.ListSavePointsRequest, context: Ctx[Any, Any]
+    ) -> svc.ListSavePointsResponse:
+        """The player's save points and timelines."""
+        saves, lines, live = await self._engine.list_save_points(requests.parse_forget(request))
+        return svc.ListSavePointsResponse(
+            save_points=[convert.save_point(s) for s in saves], timelines=[convert.timeline(t) for t in lines],
+            live_timeline_id=live,
+        )
+
+    @handle_errors
+    async def DropTimeline(  # noqa: N802
+        self, request: svc.DropTimelineRequest, context: Ctx[Any, Any]
+    ) -> svc.DropTimelineResponse:
+        """Erase an abandoned timeline."""
+        user_id, timeline_id = requests.parse_drop(request)
+        return svc.DropTimelineResponse(deleted_memories=await self._engine.drop_timeline(user_id, timeline_id))

@@ -12,9 +12,10 @@ from npc_memory.domain.errors import (
     CloseBeforeValidAtError,
     EditOfClosedMemoryError,
     MemoryAlreadyClosedError,
+    SourceImmutableError,
     VersionBeforeValidAtError,
 )
-from npc_memory.domain.model import Memory, NewMemory, PreparedMemory
+from npc_memory.domain.model import Memory, NewMemory, PreparedMemory, Tier
 
 
 def check_close(current: Memory, invalid_at: datetime) -> None:
@@ -45,6 +46,8 @@ def next_version(current: Memory, edit: PreparedMemory) -> PreparedMemory | None
         return None
     if current.invalid_at is not None:
         raise EditOfClosedMemoryError(current.id)
+    if current.tier is Tier.SOURCE:
+        raise SourceImmutableError(current.id)
     if edit.valid_at < current.valid_at:
         raise VersionBeforeValidAtError(current.id)
     fact = replace(edit.fact, importance=current.importance, tier=current.tier,

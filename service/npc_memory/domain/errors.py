@@ -111,3 +111,19 @@ class ContentEditNeedsEmbedderError(RuleViolationError):
     def __init__(self, memory_id: UUID) -> None:
         self.memory_id = memory_id
         super().__init__(f"memory {memory_id}: content edits need an embedder and this server has none")
+
+
+class UnknownLinkTargetError(RuleViolationError):
+    """A fact's ``related`` or ``parents`` entry names no memory of the scope."""
+
+    def __init__(self, index: int, field: str, position: int, target: UUID) -> None:
+        self.index, self.field, self.position, self.target = index, field, position, target
+        super().__init__(f"fact {index}, {field} entry {position}: no memory {target} in this scope")
+
+
+class SourceImmutableError(RuleViolationError):
+    """A content edit of a ``source`` memory: sources are the raw record and are never rewritten."""
+
+    def __init__(self, memory_id: UUID) -> None:
+        self.memory_id = memory_id
+        super().__init__(f"memory {memory_id} is a source; a source's content is never changed")

@@ -11,7 +11,12 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
+from npc_memory.domain.scoring import RECENCY_DAYS
+
 Vector = npt.NDArray[np.float32]
+
+MemoryRef = UUID | int
+"""A memory a fact names: a stored memory's id, or the position of another fact of the same batch."""
 
 DEFAULT_IMPORTANCE = 5
 USER_SUBJECT_ID = "user"
@@ -118,6 +123,8 @@ class NewMemory:
     valid_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Vector | None = None
+    related: tuple[MemoryRef, ...] = ()
+    parents: tuple[MemoryRef, ...] = ()
     visibility: Visibility = Visibility.PRIVATE
 
 
@@ -143,6 +150,7 @@ class Memory:
     superseded_by: UUID | None
     close_reason: CloseReason | None
     embedding_model: str
+    timeline_id: int = 1
     visibility: Visibility = Visibility.PRIVATE
 
 
@@ -169,6 +177,18 @@ class MemoryFilter:
 
 
 @dataclass(frozen=True)
+class ReadView:
+    """Which memories a read sees: a timeline (None: the player's live one) as known at a system time."""
+
+    timeline_id: int | None = None
+    known_at: datetime | None = None
+
+
+LIVE = ReadView()
+"""The player's live timeline as it is now: what every read sees unless it asks otherwise."""
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     """A validated search request; ``embedding`` is the query vector once known."""
 
@@ -182,6 +202,16 @@ class SearchQuery:
     fusion: Fusion = Fusion.WEIGHTED
     include_invalidated: bool = False
     embedding: Vector | None = None
+    hops: int = 0
+    deepen: bool = False
+    deepen_min_relevance: float = 0.0
+    view: ReadView = LIVE
+    recency_days: float = RECENCY_DAYS
+    """Recency decays by 1/e every this many days (of the game's clock when the request sends game time)."""
+    period: tuple[datetime, datetime] | None = None
+    """``[start, end)`` the question names ("last May"): its memories join the candidates by cosine."""
+    period_first: bool = False
+    """Rank the memories valid in ``period`` above all others (each group by its final score)."""
     include_shared: bool = False
     """Also rank the player's memories that other heroines heard and stored as shared."""
 
@@ -203,6 +233,11 @@ class ScoredMemory:
 
     memory: Memory
     scores: Scores
+    cosine: float = 0.0
+    """The raw cosine to the query (0 without a query vector): what a deepen search compares."""
+    via_memory_id: UUID | None = None
+    """The memory this one was reached from through a link; None for a ranked result."""
+    hops: int = 0
 
 
 @dataclass(frozen=True)
@@ -216,3 +251,26 @@ class PreparedMemory:
     embedding_model: str
     terms: tuple[str, ...]
     content_key: str
+    meaning: tuple[str, ...]
+    """The grammatical morphemes that change what the text states (text/meaning.py), for the duplicate rule."""
+
+
+@dataclass(frozen=True)
+class SavePoint:
+    """A save slot: the player's timeline and the system time it was saved at."""
+
+    save_id: str
+    timeline_id: int
+    saved_at: datetime
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One of a player's timelines: the root (no parent) or a branch made by loading a save point."""
+
+    timeline_id: int
+    parent_id: int | None
+    branched_at: datetime | None
+    save_id: str
+    created_at: datetime | None
+    live: bool

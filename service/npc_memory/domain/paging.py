@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+# Our tokens are ~100 characters; the cap keeps a hostile token from costing a deep JSON parse.
+MAX_TOKEN_CHARS = 256
+
 
 class BadPageTokenError(ValueError):
     """The token was not made by this service."""
@@ -30,9 +33,19 @@ def encode_cursor(cursor: Cursor) -> str:
 
 def decode_cursor(token: str) -> Cursor:
     """Parse a page token; raise BadPageTokenError if it is not one of ours."""
+    if len(token) > MAX_TOKEN_CHARS:
+        raise BadPageTokenError(f"longer than {MAX_TOKEN_CHARS} characters")
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = json.loads(raw)
-        return Cursor(datetime.fromisoformat(data["v"]), UUID(data["i"]))
-    except (binascii.Error, ValueError, KeyError, TypeError) as exc:
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (binascii.Error, ValueError) as exc:
         raise BadPageTokenError(str(exc)) from exc
+    # Any JSON decodes; only our shape is a position (UUID(5) raises AttributeError, not ValueError).
+    if not isinstance(data, dict) or not isinstance(data.get("v"), str) or not isinstance(data.get("i"), str):
+        raise BadPageTokenError("not a position")
+    try:
+        cursor = Cursor(datetime.fromisoformat(data["v"]), UUID(data["i"]))
+    except ValueError as exc:
+        raise BadPageTokenError(str(exc)) from exc
+    if cursor.valid_at.tzinfo is None:
+        raise BadPageTokenError("time without a time zone")
+    return cursor

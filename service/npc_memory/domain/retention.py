@@ -44,19 +44,22 @@ class RetentionRow:
     id: UUID
     importance: int
     valid_at: datetime
+    grounds: bool = False
+    """A valid memory was distilled from it (DERIVED_FROM): it is never retired."""
 
 
 def to_retire(rows: Sequence[RetentionRow], policy: RetentionPolicy) -> list[UUID]:
     """The memories to retire so that at most ``max_valid`` stay valid: least important first, then oldest.
 
-    Memories at or above the importance floor are kept, so a scope may stay over the limit when they alone
-    exceed it. Ties on importance and age are broken by id, so the choice is deterministic.
+    Memories at or above the importance floor, and memories a valid memory was distilled from, are kept, so
+    a scope may stay over the limit when they alone exceed it. Ties on importance and age are broken by id, so
+    the choice is deterministic.
     """
     excess = len(rows) - policy.max_valid
     if policy.max_valid <= 0 or excess <= 0:
         return []
     eligible = sorted(
-        (r for r in rows if r.importance < policy.importance_floor),
+        (r for r in rows if r.importance < policy.importance_floor and not r.grounds),
         key=lambda r: (r.importance, r.valid_at, str(r.id)),
     )
     return [r.id for r in eligible[:excess]]

@@ -107,7 +107,7 @@ class _Planner:
     ) -> None:
         self.items = items
         self.threshold = threshold
-        self.texts = [FactText.of(i.fact.content, i.terms) for i in items]
+        self.texts = [FactText.of(i.fact.content, i.terms, i.meaning) for i in items]
         self.dups: dict[int, list[DupCandidate]] = {}
         for d in dups:
             self.dups.setdefault(d.index, []).append(d)

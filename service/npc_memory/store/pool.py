@@ -57,6 +57,10 @@ class Database:
         except PoolTimeout as exc:
             raise UnavailableError(f"database unreachable: {exc}") from exc
 
+    def stats(self) -> dict[str, int]:
+        """The pool's counters (size, idle, waiting, total wait in ms) for the metrics."""
+        return self._pool.get_stats()
+
     async def close(self) -> None:
         """Close every connection."""
         await self._pool.close()

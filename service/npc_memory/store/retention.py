@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from psycopg import sql
+
 from npc_memory.domain.model import Scope
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy, RetentionRow, to_retire
-from npc_memory.store import idempotency
+from npc_memory.store import changes, idempotency
 from npc_memory.store.pool import Database
-from npc_memory.store.writes import LOCK_SCOPE
+from npc_memory.store.view import VISIBLE, with_view
+from npc_memory.store.writes import scope_params
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +26,18 @@ GROUP BY user_id, heroine_id
 HAVING count(*) > %(smallest_max)s
 """
 
-VALID_ROWS = """
-SELECT id, importance, valid_at FROM user_memories
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND invalid_at IS NULL
-"""
-
-# Retired now in business time; a row valid from a later game time is retired the instant it begins.
-RETIRE = """
-UPDATE user_memories
-SET invalid_at = GREATEST(%(now)s, valid_at), close_reason = 'retired', updated_at = now()
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s) AND invalid_at IS NULL
-"""
+# The live timeline's valid rows: retention forgets on the timeline the player plays. A saved or abandoned
+# view keeps what it held (a retirement after a save point is a change of the live timeline only). A memory
+# that a valid memory was distilled from (a DERIVED_FROM link's target) is kept: the knowledge or gist built on
+# it would lose its ground. It counts toward the scope's total but is never chosen (`grounds`).
+VALID_ROWS = with_view(sql.SQL("""
+SELECT m.id, m.importance, m.valid_at,
+       EXISTS (SELECT 1 FROM memory_links l
+               JOIN user_memories c ON c.user_id = l.user_id AND c.id = l.from_id AND c.invalid_at IS NULL
+               WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s AND l.to_id = m.id
+                 AND l.kind = 'derived_from') AS grounds
+FROM {visible} m WHERE m.invalid_at IS NULL
+""").format(visible=VISIBLE))
 
 
 @dataclass(frozen=True)
@@ -50,14 +54,16 @@ class MaintenanceReport:
 
 async def retain_scope(db: Database, scope: Scope, policy: RetentionPolicy, now: datetime) -> list[UUID]:
     """Apply a policy to one scope under its write lock; return the ids retired."""
-    params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
+    params = scope_params(scope)
     async with db.transaction() as conn:
-        await conn.execute(LOCK_SCOPE, params)
+        await conn.execute(changes.LOCK_SCOPE, params)
+        live = await changes.live_timeline(conn, scope.user_id)
         cur = await conn.execute(VALID_ROWS, params)
-        rows = [RetentionRow(r["id"], r["importance"], r["valid_at"]) for r in await cur.fetchall()]
+        rows = [RetentionRow(r["id"], r["importance"], r["valid_at"], r["grounds"]) for r in await cur.fetchall()]
         ids = to_retire(rows, policy)
         if ids:
-            await conn.execute(RETIRE, params | {"ids": ids, "now": now})
+            # Retired now in business time; a row valid from a later game time is retired the instant it begins.
+            await changes.apply(conn, scope, [changes.close_params(ids, now, "retired", only_open=True)], live)
     return ids
 
 

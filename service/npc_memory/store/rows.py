@@ -8,11 +8,19 @@ from psycopg import sql
 
 from npc_memory.domain.model import CloseReason, ContentType, Memory, Scope, Speaker, Subject, Tier, Visibility
 
-MEMORY_COLUMNS = sql.SQL(
-    "m.id, m.user_id, m.heroine_id, m.speaker, m.subject, m.subject_id, m.content_type, m.content,"
-    " m.importance, m.tier, m.slot, m.metadata, m.valid_at, m.invalid_at, m.created_at, m.updated_at,"
-    " m.superseded_by, m.close_reason, m.embedding_model, m.visibility"
+MEMORY_COLUMN_NAMES = (
+    "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content",
+    "importance", "tier", "slot", "metadata", "valid_at", "invalid_at", "created_at", "updated_at",
+    "superseded_by", "close_reason", "embedding_model", "timeline_id", "visibility",
 )
+
+
+def memory_columns(table: str) -> sql.Composed:
+    """The memory columns of ``table``'s row, in MEMORY_COLUMN_NAMES order."""
+    return sql.SQL(", ").join(sql.Identifier(table, n) for n in MEMORY_COLUMN_NAMES)
+
+
+MEMORY_COLUMNS = memory_columns("m")
 
 
 def memory_from_row(row: dict[str, Any]) -> Memory:
@@ -36,5 +44,6 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         superseded_by=row["superseded_by"],
         close_reason=CloseReason(row["close_reason"]) if row["close_reason"] else None,
         embedding_model=row["embedding_model"],
+        timeline_id=row["timeline_id"],
         visibility=Visibility(row["visibility"]),
     )

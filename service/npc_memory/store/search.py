@@ -20,6 +20,9 @@ def scored_from_row(row: dict[str, Any]) -> ScoredMemory:
             recency=float(row["s_recency"]), importance=float(row["s_importance"]),
             relevance=float(row["s_relevance"]), keyword=float(row["s_keyword"]), final=float(row["s_final"]),
         ),
+        cosine=float(row["cosine"]),
+        via_memory_id=row.get("via_memory_id"),
+        hops=int(row.get("hops", 0)),
     )
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.store.filters import MEMORY_FILTER, VISIBLE_ROWS
 from npc_memory.store.keyword import KeywordSide
 from npc_memory.store.pool import Database
+from npc_memory.store.view import SCOPE_ROWS
 
 AVAILABLE = "SELECT 1 FROM pg_available_extensions WHERE name = 'pgroonga'"
 CREATE_EXTENSION = "CREATE EXTENSION IF NOT EXISTS pgroonga"
@@ -23,17 +23,18 @@ CREATE_EXTENSION = "CREATE EXTENSION IF NOT EXISTS pgroonga"
 CREATE_INDEX = "CREATE INDEX IF NOT EXISTS user_memories_terms_pgroonga ON user_memories USING pgroonga (terms)"
 
 # pgroonga_score needs the rows found through the PGroonga index, so the match reads the table itself (same
-# scope and filter as scope_rows) rather than the materialised scope rows.
+# scope as scope_rows) rather than the materialised scope rows; the join with scope_rows applies the view and
+# the filter, as the timeline sees each row.
 CTES = sql.SQL(""",
 groonga AS MATERIALIZED (
     SELECT m.id, pgroonga_score(m.tableoid, m.ctid)::float8 AS score
     FROM user_memories m
     WHERE m.terms &@~ %(pgroonga_query)s
-      AND m.user_id = %(user_id)s AND {visible_rows} AND {filter}
+      AND m.user_id = %(user_id)s AND {scope}
 ),
 keyword AS (
     SELECT g.id, s.cosine, g.score FROM groonga g JOIN scope_rows s ON s.id = g.id
-)""").format(filter=MEMORY_FILTER, visible_rows=VISIBLE_ROWS)
+)""").format(scope=SCOPE_ROWS)
 
 
 def pgroonga_query(terms: Sequence[str]) -> str:

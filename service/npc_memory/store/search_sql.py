@@ -4,10 +4,13 @@ A scope holds hundreds to a few thousand rows, so everything is exact over the s
 whose filter could drop rows. Three candidate lists (best cosine, best keyword score, best recency and
 importance prior) are unioned, so a memory found only by its keywords is never lost, and the union is scored
 and ranked in the same statement: only the ``limit`` best rows leave the database, in one round trip.
+A query naming a period (``SearchQuery.period``) adds a fourth list, the best cosine among the memories
+valid in that period, and with ``period_first`` those memories rank above the others.
 
 The keyword side is a backend's CTE (store/search_bm25.py, store/search_pgroonga.py); the rest is shared.
 A query without a vector runs a variant with no cosine and no dense list; a query without terms runs one with
-no keyword CTE at all.
+no keyword CTE at all. A query with ``hops`` runs the ranked statement inside the link part
+(store/search_links.py): still one statement.
 
 Speed notes (EXPLAIN ANALYZE on 2,000-row scopes): every expression is float8 (date_part, not extract, whose
 numeric result made the prior cost ~3 us a row); the scope is read once into a materialised CTE.
@@ -21,17 +24,19 @@ from typing import Any
 from psycopg import sql
 
 from npc_memory.domain.model import Fusion, SearchQuery
-from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_DAYS, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
-from npc_memory.store.filters import MEMORY_FILTER, VISIBLE_ROWS, filter_params, visible_params
+from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
+from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.keyword import KeywordSide, ResolvedKeywordBackend
 from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.search_bm25 import BM25
+from npc_memory.store.search_links import link_places, with_links
 from npc_memory.store.search_pgroonga import PGROONGA
+from npc_memory.store.view import VISIBLE, view_params, with_view
 
 KEYWORD_SIDES: dict[ResolvedKeywordBackend, KeywordSide] = {"bm25": BM25, "pgroonga": PGROONGA}
 """Each keyword backend's part of the statement."""
 
-# exp(-age / 30 days), age from valid_at to the request's `now`, never negative (a fact dated after `now` is
+# exp(-age / recency_days), age from valid_at to the request's `now`, never negative (a fact dated after `now` is
 # brand new). The exponent is capped: PostgreSQL's exp() raises "value out of range: underflow" where the
 # result would round to 0 (a fact ~61 years older than `now`), so an old fact scores exp(-cap) ~ 1e-304.
 RECENCY = """exp(-LEAST(GREATEST(%(now_epoch)s - date_part('epoch', {valid_at}), 0.0::float8)
@@ -42,13 +47,13 @@ IMPORTANCE = "{importance} / 10.0::float8"
 # cosine is the inner product: pgvector's <#> (negated) skips the two norms <=> computes for every row.
 COSINE = "-(m.embedding <#> %(embedding)s::vector)"
 
-SCOPE_ROWS = """
+SCOPE_ROWS = """,
 scope_rows AS MATERIALIZED (
-    SELECT m.id, {keyword_columns}
+    SELECT m.id, m.valid_at, {keyword_columns}
            {cosine} AS cosine,
            %(w_recency)s * {recency} + %(w_importance)s * {importance} AS prior
-    FROM user_memories m
-    WHERE m.user_id = %(user_id)s AND {visible_rows} AND {filter}
+    FROM {visible} m
+    WHERE {filter}
 )"""
 
 # Each list carries the cosine (one value per id, so UNION still removes repeats): the final join then never
@@ -56,13 +61,15 @@ scope_rows AS MATERIALIZED (
 DENSE_TOP = "(SELECT id, cosine FROM scope_rows ORDER BY cosine DESC LIMIT %(k)s) UNION "
 KEYWORD_TOP = "(SELECT id, cosine FROM keyword ORDER BY score DESC LIMIT %(k)s) UNION "
 PRIOR_TOP = "(SELECT id, cosine FROM scope_rows ORDER BY prior DESC LIMIT %(k)s)"
+PERIOD_TOP = """(SELECT id, cosine FROM scope_rows WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
+                 ORDER BY cosine DESC, prior DESC LIMIT %(k)s) UNION """
 
 CANDIDATES = """,
-candidates AS ({dense}{keyword}{prior})
+candidates AS ({dense}{keyword}{period}{prior})
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
 FROM candidates c
 {keyword_join}
-JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = c.id
+JOIN {visible} m ON m.id = c.id
 """
 
 # The components, each in [0, 1]: recency, importance / 10, relevance min-max over the candidates (the clipped
@@ -100,7 +107,7 @@ FROM (
         WINDOW w AS ()
     ) s
 ) r
-ORDER BY s_final DESC, r.valid_at DESC, r.id
+ORDER BY {period_first}s_final DESC, r.valid_at DESC, r.id
 LIMIT %(limit)s
 """
 
@@ -113,44 +120,60 @@ def _signals(table: str) -> dict[str, sql.Composable]:
     }
 
 
-def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None) -> sql.Composed:
+# With period_first, the rows valid in the period come first; the flag is a parameter, so "candidates only"
+# shares the statement.
+PERIOD_FIRST = "(%(period_first)s AND r.valid_at >= %(period_from)s AND r.valid_at < %(period_to)s) DESC, "
+
+
+def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None, period: bool) -> sql.Composed:
     """The candidate rows: memory columns, ``cosine`` and the raw ``keyword_score``."""
     side = KEYWORD_SIDES[keyword] if keyword else None
     scope = sql.SQL(SCOPE_ROWS).format(
         keyword_columns=side.scope_columns if side else sql.SQL(""),
         cosine=sql.SQL(COSINE if has_vector else "0.0::float8"),
         filter=MEMORY_FILTER,
-        visible_rows=VISIBLE_ROWS,
+        visible=VISIBLE,
         **_signals("m"),
     )
     union = sql.SQL(CANDIDATES).format(
         dense=sql.SQL(DENSE_TOP if has_vector else ""),
         keyword=sql.SQL(KEYWORD_TOP if side else ""),
+        period=sql.SQL(PERIOD_TOP if period else ""),
         prior=sql.SQL(PRIOR_TOP),
         columns=MEMORY_COLUMNS,
         keyword_score=sql.SQL("COALESCE(k.score, 0.0::float8)" if side else "0.0::float8"),
         keyword_join=sql.SQL("LEFT JOIN keyword k ON k.id = c.id" if side else ""),
+        visible=VISIBLE,
     )
-    return sql.Composed([sql.SQL("WITH"), scope, side.ctes if side else sql.SQL(""), union])
+    return with_view(sql.Composed([scope, side.ctes if side else sql.SQL(""), union]))
 
 
-Variant = tuple[bool, ResolvedKeywordBackend | None]
-"""Whether the query has a vector, and the keyword side it runs (None for a query without terms)."""
+Variant = tuple[bool, ResolvedKeywordBackend | None, bool]
+"""Whether the query has a vector, the keyword side it runs (None for a query without terms), and whether it
+names a period."""
 
 _RANKED = {
-    (v, k): sql.SQL(RANKED).format(candidates=_candidates(v, k), **_signals("c"))
-    for v in (False, True) for k in (None, *KEYWORD_SIDES)
+    (v, k, p): sql.SQL(RANKED).format(candidates=_candidates(v, k, p), period_first=sql.SQL(PERIOD_FIRST if p else ""),
+                                      **_signals("c"))
+    for v in (False, True) for k in (None, *KEYWORD_SIDES) for p in (False, True)
 }
+
+
+_LINKED = {
+    (v, k, p): with_links(ranked, MEMORY_FILTER, sql.SQL(COSINE if v else "0.0::float8"), **_signals("m"))
+    for (v, k, p), ranked in _RANKED.items()
+}
+"""The same statements followed by the link part (store/search_links.py), for searches with ``hops``."""
 
 
 def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> Variant:
     """The statement variant a query needs: no cosine without a vector, no keyword CTE without terms."""
-    return query.embedding is not None, backend if terms else None
+    return query.embedding is not None, backend if terms else None, query.period is not None
 
 
 def search_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
     """The statement the service runs for the query: its ``limit`` best memories with their scores."""
-    return _RANKED[variant(query, terms, backend)]
+    return (_LINKED if query.hops else _RANKED)[variant(query, terms, backend)]
 
 
 def candidate_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
@@ -162,14 +185,16 @@ def search_params(
     query: SearchQuery, terms: Sequence[str], per_side: int, backend: ResolvedKeywordBackend
 ) -> dict[str, Any]:
     """The named parameters of either statement; ``per_side`` rows are taken from each candidate list."""
-    _, keyword = variant(query, terms, backend)
+    _, keyword, _ = variant(query, terms, backend)
     w = query.weights
-    params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | {
-        **visible_params(query.scope, query.include_shared),
+    params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | view_params(
+        query.view, query.include_shared) | {
+        "user_id": query.scope.user_id,
+        "heroine_id": query.scope.heroine_id,
         "embedding": query.embedding,
         "k": per_side,
         "now_epoch": query.now.timestamp(),
-        "recency_seconds": RECENCY_DAYS * SECONDS_PER_DAY,
+        "recency_seconds": query.recency_days * SECONDS_PER_DAY,
         "recency_cap": RECENCY_EXPONENT_CAP,
         "w_recency": w.recency,
         "w_importance": w.importance,
@@ -181,5 +206,9 @@ def search_params(
         "rrf_best": (w.recency + w.importance + w.relevance + w.keyword) / (RRF_K + 1) or 1.0,
         "flat_range": FLAT_RANGE,
         "limit": query.limit,
+        "hops": query.hops,
+        "link_places": link_places(query.limit, query.hops),
     }
+    if query.period is not None:
+        params |= {"period_from": query.period[0], "period_to": query.period[1], "period_first": query.period_first}
     return params | KEYWORD_SIDES[keyword].params(terms) if keyword else params

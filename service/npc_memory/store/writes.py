@@ -16,6 +16,7 @@ from psycopg import AsyncCursor, sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from npc_memory.domain.links import Link, batch_links, referenced_ids
 from npc_memory.domain.model import PreparedMemory, Scope, StoreResult
 from npc_memory.domain.write_plan import (
     DupCandidate,
@@ -27,62 +28,55 @@ from npc_memory.domain.write_plan import (
     slot_key,
 )
 from npc_memory.domain.write_rules import FactText, SlotRow
-from npc_memory.store import idempotency
+from npc_memory.store import changes, idempotency
+from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
 from npc_memory.store.pool import Connection, Database
-
-# Writers of one scope queue behind each other; other scopes never wait. Every statement that changes a
-# scope's rows (store, update, invalidate, retire) takes this lock first, so reads after it see a settled scope.
-LOCK_SCOPE = "SELECT pg_advisory_xact_lock(hashtextextended(%(user_id)s || '/' || %(heroine_id)s, 0))"
+from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 
 # For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
-# same terms in order and a cosine at or above the threshold; domain/write_rules.is_duplicate makes the final
-# call (it also compares the negation/count markers). Comparing terms in SQL first matters: Korean facts of one
-# pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the scope.
-DUPLICATE_CANDIDATES = """
-SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.slot,
+# same terms and meaning signature and a cosine at or above the threshold (domain/write_rules.is_duplicate makes
+# the final call; a row without a signature only matches its own text). Comparing terms in SQL first matters:
+# Korean facts of one pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the
+# scope. Two joins, not one with OR: each is an equality PostgreSQL can look up (the key by its md5 index, the
+# terms by a hash join) instead of comparing every fact with every row of the scope.
+DUPLICATE_CANDIDATES = with_view(sql.SQL("""
+, b AS (
+    SELECT * FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
+                         %(term_keys)s::text[], %(meaning_keys)s::text[], %(embeddings)b::vector[])
+        AS b(idx, subject, subject_id, content_key, term_key, meaning_key, embedding)
+)
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
        1 - (m.embedding <=> b.embedding) AS cosine
-FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-            %(term_keys)s::text[], %(embeddings)b::vector[])
-     AS b(idx, subject, subject_id, content_key, term_key, embedding)
-JOIN user_memories m
-  ON m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
- AND m.subject = b.subject AND m.subject_id = b.subject_id AND m.invalid_at IS NULL
- AND (m.content_key = b.content_key
-      OR (b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key
-          AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s))
-"""
+FROM b JOIN {visible} m
+  ON m.invalid_at IS NULL AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND md5(m.content_key) = md5(b.content_key) AND m.content_key = b.content_key
+UNION ALL
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
+       1 - (m.embedding <=> b.embedding) AS cosine
+FROM b JOIN {visible} m
+  ON m.invalid_at IS NULL AND m.subject = b.subject AND m.subject_id = b.subject_id
+ AND b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key AND m.content_key <> b.content_key
+ AND array_to_string(m.meaning, ' ') = b.meaning_key
+ AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s
+""").format(visible=VISIBLE))
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
-SLOT_TIMELINES = """
-SELECT id, subject, subject_id, slot, valid_at, invalid_at
-FROM user_memories
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND slot = ANY(%(slots)s)
-  AND (close_reason IS NULL OR close_reason = 'superseded')
-"""
+SLOT_TIMELINES = with_view(sql.SQL("""
+SELECT m.id, m.subject, m.subject_id, m.slot, m.valid_at, m.invalid_at
+FROM {visible} m
+WHERE m.slot = ANY(%(slots)s) AND (m.close_reason IS NULL OR m.close_reason = 'superseded')
+""").format(visible=VISIBLE))
 
-TARGETS = """
-SELECT id, valid_at, invalid_at
-FROM user_memories
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s)
-"""
-
-CLOSE = """
-UPDATE user_memories
-SET invalid_at = %(invalid_at)s, close_reason = 'superseded', superseded_by = %(successor)s, updated_at = now()
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s
-"""
-
-RAISE_IMPORTANCE = """
-UPDATE user_memories SET importance = %(importance)s, updated_at = now()
-WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND importance < %(importance)s
-"""
+TARGETS = with_view(sql.SQL("""
+SELECT m.id, m.valid_at, m.invalid_at FROM {visible} m WHERE m.id = ANY(%(ids)s)
+""").format(visible=VISIBLE))
 
 # The columns a write sets, in insert_params' order; created_at and updated_at take the table's defaults.
 # The load-test seeder COPYs these same columns (loadtest/seed.py).
 INSERT_COLUMNS = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content", "content_key",
-    "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms",
-    "valid_at", "invalid_at", "close_reason", "superseded_by", "visibility",
+    "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms", "meaning",
+    "valid_at", "invalid_at", "close_reason", "superseded_by", "timeline_id", "visibility",
 )
 INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").format(
     columns=sql.SQL(", ").join(map(sql.Identifier, INSERT_COLUMNS)),
@@ -91,9 +85,13 @@ INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").form
 
 
 def insert_params(
-    scope: Scope, item: PreparedMemory, successor: tuple[UUID, datetime] | None, importance: int | None = None
+    scope: Scope, item: PreparedMemory, successor: tuple[UUID, datetime] | None, importance: int | None = None,
+    timeline_id: int | None = None,
 ) -> dict[str, Any]:
-    """The INSERT parameters of one prepared fact; ``successor`` makes it history closed at that version."""
+    """The INSERT parameters of one prepared fact; ``successor`` makes it history closed at that version.
+
+    ``timeline_id`` is the player's live timeline (None: the root, for a player who never saved).
+    """
     fact = item.fact
     return {
         "id": item.id,
@@ -112,17 +110,19 @@ def insert_params(
         "embedding": item.embedding,
         "embedding_model": item.embedding_model,
         "terms": list(item.terms),
+        "meaning": list(item.meaning),
         "valid_at": item.valid_at,
         "invalid_at": successor[1] if successor else None,
         "close_reason": "superseded" if successor else None,
         "superseded_by": successor[0] if successor else None,
+        "timeline_id": ROOT_TIMELINE if timeline_id is None else timeline_id,
         "visibility": fact.visibility.value,
     }
 
 
 def scope_params(scope: Scope) -> dict[str, Any]:
-    """The parameters naming a scope: every statement on user_memories names its player (docs/operations.md)."""
-    return {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
+    """The parameters naming a scope and its live view: every statement names its player (docs/operations.md)."""
+    return {"user_id": scope.user_id, "heroine_id": scope.heroine_id} | view_params()
 
 
 # Work the caller adds to the write transaction (an extraction job's completion): it commits with the rows.
@@ -134,13 +134,14 @@ Reads = tuple[AsyncCursor[DictRow], AsyncCursor[DictRow] | None, AsyncCursor[Dic
 async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
-    ids = list(dict.fromkeys(t for i in items for t in i.fact.supersedes))
+    ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
     dup_cur = await conn.execute(DUPLICATE_CANDIDATES, scope_params(scope) | {
         "idx": list(range(len(items))),
         "subjects": [i.fact.subject.value for i in items],
         "subject_ids": [i.fact.subject_id for i in items],
         "content_keys": [i.content_key for i in items],
         "term_keys": [" ".join(i.terms) for i in items],
+        "meaning_keys": [" ".join(i.meaning) for i in items],
         "embeddings": [i.embedding for i in items],
         "threshold": threshold,
     })
@@ -155,7 +156,7 @@ async def _fetch_reads(
     dup_cur, slot_cur, target_cur = reads
     dups = [
         DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
-                     FactText.of(r["content"], r["terms"]), r["slot"])
+                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"])
         for r in await dup_cur.fetchall()
     ]
     timelines: dict[SlotKey, list[SlotRow]] = {}
@@ -171,27 +172,30 @@ async def _fetch_reads(
     return dups, timelines, targets
 
 
-async def _apply(conn: Connection, scope: Scope, plan: WritePlan) -> None:
-    """Queue a plan's writes: inserts first (closes point at them), then closes and raises."""
+async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequence[Link], live: int | None) -> None:
+    """Queue a plan's writes: inserts first (closes and links point at them), then closes, raises and links."""
     async with conn.cursor() as cur:
         if plan.inserts:
             await cur.executemany(INSERT, [
                 insert_params(
                     scope, p.item,
                     (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
-                    p.importance,
+                    p.importance, live,
                 )
                 for p in insert_order(plan.inserts)
             ])
+    edits = [
+        *(changes.close_params([row_id], at, "superseded", successor)
+          for row_id, (at, successor) in plan.closes.items()),
+        *(changes.edit_params([row_id], raise_to=importance) for row_id, importance in plan.raises.items()),
+    ]
+    await changes.apply(conn, scope, edits, live)
+    async with conn.cursor() as cur:
+        if links:
+            await cur.executemany(INSERT_LINK, [link_params(scope, link) for link in links])
         if plan.closes:
-            await cur.executemany(CLOSE, [
-                scope_params(scope) | {"id": row_id, "invalid_at": at, "successor": successor}
-                for row_id, (at, successor) in plan.closes.items()
-            ])
-        if plan.raises:
-            await cur.executemany(RAISE_IMPORTANCE, [
-                scope_params(scope) | {"id": row_id, "importance": importance}
-                for row_id, importance in plan.raises.items()
+            await cur.executemany(CARRY_LINKS, [
+                carry_params(scope, row_id, successor) for row_id, (_, successor) in plan.closes.items()
             ])
 
 
@@ -208,7 +212,8 @@ async def store_memories(
     ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay).
     """
     async with db.connection() as conn, conn.pipeline(), conn.transaction():
-        await conn.execute(LOCK_SCOPE, scope_params(scope))
+        await conn.execute(changes.LOCK_SCOPE, scope_params(scope))
+        live_cur = await conn.execute(changes.LIVE_TIMELINE, scope_params(scope))
         key_cur = None
         if request_id:
             key_cur = await conn.execute(
@@ -221,9 +226,11 @@ async def store_memories(
                 if on_commit is not None:
                     await on_commit(conn, first)
                 return first
+        live_row = await live_cur.fetchone()
         dups, timelines, targets = await _fetch_reads(reads, items)
         plan = plan_batch(items, dups, timelines, targets, duplicate_threshold)
-        await _apply(conn, scope, plan)
+        await _apply(conn, scope, plan, batch_links(items, plan.results, targets.keys()),
+                     int(live_row["timeline_id"]) if live_row else None)
         if request_id:
             await idempotency.record(conn, scope, request_id, fingerprint, plan.results)
         if on_commit is not None:

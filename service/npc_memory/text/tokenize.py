@@ -1,19 +1,49 @@
-"""Turns text into BM25 terms: Korean content morphemes (particles and endings dropped), other words lower-cased."""
+"""Turns text into BM25 terms (Korean content morphemes, other words lower-cased) and a meaning signature."""
 
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kiwipiepy import Kiwi
+
+from npc_memory.text.meaning import signature
+from npc_memory.text.words import ENGLISH_FUNCTION_WORDS, HONORIFICS, QUESTION_WORDS
 
 # Content-bearing morpheme tags. Particles (J*), endings (E*), suffixes (XS*), pronouns (NP), bound nouns
 # (NNB), auxiliaries (VX), adverbs, determiners and punctuation carry no topic, so they are not terms.
 _KEEP_TAGS = frozenset({"NNG", "NNP", "NR", "VV", "VA", "XR", "SL", "SN", "SH"})
 _VERB_TAGS = frozenset({"VV", "VA"})
 _LINKING_ENDINGS = frozenset({"어", "아"})
+# Kiwi cuts Latin text oddly: punctuation stays on ("now."), and "coffee." can come out as "c" + "offee.".
+# With latin_words, a Latin token stands for the whole words (runs of letters and digits, Hangul excluded)
+# of the text its span touches, each word taken once.
+_LATIN_WORD = re.compile(r"[^\W_\uac00-\ud7a3\u3130-\u318f]+")
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How text becomes terms; the defaults give the terms stored rows were made with.
+
+    Changing an option that applies to stored text changes the terms of new rows, so rows stored before
+    need re-tokenising to match; ``question_words`` applies to queries only.
+    """
+
+    latin_words: bool = False
+    """Split Latin tokens into their runs of letters and digits ("now." -> "now")."""
+    stem_latin: bool = False
+    """Snowball English stems for Latin words ("traveled" -> "travel"); implies ``latin_words``."""
+    function_words: bool = False
+    """Drop English function words ("the", "did", "my") from stored and query terms alike."""
+    honorifics: bool = False
+    """Korean honorific lemmas as the plain word (드시다 -> 먹다, 생신 -> 생일), stored and query terms alike."""
+    question_words: bool = True
+    """Drop the words of asking ("remember", 기억나다, 말하다) from query terms only (on: measured no loss on the
+    Korean fact set, +0.1 point R@10 on the conversation benchmark; docs/conversation-benchmark.md)."""
 
 
 def _tag(token: Any) -> str:
@@ -36,22 +66,81 @@ def _feeling_verb(text: str, tokens: Sequence[Any], i: int) -> str | None:
     return text[start:end] + "하다"
 
 
+class _LatinSpans:
+    """The Latin words of a text in order, handed out once each to the Kiwi tokens that touch them."""
+
+    def __init__(self, text: str) -> None:
+        self._words = [(m.start(), m.end(), m.group().lower()) for m in _LATIN_WORD.finditer(text)]
+        self._next = 0
+
+    def covering(self, start: int, end: int) -> list[str]:
+        """The words not yet taken that overlap ``[start, end)`` (tokens come in text order)."""
+        words = self._words
+        while self._next < len(words) and words[self._next][1] <= start:
+            self._next += 1
+        out = []
+        while self._next < len(words) and words[self._next][0] < end:
+            out.append(words[self._next][2])
+            self._next += 1
+        return out
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What the write path keeps of a text: its BM25 terms and its meaning signature (text/meaning.py)."""
+
+    terms: tuple[str, ...]
+    meaning: tuple[str, ...]
+
+
 class Tokenizer:
     """Morpheme tokenizer built on kiwipiepy; create one per process and share it."""
 
-    def __init__(self, cache_size: int = 4096) -> None:
+    def __init__(self, cache_size: int = 4096, options: TextOptions = TextOptions()) -> None:
+        self.options = options
         self._kiwi = Kiwi(num_workers=-1)
+        self._stem: Any = None
+        self._question_words = QUESTION_WORDS
+        if options.stem_latin:
+            import Stemmer
+
+            self._stem = Stemmer.Stemmer("english")
+            self._question_words = QUESTION_WORDS | {self._stem.stemWord(w) for w in QUESTION_WORDS}
         # A heroine's questions repeat (as the query-embedding cache assumes): ~0.35 ms of Kiwi and per-token
         # Python per text was ~14% of the server's CPU under the Locust game-session load.
-        self._cached = functools.lru_cache(maxsize=cache_size)(self._terms)
+        self._cached = functools.lru_cache(maxsize=cache_size)(self._analyse)
 
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
-        return list(self._cached(text))
+        return list(self._cached(text).terms)
 
-    def _terms(self, text: str) -> tuple[str, ...]:
+    def query_terms(self, text: str) -> list[str]:
+        """The terms of a search query: ``terms`` less the words of asking when ``question_words`` is on."""
+        terms = self._cached(text).terms
+        if not self.options.question_words:
+            return list(terms)
+        return [t for t in terms if t not in self._question_words]
+
+    def analyse(self, text: str) -> Analysis:
+        """The terms and the meaning signature of ``text``, from one morpheme analysis."""
+        return self._cached(text)
+
+    def _analyse(self, text: str) -> Analysis:
         normalised = unicodedata.normalize("NFKC", text)
         tokens = self._kiwi.tokenize(normalised)
+        return Analysis(self._terms(normalised, tokens), signature(tokens))
+
+    def _latin(self, words: list[str]) -> list[str]:
+        opts = self.options
+        if opts.function_words:
+            words = [w for w in words if w not in ENGLISH_FUNCTION_WORDS]
+        if self._stem is not None:
+            words = [self._stem.stemWord(w) for w in words]
+        return words
+
+    def _terms(self, normalised: str, tokens: Sequence[Any]) -> tuple[str, ...]:
+        honorifics = self.options.honorifics
+        spans = _LatinSpans(normalised) if self.options.latin_words or self.options.stem_latin else None
         out: list[str] = []
         i = 0
         while i < len(tokens):
@@ -65,6 +154,10 @@ class Tokenizer:
             if tag not in _KEEP_TAGS:
                 continue
             form = token.form.lower()
+            if tag == "SL":
+                out += self._latin(spans.covering(token.start, token.start + token.len) if spans else [form])
+                continue
             # Verb stems get the dictionary ending so "좋아하" reads as the word a person would search.
-            out.append(form + "다" if tag in _VERB_TAGS else form)
+            term = form + "다" if tag in _VERB_TAGS else form
+            out.append(HONORIFICS.get(term, term) if honorifics else term)
         return tuple(out)

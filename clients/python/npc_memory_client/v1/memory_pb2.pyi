@@ -147,6 +147,28 @@ CLOSE_REASON_RETIRED: CloseReason.ValueType  # 3
 """The retention policy retired it (forgetting)."""
 Global___CloseReason: _TypeAlias = CloseReason  # noqa: Y015
 
+class _LinkKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _LinkKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LinkKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LINK_KIND_UNSPECIFIED: _LinkKind.ValueType  # 0
+    LINK_KIND_RELATED_TO: _LinkKind.ValueType  # 1
+    """The two memories are about the same thing (named by the game, or found by ExpandMemory)."""
+    LINK_KIND_DERIVED_FROM: _LinkKind.ValueType  # 2
+    """`from` was distilled from `to`: knowledge from a source, a gist from knowledge."""
+
+class LinkKind(_LinkKind, metaclass=_LinkKindEnumTypeWrapper):
+    """How two memories are linked."""
+
+LINK_KIND_UNSPECIFIED: LinkKind.ValueType  # 0
+LINK_KIND_RELATED_TO: LinkKind.ValueType  # 1
+"""The two memories are about the same thing (named by the game, or found by ExpandMemory)."""
+LINK_KIND_DERIVED_FROM: LinkKind.ValueType  # 2
+"""`from` was distilled from `to`: knowledge from a source, a gist from knowledge."""
+Global___LinkKind: _TypeAlias = LinkKind  # noqa: Y015
+
 class _Visibility:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -275,6 +297,9 @@ class MemoryInput(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     EMBEDDING_FIELD_NUMBER: _builtins.int
     TIER_FIELD_NUMBER: _builtins.int
+    RELATED_FIELD_NUMBER: _builtins.int
+    PARENTS_FIELD_NUMBER: _builtins.int
+    VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     VISIBILITY_FIELD_NUMBER: _builtins.int
     speaker: Global___Speaker.ValueType
     """Required."""
@@ -312,6 +337,18 @@ class MemoryInput(_message.Message):
     def embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Optional caller-supplied vector of the server's embedding dimension."""
 
+    @_builtins.property
+    def related(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryRef]:
+        """Memories this fact is related to (RELATED_TO links), in the same scope."""
+
+    @_builtins.property
+    def parents(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryRef]:
+        """Memories this fact was distilled from (DERIVED_FROM links): the sources of knowledge, the knowledge of a gist."""
+
+    @_builtins.property
+    def valid_game_day(self) -> Global___GameTime:
+        """Instead of valid_at: when the fact became true on the game's clock (docs/game-time.md)."""
+
     def __init__(
         self,
         *,
@@ -327,15 +364,109 @@ class MemoryInput(_message.Message):
         metadata: _struct_pb2.Struct | None = ...,
         embedding: _abc.Iterable[_builtins.float] | None = ...,
         tier: Global___Tier.ValueType = ...,
+        related: _abc.Iterable[Global___MemoryRef] | None = ...,
+        parents: _abc.Iterable[Global___MemoryRef] | None = ...,
+        valid_game_day: Global___GameTime | None = ...,
         visibility: Global___Visibility.ValueType = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "valid_at", b"valid_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at", "visibility", b"visibility"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "parents", b"parents", "related", b"related", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___MemoryInput: _TypeAlias = MemoryInput  # noqa: Y015
+
+@_typing.final
+class MemoryRef(_message.Message):
+    """A memory named by a fact of a StoreMemories batch: a stored memory's id or another fact of the same batch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    BATCH_INDEX_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    """A memory of the scope."""
+    batch_index: _builtins.int
+    """The position of another fact in the same request's `memories` (0-based)."""
+    def __init__(
+        self,
+        *,
+        memory_id: _builtins.str = ...,
+        batch_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["batch_index", b"batch_index", "memory_id", b"memory_id", "ref", b"ref"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_index", b"batch_index", "memory_id", b"memory_id", "ref", b"ref"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_ref: _TypeAlias = _typing.Literal["memory_id", "batch_index"]  # noqa: Y015
+    _WhichOneofArgType_ref: _TypeAlias = _typing.Literal["ref", b"ref"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_ref) -> _WhichOneofReturnType_ref | None: ...
+
+Global___MemoryRef: _TypeAlias = MemoryRef  # noqa: Y015
+
+@_typing.final
+class MemoryLink(_message.Message):
+    """One link between two memories of a scope."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FROM_MEMORY_ID_FIELD_NUMBER: _builtins.int
+    TO_MEMORY_ID_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    VIA_FIELD_NUMBER: _builtins.int
+    DISCOVERED_AT_FIELD_NUMBER: _builtins.int
+    from_memory_id: _builtins.str
+    to_memory_id: _builtins.str
+    kind: Global___LinkKind.ValueType
+    depth: _builtins.int
+    """The ExpandMemory step that found it (1, 2, ...); 0 when the game named it on StoreMemories."""
+    via: _builtins.str
+    """The keyword (shared term) or the memory id it was found through; empty for links the game named."""
+    @_builtins.property
+    def discovered_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        from_memory_id: _builtins.str = ...,
+        to_memory_id: _builtins.str = ...,
+        kind: Global___LinkKind.ValueType = ...,
+        depth: _builtins.int = ...,
+        via: _builtins.str = ...,
+        discovered_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["discovered_at", b"discovered_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "discovered_at", b"discovered_at", "from_memory_id", b"from_memory_id", "kind", b"kind", "to_memory_id", b"to_memory_id", "via", b"via"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MemoryLink: _TypeAlias = MemoryLink  # noqa: Y015
+
+@_typing.final
+class GameTime(_message.Message):
+    """A moment on the game's own clock, as a number of game days (day 1.5 is noon of day 1). The service keeps it
+    on its time axis as 2000-01-01T00:00:00Z plus `day` x 86,400 seconds, so game time and recency in game days
+    work everywhere a Timestamp does. Allowed: -730,000 to 2,900,000.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DAY_FIELD_NUMBER: _builtins.int
+    day: _builtins.float
+    def __init__(
+        self,
+        *,
+        day: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["day", b"day"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GameTime: _TypeAlias = GameTime  # noqa: Y015
 
 @_typing.final
 class Memory(_message.Message):
@@ -361,6 +492,9 @@ class Memory(_message.Message):
     SUPERSEDED_BY_FIELD_NUMBER: _builtins.int
     CLOSE_REASON_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
+    INVALID_GAME_DAY_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
     VISIBILITY_FIELD_NUMBER: _builtins.int
     SHARED_FROM_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
@@ -377,6 +511,8 @@ class Memory(_message.Message):
     close_reason: Global___CloseReason.ValueType
     embedding_model: _builtins.str
     """The embedding model that produced the stored vector."""
+    timeline_id: _builtins.int
+    """The timeline the row was written on (1 is the player's first; see LoadSavePoint)."""
     visibility: Global___Visibility.ValueType
     shared_from: _builtins.str
     """Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
@@ -402,6 +538,14 @@ class Memory(_message.Message):
     def updated_at(self) -> _timestamp_pb2.Timestamp:
         """System time: when the row last changed."""
 
+    @_builtins.property
+    def valid_game_day(self) -> Global___GameTime:
+        """valid_at on the game's clock (meaningful when the game sends game time)."""
+
+    @_builtins.property
+    def invalid_game_day(self) -> Global___GameTime:
+        """invalid_at on the game's clock; unset while valid."""
+
     def __init__(
         self,
         *,
@@ -423,16 +567,89 @@ class Memory(_message.Message):
         superseded_by: _builtins.str = ...,
         close_reason: Global___CloseReason.ValueType = ...,
         embedding_model: _builtins.str = ...,
+        valid_game_day: Global___GameTime | None = ...,
+        invalid_game_day: Global___GameTime | None = ...,
+        timeline_id: _builtins.int = ...,
         visibility: Global___Visibility.ValueType = ...,
         shared_from: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "invalid_at", b"invalid_at", "metadata", b"metadata", "scope", b"scope", "updated_at", b"updated_at", "valid_at", b"valid_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "metadata", b"metadata", "scope", b"scope", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "shared_from", b"shared_from", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "updated_at", b"updated_at", "valid_at", b"valid_at", "visibility", b"visibility"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "shared_from", b"shared_from", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "timeline_id", b"timeline_id", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Memory: _TypeAlias = Memory  # noqa: Y015
+
+@_typing.final
+class SavePoint(_message.Message):
+    """A save slot of a player: the player's timeline at one instant of system time."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SAVE_ID_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    SAVED_AT_FIELD_NUMBER: _builtins.int
+    save_id: _builtins.str
+    timeline_id: _builtins.int
+    """The timeline that was live when the save was made."""
+    @_builtins.property
+    def saved_at(self) -> _timestamp_pb2.Timestamp:
+        """System time of the save."""
+
+    def __init__(
+        self,
+        *,
+        save_id: _builtins.str = ...,
+        timeline_id: _builtins.int = ...,
+        saved_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["saved_at", b"saved_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["save_id", b"save_id", "saved_at", b"saved_at", "timeline_id", b"timeline_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SavePoint: _TypeAlias = SavePoint  # noqa: Y015
+
+@_typing.final
+class Timeline(_message.Message):
+    """One of a player's timelines."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    PARENT_TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    BRANCHED_AT_FIELD_NUMBER: _builtins.int
+    SAVE_ID_FIELD_NUMBER: _builtins.int
+    LIVE_FIELD_NUMBER: _builtins.int
+    timeline_id: _builtins.int
+    parent_timeline_id: _builtins.int
+    """The timeline it branched from; 0 for the root (timeline 1)."""
+    save_id: _builtins.str
+    """The save point whose load made it; empty for the root."""
+    live: _builtins.bool
+    """Whether it is the player's live timeline (the one reads and writes use)."""
+    @_builtins.property
+    def branched_at(self) -> _timestamp_pb2.Timestamp:
+        """The system time on the parent it branched at (the save's time); unset for the root."""
+
+    def __init__(
+        self,
+        *,
+        timeline_id: _builtins.int = ...,
+        parent_timeline_id: _builtins.int = ...,
+        branched_at: _timestamp_pb2.Timestamp | None = ...,
+        save_id: _builtins.str = ...,
+        live: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["branched_at", b"branched_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["branched_at", b"branched_at", "live", b"live", "parent_timeline_id", b"parent_timeline_id", "save_id", b"save_id", "timeline_id", b"timeline_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Timeline: _TypeAlias = Timeline  # noqa: Y015
 
 @_typing.final
 class Weights(_message.Message):
@@ -558,6 +775,17 @@ class ScoredMemory(_message.Message):
 
     MEMORY_FIELD_NUMBER: _builtins.int
     SCORES_FIELD_NUMBER: _builtins.int
+    VIA_MEMORY_ID_FIELD_NUMBER: _builtins.int
+    HOPS_FIELD_NUMBER: _builtins.int
+    COSINE_FIELD_NUMBER: _builtins.int
+    via_memory_id: _builtins.str
+    """Set when the memory was reached by following links (SearchMemoriesRequest.hops): the memory it was
+    linked from (a direct result, or a memory reached one hop earlier).
+    """
+    hops: _builtins.int
+    """0 for a ranked result; 1 or 2 for one reached through that many links."""
+    cosine: _builtins.float
+    """The raw cosine to the query vector (0 without one): what a deepen search compares with its threshold."""
     @_builtins.property
     def memory(self) -> Global___Memory: ...
     @_builtins.property
@@ -567,10 +795,13 @@ class ScoredMemory(_message.Message):
         *,
         memory: Global___Memory | None = ...,
         scores: Global___Scores | None = ...,
+        via_memory_id: _builtins.str = ...,
+        hops: _builtins.int = ...,
+        cosine: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "scores", b"scores"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "scores", b"scores"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cosine", b"cosine", "hops", b"hops", "memory", b"memory", "scores", b"scores", "via_memory_id", b"via_memory_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

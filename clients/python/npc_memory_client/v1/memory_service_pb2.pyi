@@ -23,6 +23,184 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class CreateSavePointRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    SAVE_ID_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    save_id: _builtins.str
+    """The slot, 1-128 characters; saving to an existing slot overwrites it."""
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+        save_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["save_id", b"save_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateSavePointRequest: _TypeAlias = CreateSavePointRequest  # noqa: Y015
+
+@_typing.final
+class CreateSavePointResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SAVE_POINT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def save_point(self) -> _memory_pb2.SavePoint: ...
+    def __init__(
+        self,
+        *,
+        save_point: _memory_pb2.SavePoint | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["save_point", b"save_point"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["save_point", b"save_point"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateSavePointResponse: _TypeAlias = CreateSavePointResponse  # noqa: Y015
+
+@_typing.final
+class LoadSavePointRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    SAVE_ID_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    save_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+        save_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["save_id", b"save_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoadSavePointRequest: _TypeAlias = LoadSavePointRequest  # noqa: Y015
+
+@_typing.final
+class LoadSavePointResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIMELINE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def timeline(self) -> _memory_pb2.Timeline:
+        """The new live timeline, branched from the save point."""
+
+    def __init__(
+        self,
+        *,
+        timeline: _memory_pb2.Timeline | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["timeline", b"timeline"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["timeline", b"timeline"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoadSavePointResponse: _TypeAlias = LoadSavePointResponse  # noqa: Y015
+
+@_typing.final
+class ListSavePointsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSavePointsRequest: _TypeAlias = ListSavePointsRequest  # noqa: Y015
+
+@_typing.final
+class ListSavePointsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SAVE_POINTS_FIELD_NUMBER: _builtins.int
+    TIMELINES_FIELD_NUMBER: _builtins.int
+    LIVE_TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    live_timeline_id: _builtins.int
+    @_builtins.property
+    def save_points(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.SavePoint]: ...
+    @_builtins.property
+    def timelines(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.Timeline]:
+        """Every timeline, the root (1) first."""
+
+    def __init__(
+        self,
+        *,
+        save_points: _abc.Iterable[_memory_pb2.SavePoint] | None = ...,
+        timelines: _abc.Iterable[_memory_pb2.Timeline] | None = ...,
+        live_timeline_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["live_timeline_id", b"live_timeline_id", "save_points", b"save_points", "timelines", b"timelines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSavePointsResponse: _TypeAlias = ListSavePointsResponse  # noqa: Y015
+
+@_typing.final
+class DropTimelineRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    timeline_id: _builtins.int
+    """An abandoned timeline: neither live nor an ancestor of the live one."""
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+        timeline_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["timeline_id", b"timeline_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DropTimelineRequest: _TypeAlias = DropTimelineRequest  # noqa: Y015
+
+@_typing.final
+class DropTimelineResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_MEMORIES_FIELD_NUMBER: _builtins.int
+    deleted_memories: _builtins.int
+    """How many memory rows were erased."""
+    def __init__(
+        self,
+        *,
+        deleted_memories: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_memories", b"deleted_memories"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DropTimelineResponse: _TypeAlias = DropTimelineResponse  # noqa: Y015
+
+@_typing.final
 class StoreMemoriesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -90,6 +268,13 @@ class SearchMemoriesRequest(_message.Message):
     FILTER_FIELD_NUMBER: _builtins.int
     FUSION_FIELD_NUMBER: _builtins.int
     INCLUDE_INVALIDATED_FIELD_NUMBER: _builtins.int
+    HOPS_FIELD_NUMBER: _builtins.int
+    DEEPEN_FIELD_NUMBER: _builtins.int
+    DEEPEN_MIN_RELEVANCE_FIELD_NUMBER: _builtins.int
+    AS_OF_GAME_DAY_FIELD_NUMBER: _builtins.int
+    NOW_GAME_DAY_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    KNOWN_AT_FIELD_NUMBER: _builtins.int
     INCLUDE_SHARED_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query text; embedded by the server unless query_embedding is given."""
@@ -98,6 +283,18 @@ class SearchMemoriesRequest(_message.Message):
     fusion: _memory_pb2.FusionMethod.ValueType
     include_invalidated: _builtins.bool
     """Also consider closed (invalidated, superseded, retired) memories, for audits."""
+    hops: _builtins.int
+    """0 (default), 1 or 2: also return memories linked to the ranked results, up to this many links away.
+    They take at most limit/2 of the places, replacing the lowest-ranked results.
+    """
+    deepen: _builtins.bool
+    """Search gists first, then knowledge, then sources, going deeper only while fewer than `limit` results
+    reach the relevance threshold.
+    """
+    deepen_min_relevance: _builtins.float
+    """The raw cosine a result needs to count as answering a deepen search; 0 means the server's default."""
+    timeline_id: _builtins.int
+    """Read this timeline (e.g. an abandoned one, for audit) instead of the live one; 0 means the live one."""
     include_shared: _builtins.bool
     """Also rank the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
@@ -120,6 +317,18 @@ class SearchMemoriesRequest(_message.Message):
 
     @_builtins.property
     def filter(self) -> _memory_pb2.MemoryFilter: ...
+    @_builtins.property
+    def as_of_game_day(self) -> _memory_pb2.GameTime:
+        """Instead of as_of: the game day to search at."""
+
+    @_builtins.property
+    def now_game_day(self) -> _memory_pb2.GameTime:
+        """Instead of now: the game's clock for recency, in game days (recency then decays in game days)."""
+
+    @_builtins.property
+    def known_at(self) -> _timestamp_pb2.Timestamp:
+        """As the service knew it at this system time. Default: now."""
+
     def __init__(
         self,
         *,
@@ -133,11 +342,18 @@ class SearchMemoriesRequest(_message.Message):
         filter: _memory_pb2.MemoryFilter | None = ...,
         fusion: _memory_pb2.FusionMethod.ValueType = ...,
         include_invalidated: _builtins.bool = ...,
+        hops: _builtins.int = ...,
+        deepen: _builtins.bool = ...,
+        deepen_min_relevance: _builtins.float = ...,
+        as_of_game_day: _memory_pb2.GameTime | None = ...,
+        now_game_day: _memory_pb2.GameTime | None = ...,
+        timeline_id: _builtins.int = ...,
+        known_at: _timestamp_pb2.Timestamp | None = ...,
         include_shared: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "filter", b"filter", "now", b"now", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "as_of_game_day", b"as_of_game_day", "filter", b"filter", "known_at", b"known_at", "now", b"now", "now_game_day", b"now_game_day", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "filter", b"filter", "fusion", b"fusion", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "limit", b"limit", "now", b"now", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "as_of_game_day", b"as_of_game_day", "deepen", b"deepen", "deepen_min_relevance", b"deepen_min_relevance", "filter", b"filter", "fusion", b"fusion", "hops", b"hops", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "known_at", b"known_at", "limit", b"limit", "now", b"now", "now_game_day", b"now_game_day", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "timeline_id", b"timeline_id", "weights", b"weights"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -149,8 +365,11 @@ class SearchMemoriesResponse(_message.Message):
 
     RESULTS_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    ANSWERED_TIER_FIELD_NUMBER: _builtins.int
     embedding_model: _builtins.str
     """The embedding model the query was compared with."""
+    answered_tier: _memory_pb2.Tier.ValueType
+    """For a deepen search: the deepest tier searched (the one that answered)."""
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.ScoredMemory]:
         """Best first."""
@@ -160,10 +379,11 @@ class SearchMemoriesResponse(_message.Message):
         *,
         results: _abc.Iterable[_memory_pb2.ScoredMemory] | None = ...,
         embedding_model: _builtins.str = ...,
+        answered_tier: _memory_pb2.Tier.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "results", b"results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered_tier", b"answered_tier", "embedding_model", b"embedding_model", "results", b"results"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -175,18 +395,28 @@ class GetMemoryRequest(_message.Message):
 
     SCOPE_FIELD_NUMBER: _builtins.int
     MEMORY_ID_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    KNOWN_AT_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    timeline_id: _builtins.int
+    """Read this timeline instead of the live one; 0 means the live one."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
+    @_builtins.property
+    def known_at(self) -> _timestamp_pb2.Timestamp:
+        """As the service knew it at this system time. Default: now."""
+
     def __init__(
         self,
         *,
         scope: _memory_pb2.Scope | None = ...,
         memory_id: _builtins.str = ...,
+        timeline_id: _builtins.int = ...,
+        known_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["known_at", b"known_at", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory_id", b"memory_id", "scope", b"scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["known_at", b"known_at", "memory_id", b"memory_id", "scope", b"scope", "timeline_id", b"timeline_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -221,6 +451,8 @@ class ListMemoriesRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     FILTER_FIELD_NUMBER: _builtins.int
     INCLUDE_INVALIDATED_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    KNOWN_AT_FIELD_NUMBER: _builtins.int
     INCLUDE_SHARED_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """1-500; 0 means 50."""
@@ -228,12 +460,18 @@ class ListMemoriesRequest(_message.Message):
     """From a previous response's next_page_token; empty for the first page."""
     include_invalidated: _builtins.bool
     """Also list closed memories."""
+    timeline_id: _builtins.int
+    """Read this timeline instead of the live one; 0 means the live one."""
     include_shared: _builtins.bool
     """Also list the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
     def filter(self) -> _memory_pb2.MemoryFilter: ...
+    @_builtins.property
+    def known_at(self) -> _timestamp_pb2.Timestamp:
+        """As the service knew it at this system time. Default: now."""
+
     def __init__(
         self,
         *,
@@ -242,11 +480,13 @@ class ListMemoriesRequest(_message.Message):
         page_token: _builtins.str = ...,
         filter: _memory_pb2.MemoryFilter | None = ...,
         include_invalidated: _builtins.bool = ...,
+        timeline_id: _builtins.int = ...,
+        known_at: _timestamp_pb2.Timestamp | None = ...,
         include_shared: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "scope", b"scope"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "known_at", b"known_at", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "known_at", b"known_at", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope", "timeline_id", b"timeline_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -283,6 +523,7 @@ class InvalidateMemoryRequest(_message.Message):
     SCOPE_FIELD_NUMBER: _builtins.int
     MEMORY_ID_FIELD_NUMBER: _builtins.int
     INVALID_AT_FIELD_NUMBER: _builtins.int
+    INVALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
@@ -290,16 +531,21 @@ class InvalidateMemoryRequest(_message.Message):
     def invalid_at(self) -> _timestamp_pb2.Timestamp:
         """When the fact stopped being true. Default: now."""
 
+    @_builtins.property
+    def invalid_game_day(self) -> _memory_pb2.GameTime:
+        """Instead of invalid_at: the game day it stopped being true."""
+
     def __init__(
         self,
         *,
         scope: _memory_pb2.Scope | None = ...,
         memory_id: _builtins.str = ...,
         invalid_at: _timestamp_pb2.Timestamp | None = ...,
+        invalid_game_day: _memory_pb2.GameTime | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["invalid_at", b"invalid_at", "scope", b"scope"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["invalid_at", b"invalid_at", "memory_id", b"memory_id", "scope", b"scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "memory_id", b"memory_id", "scope", b"scope"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -337,6 +583,7 @@ class UpdateMemoryRequest(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     VALID_AT_FIELD_NUMBER: _builtins.int
+    VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
     importance: _builtins.int
     tier: _memory_pb2.Tier.ValueType
@@ -353,6 +600,10 @@ class UpdateMemoryRequest(_message.Message):
     def valid_at(self) -> _timestamp_pb2.Timestamp:
         """For a content change: when the new version became true. Default: now."""
 
+    @_builtins.property
+    def valid_game_day(self) -> _memory_pb2.GameTime:
+        """Instead of valid_at: the game day the new version became true."""
+
     def __init__(
         self,
         *,
@@ -364,10 +615,11 @@ class UpdateMemoryRequest(_message.Message):
         metadata: _struct_pb2.Struct | None = ...,
         content: _builtins.str = ...,
         valid_at: _timestamp_pb2.Timestamp | None = ...,
+        valid_game_day: _memory_pb2.GameTime | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "scope", b"scope", "update_mask", b"update_mask", "valid_at", b"valid_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "scope", b"scope", "update_mask", b"update_mask", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "importance", b"importance", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "tier", b"tier", "update_mask", b"update_mask", "valid_at", b"valid_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "importance", b"importance", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "tier", b"tier", "update_mask", b"update_mask", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -403,14 +655,22 @@ class GetMemoryHistoryRequest(_message.Message):
     SUBJECT_ID_FIELD_NUMBER: _builtins.int
     SLOT_FIELD_NUMBER: _builtins.int
     MEMORY_ID_FIELD_NUMBER: _builtins.int
+    TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    KNOWN_AT_FIELD_NUMBER: _builtins.int
     subject_id: _builtins.str
     """The subject whose facts to return ("user", "world" or a heroine id)."""
     slot: _builtins.str
     """Only this slot of the subject. Empty: every fact about the subject."""
     memory_id: _builtins.str
     """Instead of subject_id/slot: the version chain this memory belongs to."""
+    timeline_id: _builtins.int
+    """Read this timeline instead of the live one; 0 means the live one."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
+    @_builtins.property
+    def known_at(self) -> _timestamp_pb2.Timestamp:
+        """As the service knew it at this system time. Default: now."""
+
     def __init__(
         self,
         *,
@@ -418,10 +678,12 @@ class GetMemoryHistoryRequest(_message.Message):
         subject_id: _builtins.str = ...,
         slot: _builtins.str = ...,
         memory_id: _builtins.str = ...,
+        timeline_id: _builtins.int = ...,
+        known_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["known_at", b"known_at", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory_id", b"memory_id", "scope", b"scope", "slot", b"slot", "subject_id", b"subject_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["known_at", b"known_at", "memory_id", b"memory_id", "scope", b"scope", "slot", b"slot", "subject_id", b"subject_id", "timeline_id", b"timeline_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -487,3 +749,124 @@ class ForgetPlayerResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ForgetPlayerResponse: _TypeAlias = ForgetPlayerResponse  # noqa: Y015
+
+@_typing.final
+class ExpandMemoryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    """The memory to expand from. Empty: the memory this scope expanded last, one depth further."""
+    @_builtins.property
+    def scope(self) -> _memory_pb2.Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: _memory_pb2.Scope | None = ...,
+        memory_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory_id", b"memory_id", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExpandMemoryRequest: _TypeAlias = ExpandMemoryRequest  # noqa: Y015
+
+@_typing.final
+class ExpandMemoryResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    FOUND_FIELD_NUMBER: _builtins.int
+    MEMORIES_FIELD_NUMBER: _builtins.int
+    TOTAL_LINKED_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    """The memory expanded from."""
+    depth: _builtins.int
+    """The depth this call reached (1 for the first call on a memory)."""
+    total_linked: _builtins.int
+    """How many memories are linked from this memory by expansion in all."""
+    @_builtins.property
+    def found(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """The links this call made: at most the server's per-depth maximum, never one made before."""
+
+    @_builtins.property
+    def memories(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]:
+        """The memories found this call, in the order of `found`."""
+
+    def __init__(
+        self,
+        *,
+        memory_id: _builtins.str = ...,
+        depth: _builtins.int = ...,
+        found: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+        memories: _abc.Iterable[_memory_pb2.Memory] | None = ...,
+        total_linked: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "found", b"found", "memories", b"memories", "memory_id", b"memory_id", "total_linked", b"total_linked"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExpandMemoryResponse: _TypeAlias = ExpandMemoryResponse  # noqa: Y015
+
+@_typing.final
+class ListLinksRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    @_builtins.property
+    def scope(self) -> _memory_pb2.Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: _memory_pb2.Scope | None = ...,
+        memory_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory_id", b"memory_id", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLinksRequest: _TypeAlias = ListLinksRequest  # noqa: Y015
+
+@_typing.final
+class ListLinksResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENTS_FIELD_NUMBER: _builtins.int
+    CHILDREN_FIELD_NUMBER: _builtins.int
+    RELATED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def parents(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """DERIVED_FROM links from this memory: what it was distilled from."""
+
+    @_builtins.property
+    def children(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """DERIVED_FROM links to this memory: what was distilled from it."""
+
+    @_builtins.property
+    def related(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryLink]:
+        """RELATED_TO links either way."""
+
+    def __init__(
+        self,
+        *,
+        parents: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+        children: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+        related: _abc.Iterable[_memory_pb2.MemoryLink] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["children", b"children", "parents", b"parents", "related", b"related"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLinksResponse: _TypeAlias = ListLinksResponse  # noqa: Y015

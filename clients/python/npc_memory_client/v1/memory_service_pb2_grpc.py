@@ -77,6 +77,36 @@ class MemoryServiceStub:
                 request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerRequest.SerializeToString,
                 response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerResponse.FromString,
                 _registered_method=True)
+        self.ExpandMemory = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/ExpandMemory',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryResponse.FromString,
+                _registered_method=True)
+        self.ListLinks = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/ListLinks',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.FromString,
+                _registered_method=True)
+        self.CreateSavePoint = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/CreateSavePoint',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointResponse.FromString,
+                _registered_method=True)
+        self.LoadSavePoint = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/LoadSavePoint',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointResponse.FromString,
+                _registered_method=True)
+        self.ListSavePoints = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/ListSavePoints',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsResponse.FromString,
+                _registered_method=True)
+        self.DropTimeline = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/DropTimeline',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.FromString,
+                _registered_method=True)
         self.ExtractMemories = channel.unary_unary(
                 '/npc_memory.v1.MemoryService/ExtractMemories',
                 request_serializer=npc__memory_dot_v1_dot_extraction__pb2.ExtractMemoriesRequest.SerializeToString,
@@ -148,7 +178,49 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ForgetPlayer(self, request, context):
-        """Erases every row and history of a player, across all heroines.
+        """Erases every row and history of a player, across all heroines, on every timeline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpandMemory(self, request, context):
+        """Goes one depth further from a memory each call, linking at most a few newly found related memories.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListLinks(self, request, context):
+        """A memory's links: its parents, children and related memories.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateSavePoint(self, request, context):
+        """Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LoadSavePoint(self, request, context):
+        """Makes every later read of the player see memory as it was at the save, on a new live timeline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSavePoints(self, request, context):
+        """The player's save points and timelines.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropTimeline(self, request, context):
+        """Erases an abandoned timeline (and those branched from it), its rows and its save points.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -219,6 +291,36 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ForgetPlayer,
                     request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerRequest.FromString,
                     response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerResponse.SerializeToString,
+            ),
+            'ExpandMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpandMemory,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryResponse.SerializeToString,
+            ),
+            'ListLinks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLinks,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.SerializeToString,
+            ),
+            'CreateSavePoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSavePoint,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointResponse.SerializeToString,
+            ),
+            'LoadSavePoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadSavePoint,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointResponse.SerializeToString,
+            ),
+            'ListSavePoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSavePoints,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsResponse.SerializeToString,
+            ),
+            'DropTimeline': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropTimeline,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.SerializeToString,
             ),
             'ExtractMemories': grpc.unary_unary_rpc_method_handler(
                     servicer.ExtractMemories,
@@ -453,6 +555,168 @@ class MemoryService:
             '/npc_memory.v1.MemoryService/ForgetPlayer',
             npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerRequest.SerializeToString,
             npc__memory_dot_v1_dot_memory__service__pb2.ForgetPlayerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpandMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/ExpandMemory',
+            npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.ExpandMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLinks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/ListLinks',
+            npc__memory_dot_v1_dot_memory__service__pb2.ListLinksRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.ListLinksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSavePoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/CreateSavePoint',
+            npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.CreateSavePointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadSavePoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/LoadSavePoint',
+            npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.LoadSavePointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSavePoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/ListSavePoints',
+            npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.ListSavePointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropTimeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/DropTimeline',
+            npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,7 +50,19 @@ class MemoryServiceStub:
     GetMemoryHistory: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetMemoryHistoryRequest, _memory_service_pb2.GetMemoryHistoryResponse]
     """Returns the rows of a slot, a subject or one memory's version chain over time."""
     ForgetPlayer: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ForgetPlayerRequest, _memory_service_pb2.ForgetPlayerResponse]
-    """Erases every row and history of a player, across all heroines."""
+    """Erases every row and history of a player, across all heroines, on every timeline."""
+    ExpandMemory: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ExpandMemoryRequest, _memory_service_pb2.ExpandMemoryResponse]
+    """Goes one depth further from a memory each call, linking at most a few newly found related memories."""
+    ListLinks: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListLinksRequest, _memory_service_pb2.ListLinksResponse]
+    """A memory's links: its parents, children and related memories."""
+    CreateSavePoint: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.CreateSavePointRequest, _memory_service_pb2.CreateSavePointResponse]
+    """Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing."""
+    LoadSavePoint: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.LoadSavePointRequest, _memory_service_pb2.LoadSavePointResponse]
+    """Makes every later read of the player see memory as it was at the save, on a new live timeline."""
+    ListSavePoints: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListSavePointsRequest, _memory_service_pb2.ListSavePointsResponse]
+    """The player's save points and timelines."""
+    DropTimeline: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DropTimelineRequest, _memory_service_pb2.DropTimelineResponse]
+    """Erases an abandoned timeline (and those branched from it), its rows and its save points."""
     ExtractMemories: _grpc.UnaryUnaryMultiCallable[_extraction_pb2.ExtractMemoriesRequest, _extraction_pb2.ExtractMemoriesResponse]
     """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
     dialogue id); asynchronous by default.
@@ -82,7 +94,19 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     GetMemoryHistory: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetMemoryHistoryRequest, _memory_service_pb2.GetMemoryHistoryResponse]  # type: ignore[assignment]
     """Returns the rows of a slot, a subject or one memory's version chain over time."""
     ForgetPlayer: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ForgetPlayerRequest, _memory_service_pb2.ForgetPlayerResponse]  # type: ignore[assignment]
-    """Erases every row and history of a player, across all heroines."""
+    """Erases every row and history of a player, across all heroines, on every timeline."""
+    ExpandMemory: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ExpandMemoryRequest, _memory_service_pb2.ExpandMemoryResponse]  # type: ignore[assignment]
+    """Goes one depth further from a memory each call, linking at most a few newly found related memories."""
+    ListLinks: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListLinksRequest, _memory_service_pb2.ListLinksResponse]  # type: ignore[assignment]
+    """A memory's links: its parents, children and related memories."""
+    CreateSavePoint: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.CreateSavePointRequest, _memory_service_pb2.CreateSavePointResponse]  # type: ignore[assignment]
+    """Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing."""
+    LoadSavePoint: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.LoadSavePointRequest, _memory_service_pb2.LoadSavePointResponse]  # type: ignore[assignment]
+    """Makes every later read of the player see memory as it was at the save, on a new live timeline."""
+    ListSavePoints: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListSavePointsRequest, _memory_service_pb2.ListSavePointsResponse]  # type: ignore[assignment]
+    """The player's save points and timelines."""
+    DropTimeline: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DropTimelineRequest, _memory_service_pb2.DropTimelineResponse]  # type: ignore[assignment]
+    """Erases an abandoned timeline (and those branched from it), its rows and its save points."""
     ExtractMemories: _aio.UnaryUnaryMultiCallable[_extraction_pb2.ExtractMemoriesRequest, _extraction_pb2.ExtractMemoriesResponse]  # type: ignore[assignment]
     """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
     dialogue id); asynchronous by default.
@@ -159,7 +183,55 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.ForgetPlayerRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.ForgetPlayerResponse, _abc.Awaitable[_memory_service_pb2.ForgetPlayerResponse]]:
-        """Erases every row and history of a player, across all heroines."""
+        """Erases every row and history of a player, across all heroines, on every timeline."""
+
+    @_abc_1.abstractmethod
+    def ExpandMemory(
+        self,
+        request: _memory_service_pb2.ExpandMemoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ExpandMemoryResponse, _abc.Awaitable[_memory_service_pb2.ExpandMemoryResponse]]:
+        """Goes one depth further from a memory each call, linking at most a few newly found related memories."""
+
+    @_abc_1.abstractmethod
+    def ListLinks(
+        self,
+        request: _memory_service_pb2.ListLinksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ListLinksResponse, _abc.Awaitable[_memory_service_pb2.ListLinksResponse]]:
+        """A memory's links: its parents, children and related memories."""
+
+    @_abc_1.abstractmethod
+    def CreateSavePoint(
+        self,
+        request: _memory_service_pb2.CreateSavePointRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.CreateSavePointResponse, _abc.Awaitable[_memory_service_pb2.CreateSavePointResponse]]:
+        """Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing."""
+
+    @_abc_1.abstractmethod
+    def LoadSavePoint(
+        self,
+        request: _memory_service_pb2.LoadSavePointRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.LoadSavePointResponse, _abc.Awaitable[_memory_service_pb2.LoadSavePointResponse]]:
+        """Makes every later read of the player see memory as it was at the save, on a new live timeline."""
+
+    @_abc_1.abstractmethod
+    def ListSavePoints(
+        self,
+        request: _memory_service_pb2.ListSavePointsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ListSavePointsResponse, _abc.Awaitable[_memory_service_pb2.ListSavePointsResponse]]:
+        """The player's save points and timelines."""
+
+    @_abc_1.abstractmethod
+    def DropTimeline(
+        self,
+        request: _memory_service_pb2.DropTimelineRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.DropTimelineResponse, _abc.Awaitable[_memory_service_pb2.DropTimelineResponse]]:
+        """Erases an abandoned timeline (and those branched from it), its rows and its save points."""
 
     @_abc_1.abstractmethod
     def ExtractMemories(

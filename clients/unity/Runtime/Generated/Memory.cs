@@ -27,7 +27,7 @@ namespace NpcMemory.V1 {
             "ChpucGNfbWVtb3J5L3YxL21lbW9yeS5wcm90bxINbnBjX21lbW9yeS52MRoc",
             "Z29vZ2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVm",
             "L3RpbWVzdGFtcC5wcm90byIsCgVTY29wZRIPCgd1c2VyX2lkGAEgASgJEhIK",
-            "Cmhlcm9pbmVfaWQYAiABKAkiqgMKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
+            "Cmhlcm9pbmVfaWQYAiABKAkisQQKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
             "ASABKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgCIAEo",
             "DjIWLm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAMgASgJ",
             "EjAKDGNvbnRlbnRfdHlwZRgEIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVu",
@@ -35,70 +35,96 @@ namespace NpcMemory.V1 {
             "BHNsb3QYByABKAkSEgoKc3VwZXJzZWRlcxgIIAMoCRIsCgh2YWxpZF9hdBgJ",
             "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEY",
             "CiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWVtYmVkZGluZxgL",
-            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEi0KCnZp",
-            "c2liaWxpdHkYDSABKA4yGS5ucGNfbWVtb3J5LnYxLlZpc2liaWxpdHkivQUK",
-            "Bk1lbW9yeRIRCgltZW1vcnlfaWQYASABKAkSIwoFc2NvcGUYAiABKAsyFC5u",
-            "cGNfbWVtb3J5LnYxLlNjb3BlEicKB3NwZWFrZXIYAyABKA4yFi5ucGNfbWVt",
-            "b3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgEIAEoDjIWLm5wY19tZW1vcnku",
-            "djEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAUgASgJEjAKDGNvbnRlbnRfdHlw",
-            "ZRgGIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVudFR5cGUSDwoHY29udGVu",
-            "dBgHIAEoCRISCgppbXBvcnRhbmNlGAggASgFEiEKBHRpZXIYCSABKA4yEy5u",
-            "cGNfbWVtb3J5LnYxLlRpZXISDAoEc2xvdBgKIAEoCRIpCghtZXRhZGF0YRgL",
-            "IAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoIdmFsaWRfYXQYDCAB",
-            "KAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmludmFsaWRfYXQY",
-            "DSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRf",
-            "YXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0",
-            "ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXN1",
-            "cGVyc2VkZWRfYnkYECABKAkSMAoMY2xvc2VfcmVhc29uGBEgASgOMhoubnBj",
-            "X21lbW9yeS52MS5DbG9zZVJlYXNvbhIXCg9lbWJlZGRpbmdfbW9kZWwYEiAB",
-            "KAkSLQoKdmlzaWJpbGl0eRgTIAEoDjIZLm5wY19tZW1vcnkudjEuVmlzaWJp",
-            "bGl0eRITCgtzaGFyZWRfZnJvbRgUIAEoCSJSCgdXZWlnaHRzEg8KB3JlY2Vu",
-            "Y3kYASABKAESEgoKaW1wb3J0YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyAB",
-            "KAESDwoHa2V5d29yZBgEIAEoASJgCgZTY29yZXMSDwoHcmVjZW5jeRgBIAEo",
-            "ARISCgppbXBvcnRhbmNlGAIgASgBEhEKCXJlbGV2YW5jZRgDIAEoARIPCgdr",
-            "ZXl3b3JkGAQgASgBEg0KBWZpbmFsGAUgASgBIvQBCgxNZW1vcnlGaWx0ZXIS",
-            "KAoIc3BlYWtlcnMYASADKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISKAoI",
-            "c3ViamVjdHMYAiADKA4yFi5ucGNfbWVtb3J5LnYxLlN1YmplY3QSEwoLc3Vi",
-            "amVjdF9pZHMYAyADKAkSMQoNY29udGVudF90eXBlcxgEIAMoDjIaLm5wY19t",
-            "ZW1vcnkudjEuQ29udGVudFR5cGUSFgoObWluX2ltcG9ydGFuY2UYBSABKAUS",
-            "IgoFdGllcnMYBiADKA4yEy5ucGNfbWVtb3J5LnYxLlRpZXISDAoEc2xvdBgH",
-            "IAEoCSJcCgxTY29yZWRNZW1vcnkSJQoGbWVtb3J5GAEgASgLMhUubnBjX21l",
-            "bW9yeS52MS5NZW1vcnkSJQoGc2NvcmVzGAIgASgLMhUubnBjX21lbW9yeS52",
-            "MS5TY29yZXMiZgoLU3RvcmVSZXN1bHQSEQoJbWVtb3J5X2lkGAEgASgJEiwK",
-            "B291dGNvbWUYAiABKA4yGy5ucGNfbWVtb3J5LnYxLlN0b3JlT3V0Y29tZRIW",
-            "Cg5zdXBlcnNlZGVkX2lkcxgDIAMoCSpJCgdTcGVha2VyEhcKE1NQRUFLRVJf",
-            "VU5TUEVDSUZJRUQQABIQCgxTUEVBS0VSX1VTRVIQARITCg9TUEVBS0VSX0hF",
-            "Uk9JTkUQAipcCgdTdWJqZWN0EhcKE1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIQ",
-            "CgxTVUJKRUNUX1VTRVIQARITCg9TVUJKRUNUX0hFUk9JTkUQAhIRCg1TVUJK",
-            "RUNUX1dPUkxEEAMq4wEKC0NvbnRlbnRUeXBlEhwKGENPTlRFTlRfVFlQRV9V",
-            "TlNQRUNJRklFRBAAEhUKEUNPTlRFTlRfVFlQRV9GQUNUEAESGwoXQ09OVEVO",
-            "VF9UWVBFX1BSRUZFUkVOQ0UQAhIWChJDT05URU5UX1RZUEVfVFJBSVQQAxIW",
-            "ChJDT05URU5UX1RZUEVfRVZFTlQQBBIYChRDT05URU5UX1RZUEVfT1BJTklP",
-            "ThAFEhkKFUNPTlRFTlRfVFlQRV9QRVJTT05BTBAGEh0KGUNPTlRFTlRfVFlQ",
-            "RV9SRUxBVElPTlNISVAQBypQCgRUaWVyEhQKEFRJRVJfVU5TUEVDSUZJRUQQ",
-            "ABINCglUSUVSX0dJU1QQARISCg5USUVSX0tOT1dMRURHRRACEg8KC1RJRVJf",
-            "U09VUkNFEAMqgAEKC0Nsb3NlUmVhc29uEhwKGENMT1NFX1JFQVNPTl9VTlNQ",
-            "RUNJRklFRBAAEhsKF0NMT1NFX1JFQVNPTl9TVVBFUlNFREVEEAESHAoYQ0xP",
-            "U0VfUkVBU09OX0lOVkFMSURBVEVEEAISGAoUQ0xPU0VfUkVBU09OX1JFVElS",
-            "RUQQAypXCgpWaXNpYmlsaXR5EhoKFlZJU0lCSUxJVFlfVU5TUEVDSUZJRUQQ",
-            "ABIWChJWSVNJQklMSVRZX1BSSVZBVEUQARIVChFWSVNJQklMSVRZX1NIQVJF",
-            "RBACKmAKDEZ1c2lvbk1ldGhvZBIdChlGVVNJT05fTUVUSE9EX1VOU1BFQ0lG",
-            "SUVEEAASGgoWRlVTSU9OX01FVEhPRF9XRUlHSFRFRBABEhUKEUZVU0lPTl9N",
-            "RVRIT0RfUlJGEAIqoQEKDFN0b3JlT3V0Y29tZRIdChlTVE9SRV9PVVRDT01F",
-            "X1VOU1BFQ0lGSUVEEAASGQoVU1RPUkVfT1VUQ09NRV9DUkVBVEVEEAESHAoY",
-            "U1RPUkVfT1VUQ09NRV9TVVBFUlNFREVEEAISGwoXU1RPUkVfT1VUQ09NRV9E",
-            "VVBMSUNBVEUQAxIcChhTVE9SRV9PVVRDT01FX0hJU1RPUklDQUwQBEIjChBk",
-            "ZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNNZW1vcnkuVjFiBnByb3RvMw=="));
+            "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEikKB3Jl",
+            "bGF0ZWQYDSADKAsyGC5ucGNfbWVtb3J5LnYxLk1lbW9yeVJlZhIpCgdwYXJl",
+            "bnRzGA4gAygLMhgubnBjX21lbW9yeS52MS5NZW1vcnlSZWYSLwoOdmFsaWRf",
+            "Z2FtZV9kYXkYDyABKAsyFy5ucGNfbWVtb3J5LnYxLkdhbWVUaW1lEi0KCnZp",
+            "c2liaWxpdHkYECABKA4yGS5ucGNfbWVtb3J5LnYxLlZpc2liaWxpdHkiPgoJ",
+            "TWVtb3J5UmVmEhMKCW1lbW9yeV9pZBgBIAEoCUgAEhUKC2JhdGNoX2luZGV4",
+            "GAIgASgFSABCBQoDcmVmIrABCgpNZW1vcnlMaW5rEhYKDmZyb21fbWVtb3J5",
+            "X2lkGAEgASgJEhQKDHRvX21lbW9yeV9pZBgCIAEoCRIlCgRraW5kGAMgASgO",
+            "MhcubnBjX21lbW9yeS52MS5MaW5rS2luZBINCgVkZXB0aBgEIAEoBRILCgN2",
+            "aWEYBSABKAkSMQoNZGlzY292ZXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90",
+            "b2J1Zi5UaW1lc3RhbXAiFwoIR2FtZVRpbWUSCwoDZGF5GAEgASgBIrYGCgZN",
+            "ZW1vcnkSEQoJbWVtb3J5X2lkGAEgASgJEiMKBXNjb3BlGAIgASgLMhQubnBj",
+            "X21lbW9yeS52MS5TY29wZRInCgdzcGVha2VyGAMgASgOMhYubnBjX21lbW9y",
+            "eS52MS5TcGVha2VyEicKB3N1YmplY3QYBCABKA4yFi5ucGNfbWVtb3J5LnYx",
+            "LlN1YmplY3QSEgoKc3ViamVjdF9pZBgFIAEoCRIwCgxjb250ZW50X3R5cGUY",
+            "BiABKA4yGi5ucGNfbWVtb3J5LnYxLkNvbnRlbnRUeXBlEg8KB2NvbnRlbnQY",
+            "ByABKAkSEgoKaW1wb3J0YW5jZRgIIAEoBRIhCgR0aWVyGAkgASgOMhMubnBj",
+            "X21lbW9yeS52MS5UaWVyEgwKBHNsb3QYCiABKAkSKQoIbWV0YWRhdGEYCyAB",
+            "KAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKCHZhbGlkX2F0GAwgASgL",
+            "MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgppbnZhbGlkX2F0GA0g",
+            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0",
+            "GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVk",
+            "X2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zdXBl",
+            "cnNlZGVkX2J5GBAgASgJEjAKDGNsb3NlX3JlYXNvbhgRIAEoDjIaLm5wY19t",
+            "ZW1vcnkudjEuQ2xvc2VSZWFzb24SFwoPZW1iZWRkaW5nX21vZGVsGBIgASgJ",
+            "Ei8KDnZhbGlkX2dhbWVfZGF5GBMgASgLMhcubnBjX21lbW9yeS52MS5HYW1l",
+            "VGltZRIxChBpbnZhbGlkX2dhbWVfZGF5GBQgASgLMhcubnBjX21lbW9yeS52",
+            "MS5HYW1lVGltZRITCgt0aW1lbGluZV9pZBgVIAEoAxItCgp2aXNpYmlsaXR5",
+            "GBYgASgOMhkubnBjX21lbW9yeS52MS5WaXNpYmlsaXR5EhMKC3NoYXJlZF9m",
+            "cm9tGBcgASgJIl8KCVNhdmVQb2ludBIPCgdzYXZlX2lkGAEgASgJEhMKC3Rp",
+            "bWVsaW5lX2lkGAIgASgDEiwKCHNhdmVkX2F0GAMgASgLMhouZ29vZ2xlLnBy",
+            "b3RvYnVmLlRpbWVzdGFtcCKLAQoIVGltZWxpbmUSEwoLdGltZWxpbmVfaWQY",
+            "ASABKAMSGgoScGFyZW50X3RpbWVsaW5lX2lkGAIgASgDEi8KC2JyYW5jaGVk",
+            "X2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdzYXZl",
+            "X2lkGAQgASgJEgwKBGxpdmUYBSABKAgiUgoHV2VpZ2h0cxIPCgdyZWNlbmN5",
+            "GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAESEQoJcmVsZXZhbmNlGAMgASgB",
+            "Eg8KB2tleXdvcmQYBCABKAEiYAoGU2NvcmVzEg8KB3JlY2VuY3kYASABKAES",
+            "EgoKaW1wb3J0YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyABKAESDwoHa2V5",
+            "d29yZBgEIAEoARINCgVmaW5hbBgFIAEoASL0AQoMTWVtb3J5RmlsdGVyEigK",
+            "CHNwZWFrZXJzGAEgAygOMhYubnBjX21lbW9yeS52MS5TcGVha2VyEigKCHN1",
+            "YmplY3RzGAIgAygOMhYubnBjX21lbW9yeS52MS5TdWJqZWN0EhMKC3N1Ympl",
+            "Y3RfaWRzGAMgAygJEjEKDWNvbnRlbnRfdHlwZXMYBCADKA4yGi5ucGNfbWVt",
+            "b3J5LnYxLkNvbnRlbnRUeXBlEhYKDm1pbl9pbXBvcnRhbmNlGAUgASgFEiIK",
+            "BXRpZXJzGAYgAygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNsb3QYByAB",
+            "KAkikQEKDFNjb3JlZE1lbW9yeRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVt",
+            "b3J5LnYxLk1lbW9yeRIlCgZzY29yZXMYAiABKAsyFS5ucGNfbWVtb3J5LnYx",
+            "LlNjb3JlcxIVCg12aWFfbWVtb3J5X2lkGAMgASgJEgwKBGhvcHMYBCABKAUS",
+            "DgoGY29zaW5lGAUgASgBImYKC1N0b3JlUmVzdWx0EhEKCW1lbW9yeV9pZBgB",
+            "IAEoCRIsCgdvdXRjb21lGAIgASgOMhsubnBjX21lbW9yeS52MS5TdG9yZU91",
+            "dGNvbWUSFgoOc3VwZXJzZWRlZF9pZHMYAyADKAkqSQoHU3BlYWtlchIXChNT",
+            "UEVBS0VSX1VOU1BFQ0lGSUVEEAASEAoMU1BFQUtFUl9VU0VSEAESEwoPU1BF",
+            "QUtFUl9IRVJPSU5FEAIqXAoHU3ViamVjdBIXChNTVUJKRUNUX1VOU1BFQ0lG",
+            "SUVEEAASEAoMU1VCSkVDVF9VU0VSEAESEwoPU1VCSkVDVF9IRVJPSU5FEAIS",
+            "EQoNU1VCSkVDVF9XT1JMRBADKuMBCgtDb250ZW50VHlwZRIcChhDT05URU5U",
+            "X1RZUEVfVU5TUEVDSUZJRUQQABIVChFDT05URU5UX1RZUEVfRkFDVBABEhsK",
+            "F0NPTlRFTlRfVFlQRV9QUkVGRVJFTkNFEAISFgoSQ09OVEVOVF9UWVBFX1RS",
+            "QUlUEAMSFgoSQ09OVEVOVF9UWVBFX0VWRU5UEAQSGAoUQ09OVEVOVF9UWVBF",
+            "X09QSU5JT04QBRIZChVDT05URU5UX1RZUEVfUEVSU09OQUwQBhIdChlDT05U",
+            "RU5UX1RZUEVfUkVMQVRJT05TSElQEAcqUAoEVGllchIUChBUSUVSX1VOU1BF",
+            "Q0lGSUVEEAASDQoJVElFUl9HSVNUEAESEgoOVElFUl9LTk9XTEVER0UQAhIP",
+            "CgtUSUVSX1NPVVJDRRADKoABCgtDbG9zZVJlYXNvbhIcChhDTE9TRV9SRUFT",
+            "T05fVU5TUEVDSUZJRUQQABIbChdDTE9TRV9SRUFTT05fU1VQRVJTRURFRBAB",
+            "EhwKGENMT1NFX1JFQVNPTl9JTlZBTElEQVRFRBACEhgKFENMT1NFX1JFQVNP",
+            "Tl9SRVRJUkVEEAMqWwoITGlua0tpbmQSGQoVTElOS19LSU5EX1VOU1BFQ0lG",
+            "SUVEEAASGAoUTElOS19LSU5EX1JFTEFURURfVE8QARIaChZMSU5LX0tJTkRf",
+            "REVSSVZFRF9GUk9NEAIqVwoKVmlzaWJpbGl0eRIaChZWSVNJQklMSVRZX1VO",
+            "U1BFQ0lGSUVEEAASFgoSVklTSUJJTElUWV9QUklWQVRFEAESFQoRVklTSUJJ",
+            "TElUWV9TSEFSRUQQAipgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhP",
+            "RF9VTlNQRUNJRklFRBAAEhoKFkZVU0lPTl9NRVRIT0RfV0VJR0hURUQQARIV",
+            "ChFGVVNJT05fTUVUSE9EX1JSRhACKqEBCgxTdG9yZU91dGNvbWUSHQoZU1RP",
+            "UkVfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhkKFVNUT1JFX09VVENPTUVfQ1JF",
+            "QVRFRBABEhwKGFNUT1JFX09VVENPTUVfU1VQRVJTRURFRBACEhsKF1NUT1JF",
+            "X09VVENPTUVfRFVQTElDQVRFEAMSHAoYU1RPUkVfT1VUQ09NRV9ISVNUT1JJ",
+            "Q0FMEARCIwoQZGV2Lm5wY21lbW9yeS52MVABqgIMTnBjTWVtb3J5LlYxYgZw",
+            "cm90bzM="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
-          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.Visibility), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
+          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.LinkKind), typeof(global::NpcMemory.V1.Visibility), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scope), global::NpcMemory.V1.Scope.Parser, new[]{ "UserId", "HeroineId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Visibility" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "Visibility", "SharedFrom" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Related", "Parents", "ValidGameDay", "Visibility" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryRef), global::NpcMemory.V1.MemoryRef.Parser, new[]{ "MemoryId", "BatchIndex" }, new[]{ "Ref" }, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryLink), global::NpcMemory.V1.MemoryLink.Parser, new[]{ "FromMemoryId", "ToMemoryId", "Kind", "Depth", "Via", "DiscoveredAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GameTime), global::NpcMemory.V1.GameTime.Parser, new[]{ "Day" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "ValidGameDay", "InvalidGameDay", "TimelineId", "Visibility", "SharedFrom" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SavePoint), global::NpcMemory.V1.SavePoint.Parser, new[]{ "SaveId", "TimelineId", "SavedAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Timeline), global::NpcMemory.V1.Timeline.Parser, new[]{ "TimelineId", "ParentTimelineId", "BranchedAt", "SaveId", "Live" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scores), global::NpcMemory.V1.Scores.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword", "Final" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryFilter), global::NpcMemory.V1.MemoryFilter.Parser, new[]{ "Speakers", "Subjects", "SubjectIds", "ContentTypes", "MinImportance", "Tiers", "Slot" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ScoredMemory), global::NpcMemory.V1.ScoredMemory.Parser, new[]{ "Memory", "Scores" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ScoredMemory), global::NpcMemory.V1.ScoredMemory.Parser, new[]{ "Memory", "Scores", "ViaMemoryId", "Hops", "Cosine" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreResult), global::NpcMemory.V1.StoreResult.Parser, new[]{ "MemoryId", "Outcome", "SupersededIds" }, null, null, null, null)
           }));
     }
@@ -187,6 +213,21 @@ namespace NpcMemory.V1 {
     /// The retention policy retired it (forgetting).
     /// </summary>
     [pbr::OriginalName("CLOSE_REASON_RETIRED")] Retired = 3,
+  }
+
+  /// <summary>
+  /// How two memories are linked.
+  /// </summary>
+  public enum LinkKind {
+    [pbr::OriginalName("LINK_KIND_UNSPECIFIED")] Unspecified = 0,
+    /// <summary>
+    /// The two memories are about the same thing (named by the game, or found by ExpandMemory).
+    /// </summary>
+    [pbr::OriginalName("LINK_KIND_RELATED_TO")] RelatedTo = 1,
+    /// <summary>
+    /// `from` was distilled from `to`: knowledge from a source, a gist from knowledge.
+    /// </summary>
+    [pbr::OriginalName("LINK_KIND_DERIVED_FROM")] DerivedFrom = 2,
   }
 
   /// <summary>
@@ -537,6 +578,9 @@ namespace NpcMemory.V1 {
       metadata_ = other.metadata_ != null ? other.metadata_.Clone() : null;
       embedding_ = other.embedding_.Clone();
       tier_ = other.tier_;
+      related_ = other.related_.Clone();
+      parents_ = other.parents_.Clone();
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
       visibility_ = other.visibility_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
@@ -721,8 +765,51 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "related" field.</summary>
+    public const int RelatedFieldNumber = 13;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryRef> _repeated_related_codec
+        = pb::FieldCodec.ForMessage(106, global::NpcMemory.V1.MemoryRef.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> related_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryRef>();
+    /// <summary>
+    /// Memories this fact is related to (RELATED_TO links), in the same scope.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> Related {
+      get { return related_; }
+    }
+
+    /// <summary>Field number for the "parents" field.</summary>
+    public const int ParentsFieldNumber = 14;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryRef> _repeated_parents_codec
+        = pb::FieldCodec.ForMessage(114, global::NpcMemory.V1.MemoryRef.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> parents_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryRef>();
+    /// <summary>
+    /// Memories this fact was distilled from (DERIVED_FROM links): the sources of knowledge, the knowledge of a gist.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryRef> Parents {
+      get { return parents_; }
+    }
+
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 15;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// Instead of valid_at: when the fact became true on the game's clock (docs/game-time.md).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
     /// <summary>Field number for the "visibility" field.</summary>
-    public const int VisibilityFieldNumber = 13;
+    public const int VisibilityFieldNumber = 16;
     private global::NpcMemory.V1.Visibility visibility_ = global::NpcMemory.V1.Visibility.Unspecified;
     /// <summary>
     /// Private to this heroine (the default), or shared with every heroine of the player.
@@ -763,6 +850,9 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Metadata, other.Metadata)) return false;
       if(!embedding_.Equals(other.embedding_)) return false;
       if (Tier != other.Tier) return false;
+      if(!related_.Equals(other.related_)) return false;
+      if(!parents_.Equals(other.parents_)) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
       if (Visibility != other.Visibility) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
@@ -783,6 +873,9 @@ namespace NpcMemory.V1 {
       if (metadata_ != null) hash ^= Metadata.GetHashCode();
       hash ^= embedding_.GetHashCode();
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) hash ^= Tier.GetHashCode();
+      hash ^= related_.GetHashCode();
+      hash ^= parents_.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) hash ^= Visibility.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
@@ -844,8 +937,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      related_.WriteTo(output, _repeated_related_codec);
+      parents_.WriteTo(output, _repeated_parents_codec);
+      if (validGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(ValidGameDay);
+      }
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
-        output.WriteRawTag(104);
+        output.WriteRawTag(128, 1);
         output.WriteEnum((int) Visibility);
       }
       if (_unknownFields != null) {
@@ -900,8 +999,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(96);
         output.WriteEnum((int) Tier);
       }
+      related_.WriteTo(ref output, _repeated_related_codec);
+      parents_.WriteTo(ref output, _repeated_parents_codec);
+      if (validGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(ValidGameDay);
+      }
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
-        output.WriteRawTag(104);
+        output.WriteRawTag(128, 1);
         output.WriteEnum((int) Visibility);
       }
       if (_unknownFields != null) {
@@ -946,8 +1051,13 @@ namespace NpcMemory.V1 {
       if (Tier != global::NpcMemory.V1.Tier.Unspecified) {
         size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Tier);
       }
+      size += related_.CalculateSize(_repeated_related_codec);
+      size += parents_.CalculateSize(_repeated_parents_codec);
+      if (validGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
+      }
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
-        size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Visibility);
+        size += 2 + pb::CodedOutputStream.ComputeEnumSize((int) Visibility);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -998,6 +1108,14 @@ namespace NpcMemory.V1 {
       embedding_.Add(other.embedding_);
       if (other.Tier != global::NpcMemory.V1.Tier.Unspecified) {
         Tier = other.Tier;
+      }
+      related_.Add(other.related_);
+      parents_.Add(other.parents_);
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
       }
       if (other.Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
         Visibility = other.Visibility;
@@ -1072,7 +1190,22 @@ namespace NpcMemory.V1 {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
-          case 104: {
+          case 106: {
+            related_.AddEntriesFrom(input, _repeated_related_codec);
+            break;
+          }
+          case 114: {
+            parents_.AddEntriesFrom(input, _repeated_parents_codec);
+            break;
+          }
+          case 122: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
+          case 128: {
             Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
             break;
           }
@@ -1146,8 +1279,877 @@ namespace NpcMemory.V1 {
             Tier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
-          case 104: {
+          case 106: {
+            related_.AddEntriesFrom(ref input, _repeated_related_codec);
+            break;
+          }
+          case 114: {
+            parents_.AddEntriesFrom(ref input, _repeated_parents_codec);
+            break;
+          }
+          case 122: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
+          case 128: {
             Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// A memory named by a fact of a StoreMemories batch: a stored memory's id or another fact of the same batch.
+  /// </summary>
+  public sealed partial class MemoryRef : pb::IMessage<MemoryRef>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<MemoryRef> _parser = new pb::MessageParser<MemoryRef>(() => new MemoryRef());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<MemoryRef> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[2]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryRef() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryRef(MemoryRef other) : this() {
+      switch (other.RefCase) {
+        case RefOneofCase.MemoryId:
+          MemoryId = other.MemoryId;
+          break;
+        case RefOneofCase.BatchIndex:
+          BatchIndex = other.BatchIndex;
+          break;
+      }
+
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryRef Clone() {
+      return new MemoryRef(this);
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 1;
+    /// <summary>
+    /// A memory of the scope.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return refCase_ == RefOneofCase.MemoryId ? (string) ref_ : ""; }
+      set {
+        ref_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+        refCase_ = RefOneofCase.MemoryId;
+      }
+    }
+
+    /// <summary>Field number for the "batch_index" field.</summary>
+    public const int BatchIndexFieldNumber = 2;
+    /// <summary>
+    /// The position of another fact in the same request's `memories` (0-based).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int BatchIndex {
+      get { return refCase_ == RefOneofCase.BatchIndex ? (int) ref_ : 0; }
+      set {
+        ref_ = value;
+        refCase_ = RefOneofCase.BatchIndex;
+      }
+    }
+
+    private object ref_;
+    /// <summary>Enum of possible cases for the "ref" oneof.</summary>
+    public enum RefOneofCase {
+      None = 0,
+      MemoryId = 1,
+      BatchIndex = 2,
+    }
+    private RefOneofCase refCase_ = RefOneofCase.None;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public RefOneofCase RefCase {
+      get { return refCase_; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void ClearRef() {
+      refCase_ = RefOneofCase.None;
+      ref_ = null;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as MemoryRef);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(MemoryRef other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (MemoryId != other.MemoryId) return false;
+      if (BatchIndex != other.BatchIndex) return false;
+      if (RefCase != other.RefCase) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (refCase_ == RefOneofCase.MemoryId) hash ^= MemoryId.GetHashCode();
+      if (refCase_ == RefOneofCase.BatchIndex) hash ^= BatchIndex.GetHashCode();
+      hash ^= (int) refCase_;
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (refCase_ == RefOneofCase.MemoryId) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (refCase_ == RefOneofCase.BatchIndex) {
+        output.WriteRawTag(16);
+        output.WriteInt32(BatchIndex);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (refCase_ == RefOneofCase.MemoryId) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (refCase_ == RefOneofCase.BatchIndex) {
+        output.WriteRawTag(16);
+        output.WriteInt32(BatchIndex);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (refCase_ == RefOneofCase.MemoryId) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (refCase_ == RefOneofCase.BatchIndex) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(BatchIndex);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(MemoryRef other) {
+      if (other == null) {
+        return;
+      }
+      switch (other.RefCase) {
+        case RefOneofCase.MemoryId:
+          MemoryId = other.MemoryId;
+          break;
+        case RefOneofCase.BatchIndex:
+          BatchIndex = other.BatchIndex;
+          break;
+      }
+
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            BatchIndex = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            BatchIndex = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// One link between two memories of a scope.
+  /// </summary>
+  public sealed partial class MemoryLink : pb::IMessage<MemoryLink>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<MemoryLink> _parser = new pb::MessageParser<MemoryLink>(() => new MemoryLink());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<MemoryLink> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[3]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryLink() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryLink(MemoryLink other) : this() {
+      fromMemoryId_ = other.fromMemoryId_;
+      toMemoryId_ = other.toMemoryId_;
+      kind_ = other.kind_;
+      depth_ = other.depth_;
+      via_ = other.via_;
+      discoveredAt_ = other.discoveredAt_ != null ? other.discoveredAt_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public MemoryLink Clone() {
+      return new MemoryLink(this);
+    }
+
+    /// <summary>Field number for the "from_memory_id" field.</summary>
+    public const int FromMemoryIdFieldNumber = 1;
+    private string fromMemoryId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string FromMemoryId {
+      get { return fromMemoryId_; }
+      set {
+        fromMemoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "to_memory_id" field.</summary>
+    public const int ToMemoryIdFieldNumber = 2;
+    private string toMemoryId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string ToMemoryId {
+      get { return toMemoryId_; }
+      set {
+        toMemoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "kind" field.</summary>
+    public const int KindFieldNumber = 3;
+    private global::NpcMemory.V1.LinkKind kind_ = global::NpcMemory.V1.LinkKind.Unspecified;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.LinkKind Kind {
+      get { return kind_; }
+      set {
+        kind_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "depth" field.</summary>
+    public const int DepthFieldNumber = 4;
+    private int depth_;
+    /// <summary>
+    /// The ExpandMemory step that found it (1, 2, ...); 0 when the game named it on StoreMemories.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Depth {
+      get { return depth_; }
+      set {
+        depth_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "via" field.</summary>
+    public const int ViaFieldNumber = 5;
+    private string via_ = "";
+    /// <summary>
+    /// The keyword (shared term) or the memory id it was found through; empty for links the game named.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string Via {
+      get { return via_; }
+      set {
+        via_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "discovered_at" field.</summary>
+    public const int DiscoveredAtFieldNumber = 6;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp discoveredAt_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp DiscoveredAt {
+      get { return discoveredAt_; }
+      set {
+        discoveredAt_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as MemoryLink);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(MemoryLink other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (FromMemoryId != other.FromMemoryId) return false;
+      if (ToMemoryId != other.ToMemoryId) return false;
+      if (Kind != other.Kind) return false;
+      if (Depth != other.Depth) return false;
+      if (Via != other.Via) return false;
+      if (!object.Equals(DiscoveredAt, other.DiscoveredAt)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (FromMemoryId.Length != 0) hash ^= FromMemoryId.GetHashCode();
+      if (ToMemoryId.Length != 0) hash ^= ToMemoryId.GetHashCode();
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) hash ^= Kind.GetHashCode();
+      if (Depth != 0) hash ^= Depth.GetHashCode();
+      if (Via.Length != 0) hash ^= Via.GetHashCode();
+      if (discoveredAt_ != null) hash ^= DiscoveredAt.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (FromMemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(FromMemoryId);
+      }
+      if (ToMemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(ToMemoryId);
+      }
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) Kind);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Depth);
+      }
+      if (Via.Length != 0) {
+        output.WriteRawTag(42);
+        output.WriteString(Via);
+      }
+      if (discoveredAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(DiscoveredAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (FromMemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(FromMemoryId);
+      }
+      if (ToMemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(ToMemoryId);
+      }
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) Kind);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Depth);
+      }
+      if (Via.Length != 0) {
+        output.WriteRawTag(42);
+        output.WriteString(Via);
+      }
+      if (discoveredAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(DiscoveredAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (FromMemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(FromMemoryId);
+      }
+      if (ToMemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(ToMemoryId);
+      }
+      if (Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) Kind);
+      }
+      if (Depth != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Depth);
+      }
+      if (Via.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(Via);
+      }
+      if (discoveredAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(DiscoveredAt);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(MemoryLink other) {
+      if (other == null) {
+        return;
+      }
+      if (other.FromMemoryId.Length != 0) {
+        FromMemoryId = other.FromMemoryId;
+      }
+      if (other.ToMemoryId.Length != 0) {
+        ToMemoryId = other.ToMemoryId;
+      }
+      if (other.Kind != global::NpcMemory.V1.LinkKind.Unspecified) {
+        Kind = other.Kind;
+      }
+      if (other.Depth != 0) {
+        Depth = other.Depth;
+      }
+      if (other.Via.Length != 0) {
+        Via = other.Via;
+      }
+      if (other.discoveredAt_ != null) {
+        if (discoveredAt_ == null) {
+          DiscoveredAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        DiscoveredAt.MergeFrom(other.DiscoveredAt);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            FromMemoryId = input.ReadString();
+            break;
+          }
+          case 18: {
+            ToMemoryId = input.ReadString();
+            break;
+          }
+          case 24: {
+            Kind = (global::NpcMemory.V1.LinkKind) input.ReadEnum();
+            break;
+          }
+          case 32: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 42: {
+            Via = input.ReadString();
+            break;
+          }
+          case 50: {
+            if (discoveredAt_ == null) {
+              DiscoveredAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(DiscoveredAt);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            FromMemoryId = input.ReadString();
+            break;
+          }
+          case 18: {
+            ToMemoryId = input.ReadString();
+            break;
+          }
+          case 24: {
+            Kind = (global::NpcMemory.V1.LinkKind) input.ReadEnum();
+            break;
+          }
+          case 32: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 42: {
+            Via = input.ReadString();
+            break;
+          }
+          case 50: {
+            if (discoveredAt_ == null) {
+              DiscoveredAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(DiscoveredAt);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// A moment on the game's own clock, as a number of game days (day 1.5 is noon of day 1). The service keeps it
+  /// on its time axis as 2000-01-01T00:00:00Z plus `day` x 86,400 seconds, so game time and recency in game days
+  /// work everywhere a Timestamp does. Allowed: -730,000 to 2,900,000.
+  /// </summary>
+  public sealed partial class GameTime : pb::IMessage<GameTime>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<GameTime> _parser = new pb::MessageParser<GameTime>(() => new GameTime());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<GameTime> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime(GameTime other) : this() {
+      day_ = other.day_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public GameTime Clone() {
+      return new GameTime(this);
+    }
+
+    /// <summary>Field number for the "day" field.</summary>
+    public const int DayFieldNumber = 1;
+    private double day_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double Day {
+      get { return day_; }
+      set {
+        day_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as GameTime);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(GameTime other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(Day, other.Day)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (Day != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(Day);
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (Day != 0D) {
+        output.WriteRawTag(9);
+        output.WriteDouble(Day);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (Day != 0D) {
+        output.WriteRawTag(9);
+        output.WriteDouble(Day);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (Day != 0D) {
+        size += 1 + 8;
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(GameTime other) {
+      if (other == null) {
+        return;
+      }
+      if (other.Day != 0D) {
+        Day = other.Day;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 9: {
+            Day = input.ReadDouble();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 9: {
+            Day = input.ReadDouble();
             break;
           }
         }
@@ -1174,7 +2176,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[2]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1212,6 +2214,9 @@ namespace NpcMemory.V1 {
       supersededBy_ = other.supersededBy_;
       closeReason_ = other.closeReason_;
       embeddingModel_ = other.embeddingModel_;
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
+      invalidGameDay_ = other.invalidGameDay_ != null ? other.invalidGameDay_.Clone() : null;
+      timelineId_ = other.timelineId_;
       visibility_ = other.visibility_;
       sharedFrom_ = other.sharedFrom_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
@@ -1457,8 +2462,53 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 19;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// valid_at on the game's clock (meaningful when the game sends game time).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "invalid_game_day" field.</summary>
+    public const int InvalidGameDayFieldNumber = 20;
+    private global::NpcMemory.V1.GameTime invalidGameDay_;
+    /// <summary>
+    /// invalid_at on the game's clock; unset while valid.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime InvalidGameDay {
+      get { return invalidGameDay_; }
+      set {
+        invalidGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 21;
+    private long timelineId_;
+    /// <summary>
+    /// The timeline the row was written on (1 is the player's first; see LoadSavePoint).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
     /// <summary>Field number for the "visibility" field.</summary>
-    public const int VisibilityFieldNumber = 19;
+    public const int VisibilityFieldNumber = 22;
     private global::NpcMemory.V1.Visibility visibility_ = global::NpcMemory.V1.Visibility.Unspecified;
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
@@ -1470,7 +2520,7 @@ namespace NpcMemory.V1 {
     }
 
     /// <summary>Field number for the "shared_from" field.</summary>
-    public const int SharedFromFieldNumber = 20;
+    public const int SharedFromFieldNumber = 23;
     private string sharedFrom_ = "";
     /// <summary>
     /// Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
@@ -1518,6 +2568,9 @@ namespace NpcMemory.V1 {
       if (SupersededBy != other.SupersededBy) return false;
       if (CloseReason != other.CloseReason) return false;
       if (EmbeddingModel != other.EmbeddingModel) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
+      if (!object.Equals(InvalidGameDay, other.InvalidGameDay)) return false;
+      if (TimelineId != other.TimelineId) return false;
       if (Visibility != other.Visibility) return false;
       if (SharedFrom != other.SharedFrom) return false;
       return Equals(_unknownFields, other._unknownFields);
@@ -1545,6 +2598,9 @@ namespace NpcMemory.V1 {
       if (SupersededBy.Length != 0) hash ^= SupersededBy.GetHashCode();
       if (CloseReason != global::NpcMemory.V1.CloseReason.Unspecified) hash ^= CloseReason.GetHashCode();
       if (EmbeddingModel.Length != 0) hash ^= EmbeddingModel.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
+      if (invalidGameDay_ != null) hash ^= InvalidGameDay.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) hash ^= Visibility.GetHashCode();
       if (SharedFrom.Length != 0) hash ^= SharedFrom.GetHashCode();
       if (_unknownFields != null) {
@@ -1637,12 +2693,24 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(154, 1);
+        output.WriteMessage(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(162, 1);
+        output.WriteMessage(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(168, 1);
+        output.WriteInt64(TimelineId);
+      }
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
-        output.WriteRawTag(152, 1);
+        output.WriteRawTag(176, 1);
         output.WriteEnum((int) Visibility);
       }
       if (SharedFrom.Length != 0) {
-        output.WriteRawTag(162, 1);
+        output.WriteRawTag(186, 1);
         output.WriteString(SharedFrom);
       }
       if (_unknownFields != null) {
@@ -1727,12 +2795,24 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(146, 1);
         output.WriteString(EmbeddingModel);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(154, 1);
+        output.WriteMessage(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(162, 1);
+        output.WriteMessage(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(168, 1);
+        output.WriteInt64(TimelineId);
+      }
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
-        output.WriteRawTag(152, 1);
+        output.WriteRawTag(176, 1);
         output.WriteEnum((int) Visibility);
       }
       if (SharedFrom.Length != 0) {
-        output.WriteRawTag(162, 1);
+        output.WriteRawTag(186, 1);
         output.WriteString(SharedFrom);
       }
       if (_unknownFields != null) {
@@ -1798,6 +2878,15 @@ namespace NpcMemory.V1 {
       }
       if (EmbeddingModel.Length != 0) {
         size += 2 + pb::CodedOutputStream.ComputeStringSize(EmbeddingModel);
+      }
+      if (validGameDay_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
+      }
+      if (invalidGameDay_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(InvalidGameDay);
+      }
+      if (TimelineId != 0L) {
+        size += 2 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
       }
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
         size += 2 + pb::CodedOutputStream.ComputeEnumSize((int) Visibility);
@@ -1888,6 +2977,21 @@ namespace NpcMemory.V1 {
       }
       if (other.EmbeddingModel.Length != 0) {
         EmbeddingModel = other.EmbeddingModel;
+      }
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
+      }
+      if (other.invalidGameDay_ != null) {
+        if (invalidGameDay_ == null) {
+          InvalidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        InvalidGameDay.MergeFrom(other.InvalidGameDay);
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
       }
       if (other.Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
         Visibility = other.Visibility;
@@ -2000,11 +3104,29 @@ namespace NpcMemory.V1 {
             EmbeddingModel = input.ReadString();
             break;
           }
-          case 152: {
-            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+          case 154: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
             break;
           }
           case 162: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
+          case 168: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 176: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
+          case 186: {
             SharedFrom = input.ReadString();
             break;
           }
@@ -2113,12 +3235,672 @@ namespace NpcMemory.V1 {
             EmbeddingModel = input.ReadString();
             break;
           }
-          case 152: {
-            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+          case 154: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
             break;
           }
           case 162: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
+          case 168: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 176: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
+          case 186: {
             SharedFrom = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// A save slot of a player: the player's timeline at one instant of system time.
+  /// </summary>
+  public sealed partial class SavePoint : pb::IMessage<SavePoint>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<SavePoint> _parser = new pb::MessageParser<SavePoint>(() => new SavePoint());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<SavePoint> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint(SavePoint other) : this() {
+      saveId_ = other.saveId_;
+      timelineId_ = other.timelineId_;
+      savedAt_ = other.savedAt_ != null ? other.savedAt_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public SavePoint Clone() {
+      return new SavePoint(this);
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 1;
+    private string saveId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 2;
+    private long timelineId_;
+    /// <summary>
+    /// The timeline that was live when the save was made.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "saved_at" field.</summary>
+    public const int SavedAtFieldNumber = 3;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp savedAt_;
+    /// <summary>
+    /// System time of the save.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp SavedAt {
+      get { return savedAt_; }
+      set {
+        savedAt_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as SavePoint);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(SavePoint other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (SaveId != other.SaveId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(SavedAt, other.SavedAt)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (savedAt_ != null) hash ^= SavedAt.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(SaveId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (savedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(SavedAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(SaveId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (savedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(SavedAt);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (savedAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(SavedAt);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(SavePoint other) {
+      if (other == null) {
+        return;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.savedAt_ != null) {
+        if (savedAt_ == null) {
+          SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        SavedAt.MergeFrom(other.SavedAt);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (savedAt_ == null) {
+              SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SavedAt);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (savedAt_ == null) {
+              SavedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SavedAt);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  /// <summary>
+  /// One of a player's timelines.
+  /// </summary>
+  public sealed partial class Timeline : pb::IMessage<Timeline>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<Timeline> _parser = new pb::MessageParser<Timeline>(() => new Timeline());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<Timeline> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline(Timeline other) : this() {
+      timelineId_ = other.timelineId_;
+      parentTimelineId_ = other.parentTimelineId_;
+      branchedAt_ = other.branchedAt_ != null ? other.branchedAt_.Clone() : null;
+      saveId_ = other.saveId_;
+      live_ = other.live_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public Timeline Clone() {
+      return new Timeline(this);
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 1;
+    private long timelineId_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "parent_timeline_id" field.</summary>
+    public const int ParentTimelineIdFieldNumber = 2;
+    private long parentTimelineId_;
+    /// <summary>
+    /// The timeline it branched from; 0 for the root (timeline 1).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long ParentTimelineId {
+      get { return parentTimelineId_; }
+      set {
+        parentTimelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "branched_at" field.</summary>
+    public const int BranchedAtFieldNumber = 3;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp branchedAt_;
+    /// <summary>
+    /// The system time on the parent it branched at (the save's time); unset for the root.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp BranchedAt {
+      get { return branchedAt_; }
+      set {
+        branchedAt_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 4;
+    private string saveId_ = "";
+    /// <summary>
+    /// The save point whose load made it; empty for the root.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "live" field.</summary>
+    public const int LiveFieldNumber = 5;
+    private bool live_;
+    /// <summary>
+    /// Whether it is the player's live timeline (the one reads and writes use).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Live {
+      get { return live_; }
+      set {
+        live_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as Timeline);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(Timeline other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (TimelineId != other.TimelineId) return false;
+      if (ParentTimelineId != other.ParentTimelineId) return false;
+      if (!object.Equals(BranchedAt, other.BranchedAt)) return false;
+      if (SaveId != other.SaveId) return false;
+      if (Live != other.Live) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (ParentTimelineId != 0L) hash ^= ParentTimelineId.GetHashCode();
+      if (branchedAt_ != null) hash ^= BranchedAt.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (Live != false) hash ^= Live.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (TimelineId != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SaveId);
+      }
+      if (Live != false) {
+        output.WriteRawTag(40);
+        output.WriteBool(Live);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (TimelineId != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        output.WriteRawTag(26);
+        output.WriteMessage(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SaveId);
+      }
+      if (Live != false) {
+        output.WriteRawTag(40);
+        output.WriteBool(Live);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (ParentTimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(ParentTimelineId);
+      }
+      if (branchedAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(BranchedAt);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (Live != false) {
+        size += 1 + 1;
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(Timeline other) {
+      if (other == null) {
+        return;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.ParentTimelineId != 0L) {
+        ParentTimelineId = other.ParentTimelineId;
+      }
+      if (other.branchedAt_ != null) {
+        if (branchedAt_ == null) {
+          BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        BranchedAt.MergeFrom(other.BranchedAt);
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      if (other.Live != false) {
+        Live = other.Live;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 8: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 16: {
+            ParentTimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (branchedAt_ == null) {
+              BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(BranchedAt);
+            break;
+          }
+          case 34: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 40: {
+            Live = input.ReadBool();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 8: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 16: {
+            ParentTimelineId = input.ReadInt64();
+            break;
+          }
+          case 26: {
+            if (branchedAt_ == null) {
+              BranchedAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(BranchedAt);
+            break;
+          }
+          case 34: {
+            SaveId = input.ReadString();
+            break;
+          }
+          case 40: {
+            Live = input.ReadBool();
             break;
           }
         }
@@ -2146,7 +3928,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[3]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[8]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2449,7 +4231,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[4]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[9]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2804,7 +4586,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[5]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[10]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3177,7 +4959,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[6]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[11]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3199,6 +4981,9 @@ namespace NpcMemory.V1 {
     public ScoredMemory(ScoredMemory other) : this() {
       memory_ = other.memory_ != null ? other.memory_.Clone() : null;
       scores_ = other.scores_ != null ? other.scores_.Clone() : null;
+      viaMemoryId_ = other.viaMemoryId_;
+      hops_ = other.hops_;
+      cosine_ = other.cosine_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3232,6 +5017,52 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "via_memory_id" field.</summary>
+    public const int ViaMemoryIdFieldNumber = 3;
+    private string viaMemoryId_ = "";
+    /// <summary>
+    /// Set when the memory was reached by following links (SearchMemoriesRequest.hops): the memory it was
+    /// linked from (a direct result, or a memory reached one hop earlier).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string ViaMemoryId {
+      get { return viaMemoryId_; }
+      set {
+        viaMemoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "hops" field.</summary>
+    public const int HopsFieldNumber = 4;
+    private int hops_;
+    /// <summary>
+    /// 0 for a ranked result; 1 or 2 for one reached through that many links.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Hops {
+      get { return hops_; }
+      set {
+        hops_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "cosine" field.</summary>
+    public const int CosineFieldNumber = 5;
+    private double cosine_;
+    /// <summary>
+    /// The raw cosine to the query vector (0 without one): what a deepen search compares with its threshold.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double Cosine {
+      get { return cosine_; }
+      set {
+        cosine_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3249,6 +5080,9 @@ namespace NpcMemory.V1 {
       }
       if (!object.Equals(Memory, other.Memory)) return false;
       if (!object.Equals(Scores, other.Scores)) return false;
+      if (ViaMemoryId != other.ViaMemoryId) return false;
+      if (Hops != other.Hops) return false;
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(Cosine, other.Cosine)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3258,6 +5092,9 @@ namespace NpcMemory.V1 {
       int hash = 1;
       if (memory_ != null) hash ^= Memory.GetHashCode();
       if (scores_ != null) hash ^= Scores.GetHashCode();
+      if (ViaMemoryId.Length != 0) hash ^= ViaMemoryId.GetHashCode();
+      if (Hops != 0) hash ^= Hops.GetHashCode();
+      if (Cosine != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(Cosine);
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3284,6 +5121,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteMessage(Scores);
       }
+      if (ViaMemoryId.Length != 0) {
+        output.WriteRawTag(26);
+        output.WriteString(ViaMemoryId);
+      }
+      if (Hops != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Hops);
+      }
+      if (Cosine != 0D) {
+        output.WriteRawTag(41);
+        output.WriteDouble(Cosine);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3302,6 +5151,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteMessage(Scores);
       }
+      if (ViaMemoryId.Length != 0) {
+        output.WriteRawTag(26);
+        output.WriteString(ViaMemoryId);
+      }
+      if (Hops != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(Hops);
+      }
+      if (Cosine != 0D) {
+        output.WriteRawTag(41);
+        output.WriteDouble(Cosine);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3317,6 +5178,15 @@ namespace NpcMemory.V1 {
       }
       if (scores_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(Scores);
+      }
+      if (ViaMemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(ViaMemoryId);
+      }
+      if (Hops != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Hops);
+      }
+      if (Cosine != 0D) {
+        size += 1 + 8;
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3341,6 +5211,15 @@ namespace NpcMemory.V1 {
           Scores = new global::NpcMemory.V1.Scores();
         }
         Scores.MergeFrom(other.Scores);
+      }
+      if (other.ViaMemoryId.Length != 0) {
+        ViaMemoryId = other.ViaMemoryId;
+      }
+      if (other.Hops != 0) {
+        Hops = other.Hops;
+      }
+      if (other.Cosine != 0D) {
+        Cosine = other.Cosine;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3369,6 +5248,18 @@ namespace NpcMemory.V1 {
               Scores = new global::NpcMemory.V1.Scores();
             }
             input.ReadMessage(Scores);
+            break;
+          }
+          case 26: {
+            ViaMemoryId = input.ReadString();
+            break;
+          }
+          case 32: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 41: {
+            Cosine = input.ReadDouble();
             break;
           }
         }
@@ -3400,6 +5291,18 @@ namespace NpcMemory.V1 {
             input.ReadMessage(Scores);
             break;
           }
+          case 26: {
+            ViaMemoryId = input.ReadString();
+            break;
+          }
+          case 32: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 41: {
+            Cosine = input.ReadDouble();
+            break;
+          }
         }
       }
     }
@@ -3424,7 +5327,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[7]; }
+      get { return global::NpcMemory.V1.MemoryReflection.Descriptor.MessageTypes[12]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]

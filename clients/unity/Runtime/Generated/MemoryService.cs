@@ -29,99 +29,1866 @@ namespace NpcMemory.V1 {
             "Z2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVmL3Rp",
             "bWVzdGFtcC5wcm90bxobbnBjX21lbW9yeS92MS9jb250ZXh0LnByb3RvGh5u",
             "cGNfbWVtb3J5L3YxL2V4dHJhY3Rpb24ucHJvdG8aGm5wY19tZW1vcnkvdjEv",
-            "bWVtb3J5LnByb3RvIn0KFFN0b3JlTWVtb3JpZXNSZXF1ZXN0EiMKBXNjb3Bl",
-            "GAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIsCghtZW1vcmllcxgCIAMo",
-            "CzIaLm5wY19tZW1vcnkudjEuTWVtb3J5SW5wdXQSEgoKcmVxdWVzdF9pZBgD",
-            "IAEoCSJEChVTdG9yZU1lbW9yaWVzUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMo",
-            "CzIaLm5wY19tZW1vcnkudjEuU3RvcmVSZXN1bHQi/wIKFVNlYXJjaE1lbW9y",
-            "aWVzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
-            "cGUSDQoFcXVlcnkYAiABKAkSFwoPcXVlcnlfZW1iZWRkaW5nGAMgAygCEg0K",
-            "BWxpbWl0GAQgASgFEicKB3dlaWdodHMYBSABKAsyFi5ucGNfbWVtb3J5LnYx",
-            "LldlaWdodHMSKQoFYXNfb2YYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGlt",
-            "ZXN0YW1wEicKA25vdxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
-            "bXASKwoGZmlsdGVyGAggASgLMhsubnBjX21lbW9yeS52MS5NZW1vcnlGaWx0",
-            "ZXISKwoGZnVzaW9uGAkgASgOMhsubnBjX21lbW9yeS52MS5GdXNpb25NZXRo",
-            "b2QSGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgKIAEoCBIWCg5pbmNsdWRlX3No",
-            "YXJlZBgLIAEoCCJfChZTZWFyY2hNZW1vcmllc1Jlc3BvbnNlEiwKB3Jlc3Vs",
-            "dHMYASADKAsyGy5ucGNfbWVtb3J5LnYxLlNjb3JlZE1lbW9yeRIXCg9lbWJl",
-            "ZGRpbmdfbW9kZWwYAiABKAkiSgoQR2V0TWVtb3J5UmVxdWVzdBIjCgVzY29w",
-            "ZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIg",
-            "ASgJIjoKEUdldE1lbW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5w",
-            "Y19tZW1vcnkudjEuTWVtb3J5IsMBChNMaXN0TWVtb3JpZXNSZXF1ZXN0EiMK",
-            "BXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCglwYWdlX3Np",
-            "emUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIrCgZmaWx0ZXIYBCABKAsy",
-            "Gy5ucGNfbWVtb3J5LnYxLk1lbW9yeUZpbHRlchIbChNpbmNsdWRlX2ludmFs",
-            "aWRhdGVkGAUgASgIEhYKDmluY2x1ZGVfc2hhcmVkGAYgASgIIlgKFExpc3RN",
-            "ZW1vcmllc1Jlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9y",
-            "eS52MS5NZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoEBChdJbnZh",
-            "bGlkYXRlTWVtb3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1v",
-            "cnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIgASgJEi4KCmludmFsaWRfYXQY",
-            "AyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkEKGEludmFsaWRh",
-            "dGVNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5",
-            "LnYxLk1lbW9yeSKfAgoTVXBkYXRlTWVtb3J5UmVxdWVzdBIjCgVzY29wZRgB",
+            "bWVtb3J5LnByb3RvIjoKFkNyZWF0ZVNhdmVQb2ludFJlcXVlc3QSDwoHdXNl",
+            "cl9pZBgBIAEoCRIPCgdzYXZlX2lkGAIgASgJIkcKF0NyZWF0ZVNhdmVQb2lu",
+            "dFJlc3BvbnNlEiwKCnNhdmVfcG9pbnQYASABKAsyGC5ucGNfbWVtb3J5LnYx",
+            "LlNhdmVQb2ludCI4ChRMb2FkU2F2ZVBvaW50UmVxdWVzdBIPCgd1c2VyX2lk",
+            "GAEgASgJEg8KB3NhdmVfaWQYAiABKAkiQgoVTG9hZFNhdmVQb2ludFJlc3Bv",
+            "bnNlEikKCHRpbWVsaW5lGAEgASgLMhcubnBjX21lbW9yeS52MS5UaW1lbGlu",
+            "ZSIoChVMaXN0U2F2ZVBvaW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSKN",
+            "AQoWTGlzdFNhdmVQb2ludHNSZXNwb25zZRItCgtzYXZlX3BvaW50cxgBIAMo",
+            "CzIYLm5wY19tZW1vcnkudjEuU2F2ZVBvaW50EioKCXRpbWVsaW5lcxgCIAMo",
+            "CzIXLm5wY19tZW1vcnkudjEuVGltZWxpbmUSGAoQbGl2ZV90aW1lbGluZV9p",
+            "ZBgDIAEoAyI7ChNEcm9wVGltZWxpbmVSZXF1ZXN0Eg8KB3VzZXJfaWQYASAB",
+            "KAkSEwoLdGltZWxpbmVfaWQYAiABKAMiMAoURHJvcFRpbWVsaW5lUmVzcG9u",
+            "c2USGAoQZGVsZXRlZF9tZW1vcmllcxgBIAEoAyJ9ChRTdG9yZU1lbW9yaWVz",
+            "UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUS",
+            "LAoIbWVtb3JpZXMYAiADKAsyGi5ucGNfbWVtb3J5LnYxLk1lbW9yeUlucHV0",
+            "EhIKCnJlcXVlc3RfaWQYAyABKAkiRAoVU3RvcmVNZW1vcmllc1Jlc3BvbnNl",
+            "EisKB3Jlc3VsdHMYASADKAsyGi5ucGNfbWVtb3J5LnYxLlN0b3JlUmVzdWx0",
+            "It4EChVTZWFyY2hNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5u",
+            "cGNfbWVtb3J5LnYxLlNjb3BlEg0KBXF1ZXJ5GAIgASgJEhcKD3F1ZXJ5X2Vt",
+            "YmVkZGluZxgDIAMoAhINCgVsaW1pdBgEIAEoBRInCgd3ZWlnaHRzGAUgASgL",
+            "MhYubnBjX21lbW9yeS52MS5XZWlnaHRzEikKBWFzX29mGAYgASgLMhouZ29v",
+            "Z2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNub3cYByABKAsyGi5nb29nbGUu",
+            "cHJvdG9idWYuVGltZXN0YW1wEisKBmZpbHRlchgIIAEoCzIbLm5wY19tZW1v",
+            "cnkudjEuTWVtb3J5RmlsdGVyEisKBmZ1c2lvbhgJIAEoDjIbLm5wY19tZW1v",
+            "cnkudjEuRnVzaW9uTWV0aG9kEhsKE2luY2x1ZGVfaW52YWxpZGF0ZWQYCiAB",
+            "KAgSDAoEaG9wcxgLIAEoBRIOCgZkZWVwZW4YDCABKAgSHAoUZGVlcGVuX21p",
+            "bl9yZWxldmFuY2UYDSABKAESLwoOYXNfb2ZfZ2FtZV9kYXkYDiABKAsyFy5u",
+            "cGNfbWVtb3J5LnYxLkdhbWVUaW1lEi0KDG5vd19nYW1lX2RheRgPIAEoCzIX",
+            "Lm5wY19tZW1vcnkudjEuR2FtZVRpbWUSEwoLdGltZWxpbmVfaWQYECABKAMS",
+            "LAoIa25vd25fYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1w",
+            "EhYKDmluY2x1ZGVfc2hhcmVkGBIgASgIIosBChZTZWFyY2hNZW1vcmllc1Jl",
+            "c3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5ucGNfbWVtb3J5LnYxLlNjb3Jl",
+            "ZE1lbW9yeRIXCg9lbWJlZGRpbmdfbW9kZWwYAiABKAkSKgoNYW5zd2VyZWRf",
+            "dGllchgDIAEoDjITLm5wY19tZW1vcnkudjEuVGllciKNAQoQR2V0TWVtb3J5",
+            "UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUS",
+            "EQoJbWVtb3J5X2lkGAIgASgJEhMKC3RpbWVsaW5lX2lkGAMgASgDEiwKCGtu",
+            "b3duX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI6ChFH",
+            "ZXRNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5",
+            "LnYxLk1lbW9yeSKGAgoTTGlzdE1lbW9yaWVzUmVxdWVzdBIjCgVzY29wZRgB",
+            "IAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJcGFnZV9zaXplGAIgASgF",
+            "EhIKCnBhZ2VfdG9rZW4YAyABKAkSKwoGZmlsdGVyGAQgASgLMhsubnBjX21l",
+            "bW9yeS52MS5NZW1vcnlGaWx0ZXISGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgF",
+            "IAEoCBITCgt0aW1lbGluZV9pZBgGIAEoAxIsCghrbm93bl9hdBgHIAEoCzIa",
+            "Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaW5jbHVkZV9zaGFyZWQY",
+            "CCABKAgiWAoUTGlzdE1lbW9yaWVzUmVzcG9uc2USJwoIbWVtb3JpZXMYASAD",
+            "KAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIXCg9uZXh0X3BhZ2VfdG9rZW4Y",
+            "AiABKAkitAEKF0ludmFsaWRhdGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEg",
+            "ASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkS",
+            "LgoKaW52YWxpZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
+            "bXASMQoQaW52YWxpZF9nYW1lX2RheRgEIAEoCzIXLm5wY19tZW1vcnkudjEu",
+            "R2FtZVRpbWUiQQoYSW52YWxpZGF0ZU1lbW9yeVJlc3BvbnNlEiUKBm1lbW9y",
+            "eRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5ItACChNVcGRhdGVNZW1v",
+            "cnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29w",
+            "ZRIRCgltZW1vcnlfaWQYAiABKAkSLwoLdXBkYXRlX21hc2sYAyABKAsyGi5n",
+            "b29nbGUucHJvdG9idWYuRmllbGRNYXNrEhIKCmltcG9ydGFuY2UYBCABKAUS",
+            "IQoEdGllchgFIAEoDjITLm5wY19tZW1vcnkudjEuVGllchIpCghtZXRhZGF0",
+            "YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29udGVudBgH",
+            "IAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1l",
+            "c3RhbXASLwoOdmFsaWRfZ2FtZV9kYXkYCSABKAsyFy5ucGNfbWVtb3J5LnYx",
+            "LkdhbWVUaW1lIj0KFFVwZGF0ZU1lbW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgB",
+            "IAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5IrYBChdHZXRNZW1vcnlIaXN0",
+            "b3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
+            "cGUSEgoKc3ViamVjdF9pZBgCIAEoCRIMCgRzbG90GAMgASgJEhEKCW1lbW9y",
+            "eV9pZBgEIAEoCRITCgt0aW1lbGluZV9pZBgFIAEoAxIsCghrbm93bl9hdBgG",
+            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoYR2V0TWVtb3J5",
+            "SGlzdG9yeVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9y",
+            "eS52MS5NZW1vcnkiJgoTRm9yZ2V0UGxheWVyUmVxdWVzdBIPCgd1c2VyX2lk",
+            "GAEgASgJIjAKFEZvcmdldFBsYXllclJlc3BvbnNlEhgKEGRlbGV0ZWRfbWVt",
+            "b3JpZXMYASABKAMiTQoTRXhwYW5kTWVtb3J5UmVxdWVzdBIjCgVzY29wZRgB",
             "IAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIgASgJ",
-            "Ei8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxk",
-            "TWFzaxISCgppbXBvcnRhbmNlGAQgASgFEiEKBHRpZXIYBSABKA4yEy5ucGNf",
-            "bWVtb3J5LnYxLlRpZXISKQoIbWV0YWRhdGEYBiABKAsyFy5nb29nbGUucHJv",
-            "dG9idWYuU3RydWN0Eg8KB2NvbnRlbnQYByABKAkSLAoIdmFsaWRfYXQYCCAB",
-            "KAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIj0KFFVwZGF0ZU1lbW9y",
-            "eVJlc3BvbnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVt",
-            "b3J5InMKF0dldE1lbW9yeUhpc3RvcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgL",
-            "MhQubnBjX21lbW9yeS52MS5TY29wZRISCgpzdWJqZWN0X2lkGAIgASgJEgwK",
-            "BHNsb3QYAyABKAkSEQoJbWVtb3J5X2lkGAQgASgJIkMKGEdldE1lbW9yeUhp",
-            "c3RvcnlSZXNwb25zZRInCghtZW1vcmllcxgBIAMoCzIVLm5wY19tZW1vcnku",
-            "djEuTWVtb3J5IiYKE0ZvcmdldFBsYXllclJlcXVlc3QSDwoHdXNlcl9pZBgB",
-            "IAEoCSIwChRGb3JnZXRQbGF5ZXJSZXNwb25zZRIYChBkZWxldGVkX21lbW9y",
-            "aWVzGAEgASgDMo8ICg1NZW1vcnlTZXJ2aWNlEloKDVN0b3JlTWVtb3JpZXMS",
-            "Iy5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3JpZXNSZXF1ZXN0GiQubnBjX21l",
-            "bW9yeS52MS5TdG9yZU1lbW9yaWVzUmVzcG9uc2USXQoOU2VhcmNoTWVtb3Jp",
-            "ZXMSJC5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVxdWVzdBolLm5w",
-            "Y19tZW1vcnkudjEuU2VhcmNoTWVtb3JpZXNSZXNwb25zZRJOCglHZXRNZW1v",
-            "cnkSHy5ucGNfbWVtb3J5LnYxLkdldE1lbW9yeVJlcXVlc3QaIC5ucGNfbWVt",
-            "b3J5LnYxLkdldE1lbW9yeVJlc3BvbnNlElcKDExpc3RNZW1vcmllcxIiLm5w",
-            "Y19tZW1vcnkudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBojLm5wY19tZW1vcnku",
-            "djEuTGlzdE1lbW9yaWVzUmVzcG9uc2USYwoQSW52YWxpZGF0ZU1lbW9yeRIm",
-            "Lm5wY19tZW1vcnkudjEuSW52YWxpZGF0ZU1lbW9yeVJlcXVlc3QaJy5ucGNf",
-            "bWVtb3J5LnYxLkludmFsaWRhdGVNZW1vcnlSZXNwb25zZRJXCgxVcGRhdGVN",
-            "ZW1vcnkSIi5ucGNfbWVtb3J5LnYxLlVwZGF0ZU1lbW9yeVJlcXVlc3QaIy5u",
-            "cGNfbWVtb3J5LnYxLlVwZGF0ZU1lbW9yeVJlc3BvbnNlEmMKEEdldE1lbW9y",
-            "eUhpc3RvcnkSJi5ucGNfbWVtb3J5LnYxLkdldE1lbW9yeUhpc3RvcnlSZXF1",
-            "ZXN0GicubnBjX21lbW9yeS52MS5HZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2US",
-            "VwoMRm9yZ2V0UGxheWVyEiIubnBjX21lbW9yeS52MS5Gb3JnZXRQbGF5ZXJS",
-            "ZXF1ZXN0GiMubnBjX21lbW9yeS52MS5Gb3JnZXRQbGF5ZXJSZXNwb25zZRJg",
-            "Cg9FeHRyYWN0TWVtb3JpZXMSJS5ucGNfbWVtb3J5LnYxLkV4dHJhY3RNZW1v",
-            "cmllc1JlcXVlc3QaJi5ucGNfbWVtb3J5LnYxLkV4dHJhY3RNZW1vcmllc1Jl",
-            "c3BvbnNlEmMKEEdldEV4dHJhY3Rpb25Kb2ISJi5ucGNfbWVtb3J5LnYxLkdl",
-            "dEV4dHJhY3Rpb25Kb2JSZXF1ZXN0GicubnBjX21lbW9yeS52MS5HZXRFeHRy",
-            "YWN0aW9uSm9iUmVzcG9uc2USVwoMQnVpbGRDb250ZXh0EiIubnBjX21lbW9y",
-            "eS52MS5CdWlsZENvbnRleHRSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5CdWls",
-            "ZENvbnRleHRSZXNwb25zZUIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNN",
-            "ZW1vcnkuVjFiBnByb3RvMw=="));
+            "IqEBChRFeHBhbmRNZW1vcnlSZXNwb25zZRIRCgltZW1vcnlfaWQYASABKAkS",
+            "DQoFZGVwdGgYAiABKAUSKAoFZm91bmQYAyADKAsyGS5ucGNfbWVtb3J5LnYx",
+            "Lk1lbW9yeUxpbmsSJwoIbWVtb3JpZXMYBCADKAsyFS5ucGNfbWVtb3J5LnYx",
+            "Lk1lbW9yeRIUCgx0b3RhbF9saW5rZWQYBSABKAUiSgoQTGlzdExpbmtzUmVx",
+            "dWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJ",
+            "bWVtb3J5X2lkGAIgASgJIpgBChFMaXN0TGlua3NSZXNwb25zZRIqCgdwYXJl",
+            "bnRzGAEgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEisKCGNoaWxk",
+            "cmVuGAIgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEioKB3JlbGF0",
+            "ZWQYAyADKAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9yeUxpbmsyrgwKDU1lbW9y",
+            "eVNlcnZpY2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnkudjEuU3Rv",
+            "cmVNZW1vcmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3Jp",
+            "ZXNSZXNwb25zZRJdCg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEu",
+            "U2VhcmNoTWVtb3JpZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hN",
+            "ZW1vcmllc1Jlc3BvbnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEu",
+            "R2V0TWVtb3J5UmVxdWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVz",
+            "cG9uc2USVwoMTGlzdE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVt",
+            "b3JpZXNSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNw",
+            "b25zZRJjChBJbnZhbGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZh",
+            "bGlkYXRlTWVtb3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0",
+            "ZU1lbW9yeVJlc3BvbnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnku",
+            "djEuVXBkYXRlTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRl",
+            "TWVtb3J5UmVzcG9uc2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1v",
+            "cnkudjEuR2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYx",
+            "LkdldE1lbW9yeUhpc3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5u",
+            "cGNfbWVtb3J5LnYxLkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5",
+            "LnYxLkZvcmdldFBsYXllclJlc3BvbnNlElcKDEV4cGFuZE1lbW9yeRIiLm5w",
+            "Y19tZW1vcnkudjEuRXhwYW5kTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnku",
+            "djEuRXhwYW5kTWVtb3J5UmVzcG9uc2USTgoJTGlzdExpbmtzEh8ubnBjX21l",
+            "bW9yeS52MS5MaXN0TGlua3NSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5MaXN0",
+            "TGlua3NSZXNwb25zZRJgCg9DcmVhdGVTYXZlUG9pbnQSJS5ucGNfbWVtb3J5",
+            "LnYxLkNyZWF0ZVNhdmVQb2ludFJlcXVlc3QaJi5ucGNfbWVtb3J5LnYxLkNy",
+            "ZWF0ZVNhdmVQb2ludFJlc3BvbnNlEloKDUxvYWRTYXZlUG9pbnQSIy5ucGNf",
+            "bWVtb3J5LnYxLkxvYWRTYXZlUG9pbnRSZXF1ZXN0GiQubnBjX21lbW9yeS52",
+            "MS5Mb2FkU2F2ZVBvaW50UmVzcG9uc2USXQoOTGlzdFNhdmVQb2ludHMSJC5u",
+            "cGNfbWVtb3J5LnYxLkxpc3RTYXZlUG9pbnRzUmVxdWVzdBolLm5wY19tZW1v",
+            "cnkudjEuTGlzdFNhdmVQb2ludHNSZXNwb25zZRJXCgxEcm9wVGltZWxpbmUS",
+            "Ii5ucGNfbWVtb3J5LnYxLkRyb3BUaW1lbGluZVJlcXVlc3QaIy5ucGNfbWVt",
+            "b3J5LnYxLkRyb3BUaW1lbGluZVJlc3BvbnNlEmAKD0V4dHJhY3RNZW1vcmll",
+            "cxIlLm5wY19tZW1vcnkudjEuRXh0cmFjdE1lbW9yaWVzUmVxdWVzdBomLm5w",
+            "Y19tZW1vcnkudjEuRXh0cmFjdE1lbW9yaWVzUmVzcG9uc2USYwoQR2V0RXh0",
+            "cmFjdGlvbkpvYhImLm5wY19tZW1vcnkudjEuR2V0RXh0cmFjdGlvbkpvYlJl",
+            "cXVlc3QaJy5ucGNfbWVtb3J5LnYxLkdldEV4dHJhY3Rpb25Kb2JSZXNwb25z",
+            "ZRJXCgxCdWlsZENvbnRleHQSIi5ucGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4",
+            "dFJlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4dFJlc3BvbnNl",
+            "QiMKEGRldi5ucGNtZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.ContextReflection.Descriptor, global::NpcMemory.V1.ExtractionReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointRequest), global::NpcMemory.V1.CreateSavePointRequest.Parser, new[]{ "UserId", "SaveId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointResponse), global::NpcMemory.V1.CreateSavePointResponse.Parser, new[]{ "SavePoint" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.LoadSavePointRequest), global::NpcMemory.V1.LoadSavePointRequest.Parser, new[]{ "UserId", "SaveId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.LoadSavePointResponse), global::NpcMemory.V1.LoadSavePointResponse.Parser, new[]{ "Timeline" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListSavePointsRequest), global::NpcMemory.V1.ListSavePointsRequest.Parser, new[]{ "UserId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListSavePointsResponse), global::NpcMemory.V1.ListSavePointsResponse.Parser, new[]{ "SavePoints", "Timelines", "LiveTimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineRequest), global::NpcMemory.V1.DropTimelineRequest.Parser, new[]{ "UserId", "TimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineResponse), global::NpcMemory.V1.DropTimelineResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesRequest), global::NpcMemory.V1.StoreMemoriesRequest.Parser, new[]{ "Scope", "Memories", "RequestId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesResponse), global::NpcMemory.V1.StoreMemoriesResponse.Parser, new[]{ "Results" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "IncludeShared" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance", "AsOfGameDay", "NowGameDay", "TimelineId", "KnownAt", "IncludeShared" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel", "AnsweredTier" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryResponse), global::NpcMemory.V1.GetMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "IncludeShared" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "TimelineId", "KnownAt", "IncludeShared" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesResponse), global::NpcMemory.V1.ListMemoriesResponse.Parser, new[]{ "Memories", "NextPageToken" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt", "InvalidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryResponse), global::NpcMemory.V1.InvalidateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryRequest), global::NpcMemory.V1.UpdateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "UpdateMask", "Importance", "Tier", "Metadata", "Content", "ValidAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryRequest), global::NpcMemory.V1.UpdateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "UpdateMask", "Importance", "Tier", "Metadata", "Content", "ValidAt", "ValidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryResponse), global::NpcMemory.V1.UpdateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryResponse), global::NpcMemory.V1.GetMemoryHistoryResponse.Parser, new[]{ "Memories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerRequest), global::NpcMemory.V1.ForgetPlayerRequest.Parser, new[]{ "UserId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerResponse), global::NpcMemory.V1.ForgetPlayerResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null)
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerResponse), global::NpcMemory.V1.ForgetPlayerResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ExpandMemoryRequest), global::NpcMemory.V1.ExpandMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ExpandMemoryResponse), global::NpcMemory.V1.ExpandMemoryResponse.Parser, new[]{ "MemoryId", "Depth", "Found", "Memories", "TotalLinked" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListLinksRequest), global::NpcMemory.V1.ListLinksRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListLinksResponse), global::NpcMemory.V1.ListLinksResponse.Parser, new[]{ "Parents", "Children", "Related" }, null, null, null, null)
           }));
     }
     #endregion
 
   }
   #region Messages
+  public sealed partial class CreateSavePointRequest : pb::IMessage<CreateSavePointRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<CreateSavePointRequest> _parser = new pb::MessageParser<CreateSavePointRequest>(() => new CreateSavePointRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<CreateSavePointRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[0]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest(CreateSavePointRequest other) : this() {
+      userId_ = other.userId_;
+      saveId_ = other.saveId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointRequest Clone() {
+      return new CreateSavePointRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 2;
+    private string saveId_ = "";
+    /// <summary>
+    /// The slot, 1-128 characters; saving to an existing slot overwrites it.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as CreateSavePointRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(CreateSavePointRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (SaveId != other.SaveId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(CreateSavePointRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class CreateSavePointResponse : pb::IMessage<CreateSavePointResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<CreateSavePointResponse> _parser = new pb::MessageParser<CreateSavePointResponse>(() => new CreateSavePointResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<CreateSavePointResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[1]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse(CreateSavePointResponse other) : this() {
+      savePoint_ = other.savePoint_ != null ? other.savePoint_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public CreateSavePointResponse Clone() {
+      return new CreateSavePointResponse(this);
+    }
+
+    /// <summary>Field number for the "save_point" field.</summary>
+    public const int SavePointFieldNumber = 1;
+    private global::NpcMemory.V1.SavePoint savePoint_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.SavePoint SavePoint {
+      get { return savePoint_; }
+      set {
+        savePoint_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as CreateSavePointResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(CreateSavePointResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(SavePoint, other.SavePoint)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (savePoint_ != null) hash ^= SavePoint.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (savePoint_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(SavePoint);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (savePoint_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(SavePoint);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (savePoint_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(SavePoint);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(CreateSavePointResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.savePoint_ != null) {
+        if (savePoint_ == null) {
+          SavePoint = new global::NpcMemory.V1.SavePoint();
+        }
+        SavePoint.MergeFrom(other.SavePoint);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (savePoint_ == null) {
+              SavePoint = new global::NpcMemory.V1.SavePoint();
+            }
+            input.ReadMessage(SavePoint);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (savePoint_ == null) {
+              SavePoint = new global::NpcMemory.V1.SavePoint();
+            }
+            input.ReadMessage(SavePoint);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class LoadSavePointRequest : pb::IMessage<LoadSavePointRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<LoadSavePointRequest> _parser = new pb::MessageParser<LoadSavePointRequest>(() => new LoadSavePointRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<LoadSavePointRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[2]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest(LoadSavePointRequest other) : this() {
+      userId_ = other.userId_;
+      saveId_ = other.saveId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointRequest Clone() {
+      return new LoadSavePointRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "save_id" field.</summary>
+    public const int SaveIdFieldNumber = 2;
+    private string saveId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SaveId {
+      get { return saveId_; }
+      set {
+        saveId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as LoadSavePointRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(LoadSavePointRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (SaveId != other.SaveId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (SaveId.Length != 0) hash ^= SaveId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (SaveId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(SaveId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (SaveId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SaveId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(LoadSavePointRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.SaveId.Length != 0) {
+        SaveId = other.SaveId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 18: {
+            SaveId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class LoadSavePointResponse : pb::IMessage<LoadSavePointResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<LoadSavePointResponse> _parser = new pb::MessageParser<LoadSavePointResponse>(() => new LoadSavePointResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<LoadSavePointResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[3]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse(LoadSavePointResponse other) : this() {
+      timeline_ = other.timeline_ != null ? other.timeline_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public LoadSavePointResponse Clone() {
+      return new LoadSavePointResponse(this);
+    }
+
+    /// <summary>Field number for the "timeline" field.</summary>
+    public const int TimelineFieldNumber = 1;
+    private global::NpcMemory.V1.Timeline timeline_;
+    /// <summary>
+    /// The new live timeline, branched from the save point.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Timeline Timeline {
+      get { return timeline_; }
+      set {
+        timeline_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as LoadSavePointResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(LoadSavePointResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Timeline, other.Timeline)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (timeline_ != null) hash ^= Timeline.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (timeline_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Timeline);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (timeline_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Timeline);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (timeline_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Timeline);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(LoadSavePointResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.timeline_ != null) {
+        if (timeline_ == null) {
+          Timeline = new global::NpcMemory.V1.Timeline();
+        }
+        Timeline.MergeFrom(other.Timeline);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (timeline_ == null) {
+              Timeline = new global::NpcMemory.V1.Timeline();
+            }
+            input.ReadMessage(Timeline);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (timeline_ == null) {
+              Timeline = new global::NpcMemory.V1.Timeline();
+            }
+            input.ReadMessage(Timeline);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListSavePointsRequest : pb::IMessage<ListSavePointsRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListSavePointsRequest> _parser = new pb::MessageParser<ListSavePointsRequest>(() => new ListSavePointsRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListSavePointsRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[4]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest(ListSavePointsRequest other) : this() {
+      userId_ = other.userId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsRequest Clone() {
+      return new ListSavePointsRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListSavePointsRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListSavePointsRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListSavePointsRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListSavePointsResponse : pb::IMessage<ListSavePointsResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListSavePointsResponse> _parser = new pb::MessageParser<ListSavePointsResponse>(() => new ListSavePointsResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListSavePointsResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[5]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse(ListSavePointsResponse other) : this() {
+      savePoints_ = other.savePoints_.Clone();
+      timelines_ = other.timelines_.Clone();
+      liveTimelineId_ = other.liveTimelineId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListSavePointsResponse Clone() {
+      return new ListSavePointsResponse(this);
+    }
+
+    /// <summary>Field number for the "save_points" field.</summary>
+    public const int SavePointsFieldNumber = 1;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.SavePoint> _repeated_savePoints_codec
+        = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.SavePoint.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.SavePoint> savePoints_ = new pbc::RepeatedField<global::NpcMemory.V1.SavePoint>();
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.SavePoint> SavePoints {
+      get { return savePoints_; }
+    }
+
+    /// <summary>Field number for the "timelines" field.</summary>
+    public const int TimelinesFieldNumber = 2;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.Timeline> _repeated_timelines_codec
+        = pb::FieldCodec.ForMessage(18, global::NpcMemory.V1.Timeline.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.Timeline> timelines_ = new pbc::RepeatedField<global::NpcMemory.V1.Timeline>();
+    /// <summary>
+    /// Every timeline, the root (1) first.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.Timeline> Timelines {
+      get { return timelines_; }
+    }
+
+    /// <summary>Field number for the "live_timeline_id" field.</summary>
+    public const int LiveTimelineIdFieldNumber = 3;
+    private long liveTimelineId_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long LiveTimelineId {
+      get { return liveTimelineId_; }
+      set {
+        liveTimelineId_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListSavePointsResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListSavePointsResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if(!savePoints_.Equals(other.savePoints_)) return false;
+      if(!timelines_.Equals(other.timelines_)) return false;
+      if (LiveTimelineId != other.LiveTimelineId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      hash ^= savePoints_.GetHashCode();
+      hash ^= timelines_.GetHashCode();
+      if (LiveTimelineId != 0L) hash ^= LiveTimelineId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      savePoints_.WriteTo(output, _repeated_savePoints_codec);
+      timelines_.WriteTo(output, _repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      savePoints_.WriteTo(ref output, _repeated_savePoints_codec);
+      timelines_.WriteTo(ref output, _repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      size += savePoints_.CalculateSize(_repeated_savePoints_codec);
+      size += timelines_.CalculateSize(_repeated_timelines_codec);
+      if (LiveTimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(LiveTimelineId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListSavePointsResponse other) {
+      if (other == null) {
+        return;
+      }
+      savePoints_.Add(other.savePoints_);
+      timelines_.Add(other.timelines_);
+      if (other.LiveTimelineId != 0L) {
+        LiveTimelineId = other.LiveTimelineId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            savePoints_.AddEntriesFrom(input, _repeated_savePoints_codec);
+            break;
+          }
+          case 18: {
+            timelines_.AddEntriesFrom(input, _repeated_timelines_codec);
+            break;
+          }
+          case 24: {
+            LiveTimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            savePoints_.AddEntriesFrom(ref input, _repeated_savePoints_codec);
+            break;
+          }
+          case 18: {
+            timelines_.AddEntriesFrom(ref input, _repeated_timelines_codec);
+            break;
+          }
+          case 24: {
+            LiveTimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class DropTimelineRequest : pb::IMessage<DropTimelineRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<DropTimelineRequest> _parser = new pb::MessageParser<DropTimelineRequest>(() => new DropTimelineRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<DropTimelineRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[6]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest(DropTimelineRequest other) : this() {
+      userId_ = other.userId_;
+      timelineId_ = other.timelineId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineRequest Clone() {
+      return new DropTimelineRequest(this);
+    }
+
+    /// <summary>Field number for the "user_id" field.</summary>
+    public const int UserIdFieldNumber = 1;
+    private string userId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string UserId {
+      get { return userId_; }
+      set {
+        userId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 2;
+    private long timelineId_;
+    /// <summary>
+    /// An abandoned timeline: neither live nor an ancestor of the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as DropTimelineRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(DropTimelineRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (UserId != other.UserId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (UserId.Length != 0) hash ^= UserId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (UserId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(UserId);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(16);
+        output.WriteInt64(TimelineId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (UserId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(UserId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(DropTimelineRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.UserId.Length != 0) {
+        UserId = other.UserId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            UserId = input.ReadString();
+            break;
+          }
+          case 16: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class DropTimelineResponse : pb::IMessage<DropTimelineResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<DropTimelineResponse> _parser = new pb::MessageParser<DropTimelineResponse>(() => new DropTimelineResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<DropTimelineResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[7]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse(DropTimelineResponse other) : this() {
+      deletedMemories_ = other.deletedMemories_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public DropTimelineResponse Clone() {
+      return new DropTimelineResponse(this);
+    }
+
+    /// <summary>Field number for the "deleted_memories" field.</summary>
+    public const int DeletedMemoriesFieldNumber = 1;
+    private long deletedMemories_;
+    /// <summary>
+    /// How many memory rows were erased.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long DeletedMemories {
+      get { return deletedMemories_; }
+      set {
+        deletedMemories_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as DropTimelineResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(DropTimelineResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (DeletedMemories != other.DeletedMemories) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (DeletedMemories != 0L) hash ^= DeletedMemories.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (DeletedMemories != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (DeletedMemories != 0L) {
+        output.WriteRawTag(8);
+        output.WriteInt64(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (DeletedMemories != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(DeletedMemories);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(DropTimelineResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.DeletedMemories != 0L) {
+        DeletedMemories = other.DeletedMemories;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 8: {
+            DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 8: {
+            DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
   public sealed partial class StoreMemoriesRequest : pb::IMessage<StoreMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -136,7 +1903,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[0]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[8]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -404,7 +2171,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[1]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[9]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -585,7 +2352,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[2]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -615,6 +2382,13 @@ namespace NpcMemory.V1 {
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       fusion_ = other.fusion_;
       includeInvalidated_ = other.includeInvalidated_;
+      hops_ = other.hops_;
+      deepen_ = other.deepen_;
+      deepenMinRelevance_ = other.deepenMinRelevance_;
+      asOfGameDay_ = other.asOfGameDay_ != null ? other.asOfGameDay_.Clone() : null;
+      nowGameDay_ = other.nowGameDay_ != null ? other.nowGameDay_.Clone() : null;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       includeShared_ = other.includeShared_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
@@ -765,8 +2539,115 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "hops" field.</summary>
+    public const int HopsFieldNumber = 11;
+    private int hops_;
+    /// <summary>
+    /// 0 (default), 1 or 2: also return memories linked to the ranked results, up to this many links away.
+    /// They take at most limit/2 of the places, replacing the lowest-ranked results.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Hops {
+      get { return hops_; }
+      set {
+        hops_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "deepen" field.</summary>
+    public const int DeepenFieldNumber = 12;
+    private bool deepen_;
+    /// <summary>
+    /// Search gists first, then knowledge, then sources, going deeper only while fewer than `limit` results
+    /// reach the relevance threshold.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Deepen {
+      get { return deepen_; }
+      set {
+        deepen_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "deepen_min_relevance" field.</summary>
+    public const int DeepenMinRelevanceFieldNumber = 13;
+    private double deepenMinRelevance_;
+    /// <summary>
+    /// The raw cosine a result needs to count as answering a deepen search; 0 means the server's default.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public double DeepenMinRelevance {
+      get { return deepenMinRelevance_; }
+      set {
+        deepenMinRelevance_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "as_of_game_day" field.</summary>
+    public const int AsOfGameDayFieldNumber = 14;
+    private global::NpcMemory.V1.GameTime asOfGameDay_;
+    /// <summary>
+    /// Instead of as_of: the game day to search at.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime AsOfGameDay {
+      get { return asOfGameDay_; }
+      set {
+        asOfGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "now_game_day" field.</summary>
+    public const int NowGameDayFieldNumber = 15;
+    private global::NpcMemory.V1.GameTime nowGameDay_;
+    /// <summary>
+    /// Instead of now: the game's clock for recency, in game days (recency then decays in game days).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime NowGameDay {
+      get { return nowGameDay_; }
+      set {
+        nowGameDay_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 16;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline (e.g. an abandoned one, for audit) instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 17;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     /// <summary>Field number for the "include_shared" field.</summary>
-    public const int IncludeSharedFieldNumber = 11;
+    public const int IncludeSharedFieldNumber = 18;
     private bool includeShared_;
     /// <summary>
     /// Also rank the player's memories that other heroines heard and stored as shared (marked by shared_from).
@@ -805,6 +2686,13 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Filter, other.Filter)) return false;
       if (Fusion != other.Fusion) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (Hops != other.Hops) return false;
+      if (Deepen != other.Deepen) return false;
+      if (!pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.Equals(DeepenMinRelevance, other.DeepenMinRelevance)) return false;
+      if (!object.Equals(AsOfGameDay, other.AsOfGameDay)) return false;
+      if (!object.Equals(NowGameDay, other.NowGameDay)) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       if (IncludeShared != other.IncludeShared) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
@@ -823,6 +2711,13 @@ namespace NpcMemory.V1 {
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (Fusion != global::NpcMemory.V1.FusionMethod.Unspecified) hash ^= Fusion.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (Hops != 0) hash ^= Hops.GetHashCode();
+      if (Deepen != false) hash ^= Deepen.GetHashCode();
+      if (DeepenMinRelevance != 0D) hash ^= pbc::ProtobufEqualityComparers.BitwiseDoubleEqualityComparer.GetHashCode(DeepenMinRelevance);
+      if (asOfGameDay_ != null) hash ^= AsOfGameDay.GetHashCode();
+      if (nowGameDay_ != null) hash ^= NowGameDay.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (IncludeShared != false) hash ^= IncludeShared.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
@@ -879,8 +2774,36 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
-      if (IncludeShared != false) {
+      if (Hops != 0) {
         output.WriteRawTag(88);
+        output.WriteInt32(Hops);
+      }
+      if (Deepen != false) {
+        output.WriteRawTag(96);
+        output.WriteBool(Deepen);
+      }
+      if (DeepenMinRelevance != 0D) {
+        output.WriteRawTag(105);
+        output.WriteDouble(DeepenMinRelevance);
+      }
+      if (asOfGameDay_ != null) {
+        output.WriteRawTag(114);
+        output.WriteMessage(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(128, 1);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(138, 1);
+        output.WriteMessage(KnownAt);
+      }
+      if (IncludeShared != false) {
+        output.WriteRawTag(144, 1);
         output.WriteBool(IncludeShared);
       }
       if (_unknownFields != null) {
@@ -930,8 +2853,36 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(80);
         output.WriteBool(IncludeInvalidated);
       }
-      if (IncludeShared != false) {
+      if (Hops != 0) {
         output.WriteRawTag(88);
+        output.WriteInt32(Hops);
+      }
+      if (Deepen != false) {
+        output.WriteRawTag(96);
+        output.WriteBool(Deepen);
+      }
+      if (DeepenMinRelevance != 0D) {
+        output.WriteRawTag(105);
+        output.WriteDouble(DeepenMinRelevance);
+      }
+      if (asOfGameDay_ != null) {
+        output.WriteRawTag(114);
+        output.WriteMessage(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        output.WriteRawTag(122);
+        output.WriteMessage(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(128, 1);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(138, 1);
+        output.WriteMessage(KnownAt);
+      }
+      if (IncludeShared != false) {
+        output.WriteRawTag(144, 1);
         output.WriteBool(IncludeShared);
       }
       if (_unknownFields != null) {
@@ -972,8 +2923,29 @@ namespace NpcMemory.V1 {
       if (IncludeInvalidated != false) {
         size += 1 + 1;
       }
-      if (IncludeShared != false) {
+      if (Hops != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Hops);
+      }
+      if (Deepen != false) {
         size += 1 + 1;
+      }
+      if (DeepenMinRelevance != 0D) {
+        size += 1 + 8;
+      }
+      if (asOfGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(AsOfGameDay);
+      }
+      if (nowGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(NowGameDay);
+      }
+      if (TimelineId != 0L) {
+        size += 2 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 2 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
+      }
+      if (IncludeShared != false) {
+        size += 2 + 1;
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1029,6 +3001,36 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.Hops != 0) {
+        Hops = other.Hops;
+      }
+      if (other.Deepen != false) {
+        Deepen = other.Deepen;
+      }
+      if (other.DeepenMinRelevance != 0D) {
+        DeepenMinRelevance = other.DeepenMinRelevance;
+      }
+      if (other.asOfGameDay_ != null) {
+        if (asOfGameDay_ == null) {
+          AsOfGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        AsOfGameDay.MergeFrom(other.AsOfGameDay);
+      }
+      if (other.nowGameDay_ != null) {
+        if (nowGameDay_ == null) {
+          NowGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        NowGameDay.MergeFrom(other.NowGameDay);
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       if (other.IncludeShared != false) {
         IncludeShared = other.IncludeShared;
@@ -1105,6 +3107,43 @@ namespace NpcMemory.V1 {
             break;
           }
           case 88: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 96: {
+            Deepen = input.ReadBool();
+            break;
+          }
+          case 105: {
+            DeepenMinRelevance = input.ReadDouble();
+            break;
+          }
+          case 114: {
+            if (asOfGameDay_ == null) {
+              AsOfGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(AsOfGameDay);
+            break;
+          }
+          case 122: {
+            if (nowGameDay_ == null) {
+              NowGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(NowGameDay);
+            break;
+          }
+          case 128: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 138: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
+          case 144: {
             IncludeShared = input.ReadBool();
             break;
           }
@@ -1180,6 +3219,43 @@ namespace NpcMemory.V1 {
             break;
           }
           case 88: {
+            Hops = input.ReadInt32();
+            break;
+          }
+          case 96: {
+            Deepen = input.ReadBool();
+            break;
+          }
+          case 105: {
+            DeepenMinRelevance = input.ReadDouble();
+            break;
+          }
+          case 114: {
+            if (asOfGameDay_ == null) {
+              AsOfGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(AsOfGameDay);
+            break;
+          }
+          case 122: {
+            if (nowGameDay_ == null) {
+              NowGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(NowGameDay);
+            break;
+          }
+          case 128: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 138: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
+          case 144: {
             IncludeShared = input.ReadBool();
             break;
           }
@@ -1204,7 +3280,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[3]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1226,6 +3302,7 @@ namespace NpcMemory.V1 {
     public SearchMemoriesResponse(SearchMemoriesResponse other) : this() {
       results_ = other.results_.Clone();
       embeddingModel_ = other.embeddingModel_;
+      answeredTier_ = other.answeredTier_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1264,6 +3341,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "answered_tier" field.</summary>
+    public const int AnsweredTierFieldNumber = 3;
+    private global::NpcMemory.V1.Tier answeredTier_ = global::NpcMemory.V1.Tier.Unspecified;
+    /// <summary>
+    /// For a deepen search: the deepest tier searched (the one that answered).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Tier AnsweredTier {
+      get { return answeredTier_; }
+      set {
+        answeredTier_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1281,6 +3373,7 @@ namespace NpcMemory.V1 {
       }
       if(!results_.Equals(other.results_)) return false;
       if (EmbeddingModel != other.EmbeddingModel) return false;
+      if (AnsweredTier != other.AnsweredTier) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1290,6 +3383,7 @@ namespace NpcMemory.V1 {
       int hash = 1;
       hash ^= results_.GetHashCode();
       if (EmbeddingModel.Length != 0) hash ^= EmbeddingModel.GetHashCode();
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) hash ^= AnsweredTier.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1313,6 +3407,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(EmbeddingModel);
       }
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) AnsweredTier);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1328,6 +3426,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(EmbeddingModel);
       }
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        output.WriteRawTag(24);
+        output.WriteEnum((int) AnsweredTier);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1341,6 +3443,9 @@ namespace NpcMemory.V1 {
       size += results_.CalculateSize(_repeated_results_codec);
       if (EmbeddingModel.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(EmbeddingModel);
+      }
+      if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) AnsweredTier);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1357,6 +3462,9 @@ namespace NpcMemory.V1 {
       results_.Add(other.results_);
       if (other.EmbeddingModel.Length != 0) {
         EmbeddingModel = other.EmbeddingModel;
+      }
+      if (other.AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
+        AnsweredTier = other.AnsweredTier;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1379,6 +3487,10 @@ namespace NpcMemory.V1 {
           }
           case 18: {
             EmbeddingModel = input.ReadString();
+            break;
+          }
+          case 24: {
+            AnsweredTier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
         }
@@ -1404,6 +3516,10 @@ namespace NpcMemory.V1 {
             EmbeddingModel = input.ReadString();
             break;
           }
+          case 24: {
+            AnsweredTier = (global::NpcMemory.V1.Tier) input.ReadEnum();
+            break;
+          }
         }
       }
     }
@@ -1425,7 +3541,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[4]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1447,6 +3563,8 @@ namespace NpcMemory.V1 {
     public GetMemoryRequest(GetMemoryRequest other) : this() {
       scope_ = other.scope_ != null ? other.scope_.Clone() : null;
       memoryId_ = other.memoryId_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -1480,6 +3598,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 3;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 4;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -1497,6 +3645,8 @@ namespace NpcMemory.V1 {
       }
       if (!object.Equals(Scope, other.Scope)) return false;
       if (MemoryId != other.MemoryId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -1506,6 +3656,8 @@ namespace NpcMemory.V1 {
       int hash = 1;
       if (scope_ != null) hash ^= Scope.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -1532,6 +3684,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -1550,6 +3710,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(18);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(24);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1565,6 +3733,12 @@ namespace NpcMemory.V1 {
       }
       if (MemoryId.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1586,6 +3760,15 @@ namespace NpcMemory.V1 {
       }
       if (other.MemoryId.Length != 0) {
         MemoryId = other.MemoryId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1611,6 +3794,17 @@ namespace NpcMemory.V1 {
           }
           case 18: {
             MemoryId = input.ReadString();
+            break;
+          }
+          case 24: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 34: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -1639,6 +3833,17 @@ namespace NpcMemory.V1 {
             MemoryId = input.ReadString();
             break;
           }
+          case 24: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 34: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -1660,7 +3865,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[5]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1858,7 +4063,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[6]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -1883,6 +4088,8 @@ namespace NpcMemory.V1 {
       pageToken_ = other.pageToken_;
       filter_ = other.filter_ != null ? other.filter_.Clone() : null;
       includeInvalidated_ = other.includeInvalidated_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       includeShared_ = other.includeShared_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
@@ -1962,8 +4169,38 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 6;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 7;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     /// <summary>Field number for the "include_shared" field.</summary>
-    public const int IncludeSharedFieldNumber = 6;
+    public const int IncludeSharedFieldNumber = 8;
     private bool includeShared_;
     /// <summary>
     /// Also list the player's memories that other heroines heard and stored as shared (marked by shared_from).
@@ -1997,6 +4234,8 @@ namespace NpcMemory.V1 {
       if (PageToken != other.PageToken) return false;
       if (!object.Equals(Filter, other.Filter)) return false;
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       if (IncludeShared != other.IncludeShared) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
@@ -2010,6 +4249,8 @@ namespace NpcMemory.V1 {
       if (PageToken.Length != 0) hash ^= PageToken.GetHashCode();
       if (filter_ != null) hash ^= Filter.GetHashCode();
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (IncludeShared != false) hash ^= IncludeShared.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
@@ -2049,8 +4290,16 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
-      if (IncludeShared != false) {
+      if (TimelineId != 0L) {
         output.WriteRawTag(48);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(58);
+        output.WriteMessage(KnownAt);
+      }
+      if (IncludeShared != false) {
+        output.WriteRawTag(64);
         output.WriteBool(IncludeShared);
       }
       if (_unknownFields != null) {
@@ -2083,8 +4332,16 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(40);
         output.WriteBool(IncludeInvalidated);
       }
-      if (IncludeShared != false) {
+      if (TimelineId != 0L) {
         output.WriteRawTag(48);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(58);
+        output.WriteMessage(KnownAt);
+      }
+      if (IncludeShared != false) {
+        output.WriteRawTag(64);
         output.WriteBool(IncludeShared);
       }
       if (_unknownFields != null) {
@@ -2111,6 +4368,12 @@ namespace NpcMemory.V1 {
       }
       if (IncludeInvalidated != false) {
         size += 1 + 1;
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (IncludeShared != false) {
         size += 1 + 1;
@@ -2147,6 +4410,15 @@ namespace NpcMemory.V1 {
       }
       if (other.IncludeInvalidated != false) {
         IncludeInvalidated = other.IncludeInvalidated;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       if (other.IncludeShared != false) {
         IncludeShared = other.IncludeShared;
@@ -2193,6 +4465,17 @@ namespace NpcMemory.V1 {
             break;
           }
           case 48: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 58: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
+          case 64: {
             IncludeShared = input.ReadBool();
             break;
           }
@@ -2238,6 +4521,17 @@ namespace NpcMemory.V1 {
             break;
           }
           case 48: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 58: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
+          case 64: {
             IncludeShared = input.ReadBool();
             break;
           }
@@ -2262,7 +4556,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[7]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2480,7 +4774,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[8]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[16]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2503,6 +4797,7 @@ namespace NpcMemory.V1 {
       scope_ = other.scope_ != null ? other.scope_.Clone() : null;
       memoryId_ = other.memoryId_;
       invalidAt_ = other.invalidAt_ != null ? other.invalidAt_.Clone() : null;
+      invalidGameDay_ = other.invalidGameDay_ != null ? other.invalidGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2551,6 +4846,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "invalid_game_day" field.</summary>
+    public const int InvalidGameDayFieldNumber = 4;
+    private global::NpcMemory.V1.GameTime invalidGameDay_;
+    /// <summary>
+    /// Instead of invalid_at: the game day it stopped being true.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime InvalidGameDay {
+      get { return invalidGameDay_; }
+      set {
+        invalidGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2569,6 +4879,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Scope, other.Scope)) return false;
       if (MemoryId != other.MemoryId) return false;
       if (!object.Equals(InvalidAt, other.InvalidAt)) return false;
+      if (!object.Equals(InvalidGameDay, other.InvalidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2579,6 +4890,7 @@ namespace NpcMemory.V1 {
       if (scope_ != null) hash ^= Scope.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
       if (invalidAt_ != null) hash ^= InvalidAt.GetHashCode();
+      if (invalidGameDay_ != null) hash ^= InvalidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2609,6 +4921,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(InvalidAt);
       }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(InvalidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2631,6 +4947,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(InvalidAt);
       }
+      if (invalidGameDay_ != null) {
+        output.WriteRawTag(34);
+        output.WriteMessage(InvalidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2649,6 +4969,9 @@ namespace NpcMemory.V1 {
       }
       if (invalidAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(InvalidAt);
+      }
+      if (invalidGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(InvalidGameDay);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2676,6 +4999,12 @@ namespace NpcMemory.V1 {
           InvalidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         InvalidAt.MergeFrom(other.InvalidAt);
+      }
+      if (other.invalidGameDay_ != null) {
+        if (invalidGameDay_ == null) {
+          InvalidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        InvalidGameDay.MergeFrom(other.InvalidGameDay);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2708,6 +5037,13 @@ namespace NpcMemory.V1 {
               InvalidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(InvalidAt);
+            break;
+          }
+          case 34: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
             break;
           }
         }
@@ -2743,6 +5079,13 @@ namespace NpcMemory.V1 {
             input.ReadMessage(InvalidAt);
             break;
           }
+          case 34: {
+            if (invalidGameDay_ == null) {
+              InvalidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(InvalidGameDay);
+            break;
+          }
         }
       }
     }
@@ -2764,7 +5107,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[9]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[17]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2962,7 +5305,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[18]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -2990,6 +5333,7 @@ namespace NpcMemory.V1 {
       metadata_ = other.metadata_ != null ? other.metadata_.Clone() : null;
       content_ = other.content_;
       validAt_ = other.validAt_ != null ? other.validAt_.Clone() : null;
+      validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3101,6 +5445,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "valid_game_day" field.</summary>
+    public const int ValidGameDayFieldNumber = 9;
+    private global::NpcMemory.V1.GameTime validGameDay_;
+    /// <summary>
+    /// Instead of valid_at: the game day the new version became true.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.GameTime ValidGameDay {
+      get { return validGameDay_; }
+      set {
+        validGameDay_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3124,6 +5483,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(Metadata, other.Metadata)) return false;
       if (Content != other.Content) return false;
       if (!object.Equals(ValidAt, other.ValidAt)) return false;
+      if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3139,6 +5499,7 @@ namespace NpcMemory.V1 {
       if (metadata_ != null) hash ^= Metadata.GetHashCode();
       if (Content.Length != 0) hash ^= Content.GetHashCode();
       if (validAt_ != null) hash ^= ValidAt.GetHashCode();
+      if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3189,6 +5550,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(66);
         output.WriteMessage(ValidAt);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(74);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3231,6 +5596,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(66);
         output.WriteMessage(ValidAt);
       }
+      if (validGameDay_ != null) {
+        output.WriteRawTag(74);
+        output.WriteMessage(ValidGameDay);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3264,6 +5633,9 @@ namespace NpcMemory.V1 {
       }
       if (validAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidAt);
+      }
+      if (validGameDay_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3312,6 +5684,12 @@ namespace NpcMemory.V1 {
           ValidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         ValidAt.MergeFrom(other.ValidAt);
+      }
+      if (other.validGameDay_ != null) {
+        if (validGameDay_ == null) {
+          ValidGameDay = new global::NpcMemory.V1.GameTime();
+        }
+        ValidGameDay.MergeFrom(other.ValidGameDay);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3370,6 +5748,13 @@ namespace NpcMemory.V1 {
               ValidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(ValidAt);
+            break;
+          }
+          case 74: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
             break;
           }
         }
@@ -3431,6 +5816,13 @@ namespace NpcMemory.V1 {
             input.ReadMessage(ValidAt);
             break;
           }
+          case 74: {
+            if (validGameDay_ == null) {
+              ValidGameDay = new global::NpcMemory.V1.GameTime();
+            }
+            input.ReadMessage(ValidGameDay);
+            break;
+          }
         }
       }
     }
@@ -3452,7 +5844,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[19]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3653,7 +6045,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[20]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3677,6 +6069,8 @@ namespace NpcMemory.V1 {
       subjectId_ = other.subjectId_;
       slot_ = other.slot_;
       memoryId_ = other.memoryId_;
+      timelineId_ = other.timelineId_;
+      knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -3743,6 +6137,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "timeline_id" field.</summary>
+    public const int TimelineIdFieldNumber = 5;
+    private long timelineId_;
+    /// <summary>
+    /// Read this timeline instead of the live one; 0 means the live one.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public long TimelineId {
+      get { return timelineId_; }
+      set {
+        timelineId_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "known_at" field.</summary>
+    public const int KnownAtFieldNumber = 6;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp knownAt_;
+    /// <summary>
+    /// As the service knew it at this system time. Default: now.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp KnownAt {
+      get { return knownAt_; }
+      set {
+        knownAt_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -3762,6 +6186,8 @@ namespace NpcMemory.V1 {
       if (SubjectId != other.SubjectId) return false;
       if (Slot != other.Slot) return false;
       if (MemoryId != other.MemoryId) return false;
+      if (TimelineId != other.TimelineId) return false;
+      if (!object.Equals(KnownAt, other.KnownAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -3773,6 +6199,8 @@ namespace NpcMemory.V1 {
       if (SubjectId.Length != 0) hash ^= SubjectId.GetHashCode();
       if (Slot.Length != 0) hash ^= Slot.GetHashCode();
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -3807,6 +6235,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(34);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(40);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -3833,6 +6269,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(34);
         output.WriteString(MemoryId);
       }
+      if (TimelineId != 0L) {
+        output.WriteRawTag(40);
+        output.WriteInt64(TimelineId);
+      }
+      if (knownAt_ != null) {
+        output.WriteRawTag(50);
+        output.WriteMessage(KnownAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -3854,6 +6298,12 @@ namespace NpcMemory.V1 {
       }
       if (MemoryId.Length != 0) {
         size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (TimelineId != 0L) {
+        size += 1 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (knownAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -3881,6 +6331,15 @@ namespace NpcMemory.V1 {
       }
       if (other.MemoryId.Length != 0) {
         MemoryId = other.MemoryId;
+      }
+      if (other.TimelineId != 0L) {
+        TimelineId = other.TimelineId;
+      }
+      if (other.knownAt_ != null) {
+        if (knownAt_ == null) {
+          KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        KnownAt.MergeFrom(other.KnownAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3914,6 +6373,17 @@ namespace NpcMemory.V1 {
           }
           case 34: {
             MemoryId = input.ReadString();
+            break;
+          }
+          case 40: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 50: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
             break;
           }
         }
@@ -3950,6 +6420,17 @@ namespace NpcMemory.V1 {
             MemoryId = input.ReadString();
             break;
           }
+          case 40: {
+            TimelineId = input.ReadInt64();
+            break;
+          }
+          case 50: {
+            if (knownAt_ == null) {
+              KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(KnownAt);
+            break;
+          }
         }
       }
     }
@@ -3971,7 +6452,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[21]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4152,7 +6633,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[22]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4341,7 +6822,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[23]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4510,6 +6991,1048 @@ namespace NpcMemory.V1 {
             break;
           case 8: {
             DeletedMemories = input.ReadInt64();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ExpandMemoryRequest : pb::IMessage<ExpandMemoryRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ExpandMemoryRequest> _parser = new pb::MessageParser<ExpandMemoryRequest>(() => new ExpandMemoryRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ExpandMemoryRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[24]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryRequest(ExpandMemoryRequest other) : this() {
+      scope_ = other.scope_ != null ? other.scope_.Clone() : null;
+      memoryId_ = other.memoryId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryRequest Clone() {
+      return new ExpandMemoryRequest(this);
+    }
+
+    /// <summary>Field number for the "scope" field.</summary>
+    public const int ScopeFieldNumber = 1;
+    private global::NpcMemory.V1.Scope scope_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Scope Scope {
+      get { return scope_; }
+      set {
+        scope_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 2;
+    private string memoryId_ = "";
+    /// <summary>
+    /// The memory to expand from. Empty: the memory this scope expanded last, one depth further.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return memoryId_; }
+      set {
+        memoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ExpandMemoryRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ExpandMemoryRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Scope, other.Scope)) return false;
+      if (MemoryId != other.MemoryId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (scope_ != null) hash ^= Scope.GetHashCode();
+      if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (scope_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ExpandMemoryRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.scope_ != null) {
+        if (scope_ == null) {
+          Scope = new global::NpcMemory.V1.Scope();
+        }
+        Scope.MergeFrom(other.Scope);
+      }
+      if (other.MemoryId.Length != 0) {
+        MemoryId = other.MemoryId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ExpandMemoryResponse : pb::IMessage<ExpandMemoryResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ExpandMemoryResponse> _parser = new pb::MessageParser<ExpandMemoryResponse>(() => new ExpandMemoryResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ExpandMemoryResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[25]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryResponse(ExpandMemoryResponse other) : this() {
+      memoryId_ = other.memoryId_;
+      depth_ = other.depth_;
+      found_ = other.found_.Clone();
+      memories_ = other.memories_.Clone();
+      totalLinked_ = other.totalLinked_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ExpandMemoryResponse Clone() {
+      return new ExpandMemoryResponse(this);
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 1;
+    private string memoryId_ = "";
+    /// <summary>
+    /// The memory expanded from.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return memoryId_; }
+      set {
+        memoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "depth" field.</summary>
+    public const int DepthFieldNumber = 2;
+    private int depth_;
+    /// <summary>
+    /// The depth this call reached (1 for the first call on a memory).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int Depth {
+      get { return depth_; }
+      set {
+        depth_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "found" field.</summary>
+    public const int FoundFieldNumber = 3;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_found_codec
+        = pb::FieldCodec.ForMessage(26, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> found_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// The links this call made: at most the server's per-depth maximum, never one made before.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Found {
+      get { return found_; }
+    }
+
+    /// <summary>Field number for the "memories" field.</summary>
+    public const int MemoriesFieldNumber = 4;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.Memory> _repeated_memories_codec
+        = pb::FieldCodec.ForMessage(34, global::NpcMemory.V1.Memory.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.Memory> memories_ = new pbc::RepeatedField<global::NpcMemory.V1.Memory>();
+    /// <summary>
+    /// The memories found this call, in the order of `found`.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.Memory> Memories {
+      get { return memories_; }
+    }
+
+    /// <summary>Field number for the "total_linked" field.</summary>
+    public const int TotalLinkedFieldNumber = 5;
+    private int totalLinked_;
+    /// <summary>
+    /// How many memories are linked from this memory by expansion in all.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int TotalLinked {
+      get { return totalLinked_; }
+      set {
+        totalLinked_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ExpandMemoryResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ExpandMemoryResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (MemoryId != other.MemoryId) return false;
+      if (Depth != other.Depth) return false;
+      if(!found_.Equals(other.found_)) return false;
+      if(!memories_.Equals(other.memories_)) return false;
+      if (TotalLinked != other.TotalLinked) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (Depth != 0) hash ^= Depth.GetHashCode();
+      hash ^= found_.GetHashCode();
+      hash ^= memories_.GetHashCode();
+      if (TotalLinked != 0) hash ^= TotalLinked.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(16);
+        output.WriteInt32(Depth);
+      }
+      found_.WriteTo(output, _repeated_found_codec);
+      memories_.WriteTo(output, _repeated_memories_codec);
+      if (TotalLinked != 0) {
+        output.WriteRawTag(40);
+        output.WriteInt32(TotalLinked);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(10);
+        output.WriteString(MemoryId);
+      }
+      if (Depth != 0) {
+        output.WriteRawTag(16);
+        output.WriteInt32(Depth);
+      }
+      found_.WriteTo(ref output, _repeated_found_codec);
+      memories_.WriteTo(ref output, _repeated_memories_codec);
+      if (TotalLinked != 0) {
+        output.WriteRawTag(40);
+        output.WriteInt32(TotalLinked);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (MemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (Depth != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(Depth);
+      }
+      size += found_.CalculateSize(_repeated_found_codec);
+      size += memories_.CalculateSize(_repeated_memories_codec);
+      if (TotalLinked != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(TotalLinked);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ExpandMemoryResponse other) {
+      if (other == null) {
+        return;
+      }
+      if (other.MemoryId.Length != 0) {
+        MemoryId = other.MemoryId;
+      }
+      if (other.Depth != 0) {
+        Depth = other.Depth;
+      }
+      found_.Add(other.found_);
+      memories_.Add(other.memories_);
+      if (other.TotalLinked != 0) {
+        TotalLinked = other.TotalLinked;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 26: {
+            found_.AddEntriesFrom(input, _repeated_found_codec);
+            break;
+          }
+          case 34: {
+            memories_.AddEntriesFrom(input, _repeated_memories_codec);
+            break;
+          }
+          case 40: {
+            TotalLinked = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            MemoryId = input.ReadString();
+            break;
+          }
+          case 16: {
+            Depth = input.ReadInt32();
+            break;
+          }
+          case 26: {
+            found_.AddEntriesFrom(ref input, _repeated_found_codec);
+            break;
+          }
+          case 34: {
+            memories_.AddEntriesFrom(ref input, _repeated_memories_codec);
+            break;
+          }
+          case 40: {
+            TotalLinked = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListLinksRequest : pb::IMessage<ListLinksRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListLinksRequest> _parser = new pb::MessageParser<ListLinksRequest>(() => new ListLinksRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListLinksRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[26]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksRequest(ListLinksRequest other) : this() {
+      scope_ = other.scope_ != null ? other.scope_.Clone() : null;
+      memoryId_ = other.memoryId_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksRequest Clone() {
+      return new ListLinksRequest(this);
+    }
+
+    /// <summary>Field number for the "scope" field.</summary>
+    public const int ScopeFieldNumber = 1;
+    private global::NpcMemory.V1.Scope scope_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Scope Scope {
+      get { return scope_; }
+      set {
+        scope_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "memory_id" field.</summary>
+    public const int MemoryIdFieldNumber = 2;
+    private string memoryId_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string MemoryId {
+      get { return memoryId_; }
+      set {
+        memoryId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListLinksRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListLinksRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Scope, other.Scope)) return false;
+      if (MemoryId != other.MemoryId) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (scope_ != null) hash ^= Scope.GetHashCode();
+      if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(MemoryId);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (scope_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Scope);
+      }
+      if (MemoryId.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(MemoryId);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListLinksRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.scope_ != null) {
+        if (scope_ == null) {
+          Scope = new global::NpcMemory.V1.Scope();
+        }
+        Scope.MergeFrom(other.Scope);
+      }
+      if (other.MemoryId.Length != 0) {
+        MemoryId = other.MemoryId;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            MemoryId = input.ReadString();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class ListLinksResponse : pb::IMessage<ListLinksResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<ListLinksResponse> _parser = new pb::MessageParser<ListLinksResponse>(() => new ListLinksResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<ListLinksResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[27]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksResponse(ListLinksResponse other) : this() {
+      parents_ = other.parents_.Clone();
+      children_ = other.children_.Clone();
+      related_ = other.related_.Clone();
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public ListLinksResponse Clone() {
+      return new ListLinksResponse(this);
+    }
+
+    /// <summary>Field number for the "parents" field.</summary>
+    public const int ParentsFieldNumber = 1;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_parents_codec
+        = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> parents_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// DERIVED_FROM links from this memory: what it was distilled from.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Parents {
+      get { return parents_; }
+    }
+
+    /// <summary>Field number for the "children" field.</summary>
+    public const int ChildrenFieldNumber = 2;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_children_codec
+        = pb::FieldCodec.ForMessage(18, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> children_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// DERIVED_FROM links to this memory: what was distilled from it.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Children {
+      get { return children_; }
+    }
+
+    /// <summary>Field number for the "related" field.</summary>
+    public const int RelatedFieldNumber = 3;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.MemoryLink> _repeated_related_codec
+        = pb::FieldCodec.ForMessage(26, global::NpcMemory.V1.MemoryLink.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> related_ = new pbc::RepeatedField<global::NpcMemory.V1.MemoryLink>();
+    /// <summary>
+    /// RELATED_TO links either way.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.MemoryLink> Related {
+      get { return related_; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as ListLinksResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(ListLinksResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if(!parents_.Equals(other.parents_)) return false;
+      if(!children_.Equals(other.children_)) return false;
+      if(!related_.Equals(other.related_)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      hash ^= parents_.GetHashCode();
+      hash ^= children_.GetHashCode();
+      hash ^= related_.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      parents_.WriteTo(output, _repeated_parents_codec);
+      children_.WriteTo(output, _repeated_children_codec);
+      related_.WriteTo(output, _repeated_related_codec);
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      parents_.WriteTo(ref output, _repeated_parents_codec);
+      children_.WriteTo(ref output, _repeated_children_codec);
+      related_.WriteTo(ref output, _repeated_related_codec);
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      size += parents_.CalculateSize(_repeated_parents_codec);
+      size += children_.CalculateSize(_repeated_children_codec);
+      size += related_.CalculateSize(_repeated_related_codec);
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(ListLinksResponse other) {
+      if (other == null) {
+        return;
+      }
+      parents_.Add(other.parents_);
+      children_.Add(other.children_);
+      related_.Add(other.related_);
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            parents_.AddEntriesFrom(input, _repeated_parents_codec);
+            break;
+          }
+          case 18: {
+            children_.AddEntriesFrom(input, _repeated_children_codec);
+            break;
+          }
+          case 26: {
+            related_.AddEntriesFrom(input, _repeated_related_codec);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            parents_.AddEntriesFrom(ref input, _repeated_parents_codec);
+            break;
+          }
+          case 18: {
+            children_.AddEntriesFrom(ref input, _repeated_children_codec);
+            break;
+          }
+          case 26: {
+            related_.AddEntriesFrom(ref input, _repeated_related_codec);
             break;
           }
         }

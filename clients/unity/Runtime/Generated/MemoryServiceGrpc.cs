@@ -81,6 +81,30 @@ namespace NpcMemory.V1 {
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.ForgetPlayerResponse> __Marshaller_npc_memory_v1_ForgetPlayerResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ForgetPlayerResponse.Parser));
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ExpandMemoryRequest> __Marshaller_npc_memory_v1_ExpandMemoryRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExpandMemoryRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ExpandMemoryResponse> __Marshaller_npc_memory_v1_ExpandMemoryResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExpandMemoryResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ListLinksRequest> __Marshaller_npc_memory_v1_ListLinksRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ListLinksRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ListLinksResponse> __Marshaller_npc_memory_v1_ListLinksResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ListLinksResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.CreateSavePointRequest> __Marshaller_npc_memory_v1_CreateSavePointRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.CreateSavePointRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.CreateSavePointResponse> __Marshaller_npc_memory_v1_CreateSavePointResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.CreateSavePointResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.LoadSavePointRequest> __Marshaller_npc_memory_v1_LoadSavePointRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.LoadSavePointRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.LoadSavePointResponse> __Marshaller_npc_memory_v1_LoadSavePointResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.LoadSavePointResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ListSavePointsRequest> __Marshaller_npc_memory_v1_ListSavePointsRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ListSavePointsRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ListSavePointsResponse> __Marshaller_npc_memory_v1_ListSavePointsResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ListSavePointsResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.DropTimelineRequest> __Marshaller_npc_memory_v1_DropTimelineRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.DropTimelineRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.DropTimelineResponse> __Marshaller_npc_memory_v1_DropTimelineResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.DropTimelineResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.ExtractMemoriesRequest> __Marshaller_npc_memory_v1_ExtractMemoriesRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExtractMemoriesRequest.Parser));
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.ExtractMemoriesResponse> __Marshaller_npc_memory_v1_ExtractMemoriesResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExtractMemoriesResponse.Parser));
@@ -156,6 +180,54 @@ namespace NpcMemory.V1 {
         "ForgetPlayer",
         __Marshaller_npc_memory_v1_ForgetPlayerRequest,
         __Marshaller_npc_memory_v1_ForgetPlayerResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.ExpandMemoryRequest, global::NpcMemory.V1.ExpandMemoryResponse> __Method_ExpandMemory = new grpc::Method<global::NpcMemory.V1.ExpandMemoryRequest, global::NpcMemory.V1.ExpandMemoryResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "ExpandMemory",
+        __Marshaller_npc_memory_v1_ExpandMemoryRequest,
+        __Marshaller_npc_memory_v1_ExpandMemoryResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.ListLinksRequest, global::NpcMemory.V1.ListLinksResponse> __Method_ListLinks = new grpc::Method<global::NpcMemory.V1.ListLinksRequest, global::NpcMemory.V1.ListLinksResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "ListLinks",
+        __Marshaller_npc_memory_v1_ListLinksRequest,
+        __Marshaller_npc_memory_v1_ListLinksResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.CreateSavePointRequest, global::NpcMemory.V1.CreateSavePointResponse> __Method_CreateSavePoint = new grpc::Method<global::NpcMemory.V1.CreateSavePointRequest, global::NpcMemory.V1.CreateSavePointResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "CreateSavePoint",
+        __Marshaller_npc_memory_v1_CreateSavePointRequest,
+        __Marshaller_npc_memory_v1_CreateSavePointResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.LoadSavePointRequest, global::NpcMemory.V1.LoadSavePointResponse> __Method_LoadSavePoint = new grpc::Method<global::NpcMemory.V1.LoadSavePointRequest, global::NpcMemory.V1.LoadSavePointResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "LoadSavePoint",
+        __Marshaller_npc_memory_v1_LoadSavePointRequest,
+        __Marshaller_npc_memory_v1_LoadSavePointResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.ListSavePointsRequest, global::NpcMemory.V1.ListSavePointsResponse> __Method_ListSavePoints = new grpc::Method<global::NpcMemory.V1.ListSavePointsRequest, global::NpcMemory.V1.ListSavePointsResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "ListSavePoints",
+        __Marshaller_npc_memory_v1_ListSavePointsRequest,
+        __Marshaller_npc_memory_v1_ListSavePointsResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.DropTimelineRequest, global::NpcMemory.V1.DropTimelineResponse> __Method_DropTimeline = new grpc::Method<global::NpcMemory.V1.DropTimelineRequest, global::NpcMemory.V1.DropTimelineResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "DropTimeline",
+        __Marshaller_npc_memory_v1_DropTimelineRequest,
+        __Marshaller_npc_memory_v1_DropTimelineResponse);
 
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Method<global::NpcMemory.V1.ExtractMemoriesRequest, global::NpcMemory.V1.ExtractMemoriesResponse> __Method_ExtractMemories = new grpc::Method<global::NpcMemory.V1.ExtractMemoriesRequest, global::NpcMemory.V1.ExtractMemoriesResponse>(
@@ -551,7 +623,7 @@ namespace NpcMemory.V1 {
         return CallInvoker.AsyncUnaryCall(__Method_GetMemoryHistory, null, options, request);
       }
       /// <summary>
-      /// Erases every row and history of a player, across all heroines.
+      /// Erases every row and history of a player, across all heroines, on every timeline.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
@@ -564,7 +636,7 @@ namespace NpcMemory.V1 {
         return ForgetPlayer(request, new grpc::CallOptions(headers, deadline, cancellationToken));
       }
       /// <summary>
-      /// Erases every row and history of a player, across all heroines.
+      /// Erases every row and history of a player, across all heroines, on every timeline.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="options">The options for the call.</param>
@@ -575,7 +647,7 @@ namespace NpcMemory.V1 {
         return CallInvoker.BlockingUnaryCall(__Method_ForgetPlayer, null, options, request);
       }
       /// <summary>
-      /// Erases every row and history of a player, across all heroines.
+      /// Erases every row and history of a player, across all heroines, on every timeline.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
@@ -588,7 +660,7 @@ namespace NpcMemory.V1 {
         return ForgetPlayerAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
       }
       /// <summary>
-      /// Erases every row and history of a player, across all heroines.
+      /// Erases every row and history of a player, across all heroines, on every timeline.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="options">The options for the call.</param>
@@ -597,6 +669,294 @@ namespace NpcMemory.V1 {
       public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ForgetPlayerResponse> ForgetPlayerAsync(global::NpcMemory.V1.ForgetPlayerRequest request, grpc::CallOptions options)
       {
         return CallInvoker.AsyncUnaryCall(__Method_ForgetPlayer, null, options, request);
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ExpandMemoryResponse ExpandMemory(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ExpandMemory(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ExpandMemoryResponse ExpandMemory(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_ExpandMemory, null, options, request);
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ExpandMemoryResponse> ExpandMemoryAsync(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ExpandMemoryAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ExpandMemoryResponse> ExpandMemoryAsync(global::NpcMemory.V1.ExpandMemoryRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_ExpandMemory, null, options, request);
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ListLinksResponse ListLinks(global::NpcMemory.V1.ListLinksRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ListLinks(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ListLinksResponse ListLinks(global::NpcMemory.V1.ListLinksRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_ListLinks, null, options, request);
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ListLinksResponse> ListLinksAsync(global::NpcMemory.V1.ListLinksRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ListLinksAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// A memory's links: its parents, children and related memories.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ListLinksResponse> ListLinksAsync(global::NpcMemory.V1.ListLinksRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_ListLinks, null, options, request);
+      }
+      /// <summary>
+      /// Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.CreateSavePointResponse CreateSavePoint(global::NpcMemory.V1.CreateSavePointRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return CreateSavePoint(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.CreateSavePointResponse CreateSavePoint(global::NpcMemory.V1.CreateSavePointRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_CreateSavePoint, null, options, request);
+      }
+      /// <summary>
+      /// Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.CreateSavePointResponse> CreateSavePointAsync(global::NpcMemory.V1.CreateSavePointRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return CreateSavePointAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.CreateSavePointResponse> CreateSavePointAsync(global::NpcMemory.V1.CreateSavePointRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_CreateSavePoint, null, options, request);
+      }
+      /// <summary>
+      /// Makes every later read of the player see memory as it was at the save, on a new live timeline.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.LoadSavePointResponse LoadSavePoint(global::NpcMemory.V1.LoadSavePointRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return LoadSavePoint(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Makes every later read of the player see memory as it was at the save, on a new live timeline.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.LoadSavePointResponse LoadSavePoint(global::NpcMemory.V1.LoadSavePointRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_LoadSavePoint, null, options, request);
+      }
+      /// <summary>
+      /// Makes every later read of the player see memory as it was at the save, on a new live timeline.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.LoadSavePointResponse> LoadSavePointAsync(global::NpcMemory.V1.LoadSavePointRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return LoadSavePointAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Makes every later read of the player see memory as it was at the save, on a new live timeline.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.LoadSavePointResponse> LoadSavePointAsync(global::NpcMemory.V1.LoadSavePointRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_LoadSavePoint, null, options, request);
+      }
+      /// <summary>
+      /// The player's save points and timelines.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ListSavePointsResponse ListSavePoints(global::NpcMemory.V1.ListSavePointsRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ListSavePoints(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// The player's save points and timelines.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ListSavePointsResponse ListSavePoints(global::NpcMemory.V1.ListSavePointsRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_ListSavePoints, null, options, request);
+      }
+      /// <summary>
+      /// The player's save points and timelines.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ListSavePointsResponse> ListSavePointsAsync(global::NpcMemory.V1.ListSavePointsRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ListSavePointsAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// The player's save points and timelines.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ListSavePointsResponse> ListSavePointsAsync(global::NpcMemory.V1.ListSavePointsRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_ListSavePoints, null, options, request);
+      }
+      /// <summary>
+      /// Erases an abandoned timeline (and those branched from it), its rows and its save points.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.DropTimelineResponse DropTimeline(global::NpcMemory.V1.DropTimelineRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return DropTimeline(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Erases an abandoned timeline (and those branched from it), its rows and its save points.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.DropTimelineResponse DropTimeline(global::NpcMemory.V1.DropTimelineRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_DropTimeline, null, options, request);
+      }
+      /// <summary>
+      /// Erases an abandoned timeline (and those branched from it), its rows and its save points.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.DropTimelineResponse> DropTimelineAsync(global::NpcMemory.V1.DropTimelineRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return DropTimelineAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Erases an abandoned timeline (and those branched from it), its rows and its save points.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.DropTimelineResponse> DropTimelineAsync(global::NpcMemory.V1.DropTimelineRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_DropTimeline, null, options, request);
       }
       /// <summary>
       /// Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the

@@ -20,6 +20,23 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'user_mem
 SELECT create_distributed_table('store_requests', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'store_requests'::regclass);
 
+-- Links and expansion state next to the player's memories (co-located): both ends of a link are one scope's
+-- rows, so the foreign keys hold inside one shard.
+SELECT create_distributed_table('memory_links', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_links'::regclass);
+
+SELECT create_distributed_table('expand_state', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'expand_state'::regclass);
+-- Timelines, save points and per-timeline changes live with the player's memories (co-located), so a load,
+-- a save and a search's view of them run on the player's worker.
+SELECT create_distributed_table('timelines', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'timelines'::regclass);
+SELECT create_distributed_table('player_state', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'player_state'::regclass);
+SELECT create_distributed_table('save_points', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'save_points'::regclass);
+SELECT create_distributed_table('memory_changes', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_changes'::regclass);
 -- Extraction jobs next to the player's memories (co-located), so a job's completion and the memories it
 -- writes commit together on one worker.
 SELECT create_distributed_table('extraction_jobs', 'user_id', colocate_with => 'user_memories')

@@ -49,6 +49,9 @@ struct TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto {
 extern const ::PROTOBUF_NAMESPACE_ID::internal::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto;
 namespace npc_memory {
 namespace v1 {
+class GameTime;
+struct GameTimeDefaultTypeInternal;
+extern GameTimeDefaultTypeInternal _GameTime_default_instance_;
 class Memory;
 struct MemoryDefaultTypeInternal;
 extern MemoryDefaultTypeInternal _Memory_default_instance_;
@@ -58,6 +61,15 @@ extern MemoryFilterDefaultTypeInternal _MemoryFilter_default_instance_;
 class MemoryInput;
 struct MemoryInputDefaultTypeInternal;
 extern MemoryInputDefaultTypeInternal _MemoryInput_default_instance_;
+class MemoryLink;
+struct MemoryLinkDefaultTypeInternal;
+extern MemoryLinkDefaultTypeInternal _MemoryLink_default_instance_;
+class MemoryRef;
+struct MemoryRefDefaultTypeInternal;
+extern MemoryRefDefaultTypeInternal _MemoryRef_default_instance_;
+class SavePoint;
+struct SavePointDefaultTypeInternal;
+extern SavePointDefaultTypeInternal _SavePoint_default_instance_;
 class Scope;
 struct ScopeDefaultTypeInternal;
 extern ScopeDefaultTypeInternal _Scope_default_instance_;
@@ -70,19 +82,27 @@ extern ScoresDefaultTypeInternal _Scores_default_instance_;
 class StoreResult;
 struct StoreResultDefaultTypeInternal;
 extern StoreResultDefaultTypeInternal _StoreResult_default_instance_;
+class Timeline;
+struct TimelineDefaultTypeInternal;
+extern TimelineDefaultTypeInternal _Timeline_default_instance_;
 class Weights;
 struct WeightsDefaultTypeInternal;
 extern WeightsDefaultTypeInternal _Weights_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
 PROTOBUF_NAMESPACE_OPEN
+template<> ::npc_memory::v1::GameTime* Arena::CreateMaybeMessage<::npc_memory::v1::GameTime>(Arena*);
 template<> ::npc_memory::v1::Memory* Arena::CreateMaybeMessage<::npc_memory::v1::Memory>(Arena*);
 template<> ::npc_memory::v1::MemoryFilter* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryFilter>(Arena*);
 template<> ::npc_memory::v1::MemoryInput* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryInput>(Arena*);
+template<> ::npc_memory::v1::MemoryLink* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryLink>(Arena*);
+template<> ::npc_memory::v1::MemoryRef* Arena::CreateMaybeMessage<::npc_memory::v1::MemoryRef>(Arena*);
+template<> ::npc_memory::v1::SavePoint* Arena::CreateMaybeMessage<::npc_memory::v1::SavePoint>(Arena*);
 template<> ::npc_memory::v1::Scope* Arena::CreateMaybeMessage<::npc_memory::v1::Scope>(Arena*);
 template<> ::npc_memory::v1::ScoredMemory* Arena::CreateMaybeMessage<::npc_memory::v1::ScoredMemory>(Arena*);
 template<> ::npc_memory::v1::Scores* Arena::CreateMaybeMessage<::npc_memory::v1::Scores>(Arena*);
 template<> ::npc_memory::v1::StoreResult* Arena::CreateMaybeMessage<::npc_memory::v1::StoreResult>(Arena*);
+template<> ::npc_memory::v1::Timeline* Arena::CreateMaybeMessage<::npc_memory::v1::Timeline>(Arena*);
 template<> ::npc_memory::v1::Weights* Arena::CreateMaybeMessage<::npc_memory::v1::Weights>(Arena*);
 PROTOBUF_NAMESPACE_CLOSE
 namespace npc_memory {
@@ -225,6 +245,32 @@ inline bool CloseReason_Parse(
     ::PROTOBUF_NAMESPACE_ID::ConstStringParam name, CloseReason* value) {
   return ::PROTOBUF_NAMESPACE_ID::internal::ParseNamedEnum<CloseReason>(
     CloseReason_descriptor(), name, value);
+}
+enum LinkKind : int {
+  LINK_KIND_UNSPECIFIED = 0,
+  LINK_KIND_RELATED_TO = 1,
+  LINK_KIND_DERIVED_FROM = 2,
+  LinkKind_INT_MIN_SENTINEL_DO_NOT_USE_ = std::numeric_limits<int32_t>::min(),
+  LinkKind_INT_MAX_SENTINEL_DO_NOT_USE_ = std::numeric_limits<int32_t>::max()
+};
+bool LinkKind_IsValid(int value);
+constexpr LinkKind LinkKind_MIN = LINK_KIND_UNSPECIFIED;
+constexpr LinkKind LinkKind_MAX = LINK_KIND_DERIVED_FROM;
+constexpr int LinkKind_ARRAYSIZE = LinkKind_MAX + 1;
+
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* LinkKind_descriptor();
+template<typename T>
+inline const std::string& LinkKind_Name(T enum_t_value) {
+  static_assert(::std::is_same<T, LinkKind>::value ||
+    ::std::is_integral<T>::value,
+    "Incorrect type passed to function LinkKind_Name.");
+  return ::PROTOBUF_NAMESPACE_ID::internal::NameOfEnum(
+    LinkKind_descriptor(), enum_t_value);
+}
+inline bool LinkKind_Parse(
+    ::PROTOBUF_NAMESPACE_ID::ConstStringParam name, LinkKind* value) {
+  return ::PROTOBUF_NAMESPACE_ID::internal::ParseNamedEnum<LinkKind>(
+    LinkKind_descriptor(), name, value);
 }
 enum Visibility : int {
   VISIBILITY_UNSPECIFIED = 0,
@@ -600,17 +646,20 @@ class MemoryInput final :
   enum : int {
     kSupersedesFieldNumber = 8,
     kEmbeddingFieldNumber = 11,
+    kRelatedFieldNumber = 13,
+    kParentsFieldNumber = 14,
     kSubjectIdFieldNumber = 3,
     kContentFieldNumber = 5,
     kSlotFieldNumber = 7,
     kValidAtFieldNumber = 9,
     kMetadataFieldNumber = 10,
+    kValidGameDayFieldNumber = 15,
     kSpeakerFieldNumber = 1,
     kSubjectFieldNumber = 2,
     kContentTypeFieldNumber = 4,
     kImportanceFieldNumber = 6,
     kTierFieldNumber = 12,
-    kVisibilityFieldNumber = 13,
+    kVisibilityFieldNumber = 16,
   };
   // repeated string supersedes = 8;
   int supersedes_size() const;
@@ -657,6 +706,42 @@ class MemoryInput final :
       embedding() const;
   ::PROTOBUF_NAMESPACE_ID::RepeatedField< float >*
       mutable_embedding();
+
+  // repeated .npc_memory.v1.MemoryRef related = 13;
+  int related_size() const;
+  private:
+  int _internal_related_size() const;
+  public:
+  void clear_related();
+  ::npc_memory::v1::MemoryRef* mutable_related(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >*
+      mutable_related();
+  private:
+  const ::npc_memory::v1::MemoryRef& _internal_related(int index) const;
+  ::npc_memory::v1::MemoryRef* _internal_add_related();
+  public:
+  const ::npc_memory::v1::MemoryRef& related(int index) const;
+  ::npc_memory::v1::MemoryRef* add_related();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >&
+      related() const;
+
+  // repeated .npc_memory.v1.MemoryRef parents = 14;
+  int parents_size() const;
+  private:
+  int _internal_parents_size() const;
+  public:
+  void clear_parents();
+  ::npc_memory::v1::MemoryRef* mutable_parents(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >*
+      mutable_parents();
+  private:
+  const ::npc_memory::v1::MemoryRef& _internal_parents(int index) const;
+  ::npc_memory::v1::MemoryRef* _internal_add_parents();
+  public:
+  const ::npc_memory::v1::MemoryRef& parents(int index) const;
+  ::npc_memory::v1::MemoryRef* add_parents();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >&
+      parents() const;
 
   // string subject_id = 3;
   void clear_subject_id();
@@ -736,6 +821,24 @@ class MemoryInput final :
       ::PROTOBUF_NAMESPACE_ID::Struct* metadata);
   ::PROTOBUF_NAMESPACE_ID::Struct* unsafe_arena_release_metadata();
 
+  // .npc_memory.v1.GameTime valid_game_day = 15;
+  bool has_valid_game_day() const;
+  private:
+  bool _internal_has_valid_game_day() const;
+  public:
+  void clear_valid_game_day();
+  const ::npc_memory::v1::GameTime& valid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_valid_game_day();
+  ::npc_memory::v1::GameTime* mutable_valid_game_day();
+  void set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_valid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_valid_game_day();
+  public:
+  void unsafe_arena_set_allocated_valid_game_day(
+      ::npc_memory::v1::GameTime* valid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_valid_game_day();
+
   // .npc_memory.v1.Speaker speaker = 1;
   void clear_speaker();
   ::npc_memory::v1::Speaker speaker() const;
@@ -781,7 +884,7 @@ class MemoryInput final :
   void _internal_set_tier(::npc_memory::v1::Tier value);
   public:
 
-  // .npc_memory.v1.Visibility visibility = 13;
+  // .npc_memory.v1.Visibility visibility = 16;
   void clear_visibility();
   ::npc_memory::v1::Visibility visibility() const;
   void set_visibility(::npc_memory::v1::Visibility value);
@@ -800,17 +903,586 @@ class MemoryInput final :
   struct Impl_ {
     ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField<std::string> supersedes_;
     ::PROTOBUF_NAMESPACE_ID::RepeatedField< float > embedding_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef > related_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef > parents_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr subject_id_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr content_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr slot_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* valid_at_;
     ::PROTOBUF_NAMESPACE_ID::Struct* metadata_;
+    ::npc_memory::v1::GameTime* valid_game_day_;
     int speaker_;
     int subject_;
     int content_type_;
     int32_t importance_;
     int tier_;
     int visibility_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
+class MemoryRef final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.MemoryRef) */ {
+ public:
+  inline MemoryRef() : MemoryRef(nullptr) {}
+  ~MemoryRef() override;
+  explicit PROTOBUF_CONSTEXPR MemoryRef(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  MemoryRef(const MemoryRef& from);
+  MemoryRef(MemoryRef&& from) noexcept
+    : MemoryRef() {
+    *this = ::std::move(from);
+  }
+
+  inline MemoryRef& operator=(const MemoryRef& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline MemoryRef& operator=(MemoryRef&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const MemoryRef& default_instance() {
+    return *internal_default_instance();
+  }
+  enum RefCase {
+    kMemoryId = 1,
+    kBatchIndex = 2,
+    REF_NOT_SET = 0,
+  };
+
+  static inline const MemoryRef* internal_default_instance() {
+    return reinterpret_cast<const MemoryRef*>(
+               &_MemoryRef_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    2;
+
+  friend void swap(MemoryRef& a, MemoryRef& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(MemoryRef* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(MemoryRef* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  MemoryRef* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<MemoryRef>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const MemoryRef& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const MemoryRef& from) {
+    MemoryRef::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(MemoryRef* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.MemoryRef";
+  }
+  protected:
+  explicit MemoryRef(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kMemoryIdFieldNumber = 1,
+    kBatchIndexFieldNumber = 2,
+  };
+  // string memory_id = 1;
+  bool has_memory_id() const;
+  private:
+  bool _internal_has_memory_id() const;
+  public:
+  void clear_memory_id();
+  const std::string& memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_memory_id();
+  PROTOBUF_NODISCARD std::string* release_memory_id();
+  void set_allocated_memory_id(std::string* memory_id);
+  private:
+  const std::string& _internal_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
+  std::string* _internal_mutable_memory_id();
+  public:
+
+  // int32 batch_index = 2;
+  bool has_batch_index() const;
+  private:
+  bool _internal_has_batch_index() const;
+  public:
+  void clear_batch_index();
+  int32_t batch_index() const;
+  void set_batch_index(int32_t value);
+  private:
+  int32_t _internal_batch_index() const;
+  void _internal_set_batch_index(int32_t value);
+  public:
+
+  void clear_ref();
+  RefCase ref_case() const;
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.MemoryRef)
+ private:
+  class _Internal;
+  void set_has_memory_id();
+  void set_has_batch_index();
+
+  inline bool has_ref() const;
+  inline void clear_has_ref();
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    union RefUnion {
+      constexpr RefUnion() : _constinit_{} {}
+        ::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized _constinit_;
+      ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+      int32_t batch_index_;
+    } ref_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+    uint32_t _oneof_case_[1];
+
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
+class MemoryLink final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.MemoryLink) */ {
+ public:
+  inline MemoryLink() : MemoryLink(nullptr) {}
+  ~MemoryLink() override;
+  explicit PROTOBUF_CONSTEXPR MemoryLink(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  MemoryLink(const MemoryLink& from);
+  MemoryLink(MemoryLink&& from) noexcept
+    : MemoryLink() {
+    *this = ::std::move(from);
+  }
+
+  inline MemoryLink& operator=(const MemoryLink& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline MemoryLink& operator=(MemoryLink&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const MemoryLink& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const MemoryLink* internal_default_instance() {
+    return reinterpret_cast<const MemoryLink*>(
+               &_MemoryLink_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    3;
+
+  friend void swap(MemoryLink& a, MemoryLink& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(MemoryLink* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(MemoryLink* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  MemoryLink* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<MemoryLink>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const MemoryLink& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const MemoryLink& from) {
+    MemoryLink::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(MemoryLink* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.MemoryLink";
+  }
+  protected:
+  explicit MemoryLink(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kFromMemoryIdFieldNumber = 1,
+    kToMemoryIdFieldNumber = 2,
+    kViaFieldNumber = 5,
+    kDiscoveredAtFieldNumber = 6,
+    kKindFieldNumber = 3,
+    kDepthFieldNumber = 4,
+  };
+  // string from_memory_id = 1;
+  void clear_from_memory_id();
+  const std::string& from_memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_from_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_from_memory_id();
+  PROTOBUF_NODISCARD std::string* release_from_memory_id();
+  void set_allocated_from_memory_id(std::string* from_memory_id);
+  private:
+  const std::string& _internal_from_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_from_memory_id(const std::string& value);
+  std::string* _internal_mutable_from_memory_id();
+  public:
+
+  // string to_memory_id = 2;
+  void clear_to_memory_id();
+  const std::string& to_memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_to_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_to_memory_id();
+  PROTOBUF_NODISCARD std::string* release_to_memory_id();
+  void set_allocated_to_memory_id(std::string* to_memory_id);
+  private:
+  const std::string& _internal_to_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_to_memory_id(const std::string& value);
+  std::string* _internal_mutable_to_memory_id();
+  public:
+
+  // string via = 5;
+  void clear_via();
+  const std::string& via() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_via(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_via();
+  PROTOBUF_NODISCARD std::string* release_via();
+  void set_allocated_via(std::string* via);
+  private:
+  const std::string& _internal_via() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_via(const std::string& value);
+  std::string* _internal_mutable_via();
+  public:
+
+  // .google.protobuf.Timestamp discovered_at = 6;
+  bool has_discovered_at() const;
+  private:
+  bool _internal_has_discovered_at() const;
+  public:
+  void clear_discovered_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& discovered_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_discovered_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_discovered_at();
+  void set_allocated_discovered_at(::PROTOBUF_NAMESPACE_ID::Timestamp* discovered_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_discovered_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_discovered_at();
+  public:
+  void unsafe_arena_set_allocated_discovered_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* discovered_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_discovered_at();
+
+  // .npc_memory.v1.LinkKind kind = 3;
+  void clear_kind();
+  ::npc_memory::v1::LinkKind kind() const;
+  void set_kind(::npc_memory::v1::LinkKind value);
+  private:
+  ::npc_memory::v1::LinkKind _internal_kind() const;
+  void _internal_set_kind(::npc_memory::v1::LinkKind value);
+  public:
+
+  // int32 depth = 4;
+  void clear_depth();
+  int32_t depth() const;
+  void set_depth(int32_t value);
+  private:
+  int32_t _internal_depth() const;
+  void _internal_set_depth(int32_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.MemoryLink)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr from_memory_id_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr to_memory_id_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr via_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* discovered_at_;
+    int kind_;
+    int32_t depth_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
+class GameTime final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.GameTime) */ {
+ public:
+  inline GameTime() : GameTime(nullptr) {}
+  ~GameTime() override;
+  explicit PROTOBUF_CONSTEXPR GameTime(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  GameTime(const GameTime& from);
+  GameTime(GameTime&& from) noexcept
+    : GameTime() {
+    *this = ::std::move(from);
+  }
+
+  inline GameTime& operator=(const GameTime& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline GameTime& operator=(GameTime&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const GameTime& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const GameTime* internal_default_instance() {
+    return reinterpret_cast<const GameTime*>(
+               &_GameTime_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    4;
+
+  friend void swap(GameTime& a, GameTime& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(GameTime* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(GameTime* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  GameTime* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<GameTime>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const GameTime& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const GameTime& from) {
+    GameTime::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(GameTime* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.GameTime";
+  }
+  protected:
+  explicit GameTime(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kDayFieldNumber = 1,
+  };
+  // double day = 1;
+  void clear_day();
+  double day() const;
+  void set_day(double value);
+  private:
+  double _internal_day() const;
+  void _internal_set_day(double value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.GameTime)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    double day_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -866,7 +1538,7 @@ class Memory final :
                &_Memory_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    2;
+    5;
 
   friend void swap(Memory& a, Memory& b) {
     a.Swap(&b);
@@ -945,20 +1617,23 @@ class Memory final :
     kSlotFieldNumber = 10,
     kSupersededByFieldNumber = 16,
     kEmbeddingModelFieldNumber = 18,
-    kSharedFromFieldNumber = 20,
+    kSharedFromFieldNumber = 23,
     kScopeFieldNumber = 2,
     kMetadataFieldNumber = 11,
     kValidAtFieldNumber = 12,
     kInvalidAtFieldNumber = 13,
     kCreatedAtFieldNumber = 14,
     kUpdatedAtFieldNumber = 15,
+    kValidGameDayFieldNumber = 19,
+    kInvalidGameDayFieldNumber = 20,
     kSpeakerFieldNumber = 3,
     kSubjectFieldNumber = 4,
     kContentTypeFieldNumber = 6,
     kImportanceFieldNumber = 8,
     kTierFieldNumber = 9,
     kCloseReasonFieldNumber = 17,
-    kVisibilityFieldNumber = 19,
+    kTimelineIdFieldNumber = 21,
+    kVisibilityFieldNumber = 22,
   };
   // string memory_id = 1;
   void clear_memory_id();
@@ -1044,7 +1719,7 @@ class Memory final :
   std::string* _internal_mutable_embedding_model();
   public:
 
-  // string shared_from = 20;
+  // string shared_from = 23;
   void clear_shared_from();
   const std::string& shared_from() const;
   template <typename ArgT0 = const std::string&, typename... ArgT>
@@ -1166,6 +1841,42 @@ class Memory final :
       ::PROTOBUF_NAMESPACE_ID::Timestamp* updated_at);
   ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_updated_at();
 
+  // .npc_memory.v1.GameTime valid_game_day = 19;
+  bool has_valid_game_day() const;
+  private:
+  bool _internal_has_valid_game_day() const;
+  public:
+  void clear_valid_game_day();
+  const ::npc_memory::v1::GameTime& valid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_valid_game_day();
+  ::npc_memory::v1::GameTime* mutable_valid_game_day();
+  void set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_valid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_valid_game_day();
+  public:
+  void unsafe_arena_set_allocated_valid_game_day(
+      ::npc_memory::v1::GameTime* valid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_valid_game_day();
+
+  // .npc_memory.v1.GameTime invalid_game_day = 20;
+  bool has_invalid_game_day() const;
+  private:
+  bool _internal_has_invalid_game_day() const;
+  public:
+  void clear_invalid_game_day();
+  const ::npc_memory::v1::GameTime& invalid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_invalid_game_day();
+  ::npc_memory::v1::GameTime* mutable_invalid_game_day();
+  void set_allocated_invalid_game_day(::npc_memory::v1::GameTime* invalid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_invalid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_invalid_game_day();
+  public:
+  void unsafe_arena_set_allocated_invalid_game_day(
+      ::npc_memory::v1::GameTime* invalid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_invalid_game_day();
+
   // .npc_memory.v1.Speaker speaker = 3;
   void clear_speaker();
   ::npc_memory::v1::Speaker speaker() const;
@@ -1220,7 +1931,16 @@ class Memory final :
   void _internal_set_close_reason(::npc_memory::v1::CloseReason value);
   public:
 
-  // .npc_memory.v1.Visibility visibility = 19;
+  // int64 timeline_id = 21;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
+  // .npc_memory.v1.Visibility visibility = 22;
   void clear_visibility();
   ::npc_memory::v1::Visibility visibility() const;
   void set_visibility(::npc_memory::v1::Visibility value);
@@ -1250,13 +1970,406 @@ class Memory final :
     ::PROTOBUF_NAMESPACE_ID::Timestamp* invalid_at_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* created_at_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* updated_at_;
+    ::npc_memory::v1::GameTime* valid_game_day_;
+    ::npc_memory::v1::GameTime* invalid_game_day_;
     int speaker_;
     int subject_;
     int content_type_;
     int32_t importance_;
     int tier_;
     int close_reason_;
+    int64_t timeline_id_;
     int visibility_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
+class SavePoint final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.SavePoint) */ {
+ public:
+  inline SavePoint() : SavePoint(nullptr) {}
+  ~SavePoint() override;
+  explicit PROTOBUF_CONSTEXPR SavePoint(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  SavePoint(const SavePoint& from);
+  SavePoint(SavePoint&& from) noexcept
+    : SavePoint() {
+    *this = ::std::move(from);
+  }
+
+  inline SavePoint& operator=(const SavePoint& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline SavePoint& operator=(SavePoint&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const SavePoint& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const SavePoint* internal_default_instance() {
+    return reinterpret_cast<const SavePoint*>(
+               &_SavePoint_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    6;
+
+  friend void swap(SavePoint& a, SavePoint& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(SavePoint* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(SavePoint* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  SavePoint* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<SavePoint>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const SavePoint& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const SavePoint& from) {
+    SavePoint::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(SavePoint* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.SavePoint";
+  }
+  protected:
+  explicit SavePoint(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kSaveIdFieldNumber = 1,
+    kSavedAtFieldNumber = 3,
+    kTimelineIdFieldNumber = 2,
+  };
+  // string save_id = 1;
+  void clear_save_id();
+  const std::string& save_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_save_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_save_id();
+  PROTOBUF_NODISCARD std::string* release_save_id();
+  void set_allocated_save_id(std::string* save_id);
+  private:
+  const std::string& _internal_save_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_save_id(const std::string& value);
+  std::string* _internal_mutable_save_id();
+  public:
+
+  // .google.protobuf.Timestamp saved_at = 3;
+  bool has_saved_at() const;
+  private:
+  bool _internal_has_saved_at() const;
+  public:
+  void clear_saved_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& saved_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_saved_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_saved_at();
+  void set_allocated_saved_at(::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_saved_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_saved_at();
+  public:
+  void unsafe_arena_set_allocated_saved_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_saved_at();
+
+  // int64 timeline_id = 2;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.SavePoint)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr save_id_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at_;
+    int64_t timeline_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto;
+};
+// -------------------------------------------------------------------
+
+class Timeline final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.Timeline) */ {
+ public:
+  inline Timeline() : Timeline(nullptr) {}
+  ~Timeline() override;
+  explicit PROTOBUF_CONSTEXPR Timeline(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  Timeline(const Timeline& from);
+  Timeline(Timeline&& from) noexcept
+    : Timeline() {
+    *this = ::std::move(from);
+  }
+
+  inline Timeline& operator=(const Timeline& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline Timeline& operator=(Timeline&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const Timeline& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const Timeline* internal_default_instance() {
+    return reinterpret_cast<const Timeline*>(
+               &_Timeline_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    7;
+
+  friend void swap(Timeline& a, Timeline& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(Timeline* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(Timeline* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  Timeline* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<Timeline>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const Timeline& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const Timeline& from) {
+    Timeline::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(Timeline* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.Timeline";
+  }
+  protected:
+  explicit Timeline(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kSaveIdFieldNumber = 4,
+    kBranchedAtFieldNumber = 3,
+    kTimelineIdFieldNumber = 1,
+    kParentTimelineIdFieldNumber = 2,
+    kLiveFieldNumber = 5,
+  };
+  // string save_id = 4;
+  void clear_save_id();
+  const std::string& save_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_save_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_save_id();
+  PROTOBUF_NODISCARD std::string* release_save_id();
+  void set_allocated_save_id(std::string* save_id);
+  private:
+  const std::string& _internal_save_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_save_id(const std::string& value);
+  std::string* _internal_mutable_save_id();
+  public:
+
+  // .google.protobuf.Timestamp branched_at = 3;
+  bool has_branched_at() const;
+  private:
+  bool _internal_has_branched_at() const;
+  public:
+  void clear_branched_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& branched_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_branched_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_branched_at();
+  void set_allocated_branched_at(::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_branched_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_branched_at();
+  public:
+  void unsafe_arena_set_allocated_branched_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_branched_at();
+
+  // int64 timeline_id = 1;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
+  // int64 parent_timeline_id = 2;
+  void clear_parent_timeline_id();
+  int64_t parent_timeline_id() const;
+  void set_parent_timeline_id(int64_t value);
+  private:
+  int64_t _internal_parent_timeline_id() const;
+  void _internal_set_parent_timeline_id(int64_t value);
+  public:
+
+  // bool live = 5;
+  void clear_live();
+  bool live() const;
+  void set_live(bool value);
+  private:
+  bool _internal_live() const;
+  void _internal_set_live(bool value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.Timeline)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr save_id_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at_;
+    int64_t timeline_id_;
+    int64_t parent_timeline_id_;
+    bool live_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1312,7 +2425,7 @@ class Weights final :
                &_Weights_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    3;
+    8;
 
   friend void swap(Weights& a, Weights& b) {
     a.Swap(&b);
@@ -1493,7 +2606,7 @@ class Scores final :
                &_Scores_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    4;
+    9;
 
   friend void swap(Scores& a, Scores& b) {
     a.Swap(&b);
@@ -1685,7 +2798,7 @@ class MemoryFilter final :
                &_MemoryFilter_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    5;
+    10;
 
   friend void swap(MemoryFilter& a, MemoryFilter& b) {
     a.Swap(&b);
@@ -1955,7 +3068,7 @@ class ScoredMemory final :
                &_ScoredMemory_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    6;
+    11;
 
   friend void swap(ScoredMemory& a, ScoredMemory& b) {
     a.Swap(&b);
@@ -2028,9 +3141,26 @@ class ScoredMemory final :
   // accessors -------------------------------------------------------
 
   enum : int {
+    kViaMemoryIdFieldNumber = 3,
     kMemoryFieldNumber = 1,
     kScoresFieldNumber = 2,
+    kCosineFieldNumber = 5,
+    kHopsFieldNumber = 4,
   };
+  // string via_memory_id = 3;
+  void clear_via_memory_id();
+  const std::string& via_memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_via_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_via_memory_id();
+  PROTOBUF_NODISCARD std::string* release_via_memory_id();
+  void set_allocated_via_memory_id(std::string* via_memory_id);
+  private:
+  const std::string& _internal_via_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_via_memory_id(const std::string& value);
+  std::string* _internal_mutable_via_memory_id();
+  public:
+
   // .npc_memory.v1.Memory memory = 1;
   bool has_memory() const;
   private:
@@ -2067,6 +3197,24 @@ class ScoredMemory final :
       ::npc_memory::v1::Scores* scores);
   ::npc_memory::v1::Scores* unsafe_arena_release_scores();
 
+  // double cosine = 5;
+  void clear_cosine();
+  double cosine() const;
+  void set_cosine(double value);
+  private:
+  double _internal_cosine() const;
+  void _internal_set_cosine(double value);
+  public:
+
+  // int32 hops = 4;
+  void clear_hops();
+  int32_t hops() const;
+  void set_hops(int32_t value);
+  private:
+  int32_t _internal_hops() const;
+  void _internal_set_hops(int32_t value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.ScoredMemory)
  private:
   class _Internal;
@@ -2075,8 +3223,11 @@ class ScoredMemory final :
   typedef void InternalArenaConstructable_;
   typedef void DestructorSkippable_;
   struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr via_memory_id_;
     ::npc_memory::v1::Memory* memory_;
     ::npc_memory::v1::Scores* scores_;
+    double cosine_;
+    int32_t hops_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -2132,7 +3283,7 @@ class StoreResult final :
                &_StoreResult_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    7;
+    12;
 
   friend void swap(StoreResult& a, StoreResult& b) {
     a.Swap(&b);
@@ -2929,7 +4080,177 @@ inline void MemoryInput::set_tier(::npc_memory::v1::Tier value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryInput.tier)
 }
 
-// .npc_memory.v1.Visibility visibility = 13;
+// repeated .npc_memory.v1.MemoryRef related = 13;
+inline int MemoryInput::_internal_related_size() const {
+  return _impl_.related_.size();
+}
+inline int MemoryInput::related_size() const {
+  return _internal_related_size();
+}
+inline void MemoryInput::clear_related() {
+  _impl_.related_.Clear();
+}
+inline ::npc_memory::v1::MemoryRef* MemoryInput::mutable_related(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryInput.related)
+  return _impl_.related_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >*
+MemoryInput::mutable_related() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.MemoryInput.related)
+  return &_impl_.related_;
+}
+inline const ::npc_memory::v1::MemoryRef& MemoryInput::_internal_related(int index) const {
+  return _impl_.related_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryRef& MemoryInput::related(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryInput.related)
+  return _internal_related(index);
+}
+inline ::npc_memory::v1::MemoryRef* MemoryInput::_internal_add_related() {
+  return _impl_.related_.Add();
+}
+inline ::npc_memory::v1::MemoryRef* MemoryInput::add_related() {
+  ::npc_memory::v1::MemoryRef* _add = _internal_add_related();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.MemoryInput.related)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >&
+MemoryInput::related() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.MemoryInput.related)
+  return _impl_.related_;
+}
+
+// repeated .npc_memory.v1.MemoryRef parents = 14;
+inline int MemoryInput::_internal_parents_size() const {
+  return _impl_.parents_.size();
+}
+inline int MemoryInput::parents_size() const {
+  return _internal_parents_size();
+}
+inline void MemoryInput::clear_parents() {
+  _impl_.parents_.Clear();
+}
+inline ::npc_memory::v1::MemoryRef* MemoryInput::mutable_parents(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryInput.parents)
+  return _impl_.parents_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >*
+MemoryInput::mutable_parents() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.MemoryInput.parents)
+  return &_impl_.parents_;
+}
+inline const ::npc_memory::v1::MemoryRef& MemoryInput::_internal_parents(int index) const {
+  return _impl_.parents_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryRef& MemoryInput::parents(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryInput.parents)
+  return _internal_parents(index);
+}
+inline ::npc_memory::v1::MemoryRef* MemoryInput::_internal_add_parents() {
+  return _impl_.parents_.Add();
+}
+inline ::npc_memory::v1::MemoryRef* MemoryInput::add_parents() {
+  ::npc_memory::v1::MemoryRef* _add = _internal_add_parents();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.MemoryInput.parents)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryRef >&
+MemoryInput::parents() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.MemoryInput.parents)
+  return _impl_.parents_;
+}
+
+// .npc_memory.v1.GameTime valid_game_day = 15;
+inline bool MemoryInput::_internal_has_valid_game_day() const {
+  return this != internal_default_instance() && _impl_.valid_game_day_ != nullptr;
+}
+inline bool MemoryInput::has_valid_game_day() const {
+  return _internal_has_valid_game_day();
+}
+inline void MemoryInput::clear_valid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+}
+inline const ::npc_memory::v1::GameTime& MemoryInput::_internal_valid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.valid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& MemoryInput::valid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryInput.valid_game_day)
+  return _internal_valid_game_day();
+}
+inline void MemoryInput::unsafe_arena_set_allocated_valid_game_day(
+    ::npc_memory::v1::GameTime* valid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.valid_game_day_);
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  if (valid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.MemoryInput.valid_game_day)
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::release_valid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::unsafe_arena_release_valid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.MemoryInput.valid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::_internal_mutable_valid_game_day() {
+  
+  if (_impl_.valid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.valid_game_day_ = p;
+  }
+  return _impl_.valid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* MemoryInput::mutable_valid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_valid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryInput.valid_game_day)
+  return _msg;
+}
+inline void MemoryInput::set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  if (valid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(valid_game_day);
+    if (message_arena != submessage_arena) {
+      valid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, valid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryInput.valid_game_day)
+}
+
+// .npc_memory.v1.Visibility visibility = 16;
 inline void MemoryInput::clear_visibility() {
   _impl_.visibility_ = 0;
 }
@@ -2947,6 +4268,437 @@ inline void MemoryInput::_internal_set_visibility(::npc_memory::v1::Visibility v
 inline void MemoryInput::set_visibility(::npc_memory::v1::Visibility value) {
   _internal_set_visibility(value);
   // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryInput.visibility)
+}
+
+// -------------------------------------------------------------------
+
+// MemoryRef
+
+// string memory_id = 1;
+inline bool MemoryRef::_internal_has_memory_id() const {
+  return ref_case() == kMemoryId;
+}
+inline bool MemoryRef::has_memory_id() const {
+  return _internal_has_memory_id();
+}
+inline void MemoryRef::set_has_memory_id() {
+  _impl_._oneof_case_[0] = kMemoryId;
+}
+inline void MemoryRef::clear_memory_id() {
+  if (_internal_has_memory_id()) {
+    _impl_.ref_.memory_id_.Destroy();
+    clear_has_ref();
+  }
+}
+inline const std::string& MemoryRef::memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryRef.memory_id)
+  return _internal_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline void MemoryRef::set_memory_id(ArgT0&& arg0, ArgT... args) {
+  if (!_internal_has_memory_id()) {
+    clear_ref();
+    set_has_memory_id();
+    _impl_.ref_.memory_id_.InitDefault();
+  }
+  _impl_.ref_.memory_id_.Set( static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryRef.memory_id)
+}
+inline std::string* MemoryRef::mutable_memory_id() {
+  std::string* _s = _internal_mutable_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryRef.memory_id)
+  return _s;
+}
+inline const std::string& MemoryRef::_internal_memory_id() const {
+  if (_internal_has_memory_id()) {
+    return _impl_.ref_.memory_id_.Get();
+  }
+  return ::PROTOBUF_NAMESPACE_ID::internal::GetEmptyStringAlreadyInited();
+}
+inline void MemoryRef::_internal_set_memory_id(const std::string& value) {
+  if (!_internal_has_memory_id()) {
+    clear_ref();
+    set_has_memory_id();
+    _impl_.ref_.memory_id_.InitDefault();
+  }
+  _impl_.ref_.memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* MemoryRef::_internal_mutable_memory_id() {
+  if (!_internal_has_memory_id()) {
+    clear_ref();
+    set_has_memory_id();
+    _impl_.ref_.memory_id_.InitDefault();
+  }
+  return _impl_.ref_.memory_id_.Mutable(      GetArenaForAllocation());
+}
+inline std::string* MemoryRef::release_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.MemoryRef.memory_id)
+  if (_internal_has_memory_id()) {
+    clear_has_ref();
+    return _impl_.ref_.memory_id_.Release();
+  } else {
+    return nullptr;
+  }
+}
+inline void MemoryRef::set_allocated_memory_id(std::string* memory_id) {
+  if (has_ref()) {
+    clear_ref();
+  }
+  if (memory_id != nullptr) {
+    set_has_memory_id();
+    _impl_.ref_.memory_id_.InitAllocated(memory_id, GetArenaForAllocation());
+  }
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryRef.memory_id)
+}
+
+// int32 batch_index = 2;
+inline bool MemoryRef::_internal_has_batch_index() const {
+  return ref_case() == kBatchIndex;
+}
+inline bool MemoryRef::has_batch_index() const {
+  return _internal_has_batch_index();
+}
+inline void MemoryRef::set_has_batch_index() {
+  _impl_._oneof_case_[0] = kBatchIndex;
+}
+inline void MemoryRef::clear_batch_index() {
+  if (_internal_has_batch_index()) {
+    _impl_.ref_.batch_index_ = 0;
+    clear_has_ref();
+  }
+}
+inline int32_t MemoryRef::_internal_batch_index() const {
+  if (_internal_has_batch_index()) {
+    return _impl_.ref_.batch_index_;
+  }
+  return 0;
+}
+inline void MemoryRef::_internal_set_batch_index(int32_t value) {
+  if (!_internal_has_batch_index()) {
+    clear_ref();
+    set_has_batch_index();
+  }
+  _impl_.ref_.batch_index_ = value;
+}
+inline int32_t MemoryRef::batch_index() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryRef.batch_index)
+  return _internal_batch_index();
+}
+inline void MemoryRef::set_batch_index(int32_t value) {
+  _internal_set_batch_index(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryRef.batch_index)
+}
+
+inline bool MemoryRef::has_ref() const {
+  return ref_case() != REF_NOT_SET;
+}
+inline void MemoryRef::clear_has_ref() {
+  _impl_._oneof_case_[0] = REF_NOT_SET;
+}
+inline MemoryRef::RefCase MemoryRef::ref_case() const {
+  return MemoryRef::RefCase(_impl_._oneof_case_[0]);
+}
+// -------------------------------------------------------------------
+
+// MemoryLink
+
+// string from_memory_id = 1;
+inline void MemoryLink::clear_from_memory_id() {
+  _impl_.from_memory_id_.ClearToEmpty();
+}
+inline const std::string& MemoryLink::from_memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryLink.from_memory_id)
+  return _internal_from_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void MemoryLink::set_from_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.from_memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryLink.from_memory_id)
+}
+inline std::string* MemoryLink::mutable_from_memory_id() {
+  std::string* _s = _internal_mutable_from_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryLink.from_memory_id)
+  return _s;
+}
+inline const std::string& MemoryLink::_internal_from_memory_id() const {
+  return _impl_.from_memory_id_.Get();
+}
+inline void MemoryLink::_internal_set_from_memory_id(const std::string& value) {
+  
+  _impl_.from_memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* MemoryLink::_internal_mutable_from_memory_id() {
+  
+  return _impl_.from_memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* MemoryLink::release_from_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.MemoryLink.from_memory_id)
+  return _impl_.from_memory_id_.Release();
+}
+inline void MemoryLink::set_allocated_from_memory_id(std::string* from_memory_id) {
+  if (from_memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.from_memory_id_.SetAllocated(from_memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.from_memory_id_.IsDefault()) {
+    _impl_.from_memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryLink.from_memory_id)
+}
+
+// string to_memory_id = 2;
+inline void MemoryLink::clear_to_memory_id() {
+  _impl_.to_memory_id_.ClearToEmpty();
+}
+inline const std::string& MemoryLink::to_memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryLink.to_memory_id)
+  return _internal_to_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void MemoryLink::set_to_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.to_memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryLink.to_memory_id)
+}
+inline std::string* MemoryLink::mutable_to_memory_id() {
+  std::string* _s = _internal_mutable_to_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryLink.to_memory_id)
+  return _s;
+}
+inline const std::string& MemoryLink::_internal_to_memory_id() const {
+  return _impl_.to_memory_id_.Get();
+}
+inline void MemoryLink::_internal_set_to_memory_id(const std::string& value) {
+  
+  _impl_.to_memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* MemoryLink::_internal_mutable_to_memory_id() {
+  
+  return _impl_.to_memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* MemoryLink::release_to_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.MemoryLink.to_memory_id)
+  return _impl_.to_memory_id_.Release();
+}
+inline void MemoryLink::set_allocated_to_memory_id(std::string* to_memory_id) {
+  if (to_memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.to_memory_id_.SetAllocated(to_memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.to_memory_id_.IsDefault()) {
+    _impl_.to_memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryLink.to_memory_id)
+}
+
+// .npc_memory.v1.LinkKind kind = 3;
+inline void MemoryLink::clear_kind() {
+  _impl_.kind_ = 0;
+}
+inline ::npc_memory::v1::LinkKind MemoryLink::_internal_kind() const {
+  return static_cast< ::npc_memory::v1::LinkKind >(_impl_.kind_);
+}
+inline ::npc_memory::v1::LinkKind MemoryLink::kind() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryLink.kind)
+  return _internal_kind();
+}
+inline void MemoryLink::_internal_set_kind(::npc_memory::v1::LinkKind value) {
+  
+  _impl_.kind_ = value;
+}
+inline void MemoryLink::set_kind(::npc_memory::v1::LinkKind value) {
+  _internal_set_kind(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryLink.kind)
+}
+
+// int32 depth = 4;
+inline void MemoryLink::clear_depth() {
+  _impl_.depth_ = 0;
+}
+inline int32_t MemoryLink::_internal_depth() const {
+  return _impl_.depth_;
+}
+inline int32_t MemoryLink::depth() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryLink.depth)
+  return _internal_depth();
+}
+inline void MemoryLink::_internal_set_depth(int32_t value) {
+  
+  _impl_.depth_ = value;
+}
+inline void MemoryLink::set_depth(int32_t value) {
+  _internal_set_depth(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryLink.depth)
+}
+
+// string via = 5;
+inline void MemoryLink::clear_via() {
+  _impl_.via_.ClearToEmpty();
+}
+inline const std::string& MemoryLink::via() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryLink.via)
+  return _internal_via();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void MemoryLink::set_via(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.via_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryLink.via)
+}
+inline std::string* MemoryLink::mutable_via() {
+  std::string* _s = _internal_mutable_via();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryLink.via)
+  return _s;
+}
+inline const std::string& MemoryLink::_internal_via() const {
+  return _impl_.via_.Get();
+}
+inline void MemoryLink::_internal_set_via(const std::string& value) {
+  
+  _impl_.via_.Set(value, GetArenaForAllocation());
+}
+inline std::string* MemoryLink::_internal_mutable_via() {
+  
+  return _impl_.via_.Mutable(GetArenaForAllocation());
+}
+inline std::string* MemoryLink::release_via() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.MemoryLink.via)
+  return _impl_.via_.Release();
+}
+inline void MemoryLink::set_allocated_via(std::string* via) {
+  if (via != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.via_.SetAllocated(via, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.via_.IsDefault()) {
+    _impl_.via_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryLink.via)
+}
+
+// .google.protobuf.Timestamp discovered_at = 6;
+inline bool MemoryLink::_internal_has_discovered_at() const {
+  return this != internal_default_instance() && _impl_.discovered_at_ != nullptr;
+}
+inline bool MemoryLink::has_discovered_at() const {
+  return _internal_has_discovered_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& MemoryLink::_internal_discovered_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.discovered_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& MemoryLink::discovered_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryLink.discovered_at)
+  return _internal_discovered_at();
+}
+inline void MemoryLink::unsafe_arena_set_allocated_discovered_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* discovered_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.discovered_at_);
+  }
+  _impl_.discovered_at_ = discovered_at;
+  if (discovered_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.MemoryLink.discovered_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* MemoryLink::release_discovered_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.discovered_at_;
+  _impl_.discovered_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* MemoryLink::unsafe_arena_release_discovered_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.MemoryLink.discovered_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.discovered_at_;
+  _impl_.discovered_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* MemoryLink::_internal_mutable_discovered_at() {
+  
+  if (_impl_.discovered_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.discovered_at_ = p;
+  }
+  return _impl_.discovered_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* MemoryLink::mutable_discovered_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_discovered_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.MemoryLink.discovered_at)
+  return _msg;
+}
+inline void MemoryLink::set_allocated_discovered_at(::PROTOBUF_NAMESPACE_ID::Timestamp* discovered_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.discovered_at_);
+  }
+  if (discovered_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(discovered_at));
+    if (message_arena != submessage_arena) {
+      discovered_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, discovered_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.discovered_at_ = discovered_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryLink.discovered_at)
+}
+
+// -------------------------------------------------------------------
+
+// GameTime
+
+// double day = 1;
+inline void GameTime::clear_day() {
+  _impl_.day_ = 0;
+}
+inline double GameTime::_internal_day() const {
+  return _impl_.day_;
+}
+inline double GameTime::day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GameTime.day)
+  return _internal_day();
+}
+inline void GameTime::_internal_set_day(double value) {
+  
+  _impl_.day_ = value;
+}
+inline void GameTime::set_day(double value) {
+  _internal_set_day(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.GameTime.day)
 }
 
 // -------------------------------------------------------------------
@@ -3888,7 +5640,207 @@ inline void Memory::set_allocated_embedding_model(std::string* embedding_model) 
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.embedding_model)
 }
 
-// .npc_memory.v1.Visibility visibility = 19;
+// .npc_memory.v1.GameTime valid_game_day = 19;
+inline bool Memory::_internal_has_valid_game_day() const {
+  return this != internal_default_instance() && _impl_.valid_game_day_ != nullptr;
+}
+inline bool Memory::has_valid_game_day() const {
+  return _internal_has_valid_game_day();
+}
+inline void Memory::clear_valid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+}
+inline const ::npc_memory::v1::GameTime& Memory::_internal_valid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.valid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& Memory::valid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.valid_game_day)
+  return _internal_valid_game_day();
+}
+inline void Memory::unsafe_arena_set_allocated_valid_game_day(
+    ::npc_memory::v1::GameTime* valid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.valid_game_day_);
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  if (valid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.Memory.valid_game_day)
+}
+inline ::npc_memory::v1::GameTime* Memory::release_valid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::unsafe_arena_release_valid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Memory.valid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::_internal_mutable_valid_game_day() {
+  
+  if (_impl_.valid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.valid_game_day_ = p;
+  }
+  return _impl_.valid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* Memory::mutable_valid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_valid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Memory.valid_game_day)
+  return _msg;
+}
+inline void Memory::set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  if (valid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(valid_game_day);
+    if (message_arena != submessage_arena) {
+      valid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, valid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.valid_game_day)
+}
+
+// .npc_memory.v1.GameTime invalid_game_day = 20;
+inline bool Memory::_internal_has_invalid_game_day() const {
+  return this != internal_default_instance() && _impl_.invalid_game_day_ != nullptr;
+}
+inline bool Memory::has_invalid_game_day() const {
+  return _internal_has_invalid_game_day();
+}
+inline void Memory::clear_invalid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
+}
+inline const ::npc_memory::v1::GameTime& Memory::_internal_invalid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.invalid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& Memory::invalid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.invalid_game_day)
+  return _internal_invalid_game_day();
+}
+inline void Memory::unsafe_arena_set_allocated_invalid_game_day(
+    ::npc_memory::v1::GameTime* invalid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.invalid_game_day_);
+  }
+  _impl_.invalid_game_day_ = invalid_game_day;
+  if (invalid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.Memory.invalid_game_day)
+}
+inline ::npc_memory::v1::GameTime* Memory::release_invalid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.invalid_game_day_;
+  _impl_.invalid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::unsafe_arena_release_invalid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Memory.invalid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.invalid_game_day_;
+  _impl_.invalid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* Memory::_internal_mutable_invalid_game_day() {
+  
+  if (_impl_.invalid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.invalid_game_day_ = p;
+  }
+  return _impl_.invalid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* Memory::mutable_invalid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_invalid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Memory.invalid_game_day)
+  return _msg;
+}
+inline void Memory::set_allocated_invalid_game_day(::npc_memory::v1::GameTime* invalid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  if (invalid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(invalid_game_day);
+    if (message_arena != submessage_arena) {
+      invalid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, invalid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.invalid_game_day_ = invalid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.invalid_game_day)
+}
+
+// int64 timeline_id = 21;
+inline void Memory::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t Memory::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t Memory::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.timeline_id)
+  return _internal_timeline_id();
+}
+inline void Memory::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void Memory::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.timeline_id)
+}
+
+// .npc_memory.v1.Visibility visibility = 22;
 inline void Memory::clear_visibility() {
   _impl_.visibility_ = 0;
 }
@@ -3908,7 +5860,7 @@ inline void Memory::set_visibility(::npc_memory::v1::Visibility value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.visibility)
 }
 
-// string shared_from = 20;
+// string shared_from = 23;
 inline void Memory::clear_shared_from() {
   _impl_.shared_from_.ClearToEmpty();
 }
@@ -3956,6 +5908,364 @@ inline void Memory::set_allocated_shared_from(std::string* shared_from) {
   }
 #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.shared_from)
+}
+
+// -------------------------------------------------------------------
+
+// SavePoint
+
+// string save_id = 1;
+inline void SavePoint::clear_save_id() {
+  _impl_.save_id_.ClearToEmpty();
+}
+inline const std::string& SavePoint::save_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SavePoint.save_id)
+  return _internal_save_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void SavePoint::set_save_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.save_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SavePoint.save_id)
+}
+inline std::string* SavePoint::mutable_save_id() {
+  std::string* _s = _internal_mutable_save_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.SavePoint.save_id)
+  return _s;
+}
+inline const std::string& SavePoint::_internal_save_id() const {
+  return _impl_.save_id_.Get();
+}
+inline void SavePoint::_internal_set_save_id(const std::string& value) {
+  
+  _impl_.save_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* SavePoint::_internal_mutable_save_id() {
+  
+  return _impl_.save_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* SavePoint::release_save_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.SavePoint.save_id)
+  return _impl_.save_id_.Release();
+}
+inline void SavePoint::set_allocated_save_id(std::string* save_id) {
+  if (save_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.save_id_.SetAllocated(save_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.save_id_.IsDefault()) {
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SavePoint.save_id)
+}
+
+// int64 timeline_id = 2;
+inline void SavePoint::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t SavePoint::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t SavePoint::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SavePoint.timeline_id)
+  return _internal_timeline_id();
+}
+inline void SavePoint::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void SavePoint::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SavePoint.timeline_id)
+}
+
+// .google.protobuf.Timestamp saved_at = 3;
+inline bool SavePoint::_internal_has_saved_at() const {
+  return this != internal_default_instance() && _impl_.saved_at_ != nullptr;
+}
+inline bool SavePoint::has_saved_at() const {
+  return _internal_has_saved_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& SavePoint::_internal_saved_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.saved_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& SavePoint::saved_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SavePoint.saved_at)
+  return _internal_saved_at();
+}
+inline void SavePoint::unsafe_arena_set_allocated_saved_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.saved_at_);
+  }
+  _impl_.saved_at_ = saved_at;
+  if (saved_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.SavePoint.saved_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::release_saved_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.saved_at_;
+  _impl_.saved_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::unsafe_arena_release_saved_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.SavePoint.saved_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.saved_at_;
+  _impl_.saved_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::_internal_mutable_saved_at() {
+  
+  if (_impl_.saved_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.saved_at_ = p;
+  }
+  return _impl_.saved_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SavePoint::mutable_saved_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_saved_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.SavePoint.saved_at)
+  return _msg;
+}
+inline void SavePoint::set_allocated_saved_at(::PROTOBUF_NAMESPACE_ID::Timestamp* saved_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.saved_at_);
+  }
+  if (saved_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(saved_at));
+    if (message_arena != submessage_arena) {
+      saved_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, saved_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.saved_at_ = saved_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SavePoint.saved_at)
+}
+
+// -------------------------------------------------------------------
+
+// Timeline
+
+// int64 timeline_id = 1;
+inline void Timeline::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t Timeline::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t Timeline::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.timeline_id)
+  return _internal_timeline_id();
+}
+inline void Timeline::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void Timeline::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.timeline_id)
+}
+
+// int64 parent_timeline_id = 2;
+inline void Timeline::clear_parent_timeline_id() {
+  _impl_.parent_timeline_id_ = int64_t{0};
+}
+inline int64_t Timeline::_internal_parent_timeline_id() const {
+  return _impl_.parent_timeline_id_;
+}
+inline int64_t Timeline::parent_timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.parent_timeline_id)
+  return _internal_parent_timeline_id();
+}
+inline void Timeline::_internal_set_parent_timeline_id(int64_t value) {
+  
+  _impl_.parent_timeline_id_ = value;
+}
+inline void Timeline::set_parent_timeline_id(int64_t value) {
+  _internal_set_parent_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.parent_timeline_id)
+}
+
+// .google.protobuf.Timestamp branched_at = 3;
+inline bool Timeline::_internal_has_branched_at() const {
+  return this != internal_default_instance() && _impl_.branched_at_ != nullptr;
+}
+inline bool Timeline::has_branched_at() const {
+  return _internal_has_branched_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& Timeline::_internal_branched_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.branched_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& Timeline::branched_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.branched_at)
+  return _internal_branched_at();
+}
+inline void Timeline::unsafe_arena_set_allocated_branched_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.branched_at_);
+  }
+  _impl_.branched_at_ = branched_at;
+  if (branched_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.Timeline.branched_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::release_branched_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.branched_at_;
+  _impl_.branched_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::unsafe_arena_release_branched_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Timeline.branched_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.branched_at_;
+  _impl_.branched_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::_internal_mutable_branched_at() {
+  
+  if (_impl_.branched_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.branched_at_ = p;
+  }
+  return _impl_.branched_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* Timeline::mutable_branched_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_branched_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Timeline.branched_at)
+  return _msg;
+}
+inline void Timeline::set_allocated_branched_at(::PROTOBUF_NAMESPACE_ID::Timestamp* branched_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.branched_at_);
+  }
+  if (branched_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(branched_at));
+    if (message_arena != submessage_arena) {
+      branched_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, branched_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.branched_at_ = branched_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Timeline.branched_at)
+}
+
+// string save_id = 4;
+inline void Timeline::clear_save_id() {
+  _impl_.save_id_.ClearToEmpty();
+}
+inline const std::string& Timeline::save_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.save_id)
+  return _internal_save_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void Timeline::set_save_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.save_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.save_id)
+}
+inline std::string* Timeline::mutable_save_id() {
+  std::string* _s = _internal_mutable_save_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Timeline.save_id)
+  return _s;
+}
+inline const std::string& Timeline::_internal_save_id() const {
+  return _impl_.save_id_.Get();
+}
+inline void Timeline::_internal_set_save_id(const std::string& value) {
+  
+  _impl_.save_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* Timeline::_internal_mutable_save_id() {
+  
+  return _impl_.save_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* Timeline::release_save_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Timeline.save_id)
+  return _impl_.save_id_.Release();
+}
+inline void Timeline::set_allocated_save_id(std::string* save_id) {
+  if (save_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.save_id_.SetAllocated(save_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.save_id_.IsDefault()) {
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Timeline.save_id)
+}
+
+// bool live = 5;
+inline void Timeline::clear_live() {
+  _impl_.live_ = false;
+}
+inline bool Timeline::_internal_live() const {
+  return _impl_.live_;
+}
+inline bool Timeline::live() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Timeline.live)
+  return _internal_live();
+}
+inline void Timeline::_internal_set_live(bool value) {
+  
+  _impl_.live_ = value;
+}
+inline void Timeline::set_live(bool value) {
+  _internal_set_live(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Timeline.live)
 }
 
 // -------------------------------------------------------------------
@@ -4651,6 +6961,96 @@ inline void ScoredMemory::set_allocated_scores(::npc_memory::v1::Scores* scores)
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ScoredMemory.scores)
 }
 
+// string via_memory_id = 3;
+inline void ScoredMemory::clear_via_memory_id() {
+  _impl_.via_memory_id_.ClearToEmpty();
+}
+inline const std::string& ScoredMemory::via_memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ScoredMemory.via_memory_id)
+  return _internal_via_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ScoredMemory::set_via_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.via_memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ScoredMemory.via_memory_id)
+}
+inline std::string* ScoredMemory::mutable_via_memory_id() {
+  std::string* _s = _internal_mutable_via_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ScoredMemory.via_memory_id)
+  return _s;
+}
+inline const std::string& ScoredMemory::_internal_via_memory_id() const {
+  return _impl_.via_memory_id_.Get();
+}
+inline void ScoredMemory::_internal_set_via_memory_id(const std::string& value) {
+  
+  _impl_.via_memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ScoredMemory::_internal_mutable_via_memory_id() {
+  
+  return _impl_.via_memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ScoredMemory::release_via_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ScoredMemory.via_memory_id)
+  return _impl_.via_memory_id_.Release();
+}
+inline void ScoredMemory::set_allocated_via_memory_id(std::string* via_memory_id) {
+  if (via_memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.via_memory_id_.SetAllocated(via_memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.via_memory_id_.IsDefault()) {
+    _impl_.via_memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ScoredMemory.via_memory_id)
+}
+
+// int32 hops = 4;
+inline void ScoredMemory::clear_hops() {
+  _impl_.hops_ = 0;
+}
+inline int32_t ScoredMemory::_internal_hops() const {
+  return _impl_.hops_;
+}
+inline int32_t ScoredMemory::hops() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ScoredMemory.hops)
+  return _internal_hops();
+}
+inline void ScoredMemory::_internal_set_hops(int32_t value) {
+  
+  _impl_.hops_ = value;
+}
+inline void ScoredMemory::set_hops(int32_t value) {
+  _internal_set_hops(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ScoredMemory.hops)
+}
+
+// double cosine = 5;
+inline void ScoredMemory::clear_cosine() {
+  _impl_.cosine_ = 0;
+}
+inline double ScoredMemory::_internal_cosine() const {
+  return _impl_.cosine_;
+}
+inline double ScoredMemory::cosine() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ScoredMemory.cosine)
+  return _internal_cosine();
+}
+inline void ScoredMemory::_internal_set_cosine(double value) {
+  
+  _impl_.cosine_ = value;
+}
+inline void ScoredMemory::set_cosine(double value) {
+  _internal_set_cosine(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ScoredMemory.cosine)
+}
+
 // -------------------------------------------------------------------
 
 // StoreResult
@@ -4817,6 +7217,16 @@ StoreResult::mutable_superseded_ids() {
 
 // -------------------------------------------------------------------
 
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
 
 // @@protoc_insertion_point(namespace_scope)
 
@@ -4849,6 +7259,11 @@ template <> struct is_proto_enum< ::npc_memory::v1::CloseReason> : ::std::true_t
 template <>
 inline const EnumDescriptor* GetEnumDescriptor< ::npc_memory::v1::CloseReason>() {
   return ::npc_memory::v1::CloseReason_descriptor();
+}
+template <> struct is_proto_enum< ::npc_memory::v1::LinkKind> : ::std::true_type {};
+template <>
+inline const EnumDescriptor* GetEnumDescriptor< ::npc_memory::v1::LinkKind>() {
+  return ::npc_memory::v1::LinkKind_descriptor();
 }
 template <> struct is_proto_enum< ::npc_memory::v1::Visibility> : ::std::true_type {};
 template <>

@@ -52,6 +52,24 @@ struct TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto {
 extern const ::PROTOBUF_NAMESPACE_ID::internal::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
 namespace npc_memory {
 namespace v1 {
+class CreateSavePointRequest;
+struct CreateSavePointRequestDefaultTypeInternal;
+extern CreateSavePointRequestDefaultTypeInternal _CreateSavePointRequest_default_instance_;
+class CreateSavePointResponse;
+struct CreateSavePointResponseDefaultTypeInternal;
+extern CreateSavePointResponseDefaultTypeInternal _CreateSavePointResponse_default_instance_;
+class DropTimelineRequest;
+struct DropTimelineRequestDefaultTypeInternal;
+extern DropTimelineRequestDefaultTypeInternal _DropTimelineRequest_default_instance_;
+class DropTimelineResponse;
+struct DropTimelineResponseDefaultTypeInternal;
+extern DropTimelineResponseDefaultTypeInternal _DropTimelineResponse_default_instance_;
+class ExpandMemoryRequest;
+struct ExpandMemoryRequestDefaultTypeInternal;
+extern ExpandMemoryRequestDefaultTypeInternal _ExpandMemoryRequest_default_instance_;
+class ExpandMemoryResponse;
+struct ExpandMemoryResponseDefaultTypeInternal;
+extern ExpandMemoryResponseDefaultTypeInternal _ExpandMemoryResponse_default_instance_;
 class ForgetPlayerRequest;
 struct ForgetPlayerRequestDefaultTypeInternal;
 extern ForgetPlayerRequestDefaultTypeInternal _ForgetPlayerRequest_default_instance_;
@@ -76,12 +94,30 @@ extern InvalidateMemoryRequestDefaultTypeInternal _InvalidateMemoryRequest_defau
 class InvalidateMemoryResponse;
 struct InvalidateMemoryResponseDefaultTypeInternal;
 extern InvalidateMemoryResponseDefaultTypeInternal _InvalidateMemoryResponse_default_instance_;
+class ListLinksRequest;
+struct ListLinksRequestDefaultTypeInternal;
+extern ListLinksRequestDefaultTypeInternal _ListLinksRequest_default_instance_;
+class ListLinksResponse;
+struct ListLinksResponseDefaultTypeInternal;
+extern ListLinksResponseDefaultTypeInternal _ListLinksResponse_default_instance_;
 class ListMemoriesRequest;
 struct ListMemoriesRequestDefaultTypeInternal;
 extern ListMemoriesRequestDefaultTypeInternal _ListMemoriesRequest_default_instance_;
 class ListMemoriesResponse;
 struct ListMemoriesResponseDefaultTypeInternal;
 extern ListMemoriesResponseDefaultTypeInternal _ListMemoriesResponse_default_instance_;
+class ListSavePointsRequest;
+struct ListSavePointsRequestDefaultTypeInternal;
+extern ListSavePointsRequestDefaultTypeInternal _ListSavePointsRequest_default_instance_;
+class ListSavePointsResponse;
+struct ListSavePointsResponseDefaultTypeInternal;
+extern ListSavePointsResponseDefaultTypeInternal _ListSavePointsResponse_default_instance_;
+class LoadSavePointRequest;
+struct LoadSavePointRequestDefaultTypeInternal;
+extern LoadSavePointRequestDefaultTypeInternal _LoadSavePointRequest_default_instance_;
+class LoadSavePointResponse;
+struct LoadSavePointResponseDefaultTypeInternal;
+extern LoadSavePointResponseDefaultTypeInternal _LoadSavePointResponse_default_instance_;
 class SearchMemoriesRequest;
 struct SearchMemoriesRequestDefaultTypeInternal;
 extern SearchMemoriesRequestDefaultTypeInternal _SearchMemoriesRequest_default_instance_;
@@ -103,6 +139,12 @@ extern UpdateMemoryResponseDefaultTypeInternal _UpdateMemoryResponse_default_ins
 }  // namespace v1
 }  // namespace npc_memory
 PROTOBUF_NAMESPACE_OPEN
+template<> ::npc_memory::v1::CreateSavePointRequest* Arena::CreateMaybeMessage<::npc_memory::v1::CreateSavePointRequest>(Arena*);
+template<> ::npc_memory::v1::CreateSavePointResponse* Arena::CreateMaybeMessage<::npc_memory::v1::CreateSavePointResponse>(Arena*);
+template<> ::npc_memory::v1::DropTimelineRequest* Arena::CreateMaybeMessage<::npc_memory::v1::DropTimelineRequest>(Arena*);
+template<> ::npc_memory::v1::DropTimelineResponse* Arena::CreateMaybeMessage<::npc_memory::v1::DropTimelineResponse>(Arena*);
+template<> ::npc_memory::v1::ExpandMemoryRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ExpandMemoryRequest>(Arena*);
+template<> ::npc_memory::v1::ExpandMemoryResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ExpandMemoryResponse>(Arena*);
 template<> ::npc_memory::v1::ForgetPlayerRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ForgetPlayerRequest>(Arena*);
 template<> ::npc_memory::v1::ForgetPlayerResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ForgetPlayerResponse>(Arena*);
 template<> ::npc_memory::v1::GetMemoryHistoryRequest* Arena::CreateMaybeMessage<::npc_memory::v1::GetMemoryHistoryRequest>(Arena*);
@@ -111,8 +153,14 @@ template<> ::npc_memory::v1::GetMemoryRequest* Arena::CreateMaybeMessage<::npc_m
 template<> ::npc_memory::v1::GetMemoryResponse* Arena::CreateMaybeMessage<::npc_memory::v1::GetMemoryResponse>(Arena*);
 template<> ::npc_memory::v1::InvalidateMemoryRequest* Arena::CreateMaybeMessage<::npc_memory::v1::InvalidateMemoryRequest>(Arena*);
 template<> ::npc_memory::v1::InvalidateMemoryResponse* Arena::CreateMaybeMessage<::npc_memory::v1::InvalidateMemoryResponse>(Arena*);
+template<> ::npc_memory::v1::ListLinksRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ListLinksRequest>(Arena*);
+template<> ::npc_memory::v1::ListLinksResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ListLinksResponse>(Arena*);
 template<> ::npc_memory::v1::ListMemoriesRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ListMemoriesRequest>(Arena*);
 template<> ::npc_memory::v1::ListMemoriesResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ListMemoriesResponse>(Arena*);
+template<> ::npc_memory::v1::ListSavePointsRequest* Arena::CreateMaybeMessage<::npc_memory::v1::ListSavePointsRequest>(Arena*);
+template<> ::npc_memory::v1::ListSavePointsResponse* Arena::CreateMaybeMessage<::npc_memory::v1::ListSavePointsResponse>(Arena*);
+template<> ::npc_memory::v1::LoadSavePointRequest* Arena::CreateMaybeMessage<::npc_memory::v1::LoadSavePointRequest>(Arena*);
+template<> ::npc_memory::v1::LoadSavePointResponse* Arena::CreateMaybeMessage<::npc_memory::v1::LoadSavePointResponse>(Arena*);
 template<> ::npc_memory::v1::SearchMemoriesRequest* Arena::CreateMaybeMessage<::npc_memory::v1::SearchMemoriesRequest>(Arena*);
 template<> ::npc_memory::v1::SearchMemoriesResponse* Arena::CreateMaybeMessage<::npc_memory::v1::SearchMemoriesResponse>(Arena*);
 template<> ::npc_memory::v1::StoreMemoriesRequest* Arena::CreateMaybeMessage<::npc_memory::v1::StoreMemoriesRequest>(Arena*);
@@ -124,6 +172,1311 @@ namespace npc_memory {
 namespace v1 {
 
 // ===================================================================
+
+class CreateSavePointRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.CreateSavePointRequest) */ {
+ public:
+  inline CreateSavePointRequest() : CreateSavePointRequest(nullptr) {}
+  ~CreateSavePointRequest() override;
+  explicit PROTOBUF_CONSTEXPR CreateSavePointRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  CreateSavePointRequest(const CreateSavePointRequest& from);
+  CreateSavePointRequest(CreateSavePointRequest&& from) noexcept
+    : CreateSavePointRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline CreateSavePointRequest& operator=(const CreateSavePointRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline CreateSavePointRequest& operator=(CreateSavePointRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const CreateSavePointRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const CreateSavePointRequest* internal_default_instance() {
+    return reinterpret_cast<const CreateSavePointRequest*>(
+               &_CreateSavePointRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    0;
+
+  friend void swap(CreateSavePointRequest& a, CreateSavePointRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(CreateSavePointRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(CreateSavePointRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  CreateSavePointRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<CreateSavePointRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const CreateSavePointRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const CreateSavePointRequest& from) {
+    CreateSavePointRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(CreateSavePointRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.CreateSavePointRequest";
+  }
+  protected:
+  explicit CreateSavePointRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kUserIdFieldNumber = 1,
+    kSaveIdFieldNumber = 2,
+  };
+  // string user_id = 1;
+  void clear_user_id();
+  const std::string& user_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_user_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_user_id();
+  PROTOBUF_NODISCARD std::string* release_user_id();
+  void set_allocated_user_id(std::string* user_id);
+  private:
+  const std::string& _internal_user_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_user_id(const std::string& value);
+  std::string* _internal_mutable_user_id();
+  public:
+
+  // string save_id = 2;
+  void clear_save_id();
+  const std::string& save_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_save_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_save_id();
+  PROTOBUF_NODISCARD std::string* release_save_id();
+  void set_allocated_save_id(std::string* save_id);
+  private:
+  const std::string& _internal_save_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_save_id(const std::string& value);
+  std::string* _internal_mutable_save_id();
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.CreateSavePointRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr user_id_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr save_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class CreateSavePointResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.CreateSavePointResponse) */ {
+ public:
+  inline CreateSavePointResponse() : CreateSavePointResponse(nullptr) {}
+  ~CreateSavePointResponse() override;
+  explicit PROTOBUF_CONSTEXPR CreateSavePointResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  CreateSavePointResponse(const CreateSavePointResponse& from);
+  CreateSavePointResponse(CreateSavePointResponse&& from) noexcept
+    : CreateSavePointResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline CreateSavePointResponse& operator=(const CreateSavePointResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline CreateSavePointResponse& operator=(CreateSavePointResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const CreateSavePointResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const CreateSavePointResponse* internal_default_instance() {
+    return reinterpret_cast<const CreateSavePointResponse*>(
+               &_CreateSavePointResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    1;
+
+  friend void swap(CreateSavePointResponse& a, CreateSavePointResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(CreateSavePointResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(CreateSavePointResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  CreateSavePointResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<CreateSavePointResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const CreateSavePointResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const CreateSavePointResponse& from) {
+    CreateSavePointResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(CreateSavePointResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.CreateSavePointResponse";
+  }
+  protected:
+  explicit CreateSavePointResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kSavePointFieldNumber = 1,
+  };
+  // .npc_memory.v1.SavePoint save_point = 1;
+  bool has_save_point() const;
+  private:
+  bool _internal_has_save_point() const;
+  public:
+  void clear_save_point();
+  const ::npc_memory::v1::SavePoint& save_point() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::SavePoint* release_save_point();
+  ::npc_memory::v1::SavePoint* mutable_save_point();
+  void set_allocated_save_point(::npc_memory::v1::SavePoint* save_point);
+  private:
+  const ::npc_memory::v1::SavePoint& _internal_save_point() const;
+  ::npc_memory::v1::SavePoint* _internal_mutable_save_point();
+  public:
+  void unsafe_arena_set_allocated_save_point(
+      ::npc_memory::v1::SavePoint* save_point);
+  ::npc_memory::v1::SavePoint* unsafe_arena_release_save_point();
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.CreateSavePointResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::npc_memory::v1::SavePoint* save_point_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class LoadSavePointRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.LoadSavePointRequest) */ {
+ public:
+  inline LoadSavePointRequest() : LoadSavePointRequest(nullptr) {}
+  ~LoadSavePointRequest() override;
+  explicit PROTOBUF_CONSTEXPR LoadSavePointRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  LoadSavePointRequest(const LoadSavePointRequest& from);
+  LoadSavePointRequest(LoadSavePointRequest&& from) noexcept
+    : LoadSavePointRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline LoadSavePointRequest& operator=(const LoadSavePointRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline LoadSavePointRequest& operator=(LoadSavePointRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const LoadSavePointRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const LoadSavePointRequest* internal_default_instance() {
+    return reinterpret_cast<const LoadSavePointRequest*>(
+               &_LoadSavePointRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    2;
+
+  friend void swap(LoadSavePointRequest& a, LoadSavePointRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(LoadSavePointRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(LoadSavePointRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  LoadSavePointRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<LoadSavePointRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const LoadSavePointRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const LoadSavePointRequest& from) {
+    LoadSavePointRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(LoadSavePointRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.LoadSavePointRequest";
+  }
+  protected:
+  explicit LoadSavePointRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kUserIdFieldNumber = 1,
+    kSaveIdFieldNumber = 2,
+  };
+  // string user_id = 1;
+  void clear_user_id();
+  const std::string& user_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_user_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_user_id();
+  PROTOBUF_NODISCARD std::string* release_user_id();
+  void set_allocated_user_id(std::string* user_id);
+  private:
+  const std::string& _internal_user_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_user_id(const std::string& value);
+  std::string* _internal_mutable_user_id();
+  public:
+
+  // string save_id = 2;
+  void clear_save_id();
+  const std::string& save_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_save_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_save_id();
+  PROTOBUF_NODISCARD std::string* release_save_id();
+  void set_allocated_save_id(std::string* save_id);
+  private:
+  const std::string& _internal_save_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_save_id(const std::string& value);
+  std::string* _internal_mutable_save_id();
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.LoadSavePointRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr user_id_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr save_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class LoadSavePointResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.LoadSavePointResponse) */ {
+ public:
+  inline LoadSavePointResponse() : LoadSavePointResponse(nullptr) {}
+  ~LoadSavePointResponse() override;
+  explicit PROTOBUF_CONSTEXPR LoadSavePointResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  LoadSavePointResponse(const LoadSavePointResponse& from);
+  LoadSavePointResponse(LoadSavePointResponse&& from) noexcept
+    : LoadSavePointResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline LoadSavePointResponse& operator=(const LoadSavePointResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline LoadSavePointResponse& operator=(LoadSavePointResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const LoadSavePointResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const LoadSavePointResponse* internal_default_instance() {
+    return reinterpret_cast<const LoadSavePointResponse*>(
+               &_LoadSavePointResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    3;
+
+  friend void swap(LoadSavePointResponse& a, LoadSavePointResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(LoadSavePointResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(LoadSavePointResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  LoadSavePointResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<LoadSavePointResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const LoadSavePointResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const LoadSavePointResponse& from) {
+    LoadSavePointResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(LoadSavePointResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.LoadSavePointResponse";
+  }
+  protected:
+  explicit LoadSavePointResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kTimelineFieldNumber = 1,
+  };
+  // .npc_memory.v1.Timeline timeline = 1;
+  bool has_timeline() const;
+  private:
+  bool _internal_has_timeline() const;
+  public:
+  void clear_timeline();
+  const ::npc_memory::v1::Timeline& timeline() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::Timeline* release_timeline();
+  ::npc_memory::v1::Timeline* mutable_timeline();
+  void set_allocated_timeline(::npc_memory::v1::Timeline* timeline);
+  private:
+  const ::npc_memory::v1::Timeline& _internal_timeline() const;
+  ::npc_memory::v1::Timeline* _internal_mutable_timeline();
+  public:
+  void unsafe_arena_set_allocated_timeline(
+      ::npc_memory::v1::Timeline* timeline);
+  ::npc_memory::v1::Timeline* unsafe_arena_release_timeline();
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.LoadSavePointResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::npc_memory::v1::Timeline* timeline_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ListSavePointsRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ListSavePointsRequest) */ {
+ public:
+  inline ListSavePointsRequest() : ListSavePointsRequest(nullptr) {}
+  ~ListSavePointsRequest() override;
+  explicit PROTOBUF_CONSTEXPR ListSavePointsRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ListSavePointsRequest(const ListSavePointsRequest& from);
+  ListSavePointsRequest(ListSavePointsRequest&& from) noexcept
+    : ListSavePointsRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline ListSavePointsRequest& operator=(const ListSavePointsRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ListSavePointsRequest& operator=(ListSavePointsRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ListSavePointsRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ListSavePointsRequest* internal_default_instance() {
+    return reinterpret_cast<const ListSavePointsRequest*>(
+               &_ListSavePointsRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    4;
+
+  friend void swap(ListSavePointsRequest& a, ListSavePointsRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ListSavePointsRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ListSavePointsRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ListSavePointsRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ListSavePointsRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ListSavePointsRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ListSavePointsRequest& from) {
+    ListSavePointsRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ListSavePointsRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ListSavePointsRequest";
+  }
+  protected:
+  explicit ListSavePointsRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kUserIdFieldNumber = 1,
+  };
+  // string user_id = 1;
+  void clear_user_id();
+  const std::string& user_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_user_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_user_id();
+  PROTOBUF_NODISCARD std::string* release_user_id();
+  void set_allocated_user_id(std::string* user_id);
+  private:
+  const std::string& _internal_user_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_user_id(const std::string& value);
+  std::string* _internal_mutable_user_id();
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ListSavePointsRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr user_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ListSavePointsResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ListSavePointsResponse) */ {
+ public:
+  inline ListSavePointsResponse() : ListSavePointsResponse(nullptr) {}
+  ~ListSavePointsResponse() override;
+  explicit PROTOBUF_CONSTEXPR ListSavePointsResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ListSavePointsResponse(const ListSavePointsResponse& from);
+  ListSavePointsResponse(ListSavePointsResponse&& from) noexcept
+    : ListSavePointsResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline ListSavePointsResponse& operator=(const ListSavePointsResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ListSavePointsResponse& operator=(ListSavePointsResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ListSavePointsResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ListSavePointsResponse* internal_default_instance() {
+    return reinterpret_cast<const ListSavePointsResponse*>(
+               &_ListSavePointsResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    5;
+
+  friend void swap(ListSavePointsResponse& a, ListSavePointsResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ListSavePointsResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ListSavePointsResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ListSavePointsResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ListSavePointsResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ListSavePointsResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ListSavePointsResponse& from) {
+    ListSavePointsResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ListSavePointsResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ListSavePointsResponse";
+  }
+  protected:
+  explicit ListSavePointsResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kSavePointsFieldNumber = 1,
+    kTimelinesFieldNumber = 2,
+    kLiveTimelineIdFieldNumber = 3,
+  };
+  // repeated .npc_memory.v1.SavePoint save_points = 1;
+  int save_points_size() const;
+  private:
+  int _internal_save_points_size() const;
+  public:
+  void clear_save_points();
+  ::npc_memory::v1::SavePoint* mutable_save_points(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::SavePoint >*
+      mutable_save_points();
+  private:
+  const ::npc_memory::v1::SavePoint& _internal_save_points(int index) const;
+  ::npc_memory::v1::SavePoint* _internal_add_save_points();
+  public:
+  const ::npc_memory::v1::SavePoint& save_points(int index) const;
+  ::npc_memory::v1::SavePoint* add_save_points();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::SavePoint >&
+      save_points() const;
+
+  // repeated .npc_memory.v1.Timeline timelines = 2;
+  int timelines_size() const;
+  private:
+  int _internal_timelines_size() const;
+  public:
+  void clear_timelines();
+  ::npc_memory::v1::Timeline* mutable_timelines(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Timeline >*
+      mutable_timelines();
+  private:
+  const ::npc_memory::v1::Timeline& _internal_timelines(int index) const;
+  ::npc_memory::v1::Timeline* _internal_add_timelines();
+  public:
+  const ::npc_memory::v1::Timeline& timelines(int index) const;
+  ::npc_memory::v1::Timeline* add_timelines();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Timeline >&
+      timelines() const;
+
+  // int64 live_timeline_id = 3;
+  void clear_live_timeline_id();
+  int64_t live_timeline_id() const;
+  void set_live_timeline_id(int64_t value);
+  private:
+  int64_t _internal_live_timeline_id() const;
+  void _internal_set_live_timeline_id(int64_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ListSavePointsResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::SavePoint > save_points_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Timeline > timelines_;
+    int64_t live_timeline_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class DropTimelineRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.DropTimelineRequest) */ {
+ public:
+  inline DropTimelineRequest() : DropTimelineRequest(nullptr) {}
+  ~DropTimelineRequest() override;
+  explicit PROTOBUF_CONSTEXPR DropTimelineRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  DropTimelineRequest(const DropTimelineRequest& from);
+  DropTimelineRequest(DropTimelineRequest&& from) noexcept
+    : DropTimelineRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline DropTimelineRequest& operator=(const DropTimelineRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline DropTimelineRequest& operator=(DropTimelineRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const DropTimelineRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const DropTimelineRequest* internal_default_instance() {
+    return reinterpret_cast<const DropTimelineRequest*>(
+               &_DropTimelineRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    6;
+
+  friend void swap(DropTimelineRequest& a, DropTimelineRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(DropTimelineRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(DropTimelineRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  DropTimelineRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<DropTimelineRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const DropTimelineRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const DropTimelineRequest& from) {
+    DropTimelineRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(DropTimelineRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.DropTimelineRequest";
+  }
+  protected:
+  explicit DropTimelineRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kUserIdFieldNumber = 1,
+    kTimelineIdFieldNumber = 2,
+  };
+  // string user_id = 1;
+  void clear_user_id();
+  const std::string& user_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_user_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_user_id();
+  PROTOBUF_NODISCARD std::string* release_user_id();
+  void set_allocated_user_id(std::string* user_id);
+  private:
+  const std::string& _internal_user_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_user_id(const std::string& value);
+  std::string* _internal_mutable_user_id();
+  public:
+
+  // int64 timeline_id = 2;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.DropTimelineRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr user_id_;
+    int64_t timeline_id_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class DropTimelineResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.DropTimelineResponse) */ {
+ public:
+  inline DropTimelineResponse() : DropTimelineResponse(nullptr) {}
+  ~DropTimelineResponse() override;
+  explicit PROTOBUF_CONSTEXPR DropTimelineResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  DropTimelineResponse(const DropTimelineResponse& from);
+  DropTimelineResponse(DropTimelineResponse&& from) noexcept
+    : DropTimelineResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline DropTimelineResponse& operator=(const DropTimelineResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline DropTimelineResponse& operator=(DropTimelineResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const DropTimelineResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const DropTimelineResponse* internal_default_instance() {
+    return reinterpret_cast<const DropTimelineResponse*>(
+               &_DropTimelineResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    7;
+
+  friend void swap(DropTimelineResponse& a, DropTimelineResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(DropTimelineResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(DropTimelineResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  DropTimelineResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<DropTimelineResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const DropTimelineResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const DropTimelineResponse& from) {
+    DropTimelineResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(DropTimelineResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.DropTimelineResponse";
+  }
+  protected:
+  explicit DropTimelineResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kDeletedMemoriesFieldNumber = 1,
+  };
+  // int64 deleted_memories = 1;
+  void clear_deleted_memories();
+  int64_t deleted_memories() const;
+  void set_deleted_memories(int64_t value);
+  private:
+  int64_t _internal_deleted_memories() const;
+  void _internal_set_deleted_memories(int64_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.DropTimelineResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    int64_t deleted_memories_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
 
 class StoreMemoriesRequest final :
     public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.StoreMemoriesRequest) */ {
@@ -173,7 +1526,7 @@ class StoreMemoriesRequest final :
                &_StoreMemoriesRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    0;
+    8;
 
   friend void swap(StoreMemoriesRequest& a, StoreMemoriesRequest& b) {
     a.Swap(&b);
@@ -366,7 +1719,7 @@ class StoreMemoriesResponse final :
                &_StoreMemoriesResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    1;
+    9;
 
   friend void swap(StoreMemoriesResponse& a, StoreMemoriesResponse& b) {
     a.Swap(&b);
@@ -523,7 +1876,7 @@ class SearchMemoriesRequest final :
                &_SearchMemoriesRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    2;
+    10;
 
   friend void swap(SearchMemoriesRequest& a, SearchMemoriesRequest& b) {
     a.Swap(&b);
@@ -603,10 +1956,17 @@ class SearchMemoriesRequest final :
     kAsOfFieldNumber = 6,
     kNowFieldNumber = 7,
     kFilterFieldNumber = 8,
+    kAsOfGameDayFieldNumber = 14,
+    kNowGameDayFieldNumber = 15,
+    kKnownAtFieldNumber = 17,
     kLimitFieldNumber = 4,
     kFusionFieldNumber = 9,
+    kHopsFieldNumber = 11,
     kIncludeInvalidatedFieldNumber = 10,
-    kIncludeSharedFieldNumber = 11,
+    kDeepenFieldNumber = 12,
+    kIncludeSharedFieldNumber = 18,
+    kDeepenMinRelevanceFieldNumber = 13,
+    kTimelineIdFieldNumber = 16,
   };
   // repeated float query_embedding = 3;
   int query_embedding_size() const;
@@ -734,6 +2094,60 @@ class SearchMemoriesRequest final :
       ::npc_memory::v1::MemoryFilter* filter);
   ::npc_memory::v1::MemoryFilter* unsafe_arena_release_filter();
 
+  // .npc_memory.v1.GameTime as_of_game_day = 14;
+  bool has_as_of_game_day() const;
+  private:
+  bool _internal_has_as_of_game_day() const;
+  public:
+  void clear_as_of_game_day();
+  const ::npc_memory::v1::GameTime& as_of_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_as_of_game_day();
+  ::npc_memory::v1::GameTime* mutable_as_of_game_day();
+  void set_allocated_as_of_game_day(::npc_memory::v1::GameTime* as_of_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_as_of_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_as_of_game_day();
+  public:
+  void unsafe_arena_set_allocated_as_of_game_day(
+      ::npc_memory::v1::GameTime* as_of_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_as_of_game_day();
+
+  // .npc_memory.v1.GameTime now_game_day = 15;
+  bool has_now_game_day() const;
+  private:
+  bool _internal_has_now_game_day() const;
+  public:
+  void clear_now_game_day();
+  const ::npc_memory::v1::GameTime& now_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_now_game_day();
+  ::npc_memory::v1::GameTime* mutable_now_game_day();
+  void set_allocated_now_game_day(::npc_memory::v1::GameTime* now_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_now_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_now_game_day();
+  public:
+  void unsafe_arena_set_allocated_now_game_day(
+      ::npc_memory::v1::GameTime* now_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_now_game_day();
+
+  // .google.protobuf.Timestamp known_at = 17;
+  bool has_known_at() const;
+  private:
+  bool _internal_has_known_at() const;
+  public:
+  void clear_known_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_known_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_known_at();
+  void set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_known_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_known_at();
+  public:
+  void unsafe_arena_set_allocated_known_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_known_at();
+
   // int32 limit = 4;
   void clear_limit();
   int32_t limit() const;
@@ -752,6 +2166,15 @@ class SearchMemoriesRequest final :
   void _internal_set_fusion(::npc_memory::v1::FusionMethod value);
   public:
 
+  // int32 hops = 11;
+  void clear_hops();
+  int32_t hops() const;
+  void set_hops(int32_t value);
+  private:
+  int32_t _internal_hops() const;
+  void _internal_set_hops(int32_t value);
+  public:
+
   // bool include_invalidated = 10;
   void clear_include_invalidated();
   bool include_invalidated() const;
@@ -761,13 +2184,40 @@ class SearchMemoriesRequest final :
   void _internal_set_include_invalidated(bool value);
   public:
 
-  // bool include_shared = 11;
+  // bool deepen = 12;
+  void clear_deepen();
+  bool deepen() const;
+  void set_deepen(bool value);
+  private:
+  bool _internal_deepen() const;
+  void _internal_set_deepen(bool value);
+  public:
+
+  // bool include_shared = 18;
   void clear_include_shared();
   bool include_shared() const;
   void set_include_shared(bool value);
   private:
   bool _internal_include_shared() const;
   void _internal_set_include_shared(bool value);
+  public:
+
+  // double deepen_min_relevance = 13;
+  void clear_deepen_min_relevance();
+  double deepen_min_relevance() const;
+  void set_deepen_min_relevance(double value);
+  private:
+  double _internal_deepen_min_relevance() const;
+  void _internal_set_deepen_min_relevance(double value);
+  public:
+
+  // int64 timeline_id = 16;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
   public:
 
   // @@protoc_insertion_point(class_scope:npc_memory.v1.SearchMemoriesRequest)
@@ -785,10 +2235,17 @@ class SearchMemoriesRequest final :
     ::PROTOBUF_NAMESPACE_ID::Timestamp* as_of_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* now_;
     ::npc_memory::v1::MemoryFilter* filter_;
+    ::npc_memory::v1::GameTime* as_of_game_day_;
+    ::npc_memory::v1::GameTime* now_game_day_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at_;
     int32_t limit_;
     int fusion_;
+    int32_t hops_;
     bool include_invalidated_;
+    bool deepen_;
     bool include_shared_;
+    double deepen_min_relevance_;
+    int64_t timeline_id_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -844,7 +2301,7 @@ class SearchMemoriesResponse final :
                &_SearchMemoriesResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    3;
+    11;
 
   friend void swap(SearchMemoriesResponse& a, SearchMemoriesResponse& b) {
     a.Swap(&b);
@@ -919,6 +2376,7 @@ class SearchMemoriesResponse final :
   enum : int {
     kResultsFieldNumber = 1,
     kEmbeddingModelFieldNumber = 2,
+    kAnsweredTierFieldNumber = 3,
   };
   // repeated .npc_memory.v1.ScoredMemory results = 1;
   int results_size() const;
@@ -952,6 +2410,15 @@ class SearchMemoriesResponse final :
   std::string* _internal_mutable_embedding_model();
   public:
 
+  // .npc_memory.v1.Tier answered_tier = 3;
+  void clear_answered_tier();
+  ::npc_memory::v1::Tier answered_tier() const;
+  void set_answered_tier(::npc_memory::v1::Tier value);
+  private:
+  ::npc_memory::v1::Tier _internal_answered_tier() const;
+  void _internal_set_answered_tier(::npc_memory::v1::Tier value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.SearchMemoriesResponse)
  private:
   class _Internal;
@@ -962,6 +2429,7 @@ class SearchMemoriesResponse final :
   struct Impl_ {
     ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::ScoredMemory > results_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr embedding_model_;
+    int answered_tier_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1017,7 +2485,7 @@ class GetMemoryRequest final :
                &_GetMemoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    4;
+    12;
 
   friend void swap(GetMemoryRequest& a, GetMemoryRequest& b) {
     a.Swap(&b);
@@ -1092,6 +2560,8 @@ class GetMemoryRequest final :
   enum : int {
     kMemoryIdFieldNumber = 2,
     kScopeFieldNumber = 1,
+    kKnownAtFieldNumber = 4,
+    kTimelineIdFieldNumber = 3,
   };
   // string memory_id = 2;
   void clear_memory_id();
@@ -1125,6 +2595,33 @@ class GetMemoryRequest final :
       ::npc_memory::v1::Scope* scope);
   ::npc_memory::v1::Scope* unsafe_arena_release_scope();
 
+  // .google.protobuf.Timestamp known_at = 4;
+  bool has_known_at() const;
+  private:
+  bool _internal_has_known_at() const;
+  public:
+  void clear_known_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_known_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_known_at();
+  void set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_known_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_known_at();
+  public:
+  void unsafe_arena_set_allocated_known_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_known_at();
+
+  // int64 timeline_id = 3;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.GetMemoryRequest)
  private:
   class _Internal;
@@ -1135,6 +2632,8 @@ class GetMemoryRequest final :
   struct Impl_ {
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
     ::npc_memory::v1::Scope* scope_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at_;
+    int64_t timeline_id_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1190,7 +2689,7 @@ class GetMemoryResponse final :
                &_GetMemoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    5;
+    13;
 
   friend void swap(GetMemoryResponse& a, GetMemoryResponse& b) {
     a.Swap(&b);
@@ -1347,7 +2846,7 @@ class ListMemoriesRequest final :
                &_ListMemoriesRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    6;
+    14;
 
   friend void swap(ListMemoriesRequest& a, ListMemoriesRequest& b) {
     a.Swap(&b);
@@ -1423,9 +2922,11 @@ class ListMemoriesRequest final :
     kPageTokenFieldNumber = 3,
     kScopeFieldNumber = 1,
     kFilterFieldNumber = 4,
+    kKnownAtFieldNumber = 7,
     kPageSizeFieldNumber = 2,
     kIncludeInvalidatedFieldNumber = 5,
-    kIncludeSharedFieldNumber = 6,
+    kIncludeSharedFieldNumber = 8,
+    kTimelineIdFieldNumber = 6,
   };
   // string page_token = 3;
   void clear_page_token();
@@ -1477,6 +2978,24 @@ class ListMemoriesRequest final :
       ::npc_memory::v1::MemoryFilter* filter);
   ::npc_memory::v1::MemoryFilter* unsafe_arena_release_filter();
 
+  // .google.protobuf.Timestamp known_at = 7;
+  bool has_known_at() const;
+  private:
+  bool _internal_has_known_at() const;
+  public:
+  void clear_known_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_known_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_known_at();
+  void set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_known_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_known_at();
+  public:
+  void unsafe_arena_set_allocated_known_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_known_at();
+
   // int32 page_size = 2;
   void clear_page_size();
   int32_t page_size() const;
@@ -1495,13 +3014,22 @@ class ListMemoriesRequest final :
   void _internal_set_include_invalidated(bool value);
   public:
 
-  // bool include_shared = 6;
+  // bool include_shared = 8;
   void clear_include_shared();
   bool include_shared() const;
   void set_include_shared(bool value);
   private:
   bool _internal_include_shared() const;
   void _internal_set_include_shared(bool value);
+  public:
+
+  // int64 timeline_id = 6;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
   public:
 
   // @@protoc_insertion_point(class_scope:npc_memory.v1.ListMemoriesRequest)
@@ -1515,9 +3043,11 @@ class ListMemoriesRequest final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr page_token_;
     ::npc_memory::v1::Scope* scope_;
     ::npc_memory::v1::MemoryFilter* filter_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at_;
     int32_t page_size_;
     bool include_invalidated_;
     bool include_shared_;
+    int64_t timeline_id_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1573,7 +3103,7 @@ class ListMemoriesResponse final :
                &_ListMemoriesResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    7;
+    15;
 
   friend void swap(ListMemoriesResponse& a, ListMemoriesResponse& b) {
     a.Swap(&b);
@@ -1746,7 +3276,7 @@ class InvalidateMemoryRequest final :
                &_InvalidateMemoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    8;
+    16;
 
   friend void swap(InvalidateMemoryRequest& a, InvalidateMemoryRequest& b) {
     a.Swap(&b);
@@ -1822,6 +3352,7 @@ class InvalidateMemoryRequest final :
     kMemoryIdFieldNumber = 2,
     kScopeFieldNumber = 1,
     kInvalidAtFieldNumber = 3,
+    kInvalidGameDayFieldNumber = 4,
   };
   // string memory_id = 2;
   void clear_memory_id();
@@ -1873,6 +3404,24 @@ class InvalidateMemoryRequest final :
       ::PROTOBUF_NAMESPACE_ID::Timestamp* invalid_at);
   ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_invalid_at();
 
+  // .npc_memory.v1.GameTime invalid_game_day = 4;
+  bool has_invalid_game_day() const;
+  private:
+  bool _internal_has_invalid_game_day() const;
+  public:
+  void clear_invalid_game_day();
+  const ::npc_memory::v1::GameTime& invalid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_invalid_game_day();
+  ::npc_memory::v1::GameTime* mutable_invalid_game_day();
+  void set_allocated_invalid_game_day(::npc_memory::v1::GameTime* invalid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_invalid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_invalid_game_day();
+  public:
+  void unsafe_arena_set_allocated_invalid_game_day(
+      ::npc_memory::v1::GameTime* invalid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_invalid_game_day();
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.InvalidateMemoryRequest)
  private:
   class _Internal;
@@ -1884,6 +3433,7 @@ class InvalidateMemoryRequest final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
     ::npc_memory::v1::Scope* scope_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* invalid_at_;
+    ::npc_memory::v1::GameTime* invalid_game_day_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1939,7 +3489,7 @@ class InvalidateMemoryResponse final :
                &_InvalidateMemoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    9;
+    17;
 
   friend void swap(InvalidateMemoryResponse& a, InvalidateMemoryResponse& b) {
     a.Swap(&b);
@@ -2096,7 +3646,7 @@ class UpdateMemoryRequest final :
                &_UpdateMemoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    10;
+    18;
 
   friend void swap(UpdateMemoryRequest& a, UpdateMemoryRequest& b) {
     a.Swap(&b);
@@ -2175,6 +3725,7 @@ class UpdateMemoryRequest final :
     kUpdateMaskFieldNumber = 3,
     kMetadataFieldNumber = 6,
     kValidAtFieldNumber = 8,
+    kValidGameDayFieldNumber = 9,
     kImportanceFieldNumber = 4,
     kTierFieldNumber = 5,
   };
@@ -2278,6 +3829,24 @@ class UpdateMemoryRequest final :
       ::PROTOBUF_NAMESPACE_ID::Timestamp* valid_at);
   ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_valid_at();
 
+  // .npc_memory.v1.GameTime valid_game_day = 9;
+  bool has_valid_game_day() const;
+  private:
+  bool _internal_has_valid_game_day() const;
+  public:
+  void clear_valid_game_day();
+  const ::npc_memory::v1::GameTime& valid_game_day() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::GameTime* release_valid_game_day();
+  ::npc_memory::v1::GameTime* mutable_valid_game_day();
+  void set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day);
+  private:
+  const ::npc_memory::v1::GameTime& _internal_valid_game_day() const;
+  ::npc_memory::v1::GameTime* _internal_mutable_valid_game_day();
+  public:
+  void unsafe_arena_set_allocated_valid_game_day(
+      ::npc_memory::v1::GameTime* valid_game_day);
+  ::npc_memory::v1::GameTime* unsafe_arena_release_valid_game_day();
+
   // int32 importance = 4;
   void clear_importance();
   int32_t importance() const;
@@ -2310,6 +3879,7 @@ class UpdateMemoryRequest final :
     ::PROTOBUF_NAMESPACE_ID::FieldMask* update_mask_;
     ::PROTOBUF_NAMESPACE_ID::Struct* metadata_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* valid_at_;
+    ::npc_memory::v1::GameTime* valid_game_day_;
     int32_t importance_;
     int tier_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
@@ -2367,7 +3937,7 @@ class UpdateMemoryResponse final :
                &_UpdateMemoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    11;
+    19;
 
   friend void swap(UpdateMemoryResponse& a, UpdateMemoryResponse& b) {
     a.Swap(&b);
@@ -2524,7 +4094,7 @@ class GetMemoryHistoryRequest final :
                &_GetMemoryHistoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    12;
+    20;
 
   friend void swap(GetMemoryHistoryRequest& a, GetMemoryHistoryRequest& b) {
     a.Swap(&b);
@@ -2601,6 +4171,8 @@ class GetMemoryHistoryRequest final :
     kSlotFieldNumber = 3,
     kMemoryIdFieldNumber = 4,
     kScopeFieldNumber = 1,
+    kKnownAtFieldNumber = 6,
+    kTimelineIdFieldNumber = 5,
   };
   // string subject_id = 2;
   void clear_subject_id();
@@ -2662,6 +4234,33 @@ class GetMemoryHistoryRequest final :
       ::npc_memory::v1::Scope* scope);
   ::npc_memory::v1::Scope* unsafe_arena_release_scope();
 
+  // .google.protobuf.Timestamp known_at = 6;
+  bool has_known_at() const;
+  private:
+  bool _internal_has_known_at() const;
+  public:
+  void clear_known_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_known_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_known_at();
+  void set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_known_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_known_at();
+  public:
+  void unsafe_arena_set_allocated_known_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_known_at();
+
+  // int64 timeline_id = 5;
+  void clear_timeline_id();
+  int64_t timeline_id() const;
+  void set_timeline_id(int64_t value);
+  private:
+  int64_t _internal_timeline_id() const;
+  void _internal_set_timeline_id(int64_t value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.GetMemoryHistoryRequest)
  private:
   class _Internal;
@@ -2674,6 +4273,8 @@ class GetMemoryHistoryRequest final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr slot_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
     ::npc_memory::v1::Scope* scope_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at_;
+    int64_t timeline_id_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -2729,7 +4330,7 @@ class GetMemoryHistoryResponse final :
                &_GetMemoryHistoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    13;
+    21;
 
   friend void swap(GetMemoryHistoryResponse& a, GetMemoryHistoryResponse& b) {
     a.Swap(&b);
@@ -2886,7 +4487,7 @@ class ForgetPlayerRequest final :
                &_ForgetPlayerRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    14;
+    22;
 
   friend void swap(ForgetPlayerRequest& a, ForgetPlayerRequest& b) {
     a.Swap(&b);
@@ -3039,7 +4640,7 @@ class ForgetPlayerResponse final :
                &_ForgetPlayerResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    15;
+    23;
 
   friend void swap(ForgetPlayerResponse& a, ForgetPlayerResponse& b) {
     a.Swap(&b);
@@ -3137,6 +4738,764 @@ class ForgetPlayerResponse final :
   union { Impl_ _impl_; };
   friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
 };
+// -------------------------------------------------------------------
+
+class ExpandMemoryRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ExpandMemoryRequest) */ {
+ public:
+  inline ExpandMemoryRequest() : ExpandMemoryRequest(nullptr) {}
+  ~ExpandMemoryRequest() override;
+  explicit PROTOBUF_CONSTEXPR ExpandMemoryRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ExpandMemoryRequest(const ExpandMemoryRequest& from);
+  ExpandMemoryRequest(ExpandMemoryRequest&& from) noexcept
+    : ExpandMemoryRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline ExpandMemoryRequest& operator=(const ExpandMemoryRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ExpandMemoryRequest& operator=(ExpandMemoryRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ExpandMemoryRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ExpandMemoryRequest* internal_default_instance() {
+    return reinterpret_cast<const ExpandMemoryRequest*>(
+               &_ExpandMemoryRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    24;
+
+  friend void swap(ExpandMemoryRequest& a, ExpandMemoryRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ExpandMemoryRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ExpandMemoryRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ExpandMemoryRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ExpandMemoryRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ExpandMemoryRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ExpandMemoryRequest& from) {
+    ExpandMemoryRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ExpandMemoryRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ExpandMemoryRequest";
+  }
+  protected:
+  explicit ExpandMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kMemoryIdFieldNumber = 2,
+    kScopeFieldNumber = 1,
+  };
+  // string memory_id = 2;
+  void clear_memory_id();
+  const std::string& memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_memory_id();
+  PROTOBUF_NODISCARD std::string* release_memory_id();
+  void set_allocated_memory_id(std::string* memory_id);
+  private:
+  const std::string& _internal_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
+  std::string* _internal_mutable_memory_id();
+  public:
+
+  // .npc_memory.v1.Scope scope = 1;
+  bool has_scope() const;
+  private:
+  bool _internal_has_scope() const;
+  public:
+  void clear_scope();
+  const ::npc_memory::v1::Scope& scope() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::Scope* release_scope();
+  ::npc_memory::v1::Scope* mutable_scope();
+  void set_allocated_scope(::npc_memory::v1::Scope* scope);
+  private:
+  const ::npc_memory::v1::Scope& _internal_scope() const;
+  ::npc_memory::v1::Scope* _internal_mutable_scope();
+  public:
+  void unsafe_arena_set_allocated_scope(
+      ::npc_memory::v1::Scope* scope);
+  ::npc_memory::v1::Scope* unsafe_arena_release_scope();
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ExpandMemoryRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+    ::npc_memory::v1::Scope* scope_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ExpandMemoryResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ExpandMemoryResponse) */ {
+ public:
+  inline ExpandMemoryResponse() : ExpandMemoryResponse(nullptr) {}
+  ~ExpandMemoryResponse() override;
+  explicit PROTOBUF_CONSTEXPR ExpandMemoryResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ExpandMemoryResponse(const ExpandMemoryResponse& from);
+  ExpandMemoryResponse(ExpandMemoryResponse&& from) noexcept
+    : ExpandMemoryResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline ExpandMemoryResponse& operator=(const ExpandMemoryResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ExpandMemoryResponse& operator=(ExpandMemoryResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ExpandMemoryResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ExpandMemoryResponse* internal_default_instance() {
+    return reinterpret_cast<const ExpandMemoryResponse*>(
+               &_ExpandMemoryResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    25;
+
+  friend void swap(ExpandMemoryResponse& a, ExpandMemoryResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ExpandMemoryResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ExpandMemoryResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ExpandMemoryResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ExpandMemoryResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ExpandMemoryResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ExpandMemoryResponse& from) {
+    ExpandMemoryResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ExpandMemoryResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ExpandMemoryResponse";
+  }
+  protected:
+  explicit ExpandMemoryResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kFoundFieldNumber = 3,
+    kMemoriesFieldNumber = 4,
+    kMemoryIdFieldNumber = 1,
+    kDepthFieldNumber = 2,
+    kTotalLinkedFieldNumber = 5,
+  };
+  // repeated .npc_memory.v1.MemoryLink found = 3;
+  int found_size() const;
+  private:
+  int _internal_found_size() const;
+  public:
+  void clear_found();
+  ::npc_memory::v1::MemoryLink* mutable_found(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_found();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_found(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_found();
+  public:
+  const ::npc_memory::v1::MemoryLink& found(int index) const;
+  ::npc_memory::v1::MemoryLink* add_found();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      found() const;
+
+  // repeated .npc_memory.v1.Memory memories = 4;
+  int memories_size() const;
+  private:
+  int _internal_memories_size() const;
+  public:
+  void clear_memories();
+  ::npc_memory::v1::Memory* mutable_memories(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >*
+      mutable_memories();
+  private:
+  const ::npc_memory::v1::Memory& _internal_memories(int index) const;
+  ::npc_memory::v1::Memory* _internal_add_memories();
+  public:
+  const ::npc_memory::v1::Memory& memories(int index) const;
+  ::npc_memory::v1::Memory* add_memories();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >&
+      memories() const;
+
+  // string memory_id = 1;
+  void clear_memory_id();
+  const std::string& memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_memory_id();
+  PROTOBUF_NODISCARD std::string* release_memory_id();
+  void set_allocated_memory_id(std::string* memory_id);
+  private:
+  const std::string& _internal_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
+  std::string* _internal_mutable_memory_id();
+  public:
+
+  // int32 depth = 2;
+  void clear_depth();
+  int32_t depth() const;
+  void set_depth(int32_t value);
+  private:
+  int32_t _internal_depth() const;
+  void _internal_set_depth(int32_t value);
+  public:
+
+  // int32 total_linked = 5;
+  void clear_total_linked();
+  int32_t total_linked() const;
+  void set_total_linked(int32_t value);
+  private:
+  int32_t _internal_total_linked() const;
+  void _internal_set_total_linked(int32_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ExpandMemoryResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > found_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory > memories_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+    int32_t depth_;
+    int32_t total_linked_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ListLinksRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ListLinksRequest) */ {
+ public:
+  inline ListLinksRequest() : ListLinksRequest(nullptr) {}
+  ~ListLinksRequest() override;
+  explicit PROTOBUF_CONSTEXPR ListLinksRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ListLinksRequest(const ListLinksRequest& from);
+  ListLinksRequest(ListLinksRequest&& from) noexcept
+    : ListLinksRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline ListLinksRequest& operator=(const ListLinksRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ListLinksRequest& operator=(ListLinksRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ListLinksRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ListLinksRequest* internal_default_instance() {
+    return reinterpret_cast<const ListLinksRequest*>(
+               &_ListLinksRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    26;
+
+  friend void swap(ListLinksRequest& a, ListLinksRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ListLinksRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ListLinksRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ListLinksRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ListLinksRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ListLinksRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ListLinksRequest& from) {
+    ListLinksRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ListLinksRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ListLinksRequest";
+  }
+  protected:
+  explicit ListLinksRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kMemoryIdFieldNumber = 2,
+    kScopeFieldNumber = 1,
+  };
+  // string memory_id = 2;
+  void clear_memory_id();
+  const std::string& memory_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_memory_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_memory_id();
+  PROTOBUF_NODISCARD std::string* release_memory_id();
+  void set_allocated_memory_id(std::string* memory_id);
+  private:
+  const std::string& _internal_memory_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
+  std::string* _internal_mutable_memory_id();
+  public:
+
+  // .npc_memory.v1.Scope scope = 1;
+  bool has_scope() const;
+  private:
+  bool _internal_has_scope() const;
+  public:
+  void clear_scope();
+  const ::npc_memory::v1::Scope& scope() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::Scope* release_scope();
+  ::npc_memory::v1::Scope* mutable_scope();
+  void set_allocated_scope(::npc_memory::v1::Scope* scope);
+  private:
+  const ::npc_memory::v1::Scope& _internal_scope() const;
+  ::npc_memory::v1::Scope* _internal_mutable_scope();
+  public:
+  void unsafe_arena_set_allocated_scope(
+      ::npc_memory::v1::Scope* scope);
+  ::npc_memory::v1::Scope* unsafe_arena_release_scope();
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ListLinksRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+    ::npc_memory::v1::Scope* scope_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class ListLinksResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.ListLinksResponse) */ {
+ public:
+  inline ListLinksResponse() : ListLinksResponse(nullptr) {}
+  ~ListLinksResponse() override;
+  explicit PROTOBUF_CONSTEXPR ListLinksResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  ListLinksResponse(const ListLinksResponse& from);
+  ListLinksResponse(ListLinksResponse&& from) noexcept
+    : ListLinksResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline ListLinksResponse& operator=(const ListLinksResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline ListLinksResponse& operator=(ListLinksResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const ListLinksResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const ListLinksResponse* internal_default_instance() {
+    return reinterpret_cast<const ListLinksResponse*>(
+               &_ListLinksResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    27;
+
+  friend void swap(ListLinksResponse& a, ListLinksResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(ListLinksResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(ListLinksResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  ListLinksResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<ListLinksResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const ListLinksResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const ListLinksResponse& from) {
+    ListLinksResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(ListLinksResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.ListLinksResponse";
+  }
+  protected:
+  explicit ListLinksResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kParentsFieldNumber = 1,
+    kChildrenFieldNumber = 2,
+    kRelatedFieldNumber = 3,
+  };
+  // repeated .npc_memory.v1.MemoryLink parents = 1;
+  int parents_size() const;
+  private:
+  int _internal_parents_size() const;
+  public:
+  void clear_parents();
+  ::npc_memory::v1::MemoryLink* mutable_parents(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_parents();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_parents(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_parents();
+  public:
+  const ::npc_memory::v1::MemoryLink& parents(int index) const;
+  ::npc_memory::v1::MemoryLink* add_parents();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      parents() const;
+
+  // repeated .npc_memory.v1.MemoryLink children = 2;
+  int children_size() const;
+  private:
+  int _internal_children_size() const;
+  public:
+  void clear_children();
+  ::npc_memory::v1::MemoryLink* mutable_children(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_children();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_children(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_children();
+  public:
+  const ::npc_memory::v1::MemoryLink& children(int index) const;
+  ::npc_memory::v1::MemoryLink* add_children();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      children() const;
+
+  // repeated .npc_memory.v1.MemoryLink related = 3;
+  int related_size() const;
+  private:
+  int _internal_related_size() const;
+  public:
+  void clear_related();
+  ::npc_memory::v1::MemoryLink* mutable_related(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+      mutable_related();
+  private:
+  const ::npc_memory::v1::MemoryLink& _internal_related(int index) const;
+  ::npc_memory::v1::MemoryLink* _internal_add_related();
+  public:
+  const ::npc_memory::v1::MemoryLink& related(int index) const;
+  ::npc_memory::v1::MemoryLink* add_related();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+      related() const;
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.ListLinksResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > parents_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > children_;
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink > related_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
 // ===================================================================
 
 
@@ -3146,6 +5505,642 @@ class ForgetPlayerResponse final :
   #pragma GCC diagnostic push
   #pragma GCC diagnostic ignored "-Wstrict-aliasing"
 #endif  // __GNUC__
+// CreateSavePointRequest
+
+// string user_id = 1;
+inline void CreateSavePointRequest::clear_user_id() {
+  _impl_.user_id_.ClearToEmpty();
+}
+inline const std::string& CreateSavePointRequest::user_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.CreateSavePointRequest.user_id)
+  return _internal_user_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void CreateSavePointRequest::set_user_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.user_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.CreateSavePointRequest.user_id)
+}
+inline std::string* CreateSavePointRequest::mutable_user_id() {
+  std::string* _s = _internal_mutable_user_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.CreateSavePointRequest.user_id)
+  return _s;
+}
+inline const std::string& CreateSavePointRequest::_internal_user_id() const {
+  return _impl_.user_id_.Get();
+}
+inline void CreateSavePointRequest::_internal_set_user_id(const std::string& value) {
+  
+  _impl_.user_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* CreateSavePointRequest::_internal_mutable_user_id() {
+  
+  return _impl_.user_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* CreateSavePointRequest::release_user_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.CreateSavePointRequest.user_id)
+  return _impl_.user_id_.Release();
+}
+inline void CreateSavePointRequest::set_allocated_user_id(std::string* user_id) {
+  if (user_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.user_id_.SetAllocated(user_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.user_id_.IsDefault()) {
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.CreateSavePointRequest.user_id)
+}
+
+// string save_id = 2;
+inline void CreateSavePointRequest::clear_save_id() {
+  _impl_.save_id_.ClearToEmpty();
+}
+inline const std::string& CreateSavePointRequest::save_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.CreateSavePointRequest.save_id)
+  return _internal_save_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void CreateSavePointRequest::set_save_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.save_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.CreateSavePointRequest.save_id)
+}
+inline std::string* CreateSavePointRequest::mutable_save_id() {
+  std::string* _s = _internal_mutable_save_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.CreateSavePointRequest.save_id)
+  return _s;
+}
+inline const std::string& CreateSavePointRequest::_internal_save_id() const {
+  return _impl_.save_id_.Get();
+}
+inline void CreateSavePointRequest::_internal_set_save_id(const std::string& value) {
+  
+  _impl_.save_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* CreateSavePointRequest::_internal_mutable_save_id() {
+  
+  return _impl_.save_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* CreateSavePointRequest::release_save_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.CreateSavePointRequest.save_id)
+  return _impl_.save_id_.Release();
+}
+inline void CreateSavePointRequest::set_allocated_save_id(std::string* save_id) {
+  if (save_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.save_id_.SetAllocated(save_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.save_id_.IsDefault()) {
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.CreateSavePointRequest.save_id)
+}
+
+// -------------------------------------------------------------------
+
+// CreateSavePointResponse
+
+// .npc_memory.v1.SavePoint save_point = 1;
+inline bool CreateSavePointResponse::_internal_has_save_point() const {
+  return this != internal_default_instance() && _impl_.save_point_ != nullptr;
+}
+inline bool CreateSavePointResponse::has_save_point() const {
+  return _internal_has_save_point();
+}
+inline const ::npc_memory::v1::SavePoint& CreateSavePointResponse::_internal_save_point() const {
+  const ::npc_memory::v1::SavePoint* p = _impl_.save_point_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::SavePoint&>(
+      ::npc_memory::v1::_SavePoint_default_instance_);
+}
+inline const ::npc_memory::v1::SavePoint& CreateSavePointResponse::save_point() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.CreateSavePointResponse.save_point)
+  return _internal_save_point();
+}
+inline void CreateSavePointResponse::unsafe_arena_set_allocated_save_point(
+    ::npc_memory::v1::SavePoint* save_point) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.save_point_);
+  }
+  _impl_.save_point_ = save_point;
+  if (save_point) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.CreateSavePointResponse.save_point)
+}
+inline ::npc_memory::v1::SavePoint* CreateSavePointResponse::release_save_point() {
+  
+  ::npc_memory::v1::SavePoint* temp = _impl_.save_point_;
+  _impl_.save_point_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::SavePoint* CreateSavePointResponse::unsafe_arena_release_save_point() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.CreateSavePointResponse.save_point)
+  
+  ::npc_memory::v1::SavePoint* temp = _impl_.save_point_;
+  _impl_.save_point_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::SavePoint* CreateSavePointResponse::_internal_mutable_save_point() {
+  
+  if (_impl_.save_point_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::SavePoint>(GetArenaForAllocation());
+    _impl_.save_point_ = p;
+  }
+  return _impl_.save_point_;
+}
+inline ::npc_memory::v1::SavePoint* CreateSavePointResponse::mutable_save_point() {
+  ::npc_memory::v1::SavePoint* _msg = _internal_mutable_save_point();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.CreateSavePointResponse.save_point)
+  return _msg;
+}
+inline void CreateSavePointResponse::set_allocated_save_point(::npc_memory::v1::SavePoint* save_point) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.save_point_);
+  }
+  if (save_point) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(save_point));
+    if (message_arena != submessage_arena) {
+      save_point = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, save_point, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.save_point_ = save_point;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.CreateSavePointResponse.save_point)
+}
+
+// -------------------------------------------------------------------
+
+// LoadSavePointRequest
+
+// string user_id = 1;
+inline void LoadSavePointRequest::clear_user_id() {
+  _impl_.user_id_.ClearToEmpty();
+}
+inline const std::string& LoadSavePointRequest::user_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.LoadSavePointRequest.user_id)
+  return _internal_user_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void LoadSavePointRequest::set_user_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.user_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.LoadSavePointRequest.user_id)
+}
+inline std::string* LoadSavePointRequest::mutable_user_id() {
+  std::string* _s = _internal_mutable_user_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.LoadSavePointRequest.user_id)
+  return _s;
+}
+inline const std::string& LoadSavePointRequest::_internal_user_id() const {
+  return _impl_.user_id_.Get();
+}
+inline void LoadSavePointRequest::_internal_set_user_id(const std::string& value) {
+  
+  _impl_.user_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* LoadSavePointRequest::_internal_mutable_user_id() {
+  
+  return _impl_.user_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* LoadSavePointRequest::release_user_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.LoadSavePointRequest.user_id)
+  return _impl_.user_id_.Release();
+}
+inline void LoadSavePointRequest::set_allocated_user_id(std::string* user_id) {
+  if (user_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.user_id_.SetAllocated(user_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.user_id_.IsDefault()) {
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.LoadSavePointRequest.user_id)
+}
+
+// string save_id = 2;
+inline void LoadSavePointRequest::clear_save_id() {
+  _impl_.save_id_.ClearToEmpty();
+}
+inline const std::string& LoadSavePointRequest::save_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.LoadSavePointRequest.save_id)
+  return _internal_save_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void LoadSavePointRequest::set_save_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.save_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.LoadSavePointRequest.save_id)
+}
+inline std::string* LoadSavePointRequest::mutable_save_id() {
+  std::string* _s = _internal_mutable_save_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.LoadSavePointRequest.save_id)
+  return _s;
+}
+inline const std::string& LoadSavePointRequest::_internal_save_id() const {
+  return _impl_.save_id_.Get();
+}
+inline void LoadSavePointRequest::_internal_set_save_id(const std::string& value) {
+  
+  _impl_.save_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* LoadSavePointRequest::_internal_mutable_save_id() {
+  
+  return _impl_.save_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* LoadSavePointRequest::release_save_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.LoadSavePointRequest.save_id)
+  return _impl_.save_id_.Release();
+}
+inline void LoadSavePointRequest::set_allocated_save_id(std::string* save_id) {
+  if (save_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.save_id_.SetAllocated(save_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.save_id_.IsDefault()) {
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.LoadSavePointRequest.save_id)
+}
+
+// -------------------------------------------------------------------
+
+// LoadSavePointResponse
+
+// .npc_memory.v1.Timeline timeline = 1;
+inline bool LoadSavePointResponse::_internal_has_timeline() const {
+  return this != internal_default_instance() && _impl_.timeline_ != nullptr;
+}
+inline bool LoadSavePointResponse::has_timeline() const {
+  return _internal_has_timeline();
+}
+inline const ::npc_memory::v1::Timeline& LoadSavePointResponse::_internal_timeline() const {
+  const ::npc_memory::v1::Timeline* p = _impl_.timeline_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::Timeline&>(
+      ::npc_memory::v1::_Timeline_default_instance_);
+}
+inline const ::npc_memory::v1::Timeline& LoadSavePointResponse::timeline() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.LoadSavePointResponse.timeline)
+  return _internal_timeline();
+}
+inline void LoadSavePointResponse::unsafe_arena_set_allocated_timeline(
+    ::npc_memory::v1::Timeline* timeline) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.timeline_);
+  }
+  _impl_.timeline_ = timeline;
+  if (timeline) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.LoadSavePointResponse.timeline)
+}
+inline ::npc_memory::v1::Timeline* LoadSavePointResponse::release_timeline() {
+  
+  ::npc_memory::v1::Timeline* temp = _impl_.timeline_;
+  _impl_.timeline_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::Timeline* LoadSavePointResponse::unsafe_arena_release_timeline() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.LoadSavePointResponse.timeline)
+  
+  ::npc_memory::v1::Timeline* temp = _impl_.timeline_;
+  _impl_.timeline_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::Timeline* LoadSavePointResponse::_internal_mutable_timeline() {
+  
+  if (_impl_.timeline_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::Timeline>(GetArenaForAllocation());
+    _impl_.timeline_ = p;
+  }
+  return _impl_.timeline_;
+}
+inline ::npc_memory::v1::Timeline* LoadSavePointResponse::mutable_timeline() {
+  ::npc_memory::v1::Timeline* _msg = _internal_mutable_timeline();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.LoadSavePointResponse.timeline)
+  return _msg;
+}
+inline void LoadSavePointResponse::set_allocated_timeline(::npc_memory::v1::Timeline* timeline) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.timeline_);
+  }
+  if (timeline) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(timeline));
+    if (message_arena != submessage_arena) {
+      timeline = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, timeline, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.timeline_ = timeline;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.LoadSavePointResponse.timeline)
+}
+
+// -------------------------------------------------------------------
+
+// ListSavePointsRequest
+
+// string user_id = 1;
+inline void ListSavePointsRequest::clear_user_id() {
+  _impl_.user_id_.ClearToEmpty();
+}
+inline const std::string& ListSavePointsRequest::user_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListSavePointsRequest.user_id)
+  return _internal_user_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ListSavePointsRequest::set_user_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.user_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ListSavePointsRequest.user_id)
+}
+inline std::string* ListSavePointsRequest::mutable_user_id() {
+  std::string* _s = _internal_mutable_user_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListSavePointsRequest.user_id)
+  return _s;
+}
+inline const std::string& ListSavePointsRequest::_internal_user_id() const {
+  return _impl_.user_id_.Get();
+}
+inline void ListSavePointsRequest::_internal_set_user_id(const std::string& value) {
+  
+  _impl_.user_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ListSavePointsRequest::_internal_mutable_user_id() {
+  
+  return _impl_.user_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ListSavePointsRequest::release_user_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ListSavePointsRequest.user_id)
+  return _impl_.user_id_.Release();
+}
+inline void ListSavePointsRequest::set_allocated_user_id(std::string* user_id) {
+  if (user_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.user_id_.SetAllocated(user_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.user_id_.IsDefault()) {
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ListSavePointsRequest.user_id)
+}
+
+// -------------------------------------------------------------------
+
+// ListSavePointsResponse
+
+// repeated .npc_memory.v1.SavePoint save_points = 1;
+inline int ListSavePointsResponse::_internal_save_points_size() const {
+  return _impl_.save_points_.size();
+}
+inline int ListSavePointsResponse::save_points_size() const {
+  return _internal_save_points_size();
+}
+inline ::npc_memory::v1::SavePoint* ListSavePointsResponse::mutable_save_points(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListSavePointsResponse.save_points)
+  return _impl_.save_points_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::SavePoint >*
+ListSavePointsResponse::mutable_save_points() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListSavePointsResponse.save_points)
+  return &_impl_.save_points_;
+}
+inline const ::npc_memory::v1::SavePoint& ListSavePointsResponse::_internal_save_points(int index) const {
+  return _impl_.save_points_.Get(index);
+}
+inline const ::npc_memory::v1::SavePoint& ListSavePointsResponse::save_points(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListSavePointsResponse.save_points)
+  return _internal_save_points(index);
+}
+inline ::npc_memory::v1::SavePoint* ListSavePointsResponse::_internal_add_save_points() {
+  return _impl_.save_points_.Add();
+}
+inline ::npc_memory::v1::SavePoint* ListSavePointsResponse::add_save_points() {
+  ::npc_memory::v1::SavePoint* _add = _internal_add_save_points();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListSavePointsResponse.save_points)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::SavePoint >&
+ListSavePointsResponse::save_points() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListSavePointsResponse.save_points)
+  return _impl_.save_points_;
+}
+
+// repeated .npc_memory.v1.Timeline timelines = 2;
+inline int ListSavePointsResponse::_internal_timelines_size() const {
+  return _impl_.timelines_.size();
+}
+inline int ListSavePointsResponse::timelines_size() const {
+  return _internal_timelines_size();
+}
+inline ::npc_memory::v1::Timeline* ListSavePointsResponse::mutable_timelines(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListSavePointsResponse.timelines)
+  return _impl_.timelines_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Timeline >*
+ListSavePointsResponse::mutable_timelines() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListSavePointsResponse.timelines)
+  return &_impl_.timelines_;
+}
+inline const ::npc_memory::v1::Timeline& ListSavePointsResponse::_internal_timelines(int index) const {
+  return _impl_.timelines_.Get(index);
+}
+inline const ::npc_memory::v1::Timeline& ListSavePointsResponse::timelines(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListSavePointsResponse.timelines)
+  return _internal_timelines(index);
+}
+inline ::npc_memory::v1::Timeline* ListSavePointsResponse::_internal_add_timelines() {
+  return _impl_.timelines_.Add();
+}
+inline ::npc_memory::v1::Timeline* ListSavePointsResponse::add_timelines() {
+  ::npc_memory::v1::Timeline* _add = _internal_add_timelines();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListSavePointsResponse.timelines)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Timeline >&
+ListSavePointsResponse::timelines() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListSavePointsResponse.timelines)
+  return _impl_.timelines_;
+}
+
+// int64 live_timeline_id = 3;
+inline void ListSavePointsResponse::clear_live_timeline_id() {
+  _impl_.live_timeline_id_ = int64_t{0};
+}
+inline int64_t ListSavePointsResponse::_internal_live_timeline_id() const {
+  return _impl_.live_timeline_id_;
+}
+inline int64_t ListSavePointsResponse::live_timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListSavePointsResponse.live_timeline_id)
+  return _internal_live_timeline_id();
+}
+inline void ListSavePointsResponse::_internal_set_live_timeline_id(int64_t value) {
+  
+  _impl_.live_timeline_id_ = value;
+}
+inline void ListSavePointsResponse::set_live_timeline_id(int64_t value) {
+  _internal_set_live_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ListSavePointsResponse.live_timeline_id)
+}
+
+// -------------------------------------------------------------------
+
+// DropTimelineRequest
+
+// string user_id = 1;
+inline void DropTimelineRequest::clear_user_id() {
+  _impl_.user_id_.ClearToEmpty();
+}
+inline const std::string& DropTimelineRequest::user_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.DropTimelineRequest.user_id)
+  return _internal_user_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void DropTimelineRequest::set_user_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.user_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.DropTimelineRequest.user_id)
+}
+inline std::string* DropTimelineRequest::mutable_user_id() {
+  std::string* _s = _internal_mutable_user_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.DropTimelineRequest.user_id)
+  return _s;
+}
+inline const std::string& DropTimelineRequest::_internal_user_id() const {
+  return _impl_.user_id_.Get();
+}
+inline void DropTimelineRequest::_internal_set_user_id(const std::string& value) {
+  
+  _impl_.user_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* DropTimelineRequest::_internal_mutable_user_id() {
+  
+  return _impl_.user_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* DropTimelineRequest::release_user_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.DropTimelineRequest.user_id)
+  return _impl_.user_id_.Release();
+}
+inline void DropTimelineRequest::set_allocated_user_id(std::string* user_id) {
+  if (user_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.user_id_.SetAllocated(user_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.user_id_.IsDefault()) {
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.DropTimelineRequest.user_id)
+}
+
+// int64 timeline_id = 2;
+inline void DropTimelineRequest::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t DropTimelineRequest::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t DropTimelineRequest::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.DropTimelineRequest.timeline_id)
+  return _internal_timeline_id();
+}
+inline void DropTimelineRequest::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void DropTimelineRequest::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.DropTimelineRequest.timeline_id)
+}
+
+// -------------------------------------------------------------------
+
+// DropTimelineResponse
+
+// int64 deleted_memories = 1;
+inline void DropTimelineResponse::clear_deleted_memories() {
+  _impl_.deleted_memories_ = int64_t{0};
+}
+inline int64_t DropTimelineResponse::_internal_deleted_memories() const {
+  return _impl_.deleted_memories_;
+}
+inline int64_t DropTimelineResponse::deleted_memories() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.DropTimelineResponse.deleted_memories)
+  return _internal_deleted_memories();
+}
+inline void DropTimelineResponse::_internal_set_deleted_memories(int64_t value) {
+  
+  _impl_.deleted_memories_ = value;
+}
+inline void DropTimelineResponse::set_deleted_memories(int64_t value) {
+  _internal_set_deleted_memories(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.DropTimelineResponse.deleted_memories)
+}
+
+// -------------------------------------------------------------------
+
 // StoreMemoriesRequest
 
 // .npc_memory.v1.Scope scope = 1;
@@ -3947,7 +6942,342 @@ inline void SearchMemoriesRequest::set_include_invalidated(bool value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.include_invalidated)
 }
 
-// bool include_shared = 11;
+// int32 hops = 11;
+inline void SearchMemoriesRequest::clear_hops() {
+  _impl_.hops_ = 0;
+}
+inline int32_t SearchMemoriesRequest::_internal_hops() const {
+  return _impl_.hops_;
+}
+inline int32_t SearchMemoriesRequest::hops() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.hops)
+  return _internal_hops();
+}
+inline void SearchMemoriesRequest::_internal_set_hops(int32_t value) {
+  
+  _impl_.hops_ = value;
+}
+inline void SearchMemoriesRequest::set_hops(int32_t value) {
+  _internal_set_hops(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.hops)
+}
+
+// bool deepen = 12;
+inline void SearchMemoriesRequest::clear_deepen() {
+  _impl_.deepen_ = false;
+}
+inline bool SearchMemoriesRequest::_internal_deepen() const {
+  return _impl_.deepen_;
+}
+inline bool SearchMemoriesRequest::deepen() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.deepen)
+  return _internal_deepen();
+}
+inline void SearchMemoriesRequest::_internal_set_deepen(bool value) {
+  
+  _impl_.deepen_ = value;
+}
+inline void SearchMemoriesRequest::set_deepen(bool value) {
+  _internal_set_deepen(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.deepen)
+}
+
+// double deepen_min_relevance = 13;
+inline void SearchMemoriesRequest::clear_deepen_min_relevance() {
+  _impl_.deepen_min_relevance_ = 0;
+}
+inline double SearchMemoriesRequest::_internal_deepen_min_relevance() const {
+  return _impl_.deepen_min_relevance_;
+}
+inline double SearchMemoriesRequest::deepen_min_relevance() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.deepen_min_relevance)
+  return _internal_deepen_min_relevance();
+}
+inline void SearchMemoriesRequest::_internal_set_deepen_min_relevance(double value) {
+  
+  _impl_.deepen_min_relevance_ = value;
+}
+inline void SearchMemoriesRequest::set_deepen_min_relevance(double value) {
+  _internal_set_deepen_min_relevance(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.deepen_min_relevance)
+}
+
+// .npc_memory.v1.GameTime as_of_game_day = 14;
+inline bool SearchMemoriesRequest::_internal_has_as_of_game_day() const {
+  return this != internal_default_instance() && _impl_.as_of_game_day_ != nullptr;
+}
+inline bool SearchMemoriesRequest::has_as_of_game_day() const {
+  return _internal_has_as_of_game_day();
+}
+inline const ::npc_memory::v1::GameTime& SearchMemoriesRequest::_internal_as_of_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.as_of_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& SearchMemoriesRequest::as_of_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.as_of_game_day)
+  return _internal_as_of_game_day();
+}
+inline void SearchMemoriesRequest::unsafe_arena_set_allocated_as_of_game_day(
+    ::npc_memory::v1::GameTime* as_of_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.as_of_game_day_);
+  }
+  _impl_.as_of_game_day_ = as_of_game_day;
+  if (as_of_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.SearchMemoriesRequest.as_of_game_day)
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::release_as_of_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.as_of_game_day_;
+  _impl_.as_of_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::unsafe_arena_release_as_of_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.SearchMemoriesRequest.as_of_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.as_of_game_day_;
+  _impl_.as_of_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::_internal_mutable_as_of_game_day() {
+  
+  if (_impl_.as_of_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.as_of_game_day_ = p;
+  }
+  return _impl_.as_of_game_day_;
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::mutable_as_of_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_as_of_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.SearchMemoriesRequest.as_of_game_day)
+  return _msg;
+}
+inline void SearchMemoriesRequest::set_allocated_as_of_game_day(::npc_memory::v1::GameTime* as_of_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.as_of_game_day_);
+  }
+  if (as_of_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(as_of_game_day));
+    if (message_arena != submessage_arena) {
+      as_of_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, as_of_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.as_of_game_day_ = as_of_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SearchMemoriesRequest.as_of_game_day)
+}
+
+// .npc_memory.v1.GameTime now_game_day = 15;
+inline bool SearchMemoriesRequest::_internal_has_now_game_day() const {
+  return this != internal_default_instance() && _impl_.now_game_day_ != nullptr;
+}
+inline bool SearchMemoriesRequest::has_now_game_day() const {
+  return _internal_has_now_game_day();
+}
+inline const ::npc_memory::v1::GameTime& SearchMemoriesRequest::_internal_now_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.now_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& SearchMemoriesRequest::now_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.now_game_day)
+  return _internal_now_game_day();
+}
+inline void SearchMemoriesRequest::unsafe_arena_set_allocated_now_game_day(
+    ::npc_memory::v1::GameTime* now_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.now_game_day_);
+  }
+  _impl_.now_game_day_ = now_game_day;
+  if (now_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.SearchMemoriesRequest.now_game_day)
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::release_now_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.now_game_day_;
+  _impl_.now_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::unsafe_arena_release_now_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.SearchMemoriesRequest.now_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.now_game_day_;
+  _impl_.now_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::_internal_mutable_now_game_day() {
+  
+  if (_impl_.now_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.now_game_day_ = p;
+  }
+  return _impl_.now_game_day_;
+}
+inline ::npc_memory::v1::GameTime* SearchMemoriesRequest::mutable_now_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_now_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.SearchMemoriesRequest.now_game_day)
+  return _msg;
+}
+inline void SearchMemoriesRequest::set_allocated_now_game_day(::npc_memory::v1::GameTime* now_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.now_game_day_);
+  }
+  if (now_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(now_game_day));
+    if (message_arena != submessage_arena) {
+      now_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, now_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.now_game_day_ = now_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SearchMemoriesRequest.now_game_day)
+}
+
+// int64 timeline_id = 16;
+inline void SearchMemoriesRequest::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t SearchMemoriesRequest::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t SearchMemoriesRequest::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.timeline_id)
+  return _internal_timeline_id();
+}
+inline void SearchMemoriesRequest::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void SearchMemoriesRequest::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.timeline_id)
+}
+
+// .google.protobuf.Timestamp known_at = 17;
+inline bool SearchMemoriesRequest::_internal_has_known_at() const {
+  return this != internal_default_instance() && _impl_.known_at_ != nullptr;
+}
+inline bool SearchMemoriesRequest::has_known_at() const {
+  return _internal_has_known_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& SearchMemoriesRequest::_internal_known_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.known_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& SearchMemoriesRequest::known_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.known_at)
+  return _internal_known_at();
+}
+inline void SearchMemoriesRequest::unsafe_arena_set_allocated_known_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  _impl_.known_at_ = known_at;
+  if (known_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.SearchMemoriesRequest.known_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SearchMemoriesRequest::release_known_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SearchMemoriesRequest::unsafe_arena_release_known_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.SearchMemoriesRequest.known_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SearchMemoriesRequest::_internal_mutable_known_at() {
+  
+  if (_impl_.known_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.known_at_ = p;
+  }
+  return _impl_.known_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* SearchMemoriesRequest::mutable_known_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_known_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.SearchMemoriesRequest.known_at)
+  return _msg;
+}
+inline void SearchMemoriesRequest::set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  if (known_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(known_at));
+    if (message_arena != submessage_arena) {
+      known_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, known_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.known_at_ = known_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SearchMemoriesRequest.known_at)
+}
+
+// bool include_shared = 18;
 inline void SearchMemoriesRequest::clear_include_shared() {
   _impl_.include_shared_ = false;
 }
@@ -4056,6 +7386,26 @@ inline void SearchMemoriesResponse::set_allocated_embedding_model(std::string* e
   }
 #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SearchMemoriesResponse.embedding_model)
+}
+
+// .npc_memory.v1.Tier answered_tier = 3;
+inline void SearchMemoriesResponse::clear_answered_tier() {
+  _impl_.answered_tier_ = 0;
+}
+inline ::npc_memory::v1::Tier SearchMemoriesResponse::_internal_answered_tier() const {
+  return static_cast< ::npc_memory::v1::Tier >(_impl_.answered_tier_);
+}
+inline ::npc_memory::v1::Tier SearchMemoriesResponse::answered_tier() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesResponse.answered_tier)
+  return _internal_answered_tier();
+}
+inline void SearchMemoriesResponse::_internal_set_answered_tier(::npc_memory::v1::Tier value) {
+  
+  _impl_.answered_tier_ = value;
+}
+inline void SearchMemoriesResponse::set_answered_tier(::npc_memory::v1::Tier value) {
+  _internal_set_answered_tier(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesResponse.answered_tier)
 }
 
 // -------------------------------------------------------------------
@@ -4195,6 +7545,111 @@ inline void GetMemoryRequest::set_allocated_memory_id(std::string* memory_id) {
   }
 #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.GetMemoryRequest.memory_id)
+}
+
+// int64 timeline_id = 3;
+inline void GetMemoryRequest::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t GetMemoryRequest::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t GetMemoryRequest::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GetMemoryRequest.timeline_id)
+  return _internal_timeline_id();
+}
+inline void GetMemoryRequest::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void GetMemoryRequest::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.GetMemoryRequest.timeline_id)
+}
+
+// .google.protobuf.Timestamp known_at = 4;
+inline bool GetMemoryRequest::_internal_has_known_at() const {
+  return this != internal_default_instance() && _impl_.known_at_ != nullptr;
+}
+inline bool GetMemoryRequest::has_known_at() const {
+  return _internal_has_known_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& GetMemoryRequest::_internal_known_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.known_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& GetMemoryRequest::known_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GetMemoryRequest.known_at)
+  return _internal_known_at();
+}
+inline void GetMemoryRequest::unsafe_arena_set_allocated_known_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  _impl_.known_at_ = known_at;
+  if (known_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.GetMemoryRequest.known_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryRequest::release_known_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryRequest::unsafe_arena_release_known_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.GetMemoryRequest.known_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryRequest::_internal_mutable_known_at() {
+  
+  if (_impl_.known_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.known_at_ = p;
+  }
+  return _impl_.known_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryRequest::mutable_known_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_known_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.GetMemoryRequest.known_at)
+  return _msg;
+}
+inline void GetMemoryRequest::set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  if (known_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(known_at));
+    if (message_arena != submessage_arena) {
+      known_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, known_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.known_at_ = known_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.GetMemoryRequest.known_at)
 }
 
 // -------------------------------------------------------------------
@@ -4550,7 +8005,112 @@ inline void ListMemoriesRequest::set_include_invalidated(bool value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.ListMemoriesRequest.include_invalidated)
 }
 
-// bool include_shared = 6;
+// int64 timeline_id = 6;
+inline void ListMemoriesRequest::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t ListMemoriesRequest::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t ListMemoriesRequest::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListMemoriesRequest.timeline_id)
+  return _internal_timeline_id();
+}
+inline void ListMemoriesRequest::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void ListMemoriesRequest::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ListMemoriesRequest.timeline_id)
+}
+
+// .google.protobuf.Timestamp known_at = 7;
+inline bool ListMemoriesRequest::_internal_has_known_at() const {
+  return this != internal_default_instance() && _impl_.known_at_ != nullptr;
+}
+inline bool ListMemoriesRequest::has_known_at() const {
+  return _internal_has_known_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& ListMemoriesRequest::_internal_known_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.known_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& ListMemoriesRequest::known_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListMemoriesRequest.known_at)
+  return _internal_known_at();
+}
+inline void ListMemoriesRequest::unsafe_arena_set_allocated_known_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  _impl_.known_at_ = known_at;
+  if (known_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.ListMemoriesRequest.known_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* ListMemoriesRequest::release_known_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* ListMemoriesRequest::unsafe_arena_release_known_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ListMemoriesRequest.known_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* ListMemoriesRequest::_internal_mutable_known_at() {
+  
+  if (_impl_.known_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.known_at_ = p;
+  }
+  return _impl_.known_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* ListMemoriesRequest::mutable_known_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_known_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListMemoriesRequest.known_at)
+  return _msg;
+}
+inline void ListMemoriesRequest::set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  if (known_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(known_at));
+    if (message_arena != submessage_arena) {
+      known_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, known_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.known_at_ = known_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ListMemoriesRequest.known_at)
+}
+
+// bool include_shared = 8;
 inline void ListMemoriesRequest::clear_include_shared() {
   _impl_.include_shared_ = false;
 }
@@ -4883,6 +8443,91 @@ inline void InvalidateMemoryRequest::set_allocated_invalid_at(::PROTOBUF_NAMESPA
   }
   _impl_.invalid_at_ = invalid_at;
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.InvalidateMemoryRequest.invalid_at)
+}
+
+// .npc_memory.v1.GameTime invalid_game_day = 4;
+inline bool InvalidateMemoryRequest::_internal_has_invalid_game_day() const {
+  return this != internal_default_instance() && _impl_.invalid_game_day_ != nullptr;
+}
+inline bool InvalidateMemoryRequest::has_invalid_game_day() const {
+  return _internal_has_invalid_game_day();
+}
+inline const ::npc_memory::v1::GameTime& InvalidateMemoryRequest::_internal_invalid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.invalid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& InvalidateMemoryRequest::invalid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.InvalidateMemoryRequest.invalid_game_day)
+  return _internal_invalid_game_day();
+}
+inline void InvalidateMemoryRequest::unsafe_arena_set_allocated_invalid_game_day(
+    ::npc_memory::v1::GameTime* invalid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.invalid_game_day_);
+  }
+  _impl_.invalid_game_day_ = invalid_game_day;
+  if (invalid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.InvalidateMemoryRequest.invalid_game_day)
+}
+inline ::npc_memory::v1::GameTime* InvalidateMemoryRequest::release_invalid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.invalid_game_day_;
+  _impl_.invalid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* InvalidateMemoryRequest::unsafe_arena_release_invalid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.InvalidateMemoryRequest.invalid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.invalid_game_day_;
+  _impl_.invalid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* InvalidateMemoryRequest::_internal_mutable_invalid_game_day() {
+  
+  if (_impl_.invalid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.invalid_game_day_ = p;
+  }
+  return _impl_.invalid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* InvalidateMemoryRequest::mutable_invalid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_invalid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.InvalidateMemoryRequest.invalid_game_day)
+  return _msg;
+}
+inline void InvalidateMemoryRequest::set_allocated_invalid_game_day(::npc_memory::v1::GameTime* invalid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.invalid_game_day_);
+  }
+  if (invalid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(invalid_game_day));
+    if (message_arena != submessage_arena) {
+      invalid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, invalid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.invalid_game_day_ = invalid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.InvalidateMemoryRequest.invalid_game_day)
 }
 
 // -------------------------------------------------------------------
@@ -5458,6 +9103,91 @@ inline void UpdateMemoryRequest::set_allocated_valid_at(::PROTOBUF_NAMESPACE_ID:
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.UpdateMemoryRequest.valid_at)
 }
 
+// .npc_memory.v1.GameTime valid_game_day = 9;
+inline bool UpdateMemoryRequest::_internal_has_valid_game_day() const {
+  return this != internal_default_instance() && _impl_.valid_game_day_ != nullptr;
+}
+inline bool UpdateMemoryRequest::has_valid_game_day() const {
+  return _internal_has_valid_game_day();
+}
+inline const ::npc_memory::v1::GameTime& UpdateMemoryRequest::_internal_valid_game_day() const {
+  const ::npc_memory::v1::GameTime* p = _impl_.valid_game_day_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::GameTime&>(
+      ::npc_memory::v1::_GameTime_default_instance_);
+}
+inline const ::npc_memory::v1::GameTime& UpdateMemoryRequest::valid_game_day() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.UpdateMemoryRequest.valid_game_day)
+  return _internal_valid_game_day();
+}
+inline void UpdateMemoryRequest::unsafe_arena_set_allocated_valid_game_day(
+    ::npc_memory::v1::GameTime* valid_game_day) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.valid_game_day_);
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  if (valid_game_day) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.UpdateMemoryRequest.valid_game_day)
+}
+inline ::npc_memory::v1::GameTime* UpdateMemoryRequest::release_valid_game_day() {
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* UpdateMemoryRequest::unsafe_arena_release_valid_game_day() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.UpdateMemoryRequest.valid_game_day)
+  
+  ::npc_memory::v1::GameTime* temp = _impl_.valid_game_day_;
+  _impl_.valid_game_day_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::GameTime* UpdateMemoryRequest::_internal_mutable_valid_game_day() {
+  
+  if (_impl_.valid_game_day_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::GameTime>(GetArenaForAllocation());
+    _impl_.valid_game_day_ = p;
+  }
+  return _impl_.valid_game_day_;
+}
+inline ::npc_memory::v1::GameTime* UpdateMemoryRequest::mutable_valid_game_day() {
+  ::npc_memory::v1::GameTime* _msg = _internal_mutable_valid_game_day();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.UpdateMemoryRequest.valid_game_day)
+  return _msg;
+}
+inline void UpdateMemoryRequest::set_allocated_valid_game_day(::npc_memory::v1::GameTime* valid_game_day) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.valid_game_day_);
+  }
+  if (valid_game_day) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(valid_game_day));
+    if (message_arena != submessage_arena) {
+      valid_game_day = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, valid_game_day, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.valid_game_day_ = valid_game_day;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.UpdateMemoryRequest.valid_game_day)
+}
+
 // -------------------------------------------------------------------
 
 // UpdateMemoryResponse
@@ -5786,6 +9516,111 @@ inline void GetMemoryHistoryRequest::set_allocated_memory_id(std::string* memory
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.GetMemoryHistoryRequest.memory_id)
 }
 
+// int64 timeline_id = 5;
+inline void GetMemoryHistoryRequest::clear_timeline_id() {
+  _impl_.timeline_id_ = int64_t{0};
+}
+inline int64_t GetMemoryHistoryRequest::_internal_timeline_id() const {
+  return _impl_.timeline_id_;
+}
+inline int64_t GetMemoryHistoryRequest::timeline_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GetMemoryHistoryRequest.timeline_id)
+  return _internal_timeline_id();
+}
+inline void GetMemoryHistoryRequest::_internal_set_timeline_id(int64_t value) {
+  
+  _impl_.timeline_id_ = value;
+}
+inline void GetMemoryHistoryRequest::set_timeline_id(int64_t value) {
+  _internal_set_timeline_id(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.GetMemoryHistoryRequest.timeline_id)
+}
+
+// .google.protobuf.Timestamp known_at = 6;
+inline bool GetMemoryHistoryRequest::_internal_has_known_at() const {
+  return this != internal_default_instance() && _impl_.known_at_ != nullptr;
+}
+inline bool GetMemoryHistoryRequest::has_known_at() const {
+  return _internal_has_known_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& GetMemoryHistoryRequest::_internal_known_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.known_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& GetMemoryHistoryRequest::known_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GetMemoryHistoryRequest.known_at)
+  return _internal_known_at();
+}
+inline void GetMemoryHistoryRequest::unsafe_arena_set_allocated_known_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  _impl_.known_at_ = known_at;
+  if (known_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.GetMemoryHistoryRequest.known_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryHistoryRequest::release_known_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryHistoryRequest::unsafe_arena_release_known_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.GetMemoryHistoryRequest.known_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.known_at_;
+  _impl_.known_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryHistoryRequest::_internal_mutable_known_at() {
+  
+  if (_impl_.known_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.known_at_ = p;
+  }
+  return _impl_.known_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* GetMemoryHistoryRequest::mutable_known_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_known_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.GetMemoryHistoryRequest.known_at)
+  return _msg;
+}
+inline void GetMemoryHistoryRequest::set_allocated_known_at(::PROTOBUF_NAMESPACE_ID::Timestamp* known_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.known_at_);
+  }
+  if (known_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(known_at));
+    if (message_arena != submessage_arena) {
+      known_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, known_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.known_at_ = known_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.GetMemoryHistoryRequest.known_at)
+}
+
 // -------------------------------------------------------------------
 
 // GetMemoryHistoryResponse
@@ -5905,9 +9740,594 @@ inline void ForgetPlayerResponse::set_deleted_memories(int64_t value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.ForgetPlayerResponse.deleted_memories)
 }
 
+// -------------------------------------------------------------------
+
+// ExpandMemoryRequest
+
+// .npc_memory.v1.Scope scope = 1;
+inline bool ExpandMemoryRequest::_internal_has_scope() const {
+  return this != internal_default_instance() && _impl_.scope_ != nullptr;
+}
+inline bool ExpandMemoryRequest::has_scope() const {
+  return _internal_has_scope();
+}
+inline const ::npc_memory::v1::Scope& ExpandMemoryRequest::_internal_scope() const {
+  const ::npc_memory::v1::Scope* p = _impl_.scope_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::Scope&>(
+      ::npc_memory::v1::_Scope_default_instance_);
+}
+inline const ::npc_memory::v1::Scope& ExpandMemoryRequest::scope() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryRequest.scope)
+  return _internal_scope();
+}
+inline void ExpandMemoryRequest::unsafe_arena_set_allocated_scope(
+    ::npc_memory::v1::Scope* scope) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  _impl_.scope_ = scope;
+  if (scope) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.ExpandMemoryRequest.scope)
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::release_scope() {
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::unsafe_arena_release_scope() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ExpandMemoryRequest.scope)
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::_internal_mutable_scope() {
+  
+  if (_impl_.scope_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::Scope>(GetArenaForAllocation());
+    _impl_.scope_ = p;
+  }
+  return _impl_.scope_;
+}
+inline ::npc_memory::v1::Scope* ExpandMemoryRequest::mutable_scope() {
+  ::npc_memory::v1::Scope* _msg = _internal_mutable_scope();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryRequest.scope)
+  return _msg;
+}
+inline void ExpandMemoryRequest::set_allocated_scope(::npc_memory::v1::Scope* scope) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  if (scope) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(scope));
+    if (message_arena != submessage_arena) {
+      scope = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, scope, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.scope_ = scope;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ExpandMemoryRequest.scope)
+}
+
+// string memory_id = 2;
+inline void ExpandMemoryRequest::clear_memory_id() {
+  _impl_.memory_id_.ClearToEmpty();
+}
+inline const std::string& ExpandMemoryRequest::memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryRequest.memory_id)
+  return _internal_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ExpandMemoryRequest::set_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryRequest.memory_id)
+}
+inline std::string* ExpandMemoryRequest::mutable_memory_id() {
+  std::string* _s = _internal_mutable_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryRequest.memory_id)
+  return _s;
+}
+inline const std::string& ExpandMemoryRequest::_internal_memory_id() const {
+  return _impl_.memory_id_.Get();
+}
+inline void ExpandMemoryRequest::_internal_set_memory_id(const std::string& value) {
+  
+  _impl_.memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryRequest::_internal_mutable_memory_id() {
+  
+  return _impl_.memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryRequest::release_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ExpandMemoryRequest.memory_id)
+  return _impl_.memory_id_.Release();
+}
+inline void ExpandMemoryRequest::set_allocated_memory_id(std::string* memory_id) {
+  if (memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.memory_id_.SetAllocated(memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.memory_id_.IsDefault()) {
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ExpandMemoryRequest.memory_id)
+}
+
+// -------------------------------------------------------------------
+
+// ExpandMemoryResponse
+
+// string memory_id = 1;
+inline void ExpandMemoryResponse::clear_memory_id() {
+  _impl_.memory_id_.ClearToEmpty();
+}
+inline const std::string& ExpandMemoryResponse::memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.memory_id)
+  return _internal_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ExpandMemoryResponse::set_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryResponse.memory_id)
+}
+inline std::string* ExpandMemoryResponse::mutable_memory_id() {
+  std::string* _s = _internal_mutable_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryResponse.memory_id)
+  return _s;
+}
+inline const std::string& ExpandMemoryResponse::_internal_memory_id() const {
+  return _impl_.memory_id_.Get();
+}
+inline void ExpandMemoryResponse::_internal_set_memory_id(const std::string& value) {
+  
+  _impl_.memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryResponse::_internal_mutable_memory_id() {
+  
+  return _impl_.memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ExpandMemoryResponse::release_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ExpandMemoryResponse.memory_id)
+  return _impl_.memory_id_.Release();
+}
+inline void ExpandMemoryResponse::set_allocated_memory_id(std::string* memory_id) {
+  if (memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.memory_id_.SetAllocated(memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.memory_id_.IsDefault()) {
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ExpandMemoryResponse.memory_id)
+}
+
+// int32 depth = 2;
+inline void ExpandMemoryResponse::clear_depth() {
+  _impl_.depth_ = 0;
+}
+inline int32_t ExpandMemoryResponse::_internal_depth() const {
+  return _impl_.depth_;
+}
+inline int32_t ExpandMemoryResponse::depth() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.depth)
+  return _internal_depth();
+}
+inline void ExpandMemoryResponse::_internal_set_depth(int32_t value) {
+  
+  _impl_.depth_ = value;
+}
+inline void ExpandMemoryResponse::set_depth(int32_t value) {
+  _internal_set_depth(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryResponse.depth)
+}
+
+// repeated .npc_memory.v1.MemoryLink found = 3;
+inline int ExpandMemoryResponse::_internal_found_size() const {
+  return _impl_.found_.size();
+}
+inline int ExpandMemoryResponse::found_size() const {
+  return _internal_found_size();
+}
+inline ::npc_memory::v1::MemoryLink* ExpandMemoryResponse::mutable_found(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryResponse.found)
+  return _impl_.found_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ExpandMemoryResponse::mutable_found() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ExpandMemoryResponse.found)
+  return &_impl_.found_;
+}
+inline const ::npc_memory::v1::MemoryLink& ExpandMemoryResponse::_internal_found(int index) const {
+  return _impl_.found_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ExpandMemoryResponse::found(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.found)
+  return _internal_found(index);
+}
+inline ::npc_memory::v1::MemoryLink* ExpandMemoryResponse::_internal_add_found() {
+  return _impl_.found_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ExpandMemoryResponse::add_found() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_found();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ExpandMemoryResponse.found)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ExpandMemoryResponse::found() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ExpandMemoryResponse.found)
+  return _impl_.found_;
+}
+
+// repeated .npc_memory.v1.Memory memories = 4;
+inline int ExpandMemoryResponse::_internal_memories_size() const {
+  return _impl_.memories_.size();
+}
+inline int ExpandMemoryResponse::memories_size() const {
+  return _internal_memories_size();
+}
+inline ::npc_memory::v1::Memory* ExpandMemoryResponse::mutable_memories(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _impl_.memories_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >*
+ExpandMemoryResponse::mutable_memories() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ExpandMemoryResponse.memories)
+  return &_impl_.memories_;
+}
+inline const ::npc_memory::v1::Memory& ExpandMemoryResponse::_internal_memories(int index) const {
+  return _impl_.memories_.Get(index);
+}
+inline const ::npc_memory::v1::Memory& ExpandMemoryResponse::memories(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _internal_memories(index);
+}
+inline ::npc_memory::v1::Memory* ExpandMemoryResponse::_internal_add_memories() {
+  return _impl_.memories_.Add();
+}
+inline ::npc_memory::v1::Memory* ExpandMemoryResponse::add_memories() {
+  ::npc_memory::v1::Memory* _add = _internal_add_memories();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >&
+ExpandMemoryResponse::memories() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ExpandMemoryResponse.memories)
+  return _impl_.memories_;
+}
+
+// int32 total_linked = 5;
+inline void ExpandMemoryResponse::clear_total_linked() {
+  _impl_.total_linked_ = 0;
+}
+inline int32_t ExpandMemoryResponse::_internal_total_linked() const {
+  return _impl_.total_linked_;
+}
+inline int32_t ExpandMemoryResponse::total_linked() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ExpandMemoryResponse.total_linked)
+  return _internal_total_linked();
+}
+inline void ExpandMemoryResponse::_internal_set_total_linked(int32_t value) {
+  
+  _impl_.total_linked_ = value;
+}
+inline void ExpandMemoryResponse::set_total_linked(int32_t value) {
+  _internal_set_total_linked(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ExpandMemoryResponse.total_linked)
+}
+
+// -------------------------------------------------------------------
+
+// ListLinksRequest
+
+// .npc_memory.v1.Scope scope = 1;
+inline bool ListLinksRequest::_internal_has_scope() const {
+  return this != internal_default_instance() && _impl_.scope_ != nullptr;
+}
+inline bool ListLinksRequest::has_scope() const {
+  return _internal_has_scope();
+}
+inline const ::npc_memory::v1::Scope& ListLinksRequest::_internal_scope() const {
+  const ::npc_memory::v1::Scope* p = _impl_.scope_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::Scope&>(
+      ::npc_memory::v1::_Scope_default_instance_);
+}
+inline const ::npc_memory::v1::Scope& ListLinksRequest::scope() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksRequest.scope)
+  return _internal_scope();
+}
+inline void ListLinksRequest::unsafe_arena_set_allocated_scope(
+    ::npc_memory::v1::Scope* scope) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  _impl_.scope_ = scope;
+  if (scope) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.ListLinksRequest.scope)
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::release_scope() {
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::unsafe_arena_release_scope() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ListLinksRequest.scope)
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::_internal_mutable_scope() {
+  
+  if (_impl_.scope_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::Scope>(GetArenaForAllocation());
+    _impl_.scope_ = p;
+  }
+  return _impl_.scope_;
+}
+inline ::npc_memory::v1::Scope* ListLinksRequest::mutable_scope() {
+  ::npc_memory::v1::Scope* _msg = _internal_mutable_scope();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksRequest.scope)
+  return _msg;
+}
+inline void ListLinksRequest::set_allocated_scope(::npc_memory::v1::Scope* scope) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  if (scope) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(scope));
+    if (message_arena != submessage_arena) {
+      scope = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, scope, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.scope_ = scope;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ListLinksRequest.scope)
+}
+
+// string memory_id = 2;
+inline void ListLinksRequest::clear_memory_id() {
+  _impl_.memory_id_.ClearToEmpty();
+}
+inline const std::string& ListLinksRequest::memory_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksRequest.memory_id)
+  return _internal_memory_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void ListLinksRequest::set_memory_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.memory_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ListLinksRequest.memory_id)
+}
+inline std::string* ListLinksRequest::mutable_memory_id() {
+  std::string* _s = _internal_mutable_memory_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksRequest.memory_id)
+  return _s;
+}
+inline const std::string& ListLinksRequest::_internal_memory_id() const {
+  return _impl_.memory_id_.Get();
+}
+inline void ListLinksRequest::_internal_set_memory_id(const std::string& value) {
+  
+  _impl_.memory_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* ListLinksRequest::_internal_mutable_memory_id() {
+  
+  return _impl_.memory_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* ListLinksRequest::release_memory_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.ListLinksRequest.memory_id)
+  return _impl_.memory_id_.Release();
+}
+inline void ListLinksRequest::set_allocated_memory_id(std::string* memory_id) {
+  if (memory_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.memory_id_.SetAllocated(memory_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.memory_id_.IsDefault()) {
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ListLinksRequest.memory_id)
+}
+
+// -------------------------------------------------------------------
+
+// ListLinksResponse
+
+// repeated .npc_memory.v1.MemoryLink parents = 1;
+inline int ListLinksResponse::_internal_parents_size() const {
+  return _impl_.parents_.size();
+}
+inline int ListLinksResponse::parents_size() const {
+  return _internal_parents_size();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::mutable_parents(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksResponse.parents)
+  return _impl_.parents_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ListLinksResponse::mutable_parents() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListLinksResponse.parents)
+  return &_impl_.parents_;
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::_internal_parents(int index) const {
+  return _impl_.parents_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::parents(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksResponse.parents)
+  return _internal_parents(index);
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::_internal_add_parents() {
+  return _impl_.parents_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::add_parents() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_parents();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListLinksResponse.parents)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ListLinksResponse::parents() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListLinksResponse.parents)
+  return _impl_.parents_;
+}
+
+// repeated .npc_memory.v1.MemoryLink children = 2;
+inline int ListLinksResponse::_internal_children_size() const {
+  return _impl_.children_.size();
+}
+inline int ListLinksResponse::children_size() const {
+  return _internal_children_size();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::mutable_children(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksResponse.children)
+  return _impl_.children_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ListLinksResponse::mutable_children() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListLinksResponse.children)
+  return &_impl_.children_;
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::_internal_children(int index) const {
+  return _impl_.children_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::children(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksResponse.children)
+  return _internal_children(index);
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::_internal_add_children() {
+  return _impl_.children_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::add_children() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_children();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListLinksResponse.children)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ListLinksResponse::children() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListLinksResponse.children)
+  return _impl_.children_;
+}
+
+// repeated .npc_memory.v1.MemoryLink related = 3;
+inline int ListLinksResponse::_internal_related_size() const {
+  return _impl_.related_.size();
+}
+inline int ListLinksResponse::related_size() const {
+  return _internal_related_size();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::mutable_related(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.ListLinksResponse.related)
+  return _impl_.related_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >*
+ListLinksResponse::mutable_related() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.ListLinksResponse.related)
+  return &_impl_.related_;
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::_internal_related(int index) const {
+  return _impl_.related_.Get(index);
+}
+inline const ::npc_memory::v1::MemoryLink& ListLinksResponse::related(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListLinksResponse.related)
+  return _internal_related(index);
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::_internal_add_related() {
+  return _impl_.related_.Add();
+}
+inline ::npc_memory::v1::MemoryLink* ListLinksResponse::add_related() {
+  ::npc_memory::v1::MemoryLink* _add = _internal_add_related();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.ListLinksResponse.related)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::MemoryLink >&
+ListLinksResponse::related() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.ListLinksResponse.related)
+  return _impl_.related_;
+}
+
 #ifdef __GNUC__
   #pragma GCC diagnostic pop
 #endif  // __GNUC__
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
 // -------------------------------------------------------------------
 
 // -------------------------------------------------------------------

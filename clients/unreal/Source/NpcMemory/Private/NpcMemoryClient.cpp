@@ -41,6 +41,19 @@ UNpcMemoryClient* UNpcMemoryClient::CreateNpcMemoryClient(UObject* Outer, const 
 	return Client;
 }
 
+UNpcMemoryClient* UNpcMemoryClient::CreateSecureNpcMemoryClient(UObject* Outer, const FString& Target,
+	const FString& ApiKey, const FString& RootCaPem, float TimeoutSeconds)
+{
+	UNpcMemoryClient* Client = NewObject<UNpcMemoryClient>(Outer ? Outer : GetTransientPackage());
+	npc_memory_client::ConnectOptions Options;
+	Options.use_tls = true;
+	Options.root_ca_pem = Utf8(RootCaPem);
+	Options.api_key = Utf8(ApiKey);
+	Client->Core = MakeShared<npc_memory_client::MemoryClient, ESPMode::ThreadSafe>(
+		Utf8(Target), std::chrono::milliseconds(static_cast<int64>(TimeoutSeconds * 1000)), Options);
+	return Client;
+}
+
 void UNpcMemoryClient::StoreMemories(const FString& UserId, const FString& HeroineId,
 	const TArray<FNpcMemoryFact>& Facts, FOnNpcMemoryStored OnDone)
 {

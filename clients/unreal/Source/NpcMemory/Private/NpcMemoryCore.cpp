@@ -73,21 +73,36 @@ CallStatus FromStatus(const grpc::Status& s) {
   return out;
 }
 
+// Plaintext unless a CA, a client certificate or use_tls asks for TLS.
+std::shared_ptr<grpc::ChannelCredentials> Credentials(const ConnectOptions& o) {
+  if (o.root_ca_pem.empty() && o.client_cert_pem.empty() && !o.use_tls) {
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = o.root_ca_pem;
+  ssl.pem_cert_chain = o.client_cert_pem;
+  ssl.pem_private_key = o.client_key_pem;
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
 
 struct MemoryClient::Impl {
   std::unique_ptr<pb::MemoryService::Stub> stub;
   std::chrono::milliseconds timeout;
+  std::string api_key;
 
-  void Deadline(grpc::ClientContext* ctx) const {
+  // Every call's deadline and, when configured, its API key.
+  void Prepare(grpc::ClientContext* ctx) const {
     ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+    if (!api_key.empty()) ctx->AddMetadata("authorization", "Bearer " + api_key);
   }
 };
 
-MemoryClient::MemoryClient(const std::string& target, std::chrono::milliseconds timeout)
-    : impl_(new Impl{pb::MemoryService::NewStub(
-                         grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
-                     timeout}) {}
+MemoryClient::MemoryClient(const std::string& target, std::chrono::milliseconds timeout,
+                           const ConnectOptions& options)
+    : impl_(new Impl{pb::MemoryService::NewStub(grpc::CreateChannel(target, Credentials(options))),
+                     timeout, options.api_key}) {}
 
 MemoryClient::~MemoryClient() = default;
 
@@ -108,7 +123,7 @@ CallStatus MemoryClient::Store(const std::string& user_id, const std::string& he
   }
   pb::StoreMemoriesResponse resp;
   grpc::ClientContext ctx;
-  impl_->Deadline(&ctx);
+  impl_->Prepare(&ctx);
   CallStatus status = FromStatus(impl_->stub->StoreMemories(&ctx, req, &resp));
   if (status.ok && out != nullptr) {
     for (const auto& r : resp.results()) out->push_back({r.memory_id(), OutcomeName(r.outcome())});
@@ -118,21 +133,60 @@ CallStatus MemoryClient::Store(const std::string& user_id, const std::string& he
 
 CallStatus MemoryClient::Search(const std::string& user_id, const std::string& heroine_id,
                                 const std::string& query, int limit, std::vector<Hit>* out) {
+  SearchOptions options;
+  options.limit = limit;
+  return Search(user_id, heroine_id, query, options, out);
+}
+
+CallStatus MemoryClient::Search(const std::string& user_id, const std::string& heroine_id, const std::string& query,
+                                const SearchOptions& options, std::vector<Hit>* out, std::string* answered_tier) {
   pb::SearchMemoriesRequest req;
   req.mutable_scope()->set_user_id(user_id);
   req.mutable_scope()->set_heroine_id(heroine_id);
   req.set_query(query);
-  req.set_limit(limit);
+  req.set_limit(options.limit);
+  req.set_hops(options.hops);
+  req.set_deepen(options.deepen);
   pb::SearchMemoriesResponse resp;
   grpc::ClientContext ctx;
-  impl_->Deadline(&ctx);
+  impl_->Prepare(&ctx);
   CallStatus status = FromStatus(impl_->stub->SearchMemories(&ctx, req, &resp));
   if (status.ok && out != nullptr) {
     for (const auto& r : resp.results()) {
       const auto& m = r.memory();
       const auto& s = r.scores();
       out->push_back({m.memory_id(), m.content(), m.subject_id(), m.importance(), s.final(),
-                      s.recency(), s.importance(), s.relevance(), s.keyword()});
+                      s.recency(), s.importance(), s.relevance(), s.keyword(), r.via_memory_id(), r.hops()});
+    }
+  }
+  if (status.ok && answered_tier != nullptr) {
+    switch (resp.answered_tier()) {
+      case pb::TIER_GIST: *answered_tier = "gist"; break;
+      case pb::TIER_KNOWLEDGE: *answered_tier = "knowledge"; break;
+      case pb::TIER_SOURCE: *answered_tier = "source"; break;
+      default: answered_tier->clear();
+    }
+  }
+  return status;
+}
+
+CallStatus MemoryClient::Expand(const std::string& user_id, const std::string& heroine_id,
+                                const std::string& memory_id, Expansion* out) {
+  pb::ExpandMemoryRequest req;
+  req.mutable_scope()->set_user_id(user_id);
+  req.mutable_scope()->set_heroine_id(heroine_id);
+  req.set_memory_id(memory_id);
+  pb::ExpandMemoryResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  CallStatus status = FromStatus(impl_->stub->ExpandMemory(&ctx, req, &resp));
+  if (status.ok && out != nullptr) {
+    out->memory_id = resp.memory_id();
+    out->depth = resp.depth();
+    out->total_linked = resp.total_linked();
+    for (int i = 0; i < resp.found_size() && i < resp.memories_size(); ++i) {
+      const auto& link = resp.found(i);
+      out->found.push_back({link.to_memory_id(), resp.memories(i).content(), link.depth(), link.via()});
     }
   }
   return status;

@@ -37,6 +37,32 @@ struct Hit {
   std::string subject_id;
   int importance = 0;
   double final_score = 0, recency = 0, importance_score = 0, relevance = 0, keyword = 0;
+  // Set for a memory reached through links (SearchOptions::hops): the memory it was linked from, and how far.
+  std::string via_memory_id;
+  int hops = 0;
+};
+
+// Optional parts of a search.
+struct SearchOptions {
+  int limit = 0;        // 0 means 10
+  int hops = 0;         // 0, 1 or 2: also return memories linked to the ranked results
+  bool deepen = false;  // gists first, then knowledge, then sources while too few results are relevant
+};
+
+// One memory an Expand call linked.
+struct Found {
+  std::string memory_id;
+  std::string content;
+  int depth = 0;
+  std::string via;  // the shared keyword, or the memory it was found through
+};
+
+// What one Expand call did.
+struct Expansion {
+  std::string memory_id;  // the memory expanded from
+  int depth = 0;          // the depth this call reached
+  int total_linked = 0;   // memories linked from it by expansion in all
+  std::vector<Found> found;
 };
 
 // The outcome of a call: ok, or a gRPC status with the bad fields of an INVALID_ARGUMENT.
@@ -47,11 +73,21 @@ struct CallStatus {
   std::vector<std::pair<std::string, std::string>> violations;  // (field path, description)
 };
 
+// How to reach a server that uses TLS and API keys. All empty: plaintext, no key.
+struct ConnectOptions {
+  std::string root_ca_pem;      // PEM CA bundle to trust; non-empty turns TLS on (or set use_tls)
+  std::string client_cert_pem;  // PEM client certificate, for servers that require mutual TLS
+  std::string client_key_pem;   // its PEM private key
+  std::string api_key;          // sent as "authorization: Bearer <key>" on every call
+  bool use_tls = false;         // TLS with the system's trusted roots when root_ca_pem is empty
+};
+
 class MemoryClient {
  public:
-  // target: "host:port" of the npc-memory server (plaintext; put TLS in front for the internet).
+  // target: "host:port" of the npc-memory server.
   explicit MemoryClient(const std::string& target,
-                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
+                        const ConnectOptions& options = ConnectOptions());
   ~MemoryClient();
   MemoryClient(const MemoryClient&) = delete;
   MemoryClient& operator=(const MemoryClient&) = delete;
@@ -64,6 +100,15 @@ class MemoryClient {
   // The scope's memories ranked for the query, best first. limit 0 means 10.
   CallStatus Search(const std::string& user_id, const std::string& heroine_id,
                     const std::string& query, int limit, std::vector<Hit>* out);
+
+  // The same with hops and deepen; answered_tier (optional) receives the tier a deepen search stopped at
+  // ("gist", "knowledge" or "source"; empty without deepen).
+  CallStatus Search(const std::string& user_id, const std::string& heroine_id, const std::string& query,
+                    const SearchOptions& options, std::vector<Hit>* out, std::string* answered_tier = nullptr);
+
+  // Goes one depth further from memory_id (empty: the scope's last expanded memory), linking what it finds.
+  CallStatus Expand(const std::string& user_id, const std::string& heroine_id, const std::string& memory_id,
+                    Expansion* out);
 
  private:
   struct Impl;

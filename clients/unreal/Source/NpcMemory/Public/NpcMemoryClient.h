@@ -72,6 +72,11 @@ public:
 	UFUNCTION(BlueprintCallable, Category = "NPC Memory", meta = (DefaultToSelf = "Outer"))
 	static UNpcMemoryClient* CreateNpcMemoryClient(UObject* Outer, const FString& Target, float TimeoutSeconds = 5.f);
 
+	/** A client for "host:port" over TLS (RootCaPem empty: the system's roots) sending ApiKey on every call. */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory", meta = (DefaultToSelf = "Outer"))
+	static UNpcMemoryClient* CreateSecureNpcMemoryClient(UObject* Outer, const FString& Target, const FString& ApiKey,
+		const FString& RootCaPem, float TimeoutSeconds = 5.f);
+
 	/** Stores facts for a player with a heroine in one transaction; OnDone gets one id per fact. */
 	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
 	void StoreMemories(const FString& UserId, const FString& HeroineId, const TArray<FNpcMemoryFact>& Facts,

@@ -40,11 +40,14 @@ PROTOBUF_CONSTEXPR MemoryInput::MemoryInput(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.supersedes_)*/{}
   , /*decltype(_impl_.embedding_)*/{}
+  , /*decltype(_impl_.related_)*/{}
+  , /*decltype(_impl_.parents_)*/{}
   , /*decltype(_impl_.subject_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.content_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.slot_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.valid_at_)*/nullptr
   , /*decltype(_impl_.metadata_)*/nullptr
+  , /*decltype(_impl_.valid_game_day_)*/nullptr
   , /*decltype(_impl_.speaker_)*/0
   , /*decltype(_impl_.subject_)*/0
   , /*decltype(_impl_.content_type_)*/0
@@ -61,6 +64,51 @@ struct MemoryInputDefaultTypeInternal {
   };
 };
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 MemoryInputDefaultTypeInternal _MemoryInput_default_instance_;
+PROTOBUF_CONSTEXPR MemoryRef::MemoryRef(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.ref_)*/{}
+  , /*decltype(_impl_._cached_size_)*/{}
+  , /*decltype(_impl_._oneof_case_)*/{}} {}
+struct MemoryRefDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR MemoryRefDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~MemoryRefDefaultTypeInternal() {}
+  union {
+    MemoryRef _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 MemoryRefDefaultTypeInternal _MemoryRef_default_instance_;
+PROTOBUF_CONSTEXPR MemoryLink::MemoryLink(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.from_memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.to_memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.via_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.discovered_at_)*/nullptr
+  , /*decltype(_impl_.kind_)*/0
+  , /*decltype(_impl_.depth_)*/0
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct MemoryLinkDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR MemoryLinkDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~MemoryLinkDefaultTypeInternal() {}
+  union {
+    MemoryLink _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 MemoryLinkDefaultTypeInternal _MemoryLink_default_instance_;
+PROTOBUF_CONSTEXPR GameTime::GameTime(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.day_)*/0
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct GameTimeDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR GameTimeDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~GameTimeDefaultTypeInternal() {}
+  union {
+    GameTime _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 GameTimeDefaultTypeInternal _GameTime_default_instance_;
 PROTOBUF_CONSTEXPR Memory::Memory(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
@@ -76,12 +124,15 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.invalid_at_)*/nullptr
   , /*decltype(_impl_.created_at_)*/nullptr
   , /*decltype(_impl_.updated_at_)*/nullptr
+  , /*decltype(_impl_.valid_game_day_)*/nullptr
+  , /*decltype(_impl_.invalid_game_day_)*/nullptr
   , /*decltype(_impl_.speaker_)*/0
   , /*decltype(_impl_.subject_)*/0
   , /*decltype(_impl_.content_type_)*/0
   , /*decltype(_impl_.importance_)*/0
   , /*decltype(_impl_.tier_)*/0
   , /*decltype(_impl_.close_reason_)*/0
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_.visibility_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct MemoryDefaultTypeInternal {
@@ -93,6 +144,38 @@ struct MemoryDefaultTypeInternal {
   };
 };
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 MemoryDefaultTypeInternal _Memory_default_instance_;
+PROTOBUF_CONSTEXPR SavePoint::SavePoint(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.saved_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct SavePointDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR SavePointDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~SavePointDefaultTypeInternal() {}
+  union {
+    SavePoint _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 SavePointDefaultTypeInternal _SavePoint_default_instance_;
+PROTOBUF_CONSTEXPR Timeline::Timeline(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.branched_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_.parent_timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_.live_)*/false
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct TimelineDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR TimelineDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~TimelineDefaultTypeInternal() {}
+  union {
+    Timeline _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 TimelineDefaultTypeInternal _Timeline_default_instance_;
 PROTOBUF_CONSTEXPR Weights::Weights(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.recency_)*/0
@@ -151,8 +234,11 @@ struct MemoryFilterDefaultTypeInternal {
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 MemoryFilterDefaultTypeInternal _MemoryFilter_default_instance_;
 PROTOBUF_CONSTEXPR ScoredMemory::ScoredMemory(
     ::_pbi::ConstantInitialized): _impl_{
-    /*decltype(_impl_.memory_)*/nullptr
+    /*decltype(_impl_.via_memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.memory_)*/nullptr
   , /*decltype(_impl_.scores_)*/nullptr
+  , /*decltype(_impl_.cosine_)*/0
+  , /*decltype(_impl_.hops_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct ScoredMemoryDefaultTypeInternal {
   PROTOBUF_CONSTEXPR ScoredMemoryDefaultTypeInternal()
@@ -180,8 +266,8 @@ struct StoreResultDefaultTypeInternal {
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 StoreResultDefaultTypeInternal _StoreResult_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
-static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[8];
-static const ::_pb::EnumDescriptor* file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[8];
+static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[13];
+static const ::_pb::EnumDescriptor* file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[9];
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto = nullptr;
 
 const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
@@ -211,7 +297,38 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.metadata_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.embedding_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.tier_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.related_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.parents_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.valid_game_day_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.visibility_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryRef, _internal_metadata_),
+  ~0u,  // no _extensions_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryRef, _impl_._oneof_case_[0]),
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  ::_pbi::kInvalidFieldOffsetTag,
+  ::_pbi::kInvalidFieldOffsetTag,
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryRef, _impl_.ref_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.from_memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.to_memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.kind_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.depth_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.via_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryLink, _impl_.discovered_at_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GameTime, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GameTime, _impl_.day_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -236,8 +353,31 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.superseded_by_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.close_reason_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.embedding_model_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.valid_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.invalid_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.timeline_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.visibility_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.shared_from_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _impl_.save_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _impl_.saved_at_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.parent_timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.branched_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.save_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Timeline, _impl_.live_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Weights, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -280,6 +420,9 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.memory_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.scores_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.via_memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.hops_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ScoredMemory, _impl_.cosine_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreResult, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -293,18 +436,28 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
   { 0, -1, -1, sizeof(::npc_memory::v1::Scope)},
   { 8, -1, -1, sizeof(::npc_memory::v1::MemoryInput)},
-  { 27, -1, -1, sizeof(::npc_memory::v1::Memory)},
-  { 53, -1, -1, sizeof(::npc_memory::v1::Weights)},
-  { 63, -1, -1, sizeof(::npc_memory::v1::Scores)},
-  { 74, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
-  { 87, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
-  { 95, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
+  { 30, -1, -1, sizeof(::npc_memory::v1::MemoryRef)},
+  { 39, -1, -1, sizeof(::npc_memory::v1::MemoryLink)},
+  { 51, -1, -1, sizeof(::npc_memory::v1::GameTime)},
+  { 58, -1, -1, sizeof(::npc_memory::v1::Memory)},
+  { 87, -1, -1, sizeof(::npc_memory::v1::SavePoint)},
+  { 96, -1, -1, sizeof(::npc_memory::v1::Timeline)},
+  { 107, -1, -1, sizeof(::npc_memory::v1::Weights)},
+  { 117, -1, -1, sizeof(::npc_memory::v1::Scores)},
+  { 128, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
+  { 141, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
+  { 152, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
   &::npc_memory::v1::_Scope_default_instance_._instance,
   &::npc_memory::v1::_MemoryInput_default_instance_._instance,
+  &::npc_memory::v1::_MemoryRef_default_instance_._instance,
+  &::npc_memory::v1::_MemoryLink_default_instance_._instance,
+  &::npc_memory::v1::_GameTime_default_instance_._instance,
   &::npc_memory::v1::_Memory_default_instance_._instance,
+  &::npc_memory::v1::_SavePoint_default_instance_._instance,
+  &::npc_memory::v1::_Timeline_default_instance_._instance,
   &::npc_memory::v1::_Weights_default_instance_._instance,
   &::npc_memory::v1::_Scores_default_instance_._instance,
   &::npc_memory::v1::_MemoryFilter_default_instance_._instance,
@@ -316,7 +469,7 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "\n\032npc_memory/v1/memory.proto\022\rnpc_memory"
   ".v1\032\034google/protobuf/struct.proto\032\037googl"
   "e/protobuf/timestamp.proto\",\n\005Scope\022\017\n\007u"
-  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\252\003\n\013Mem"
+  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\261\004\n\013Mem"
   "oryInput\022\'\n\007speaker\030\001 \001(\0162\026.npc_memory.v"
   "1.Speaker\022\'\n\007subject\030\002 \001(\0162\026.npc_memory."
   "v1.Subject\022\022\n\nsubject_id\030\003 \001(\t\0220\n\014conten"
@@ -326,66 +479,89 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "_at\030\t \001(\0132\032.google.protobuf.Timestamp\022)\n"
   "\010metadata\030\n \001(\0132\027.google.protobuf.Struct"
   "\022\021\n\tembedding\030\013 \003(\002\022!\n\004tier\030\014 \001(\0162\023.npc_"
-  "memory.v1.Tier\022-\n\nvisibility\030\r \001(\0162\031.npc"
-  "_memory.v1.Visibility\"\275\005\n\006Memory\022\021\n\tmemo"
-  "ry_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memory."
-  "v1.Scope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memory.v"
-  "1.Speaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memory."
-  "v1.Subject\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014conten"
-  "t_type\030\006 \001(\0162\032.npc_memory.v1.ContentType"
-  "\022\017\n\007content\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005\022!\n"
-  "\004tier\030\t \001(\0162\023.npc_memory.v1.Tier\022\014\n\004slot"
-  "\030\n \001(\t\022)\n\010metadata\030\013 \001(\0132\027.google.protob"
-  "uf.Struct\022,\n\010valid_at\030\014 \001(\0132\032.google.pro"
-  "tobuf.Timestamp\022.\n\ninvalid_at\030\r \001(\0132\032.go"
-  "ogle.protobuf.Timestamp\022.\n\ncreated_at\030\016 "
-  "\001(\0132\032.google.protobuf.Timestamp\022.\n\nupdat"
-  "ed_at\030\017 \001(\0132\032.google.protobuf.Timestamp\022"
-  "\025\n\rsuperseded_by\030\020 \001(\t\0220\n\014close_reason\030\021"
-  " \001(\0162\032.npc_memory.v1.CloseReason\022\027\n\017embe"
-  "dding_model\030\022 \001(\t\022-\n\nvisibility\030\023 \001(\0162\031."
-  "npc_memory.v1.Visibility\022\023\n\013shared_from\030"
-  "\024 \001(\t\"R\n\007Weights\022\017\n\007recency\030\001 \001(\001\022\022\n\nimp"
-  "ortance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007keyw"
-  "ord\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001 \001(\001\022\022\n\n"
+  "memory.v1.Tier\022)\n\007related\030\r \003(\0132\030.npc_me"
+  "mory.v1.MemoryRef\022)\n\007parents\030\016 \003(\0132\030.npc"
+  "_memory.v1.MemoryRef\022/\n\016valid_game_day\030\017"
+  " \001(\0132\027.npc_memory.v1.GameTime\022-\n\nvisibil"
+  "ity\030\020 \001(\0162\031.npc_memory.v1.Visibility\">\n\t"
+  "MemoryRef\022\023\n\tmemory_id\030\001 \001(\tH\000\022\025\n\013batch_"
+  "index\030\002 \001(\005H\000B\005\n\003ref\"\260\001\n\nMemoryLink\022\026\n\016f"
+  "rom_memory_id\030\001 \001(\t\022\024\n\014to_memory_id\030\002 \001("
+  "\t\022%\n\004kind\030\003 \001(\0162\027.npc_memory.v1.LinkKind"
+  "\022\r\n\005depth\030\004 \001(\005\022\013\n\003via\030\005 \001(\t\0221\n\rdiscover"
+  "ed_at\030\006 \001(\0132\032.google.protobuf.Timestamp\""
+  "\027\n\010GameTime\022\013\n\003day\030\001 \001(\001\"\266\006\n\006Memory\022\021\n\tm"
+  "emory_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memo"
+  "ry.v1.Scope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memor"
+  "y.v1.Speaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memo"
+  "ry.v1.Subject\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014con"
+  "tent_type\030\006 \001(\0162\032.npc_memory.v1.ContentT"
+  "ype\022\017\n\007content\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005"
+  "\022!\n\004tier\030\t \001(\0162\023.npc_memory.v1.Tier\022\014\n\004s"
+  "lot\030\n \001(\t\022)\n\010metadata\030\013 \001(\0132\027.google.pro"
+  "tobuf.Struct\022,\n\010valid_at\030\014 \001(\0132\032.google."
+  "protobuf.Timestamp\022.\n\ninvalid_at\030\r \001(\0132\032"
+  ".google.protobuf.Timestamp\022.\n\ncreated_at"
+  "\030\016 \001(\0132\032.google.protobuf.Timestamp\022.\n\nup"
+  "dated_at\030\017 \001(\0132\032.google.protobuf.Timesta"
+  "mp\022\025\n\rsuperseded_by\030\020 \001(\t\0220\n\014close_reaso"
+  "n\030\021 \001(\0162\032.npc_memory.v1.CloseReason\022\027\n\017e"
+  "mbedding_model\030\022 \001(\t\022/\n\016valid_game_day\030\023"
+  " \001(\0132\027.npc_memory.v1.GameTime\0221\n\020invalid"
+  "_game_day\030\024 \001(\0132\027.npc_memory.v1.GameTime"
+  "\022\023\n\013timeline_id\030\025 \001(\003\022-\n\nvisibility\030\026 \001("
+  "\0162\031.npc_memory.v1.Visibility\022\023\n\013shared_f"
+  "rom\030\027 \001(\t\"_\n\tSavePoint\022\017\n\007save_id\030\001 \001(\t\022"
+  "\023\n\013timeline_id\030\002 \001(\003\022,\n\010saved_at\030\003 \001(\0132\032"
+  ".google.protobuf.Timestamp\"\213\001\n\010Timeline\022"
+  "\023\n\013timeline_id\030\001 \001(\003\022\032\n\022parent_timeline_"
+  "id\030\002 \001(\003\022/\n\013branched_at\030\003 \001(\0132\032.google.p"
+  "rotobuf.Timestamp\022\017\n\007save_id\030\004 \001(\t\022\014\n\004li"
+  "ve\030\005 \001(\010\"R\n\007Weights\022\017\n\007recency\030\001 \001(\001\022\022\n\n"
   "importance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007k"
-  "eyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014MemoryFi"
-  "lter\022(\n\010speakers\030\001 \003(\0162\026.npc_memory.v1.S"
-  "peaker\022(\n\010subjects\030\002 \003(\0162\026.npc_memory.v1"
-  ".Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n\rcontent"
-  "_types\030\004 \003(\0162\032.npc_memory.v1.ContentType"
-  "\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tiers\030\006 \003(\0162"
-  "\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001(\t\"\\\n\014Sc"
-  "oredMemory\022%\n\006memory\030\001 \001(\0132\025.npc_memory."
-  "v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc_memory.v"
-  "1.Scores\"f\n\013StoreResult\022\021\n\tmemory_id\030\001 \001"
-  "(\t\022,\n\007outcome\030\002 \001(\0162\033.npc_memory.v1.Stor"
-  "eOutcome\022\026\n\016superseded_ids\030\003 \003(\t*I\n\007Spea"
-  "ker\022\027\n\023SPEAKER_UNSPECIFIED\020\000\022\020\n\014SPEAKER_"
-  "USER\020\001\022\023\n\017SPEAKER_HEROINE\020\002*\\\n\007Subject\022\027"
-  "\n\023SUBJECT_UNSPECIFIED\020\000\022\020\n\014SUBJECT_USER\020"
-  "\001\022\023\n\017SUBJECT_HEROINE\020\002\022\021\n\rSUBJECT_WORLD\020"
-  "\003*\343\001\n\013ContentType\022\034\n\030CONTENT_TYPE_UNSPEC"
-  "IFIED\020\000\022\025\n\021CONTENT_TYPE_FACT\020\001\022\033\n\027CONTEN"
-  "T_TYPE_PREFERENCE\020\002\022\026\n\022CONTENT_TYPE_TRAI"
-  "T\020\003\022\026\n\022CONTENT_TYPE_EVENT\020\004\022\030\n\024CONTENT_T"
-  "YPE_OPINION\020\005\022\031\n\025CONTENT_TYPE_PERSONAL\020\006"
-  "\022\035\n\031CONTENT_TYPE_RELATIONSHIP\020\007*P\n\004Tier\022"
-  "\024\n\020TIER_UNSPECIFIED\020\000\022\r\n\tTIER_GIST\020\001\022\022\n\016"
-  "TIER_KNOWLEDGE\020\002\022\017\n\013TIER_SOURCE\020\003*\200\001\n\013Cl"
-  "oseReason\022\034\n\030CLOSE_REASON_UNSPECIFIED\020\000\022"
-  "\033\n\027CLOSE_REASON_SUPERSEDED\020\001\022\034\n\030CLOSE_RE"
-  "ASON_INVALIDATED\020\002\022\030\n\024CLOSE_REASON_RETIR"
-  "ED\020\003*W\n\nVisibility\022\032\n\026VISIBILITY_UNSPECI"
-  "FIED\020\000\022\026\n\022VISIBILITY_PRIVATE\020\001\022\025\n\021VISIBI"
-  "LITY_SHARED\020\002*`\n\014FusionMethod\022\035\n\031FUSION_"
-  "METHOD_UNSPECIFIED\020\000\022\032\n\026FUSION_METHOD_WE"
-  "IGHTED\020\001\022\025\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014Stor"
-  "eOutcome\022\035\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022"
-  "\031\n\025STORE_OUTCOME_CREATED\020\001\022\034\n\030STORE_OUTC"
-  "OME_SUPERSEDED\020\002\022\033\n\027STORE_OUTCOME_DUPLIC"
-  "ATE\020\003\022\034\n\030STORE_OUTCOME_HISTORICAL\020\004B#\n\020d"
-  "ev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
+  "eyword\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001 \001(\001\022"
+  "\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017"
+  "\n\007keyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014Memor"
+  "yFilter\022(\n\010speakers\030\001 \003(\0162\026.npc_memory.v"
+  "1.Speaker\022(\n\010subjects\030\002 \003(\0162\026.npc_memory"
+  ".v1.Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n\rcont"
+  "ent_types\030\004 \003(\0162\032.npc_memory.v1.ContentT"
+  "ype\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tiers\030\006 \003"
+  "(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001(\t\"\221\001"
+  "\n\014ScoredMemory\022%\n\006memory\030\001 \001(\0132\025.npc_mem"
+  "ory.v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc_memo"
+  "ry.v1.Scores\022\025\n\rvia_memory_id\030\003 \001(\t\022\014\n\004h"
+  "ops\030\004 \001(\005\022\016\n\006cosine\030\005 \001(\001\"f\n\013StoreResult"
+  "\022\021\n\tmemory_id\030\001 \001(\t\022,\n\007outcome\030\002 \001(\0162\033.n"
+  "pc_memory.v1.StoreOutcome\022\026\n\016superseded_"
+  "ids\030\003 \003(\t*I\n\007Speaker\022\027\n\023SPEAKER_UNSPECIF"
+  "IED\020\000\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SPEAKER_HEROI"
+  "NE\020\002*\\\n\007Subject\022\027\n\023SUBJECT_UNSPECIFIED\020\000"
+  "\022\020\n\014SUBJECT_USER\020\001\022\023\n\017SUBJECT_HEROINE\020\002\022"
+  "\021\n\rSUBJECT_WORLD\020\003*\343\001\n\013ContentType\022\034\n\030CO"
+  "NTENT_TYPE_UNSPECIFIED\020\000\022\025\n\021CONTENT_TYPE"
+  "_FACT\020\001\022\033\n\027CONTENT_TYPE_PREFERENCE\020\002\022\026\n\022"
+  "CONTENT_TYPE_TRAIT\020\003\022\026\n\022CONTENT_TYPE_EVE"
+  "NT\020\004\022\030\n\024CONTENT_TYPE_OPINION\020\005\022\031\n\025CONTEN"
+  "T_TYPE_PERSONAL\020\006\022\035\n\031CONTENT_TYPE_RELATI"
+  "ONSHIP\020\007*P\n\004Tier\022\024\n\020TIER_UNSPECIFIED\020\000\022\r"
+  "\n\tTIER_GIST\020\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017\n\013TIE"
+  "R_SOURCE\020\003*\200\001\n\013CloseReason\022\034\n\030CLOSE_REAS"
+  "ON_UNSPECIFIED\020\000\022\033\n\027CLOSE_REASON_SUPERSE"
+  "DED\020\001\022\034\n\030CLOSE_REASON_INVALIDATED\020\002\022\030\n\024C"
+  "LOSE_REASON_RETIRED\020\003*[\n\010LinkKind\022\031\n\025LIN"
+  "K_KIND_UNSPECIFIED\020\000\022\030\n\024LINK_KIND_RELATE"
+  "D_TO\020\001\022\032\n\026LINK_KIND_DERIVED_FROM\020\002*W\n\nVi"
+  "sibility\022\032\n\026VISIBILITY_UNSPECIFIED\020\000\022\026\n\022"
+  "VISIBILITY_PRIVATE\020\001\022\025\n\021VISIBILITY_SHARE"
+  "D\020\002*`\n\014FusionMethod\022\035\n\031FUSION_METHOD_UNS"
+  "PECIFIED\020\000\022\032\n\026FUSION_METHOD_WEIGHTED\020\001\022\025"
+  "\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014StoreOutcome\022\035"
+  "\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE_O"
+  "UTCOME_CREATED\020\001\022\034\n\030STORE_OUTCOME_SUPERS"
+  "EDED\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020\003\022\034\n\030S"
+  "TORE_OUTCOME_HISTORICAL\020\004B#\n\020dev.npcmemo"
+  "ry.v1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps[2] = {
   &::descriptor_table_google_2fprotobuf_2fstruct_2eproto,
@@ -393,9 +569,9 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto = {
-    false, false, 2920, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
+    false, false, 3830, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
     "npc_memory/v1/memory.proto",
-    &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 8,
+    &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 13,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets,
     file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto, file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto,
     file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto,
@@ -491,9 +667,24 @@ bool CloseReason_IsValid(int value) {
   }
 }
 
-const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* Visibility_descriptor() {
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* LinkKind_descriptor() {
   ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
   return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[5];
+}
+bool LinkKind_IsValid(int value) {
+  switch (value) {
+    case 0:
+    case 1:
+    case 2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* Visibility_descriptor() {
+  ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
+  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[6];
 }
 bool Visibility_IsValid(int value) {
   switch (value) {
@@ -508,7 +699,7 @@ bool Visibility_IsValid(int value) {
 
 const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* FusionMethod_descriptor() {
   ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
-  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[6];
+  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[7];
 }
 bool FusionMethod_IsValid(int value) {
   switch (value) {
@@ -523,7 +714,7 @@ bool FusionMethod_IsValid(int value) {
 
 const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* StoreOutcome_descriptor() {
   ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
-  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[7];
+  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[8];
 }
 bool StoreOutcome_IsValid(int value) {
   switch (value) {
@@ -798,6 +989,7 @@ class MemoryInput::_Internal {
  public:
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& valid_at(const MemoryInput* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Struct& metadata(const MemoryInput* msg);
+  static const ::npc_memory::v1::GameTime& valid_game_day(const MemoryInput* msg);
 };
 
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
@@ -807,6 +999,10 @@ MemoryInput::_Internal::valid_at(const MemoryInput* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Struct&
 MemoryInput::_Internal::metadata(const MemoryInput* msg) {
   return *msg->_impl_.metadata_;
+}
+const ::npc_memory::v1::GameTime&
+MemoryInput::_Internal::valid_game_day(const MemoryInput* msg) {
+  return *msg->_impl_.valid_game_day_;
 }
 void MemoryInput::clear_valid_at() {
   if (GetArenaForAllocation() == nullptr && _impl_.valid_at_ != nullptr) {
@@ -832,11 +1028,14 @@ MemoryInput::MemoryInput(const MemoryInput& from)
   new (&_impl_) Impl_{
       decltype(_impl_.supersedes_){from._impl_.supersedes_}
     , decltype(_impl_.embedding_){from._impl_.embedding_}
+    , decltype(_impl_.related_){from._impl_.related_}
+    , decltype(_impl_.parents_){from._impl_.parents_}
     , decltype(_impl_.subject_id_){}
     , decltype(_impl_.content_){}
     , decltype(_impl_.slot_){}
     , decltype(_impl_.valid_at_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.speaker_){}
     , decltype(_impl_.subject_){}
     , decltype(_impl_.content_type_){}
@@ -876,6 +1075,9 @@ MemoryInput::MemoryInput(const MemoryInput& from)
   if (from._internal_has_metadata()) {
     _this->_impl_.metadata_ = new ::PROTOBUF_NAMESPACE_ID::Struct(*from._impl_.metadata_);
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_impl_.valid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.valid_game_day_);
+  }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
     static_cast<size_t>(reinterpret_cast<char*>(&_impl_.visibility_) -
     reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
@@ -889,11 +1091,14 @@ inline void MemoryInput::SharedCtor(
   new (&_impl_) Impl_{
       decltype(_impl_.supersedes_){arena}
     , decltype(_impl_.embedding_){arena}
+    , decltype(_impl_.related_){arena}
+    , decltype(_impl_.parents_){arena}
     , decltype(_impl_.subject_id_){}
     , decltype(_impl_.content_){}
     , decltype(_impl_.slot_){}
     , decltype(_impl_.valid_at_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.speaker_){0}
     , decltype(_impl_.subject_){0}
     , decltype(_impl_.content_type_){0}
@@ -929,11 +1134,14 @@ inline void MemoryInput::SharedDtor() {
   GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
   _impl_.supersedes_.~RepeatedPtrField();
   _impl_.embedding_.~RepeatedField();
+  _impl_.related_.~RepeatedPtrField();
+  _impl_.parents_.~RepeatedPtrField();
   _impl_.subject_id_.Destroy();
   _impl_.content_.Destroy();
   _impl_.slot_.Destroy();
   if (this != internal_default_instance()) delete _impl_.valid_at_;
   if (this != internal_default_instance()) delete _impl_.metadata_;
+  if (this != internal_default_instance()) delete _impl_.valid_game_day_;
 }
 
 void MemoryInput::SetCachedSize(int size) const {
@@ -948,6 +1156,8 @@ void MemoryInput::Clear() {
 
   _impl_.supersedes_.Clear();
   _impl_.embedding_.Clear();
+  _impl_.related_.Clear();
+  _impl_.parents_.Clear();
   _impl_.subject_id_.ClearToEmpty();
   _impl_.content_.ClearToEmpty();
   _impl_.slot_.ClearToEmpty();
@@ -959,6 +1169,10 @@ void MemoryInput::Clear() {
     delete _impl_.metadata_;
   }
   _impl_.metadata_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
       reinterpret_cast<char*>(&_impl_.visibility_) -
       reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
@@ -1087,9 +1301,43 @@ const char* MemoryInput::_InternalParse(const char* ptr, ::_pbi::ParseContext* c
         } else
           goto handle_unusual;
         continue;
-      // .npc_memory.v1.Visibility visibility = 13;
+      // repeated .npc_memory.v1.MemoryRef related = 13;
       case 13:
-        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 104)) {
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 106)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_related(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<106>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.MemoryRef parents = 14;
+      case 14:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 114)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_parents(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<114>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime valid_game_day = 15;
+      case 15:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 122)) {
+          ptr = ctx->ParseMessage(_internal_mutable_valid_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.Visibility visibility = 16;
+      case 16:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 128)) {
           uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
           _internal_set_visibility(static_cast<::npc_memory::v1::Visibility>(val));
@@ -1218,11 +1466,34 @@ uint8_t* MemoryInput::_InternalSerialize(
       12, this->_internal_tier(), target);
   }
 
-  // .npc_memory.v1.Visibility visibility = 13;
+  // repeated .npc_memory.v1.MemoryRef related = 13;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_related_size()); i < n; i++) {
+    const auto& repfield = this->_internal_related(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(13, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.MemoryRef parents = 14;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_parents_size()); i < n; i++) {
+    const auto& repfield = this->_internal_parents(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(14, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.GameTime valid_game_day = 15;
+  if (this->_internal_has_valid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(15, _Internal::valid_game_day(this),
+        _Internal::valid_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.Visibility visibility = 16;
   if (this->_internal_visibility() != 0) {
     target = stream->EnsureSpace(target);
     target = ::_pbi::WireFormatLite::WriteEnumToArray(
-      13, this->_internal_visibility(), target);
+      16, this->_internal_visibility(), target);
   }
 
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
@@ -1260,6 +1531,20 @@ size_t MemoryInput::ByteSizeLong() const {
     total_size += data_size;
   }
 
+  // repeated .npc_memory.v1.MemoryRef related = 13;
+  total_size += 1UL * this->_internal_related_size();
+  for (const auto& msg : this->_impl_.related_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.MemoryRef parents = 14;
+  total_size += 1UL * this->_internal_parents_size();
+  for (const auto& msg : this->_impl_.parents_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
   // string subject_id = 3;
   if (!this->_internal_subject_id().empty()) {
     total_size += 1 +
@@ -1295,6 +1580,13 @@ size_t MemoryInput::ByteSizeLong() const {
         *_impl_.metadata_);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 15;
+  if (this->_internal_has_valid_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.valid_game_day_);
+  }
+
   // .npc_memory.v1.Speaker speaker = 1;
   if (this->_internal_speaker() != 0) {
     total_size += 1 +
@@ -1324,9 +1616,9 @@ size_t MemoryInput::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_tier());
   }
 
-  // .npc_memory.v1.Visibility visibility = 13;
+  // .npc_memory.v1.Visibility visibility = 16;
   if (this->_internal_visibility() != 0) {
-    total_size += 1 +
+    total_size += 2 +
       ::_pbi::WireFormatLite::EnumSize(this->_internal_visibility());
   }
 
@@ -1350,6 +1642,8 @@ void MemoryInput::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PR
 
   _this->_impl_.supersedes_.MergeFrom(from._impl_.supersedes_);
   _this->_impl_.embedding_.MergeFrom(from._impl_.embedding_);
+  _this->_impl_.related_.MergeFrom(from._impl_.related_);
+  _this->_impl_.parents_.MergeFrom(from._impl_.parents_);
   if (!from._internal_subject_id().empty()) {
     _this->_internal_set_subject_id(from._internal_subject_id());
   }
@@ -1366,6 +1660,10 @@ void MemoryInput::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PR
   if (from._internal_has_metadata()) {
     _this->_internal_mutable_metadata()->::PROTOBUF_NAMESPACE_ID::Struct::MergeFrom(
         from._internal_metadata());
+  }
+  if (from._internal_has_valid_game_day()) {
+    _this->_internal_mutable_valid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_valid_game_day());
   }
   if (from._internal_speaker() != 0) {
     _this->_internal_set_speaker(from._internal_speaker());
@@ -1406,6 +1704,8 @@ void MemoryInput::InternalSwap(MemoryInput* other) {
   _internal_metadata_.InternalSwap(&other->_internal_metadata_);
   _impl_.supersedes_.InternalSwap(&other->_impl_.supersedes_);
   _impl_.embedding_.InternalSwap(&other->_impl_.embedding_);
+  _impl_.related_.InternalSwap(&other->_impl_.related_);
+  _impl_.parents_.InternalSwap(&other->_impl_.parents_);
   ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
       &_impl_.subject_id_, lhs_arena,
       &other->_impl_.subject_id_, rhs_arena
@@ -1434,6 +1734,868 @@ void MemoryInput::InternalSwap(MemoryInput* other) {
 
 // ===================================================================
 
+class MemoryRef::_Internal {
+ public:
+};
+
+MemoryRef::MemoryRef(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.MemoryRef)
+}
+MemoryRef::MemoryRef(const MemoryRef& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  MemoryRef* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.ref_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+    , /*decltype(_impl_._oneof_case_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  clear_has_ref();
+  switch (from.ref_case()) {
+    case kMemoryId: {
+      _this->_internal_set_memory_id(from._internal_memory_id());
+      break;
+    }
+    case kBatchIndex: {
+      _this->_internal_set_batch_index(from._internal_batch_index());
+      break;
+    }
+    case REF_NOT_SET: {
+      break;
+    }
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.MemoryRef)
+}
+
+inline void MemoryRef::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.ref_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+    , /*decltype(_impl_._oneof_case_)*/{}
+  };
+  clear_has_ref();
+}
+
+MemoryRef::~MemoryRef() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.MemoryRef)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void MemoryRef::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  if (has_ref()) {
+    clear_ref();
+  }
+}
+
+void MemoryRef::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void MemoryRef::clear_ref() {
+// @@protoc_insertion_point(one_of_clear_start:npc_memory.v1.MemoryRef)
+  switch (ref_case()) {
+    case kMemoryId: {
+      _impl_.ref_.memory_id_.Destroy();
+      break;
+    }
+    case kBatchIndex: {
+      // No need to clear
+      break;
+    }
+    case REF_NOT_SET: {
+      break;
+    }
+  }
+  _impl_._oneof_case_[0] = REF_NOT_SET;
+}
+
+
+void MemoryRef::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.MemoryRef)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  clear_ref();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* MemoryRef::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string memory_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.MemoryRef.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 batch_index = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _internal_set_batch_index(::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr));
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* MemoryRef::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.MemoryRef)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string memory_id = 1;
+  if (_internal_has_memory_id()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_memory_id().data(), static_cast<int>(this->_internal_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.MemoryRef.memory_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_memory_id(), target);
+  }
+
+  // int32 batch_index = 2;
+  if (_internal_has_batch_index()) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(2, this->_internal_batch_index(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.MemoryRef)
+  return target;
+}
+
+size_t MemoryRef::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.MemoryRef)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  switch (ref_case()) {
+    // string memory_id = 1;
+    case kMemoryId: {
+      total_size += 1 +
+        ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+          this->_internal_memory_id());
+      break;
+    }
+    // int32 batch_index = 2;
+    case kBatchIndex: {
+      total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_batch_index());
+      break;
+    }
+    case REF_NOT_SET: {
+      break;
+    }
+  }
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData MemoryRef::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    MemoryRef::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*MemoryRef::GetClassData() const { return &_class_data_; }
+
+
+void MemoryRef::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<MemoryRef*>(&to_msg);
+  auto& from = static_cast<const MemoryRef&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.MemoryRef)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  switch (from.ref_case()) {
+    case kMemoryId: {
+      _this->_internal_set_memory_id(from._internal_memory_id());
+      break;
+    }
+    case kBatchIndex: {
+      _this->_internal_set_batch_index(from._internal_batch_index());
+      break;
+    }
+    case REF_NOT_SET: {
+      break;
+    }
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void MemoryRef::CopyFrom(const MemoryRef& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.MemoryRef)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool MemoryRef::IsInitialized() const {
+  return true;
+}
+
+void MemoryRef::InternalSwap(MemoryRef* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.ref_, other->_impl_.ref_);
+  swap(_impl_._oneof_case_[0], other->_impl_._oneof_case_[0]);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata MemoryRef::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[2]);
+}
+
+// ===================================================================
+
+class MemoryLink::_Internal {
+ public:
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& discovered_at(const MemoryLink* msg);
+};
+
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+MemoryLink::_Internal::discovered_at(const MemoryLink* msg) {
+  return *msg->_impl_.discovered_at_;
+}
+void MemoryLink::clear_discovered_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.discovered_at_ != nullptr) {
+    delete _impl_.discovered_at_;
+  }
+  _impl_.discovered_at_ = nullptr;
+}
+MemoryLink::MemoryLink(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.MemoryLink)
+}
+MemoryLink::MemoryLink(const MemoryLink& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  MemoryLink* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.from_memory_id_){}
+    , decltype(_impl_.to_memory_id_){}
+    , decltype(_impl_.via_){}
+    , decltype(_impl_.discovered_at_){nullptr}
+    , decltype(_impl_.kind_){}
+    , decltype(_impl_.depth_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.from_memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.from_memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_from_memory_id().empty()) {
+    _this->_impl_.from_memory_id_.Set(from._internal_from_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _impl_.to_memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.to_memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_to_memory_id().empty()) {
+    _this->_impl_.to_memory_id_.Set(from._internal_to_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _impl_.via_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.via_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_via().empty()) {
+    _this->_impl_.via_.Set(from._internal_via(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_discovered_at()) {
+    _this->_impl_.discovered_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.discovered_at_);
+  }
+  ::memcpy(&_impl_.kind_, &from._impl_.kind_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.depth_) -
+    reinterpret_cast<char*>(&_impl_.kind_)) + sizeof(_impl_.depth_));
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.MemoryLink)
+}
+
+inline void MemoryLink::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.from_memory_id_){}
+    , decltype(_impl_.to_memory_id_){}
+    , decltype(_impl_.via_){}
+    , decltype(_impl_.discovered_at_){nullptr}
+    , decltype(_impl_.kind_){0}
+    , decltype(_impl_.depth_){0}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.from_memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.from_memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.to_memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.to_memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.via_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.via_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+MemoryLink::~MemoryLink() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.MemoryLink)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void MemoryLink::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.from_memory_id_.Destroy();
+  _impl_.to_memory_id_.Destroy();
+  _impl_.via_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.discovered_at_;
+}
+
+void MemoryLink::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void MemoryLink::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.MemoryLink)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.from_memory_id_.ClearToEmpty();
+  _impl_.to_memory_id_.ClearToEmpty();
+  _impl_.via_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.discovered_at_ != nullptr) {
+    delete _impl_.discovered_at_;
+  }
+  _impl_.discovered_at_ = nullptr;
+  ::memset(&_impl_.kind_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.depth_) -
+      reinterpret_cast<char*>(&_impl_.kind_)) + sizeof(_impl_.depth_));
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* MemoryLink::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string from_memory_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_from_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.MemoryLink.from_memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // string to_memory_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_to_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.MemoryLink.to_memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.LinkKind kind = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+          _internal_set_kind(static_cast<::npc_memory::v1::LinkKind>(val));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 depth = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 32)) {
+          _impl_.depth_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string via = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 42)) {
+          auto str = _internal_mutable_via();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.MemoryLink.via"));
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp discovered_at = 6;
+      case 6:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 50)) {
+          ptr = ctx->ParseMessage(_internal_mutable_discovered_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* MemoryLink::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.MemoryLink)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string from_memory_id = 1;
+  if (!this->_internal_from_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_from_memory_id().data(), static_cast<int>(this->_internal_from_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.MemoryLink.from_memory_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_from_memory_id(), target);
+  }
+
+  // string to_memory_id = 2;
+  if (!this->_internal_to_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_to_memory_id().data(), static_cast<int>(this->_internal_to_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.MemoryLink.to_memory_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_to_memory_id(), target);
+  }
+
+  // .npc_memory.v1.LinkKind kind = 3;
+  if (this->_internal_kind() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteEnumToArray(
+      3, this->_internal_kind(), target);
+  }
+
+  // int32 depth = 4;
+  if (this->_internal_depth() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(4, this->_internal_depth(), target);
+  }
+
+  // string via = 5;
+  if (!this->_internal_via().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_via().data(), static_cast<int>(this->_internal_via().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.MemoryLink.via");
+    target = stream->WriteStringMaybeAliased(
+        5, this->_internal_via(), target);
+  }
+
+  // .google.protobuf.Timestamp discovered_at = 6;
+  if (this->_internal_has_discovered_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(6, _Internal::discovered_at(this),
+        _Internal::discovered_at(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.MemoryLink)
+  return target;
+}
+
+size_t MemoryLink::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.MemoryLink)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string from_memory_id = 1;
+  if (!this->_internal_from_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_from_memory_id());
+  }
+
+  // string to_memory_id = 2;
+  if (!this->_internal_to_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_to_memory_id());
+  }
+
+  // string via = 5;
+  if (!this->_internal_via().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_via());
+  }
+
+  // .google.protobuf.Timestamp discovered_at = 6;
+  if (this->_internal_has_discovered_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.discovered_at_);
+  }
+
+  // .npc_memory.v1.LinkKind kind = 3;
+  if (this->_internal_kind() != 0) {
+    total_size += 1 +
+      ::_pbi::WireFormatLite::EnumSize(this->_internal_kind());
+  }
+
+  // int32 depth = 4;
+  if (this->_internal_depth() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_depth());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData MemoryLink::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    MemoryLink::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*MemoryLink::GetClassData() const { return &_class_data_; }
+
+
+void MemoryLink::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<MemoryLink*>(&to_msg);
+  auto& from = static_cast<const MemoryLink&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.MemoryLink)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_from_memory_id().empty()) {
+    _this->_internal_set_from_memory_id(from._internal_from_memory_id());
+  }
+  if (!from._internal_to_memory_id().empty()) {
+    _this->_internal_set_to_memory_id(from._internal_to_memory_id());
+  }
+  if (!from._internal_via().empty()) {
+    _this->_internal_set_via(from._internal_via());
+  }
+  if (from._internal_has_discovered_at()) {
+    _this->_internal_mutable_discovered_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_discovered_at());
+  }
+  if (from._internal_kind() != 0) {
+    _this->_internal_set_kind(from._internal_kind());
+  }
+  if (from._internal_depth() != 0) {
+    _this->_internal_set_depth(from._internal_depth());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void MemoryLink::CopyFrom(const MemoryLink& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.MemoryLink)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool MemoryLink::IsInitialized() const {
+  return true;
+}
+
+void MemoryLink::InternalSwap(MemoryLink* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.from_memory_id_, lhs_arena,
+      &other->_impl_.from_memory_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.to_memory_id_, lhs_arena,
+      &other->_impl_.to_memory_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.via_, lhs_arena,
+      &other->_impl_.via_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(MemoryLink, _impl_.depth_)
+      + sizeof(MemoryLink::_impl_.depth_)
+      - PROTOBUF_FIELD_OFFSET(MemoryLink, _impl_.discovered_at_)>(
+          reinterpret_cast<char*>(&_impl_.discovered_at_),
+          reinterpret_cast<char*>(&other->_impl_.discovered_at_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata MemoryLink::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[3]);
+}
+
+// ===================================================================
+
+class GameTime::_Internal {
+ public:
+};
+
+GameTime::GameTime(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.GameTime)
+}
+GameTime::GameTime(const GameTime& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  GameTime* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.day_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _this->_impl_.day_ = from._impl_.day_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GameTime)
+}
+
+inline void GameTime::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.day_){0}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+GameTime::~GameTime() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.GameTime)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void GameTime::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+}
+
+void GameTime::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void GameTime::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.GameTime)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.day_ = 0;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* GameTime::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // double day = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 9)) {
+          _impl_.day_ = ::PROTOBUF_NAMESPACE_ID::internal::UnalignedLoad<double>(ptr);
+          ptr += sizeof(double);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* GameTime::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.GameTime)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // double day = 1;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_day = this->_internal_day();
+  uint64_t raw_day;
+  memcpy(&raw_day, &tmp_day, sizeof(tmp_day));
+  if (raw_day != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteDoubleToArray(1, this->_internal_day(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.GameTime)
+  return target;
+}
+
+size_t GameTime::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.GameTime)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // double day = 1;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_day = this->_internal_day();
+  uint64_t raw_day;
+  memcpy(&raw_day, &tmp_day, sizeof(tmp_day));
+  if (raw_day != 0) {
+    total_size += 1 + 8;
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData GameTime::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    GameTime::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GameTime::GetClassData() const { return &_class_data_; }
+
+
+void GameTime::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<GameTime*>(&to_msg);
+  auto& from = static_cast<const GameTime&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.GameTime)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_day = from._internal_day();
+  uint64_t raw_day;
+  memcpy(&raw_day, &tmp_day, sizeof(tmp_day));
+  if (raw_day != 0) {
+    _this->_internal_set_day(from._internal_day());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void GameTime::CopyFrom(const GameTime& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.GameTime)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool GameTime::IsInitialized() const {
+  return true;
+}
+
+void GameTime::InternalSwap(GameTime* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.day_, other->_impl_.day_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata GameTime::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[4]);
+}
+
+// ===================================================================
+
 class Memory::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const Memory* msg);
@@ -1442,6 +2604,8 @@ class Memory::_Internal {
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& invalid_at(const Memory* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& created_at(const Memory* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& updated_at(const Memory* msg);
+  static const ::npc_memory::v1::GameTime& valid_game_day(const Memory* msg);
+  static const ::npc_memory::v1::GameTime& invalid_game_day(const Memory* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -1467,6 +2631,14 @@ Memory::_Internal::created_at(const Memory* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
 Memory::_Internal::updated_at(const Memory* msg) {
   return *msg->_impl_.updated_at_;
+}
+const ::npc_memory::v1::GameTime&
+Memory::_Internal::valid_game_day(const Memory* msg) {
+  return *msg->_impl_.valid_game_day_;
+}
+const ::npc_memory::v1::GameTime&
+Memory::_Internal::invalid_game_day(const Memory* msg) {
+  return *msg->_impl_.invalid_game_day_;
 }
 void Memory::clear_metadata() {
   if (GetArenaForAllocation() == nullptr && _impl_.metadata_ != nullptr) {
@@ -1521,12 +2693,15 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.invalid_at_){nullptr}
     , decltype(_impl_.created_at_){nullptr}
     , decltype(_impl_.updated_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , decltype(_impl_.speaker_){}
     , decltype(_impl_.subject_){}
     , decltype(_impl_.content_type_){}
     , decltype(_impl_.importance_){}
     , decltype(_impl_.tier_){}
     , decltype(_impl_.close_reason_){}
+    , decltype(_impl_.timeline_id_){}
     , decltype(_impl_.visibility_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
@@ -1605,6 +2780,12 @@ Memory::Memory(const Memory& from)
   if (from._internal_has_updated_at()) {
     _this->_impl_.updated_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.updated_at_);
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_impl_.valid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.valid_game_day_);
+  }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_impl_.invalid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.invalid_game_day_);
+  }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
     static_cast<size_t>(reinterpret_cast<char*>(&_impl_.visibility_) -
     reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
@@ -1629,12 +2810,15 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.invalid_at_){nullptr}
     , decltype(_impl_.created_at_){nullptr}
     , decltype(_impl_.updated_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , decltype(_impl_.speaker_){0}
     , decltype(_impl_.subject_){0}
     , decltype(_impl_.content_type_){0}
     , decltype(_impl_.importance_){0}
     , decltype(_impl_.tier_){0}
     , decltype(_impl_.close_reason_){0}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , decltype(_impl_.visibility_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
@@ -1692,6 +2876,8 @@ inline void Memory::SharedDtor() {
   if (this != internal_default_instance()) delete _impl_.invalid_at_;
   if (this != internal_default_instance()) delete _impl_.created_at_;
   if (this != internal_default_instance()) delete _impl_.updated_at_;
+  if (this != internal_default_instance()) delete _impl_.valid_game_day_;
+  if (this != internal_default_instance()) delete _impl_.invalid_game_day_;
 }
 
 void Memory::SetCachedSize(int size) const {
@@ -1735,6 +2921,14 @@ void Memory::Clear() {
     delete _impl_.updated_at_;
   }
   _impl_.updated_at_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
       reinterpret_cast<char*>(&_impl_.visibility_) -
       reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
@@ -1908,18 +3102,42 @@ const char* Memory::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
         } else
           goto handle_unusual;
         continue;
-      // .npc_memory.v1.Visibility visibility = 19;
+      // .npc_memory.v1.GameTime valid_game_day = 19;
       case 19:
-        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 152)) {
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 154)) {
+          ptr = ctx->ParseMessage(_internal_mutable_valid_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime invalid_game_day = 20;
+      case 20:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 162)) {
+          ptr = ctx->ParseMessage(_internal_mutable_invalid_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 21;
+      case 21:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 168)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.Visibility visibility = 22;
+      case 22:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 176)) {
           uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
           _internal_set_visibility(static_cast<::npc_memory::v1::Visibility>(val));
         } else
           goto handle_unusual;
         continue;
-      // string shared_from = 20;
-      case 20:
-        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 162)) {
+      // string shared_from = 23;
+      case 23:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 186)) {
           auto str = _internal_mutable_shared_from();
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
@@ -2099,21 +3317,41 @@ uint8_t* Memory::_InternalSerialize(
         18, this->_internal_embedding_model(), target);
   }
 
-  // .npc_memory.v1.Visibility visibility = 19;
+  // .npc_memory.v1.GameTime valid_game_day = 19;
+  if (this->_internal_has_valid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(19, _Internal::valid_game_day(this),
+        _Internal::valid_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.GameTime invalid_game_day = 20;
+  if (this->_internal_has_invalid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(20, _Internal::invalid_game_day(this),
+        _Internal::invalid_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // int64 timeline_id = 21;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(21, this->_internal_timeline_id(), target);
+  }
+
+  // .npc_memory.v1.Visibility visibility = 22;
   if (this->_internal_visibility() != 0) {
     target = stream->EnsureSpace(target);
     target = ::_pbi::WireFormatLite::WriteEnumToArray(
-      19, this->_internal_visibility(), target);
+      22, this->_internal_visibility(), target);
   }
 
-  // string shared_from = 20;
+  // string shared_from = 23;
   if (!this->_internal_shared_from().empty()) {
     ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
       this->_internal_shared_from().data(), static_cast<int>(this->_internal_shared_from().length()),
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
       "npc_memory.v1.Memory.shared_from");
     target = stream->WriteStringMaybeAliased(
-        20, this->_internal_shared_from(), target);
+        23, this->_internal_shared_from(), target);
   }
 
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
@@ -2174,7 +3412,7 @@ size_t Memory::ByteSizeLong() const {
         this->_internal_embedding_model());
   }
 
-  // string shared_from = 20;
+  // string shared_from = 23;
   if (!this->_internal_shared_from().empty()) {
     total_size += 2 +
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
@@ -2223,6 +3461,20 @@ size_t Memory::ByteSizeLong() const {
         *_impl_.updated_at_);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 19;
+  if (this->_internal_has_valid_game_day()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.valid_game_day_);
+  }
+
+  // .npc_memory.v1.GameTime invalid_game_day = 20;
+  if (this->_internal_has_invalid_game_day()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.invalid_game_day_);
+  }
+
   // .npc_memory.v1.Speaker speaker = 3;
   if (this->_internal_speaker() != 0) {
     total_size += 1 +
@@ -2258,7 +3510,14 @@ size_t Memory::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_close_reason());
   }
 
-  // .npc_memory.v1.Visibility visibility = 19;
+  // int64 timeline_id = 21;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::Int64Size(
+        this->_internal_timeline_id());
+  }
+
+  // .npc_memory.v1.Visibility visibility = 22;
   if (this->_internal_visibility() != 0) {
     total_size += 2 +
       ::_pbi::WireFormatLite::EnumSize(this->_internal_visibility());
@@ -2327,6 +3586,14 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
     _this->_internal_mutable_updated_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
         from._internal_updated_at());
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_internal_mutable_valid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_valid_game_day());
+  }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_internal_mutable_invalid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_invalid_game_day());
+  }
   if (from._internal_speaker() != 0) {
     _this->_internal_set_speaker(from._internal_speaker());
   }
@@ -2344,6 +3611,9 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   }
   if (from._internal_close_reason() != 0) {
     _this->_internal_set_close_reason(from._internal_close_reason());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   if (from._internal_visibility() != 0) {
     _this->_internal_set_visibility(from._internal_visibility());
@@ -2406,7 +3676,623 @@ void Memory::InternalSwap(Memory* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata Memory::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[2]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[5]);
+}
+
+// ===================================================================
+
+class SavePoint::_Internal {
+ public:
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& saved_at(const SavePoint* msg);
+};
+
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+SavePoint::_Internal::saved_at(const SavePoint* msg) {
+  return *msg->_impl_.saved_at_;
+}
+void SavePoint::clear_saved_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.saved_at_ != nullptr) {
+    delete _impl_.saved_at_;
+  }
+  _impl_.saved_at_ = nullptr;
+}
+SavePoint::SavePoint(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.SavePoint)
+}
+SavePoint::SavePoint(const SavePoint& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  SavePoint* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.saved_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_saved_at()) {
+    _this->_impl_.saved_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.saved_at_);
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SavePoint)
+}
+
+inline void SavePoint::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.saved_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+SavePoint::~SavePoint() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.SavePoint)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void SavePoint::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.save_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.saved_at_;
+}
+
+void SavePoint::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void SavePoint::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.SavePoint)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.save_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.saved_at_ != nullptr) {
+    delete _impl_.saved_at_;
+  }
+  _impl_.saved_at_ = nullptr;
+  _impl_.timeline_id_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* SavePoint::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string save_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.SavePoint.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp saved_at = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr = ctx->ParseMessage(_internal_mutable_saved_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* SavePoint::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.SavePoint)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string save_id = 1;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.SavePoint.save_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_save_id(), target);
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(2, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp saved_at = 3;
+  if (this->_internal_has_saved_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(3, _Internal::saved_at(this),
+        _Internal::saved_at(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.SavePoint)
+  return target;
+}
+
+size_t SavePoint::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.SavePoint)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string save_id = 1;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  // .google.protobuf.Timestamp saved_at = 3;
+  if (this->_internal_has_saved_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.saved_at_);
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData SavePoint::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    SavePoint::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*SavePoint::GetClassData() const { return &_class_data_; }
+
+
+void SavePoint::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<SavePoint*>(&to_msg);
+  auto& from = static_cast<const SavePoint&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.SavePoint)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  if (from._internal_has_saved_at()) {
+    _this->_internal_mutable_saved_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_saved_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void SavePoint::CopyFrom(const SavePoint& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.SavePoint)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool SavePoint::IsInitialized() const {
+  return true;
+}
+
+void SavePoint::InternalSwap(SavePoint* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(SavePoint, _impl_.timeline_id_)
+      + sizeof(SavePoint::_impl_.timeline_id_)
+      - PROTOBUF_FIELD_OFFSET(SavePoint, _impl_.saved_at_)>(
+          reinterpret_cast<char*>(&_impl_.saved_at_),
+          reinterpret_cast<char*>(&other->_impl_.saved_at_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata SavePoint::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[6]);
+}
+
+// ===================================================================
+
+class Timeline::_Internal {
+ public:
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& branched_at(const Timeline* msg);
+};
+
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+Timeline::_Internal::branched_at(const Timeline* msg) {
+  return *msg->_impl_.branched_at_;
+}
+void Timeline::clear_branched_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.branched_at_ != nullptr) {
+    delete _impl_.branched_at_;
+  }
+  _impl_.branched_at_ = nullptr;
+}
+Timeline::Timeline(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.Timeline)
+}
+Timeline::Timeline(const Timeline& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  Timeline* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.branched_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
+    , decltype(_impl_.parent_timeline_id_){}
+    , decltype(_impl_.live_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_branched_at()) {
+    _this->_impl_.branched_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.branched_at_);
+  }
+  ::memcpy(&_impl_.timeline_id_, &from._impl_.timeline_id_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.live_) -
+    reinterpret_cast<char*>(&_impl_.timeline_id_)) + sizeof(_impl_.live_));
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.Timeline)
+}
+
+inline void Timeline::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_id_){}
+    , decltype(_impl_.branched_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
+    , decltype(_impl_.parent_timeline_id_){int64_t{0}}
+    , decltype(_impl_.live_){false}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+Timeline::~Timeline() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.Timeline)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void Timeline::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.save_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.branched_at_;
+}
+
+void Timeline::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void Timeline::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.Timeline)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.save_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.branched_at_ != nullptr) {
+    delete _impl_.branched_at_;
+  }
+  _impl_.branched_at_ = nullptr;
+  ::memset(&_impl_.timeline_id_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.live_) -
+      reinterpret_cast<char*>(&_impl_.timeline_id_)) + sizeof(_impl_.live_));
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* Timeline::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // int64 timeline_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 8)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 parent_timeline_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.parent_timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp branched_at = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr = ctx->ParseMessage(_internal_mutable_branched_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string save_id = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Timeline.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // bool live = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
+          _impl_.live_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* Timeline::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.Timeline)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // int64 timeline_id = 1;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(1, this->_internal_timeline_id(), target);
+  }
+
+  // int64 parent_timeline_id = 2;
+  if (this->_internal_parent_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(2, this->_internal_parent_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp branched_at = 3;
+  if (this->_internal_has_branched_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(3, _Internal::branched_at(this),
+        _Internal::branched_at(this).GetCachedSize(), target, stream);
+  }
+
+  // string save_id = 4;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.Timeline.save_id");
+    target = stream->WriteStringMaybeAliased(
+        4, this->_internal_save_id(), target);
+  }
+
+  // bool live = 5;
+  if (this->_internal_live() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(5, this->_internal_live(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.Timeline)
+  return target;
+}
+
+size_t Timeline::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.Timeline)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string save_id = 4;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  // .google.protobuf.Timestamp branched_at = 3;
+  if (this->_internal_has_branched_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.branched_at_);
+  }
+
+  // int64 timeline_id = 1;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
+  // int64 parent_timeline_id = 2;
+  if (this->_internal_parent_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_parent_timeline_id());
+  }
+
+  // bool live = 5;
+  if (this->_internal_live() != 0) {
+    total_size += 1 + 1;
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData Timeline::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    Timeline::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*Timeline::GetClassData() const { return &_class_data_; }
+
+
+void Timeline::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<Timeline*>(&to_msg);
+  auto& from = static_cast<const Timeline&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.Timeline)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  if (from._internal_has_branched_at()) {
+    _this->_internal_mutable_branched_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_branched_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
+  if (from._internal_parent_timeline_id() != 0) {
+    _this->_internal_set_parent_timeline_id(from._internal_parent_timeline_id());
+  }
+  if (from._internal_live() != 0) {
+    _this->_internal_set_live(from._internal_live());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void Timeline::CopyFrom(const Timeline& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.Timeline)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool Timeline::IsInitialized() const {
+  return true;
+}
+
+void Timeline::InternalSwap(Timeline* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(Timeline, _impl_.live_)
+      + sizeof(Timeline::_impl_.live_)
+      - PROTOBUF_FIELD_OFFSET(Timeline, _impl_.branched_at_)>(
+          reinterpret_cast<char*>(&_impl_.branched_at_),
+          reinterpret_cast<char*>(&other->_impl_.branched_at_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata Timeline::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[7]);
 }
 
 // ===================================================================
@@ -2713,7 +4599,7 @@ void Weights::InternalSwap(Weights* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata Weights::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[3]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[8]);
 }
 
 // ===================================================================
@@ -3056,7 +4942,7 @@ void Scores::InternalSwap(Scores* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata Scores::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[4]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[9]);
 }
 
 // ===================================================================
@@ -3509,7 +5395,7 @@ void MemoryFilter::InternalSwap(MemoryFilter* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata MemoryFilter::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[5]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[10]);
 }
 
 // ===================================================================
@@ -3538,17 +5424,31 @@ ScoredMemory::ScoredMemory(const ScoredMemory& from)
   : ::PROTOBUF_NAMESPACE_ID::Message() {
   ScoredMemory* const _this = this; (void)_this;
   new (&_impl_) Impl_{
-      decltype(_impl_.memory_){nullptr}
+      decltype(_impl_.via_memory_id_){}
+    , decltype(_impl_.memory_){nullptr}
     , decltype(_impl_.scores_){nullptr}
+    , decltype(_impl_.cosine_){}
+    , decltype(_impl_.hops_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.via_memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.via_memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_via_memory_id().empty()) {
+    _this->_impl_.via_memory_id_.Set(from._internal_via_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
   if (from._internal_has_memory()) {
     _this->_impl_.memory_ = new ::npc_memory::v1::Memory(*from._impl_.memory_);
   }
   if (from._internal_has_scores()) {
     _this->_impl_.scores_ = new ::npc_memory::v1::Scores(*from._impl_.scores_);
   }
+  ::memcpy(&_impl_.cosine_, &from._impl_.cosine_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.hops_) -
+    reinterpret_cast<char*>(&_impl_.cosine_)) + sizeof(_impl_.hops_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ScoredMemory)
 }
 
@@ -3557,10 +5457,17 @@ inline void ScoredMemory::SharedCtor(
   (void)arena;
   (void)is_message_owned;
   new (&_impl_) Impl_{
-      decltype(_impl_.memory_){nullptr}
+      decltype(_impl_.via_memory_id_){}
+    , decltype(_impl_.memory_){nullptr}
     , decltype(_impl_.scores_){nullptr}
+    , decltype(_impl_.cosine_){0}
+    , decltype(_impl_.hops_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
+  _impl_.via_memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.via_memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
 }
 
 ScoredMemory::~ScoredMemory() {
@@ -3574,6 +5481,7 @@ ScoredMemory::~ScoredMemory() {
 
 inline void ScoredMemory::SharedDtor() {
   GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.via_memory_id_.Destroy();
   if (this != internal_default_instance()) delete _impl_.memory_;
   if (this != internal_default_instance()) delete _impl_.scores_;
 }
@@ -3588,6 +5496,7 @@ void ScoredMemory::Clear() {
   // Prevent compiler warnings about cached_has_bits being unused
   (void) cached_has_bits;
 
+  _impl_.via_memory_id_.ClearToEmpty();
   if (GetArenaForAllocation() == nullptr && _impl_.memory_ != nullptr) {
     delete _impl_.memory_;
   }
@@ -3596,6 +5505,9 @@ void ScoredMemory::Clear() {
     delete _impl_.scores_;
   }
   _impl_.scores_ = nullptr;
+  ::memset(&_impl_.cosine_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.hops_) -
+      reinterpret_cast<char*>(&_impl_.cosine_)) + sizeof(_impl_.hops_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -3618,6 +5530,32 @@ const char* ScoredMemory::_InternalParse(const char* ptr, ::_pbi::ParseContext* 
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
           ptr = ctx->ParseMessage(_internal_mutable_scores(), ptr);
           CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string via_memory_id = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          auto str = _internal_mutable_via_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ScoredMemory.via_memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 hops = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 32)) {
+          _impl_.hops_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // double cosine = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 41)) {
+          _impl_.cosine_ = ::PROTOBUF_NAMESPACE_ID::internal::UnalignedLoad<double>(ptr);
+          ptr += sizeof(double);
         } else
           goto handle_unusual;
         continue;
@@ -3664,6 +5602,32 @@ uint8_t* ScoredMemory::_InternalSerialize(
         _Internal::scores(this).GetCachedSize(), target, stream);
   }
 
+  // string via_memory_id = 3;
+  if (!this->_internal_via_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_via_memory_id().data(), static_cast<int>(this->_internal_via_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ScoredMemory.via_memory_id");
+    target = stream->WriteStringMaybeAliased(
+        3, this->_internal_via_memory_id(), target);
+  }
+
+  // int32 hops = 4;
+  if (this->_internal_hops() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(4, this->_internal_hops(), target);
+  }
+
+  // double cosine = 5;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_cosine = this->_internal_cosine();
+  uint64_t raw_cosine;
+  memcpy(&raw_cosine, &tmp_cosine, sizeof(tmp_cosine));
+  if (raw_cosine != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteDoubleToArray(5, this->_internal_cosine(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -3680,6 +5644,13 @@ size_t ScoredMemory::ByteSizeLong() const {
   // Prevent compiler warnings about cached_has_bits being unused
   (void) cached_has_bits;
 
+  // string via_memory_id = 3;
+  if (!this->_internal_via_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_via_memory_id());
+  }
+
   // .npc_memory.v1.Memory memory = 1;
   if (this->_internal_has_memory()) {
     total_size += 1 +
@@ -3692,6 +5663,20 @@ size_t ScoredMemory::ByteSizeLong() const {
     total_size += 1 +
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
         *_impl_.scores_);
+  }
+
+  // double cosine = 5;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_cosine = this->_internal_cosine();
+  uint64_t raw_cosine;
+  memcpy(&raw_cosine, &tmp_cosine, sizeof(tmp_cosine));
+  if (raw_cosine != 0) {
+    total_size += 1 + 8;
+  }
+
+  // int32 hops = 4;
+  if (this->_internal_hops() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_hops());
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -3712,6 +5697,9 @@ void ScoredMemory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::P
   uint32_t cached_has_bits = 0;
   (void) cached_has_bits;
 
+  if (!from._internal_via_memory_id().empty()) {
+    _this->_internal_set_via_memory_id(from._internal_via_memory_id());
+  }
   if (from._internal_has_memory()) {
     _this->_internal_mutable_memory()->::npc_memory::v1::Memory::MergeFrom(
         from._internal_memory());
@@ -3719,6 +5707,16 @@ void ScoredMemory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::P
   if (from._internal_has_scores()) {
     _this->_internal_mutable_scores()->::npc_memory::v1::Scores::MergeFrom(
         from._internal_scores());
+  }
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_cosine = from._internal_cosine();
+  uint64_t raw_cosine;
+  memcpy(&raw_cosine, &tmp_cosine, sizeof(tmp_cosine));
+  if (raw_cosine != 0) {
+    _this->_internal_set_cosine(from._internal_cosine());
+  }
+  if (from._internal_hops() != 0) {
+    _this->_internal_set_hops(from._internal_hops());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -3736,10 +5734,16 @@ bool ScoredMemory::IsInitialized() const {
 
 void ScoredMemory::InternalSwap(ScoredMemory* other) {
   using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
   _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.via_memory_id_, lhs_arena,
+      &other->_impl_.via_memory_id_, rhs_arena
+  );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(ScoredMemory, _impl_.scores_)
-      + sizeof(ScoredMemory::_impl_.scores_)
+      PROTOBUF_FIELD_OFFSET(ScoredMemory, _impl_.hops_)
+      + sizeof(ScoredMemory::_impl_.hops_)
       - PROTOBUF_FIELD_OFFSET(ScoredMemory, _impl_.memory_)>(
           reinterpret_cast<char*>(&_impl_.memory_),
           reinterpret_cast<char*>(&other->_impl_.memory_));
@@ -3748,7 +5752,7 @@ void ScoredMemory::InternalSwap(ScoredMemory* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ScoredMemory::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[6]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[11]);
 }
 
 // ===================================================================
@@ -4020,7 +6024,7 @@ void StoreResult::InternalSwap(StoreResult* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata StoreResult::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[7]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[12]);
 }
 
 // @@protoc_insertion_point(namespace_scope)
@@ -4035,9 +6039,29 @@ template<> PROTOBUF_NOINLINE ::npc_memory::v1::MemoryInput*
 Arena::CreateMaybeMessage< ::npc_memory::v1::MemoryInput >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::MemoryInput >(arena);
 }
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::MemoryRef*
+Arena::CreateMaybeMessage< ::npc_memory::v1::MemoryRef >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::MemoryRef >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::MemoryLink*
+Arena::CreateMaybeMessage< ::npc_memory::v1::MemoryLink >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::MemoryLink >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::GameTime*
+Arena::CreateMaybeMessage< ::npc_memory::v1::GameTime >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::GameTime >(arena);
+}
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::Memory*
 Arena::CreateMaybeMessage< ::npc_memory::v1::Memory >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::Memory >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::SavePoint*
+Arena::CreateMaybeMessage< ::npc_memory::v1::SavePoint >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::SavePoint >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::Timeline*
+Arena::CreateMaybeMessage< ::npc_memory::v1::Timeline >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::Timeline >(arena);
 }
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::Weights*
 Arena::CreateMaybeMessage< ::npc_memory::v1::Weights >(Arena* arena) {

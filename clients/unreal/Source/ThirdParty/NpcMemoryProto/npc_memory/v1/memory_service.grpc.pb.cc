@@ -31,6 +31,12 @@ static const char* MemoryService_method_names[] = {
   "/npc_memory.v1.MemoryService/UpdateMemory",
   "/npc_memory.v1.MemoryService/GetMemoryHistory",
   "/npc_memory.v1.MemoryService/ForgetPlayer",
+  "/npc_memory.v1.MemoryService/ExpandMemory",
+  "/npc_memory.v1.MemoryService/ListLinks",
+  "/npc_memory.v1.MemoryService/CreateSavePoint",
+  "/npc_memory.v1.MemoryService/LoadSavePoint",
+  "/npc_memory.v1.MemoryService/ListSavePoints",
+  "/npc_memory.v1.MemoryService/DropTimeline",
   "/npc_memory.v1.MemoryService/ExtractMemories",
   "/npc_memory.v1.MemoryService/GetExtractionJob",
   "/npc_memory.v1.MemoryService/BuildContext",
@@ -51,9 +57,15 @@ MemoryService::Stub::Stub(const std::shared_ptr< ::grpc::ChannelInterface>& chan
   , rpcmethod_UpdateMemory_(MemoryService_method_names[5], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_GetMemoryHistory_(MemoryService_method_names[6], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_ForgetPlayer_(MemoryService_method_names[7], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_ExtractMemories_(MemoryService_method_names[8], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_GetExtractionJob_(MemoryService_method_names[9], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_BuildContext_(MemoryService_method_names[10], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ExpandMemory_(MemoryService_method_names[8], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ListLinks_(MemoryService_method_names[9], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_CreateSavePoint_(MemoryService_method_names[10], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_LoadSavePoint_(MemoryService_method_names[11], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ListSavePoints_(MemoryService_method_names[12], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_DropTimeline_(MemoryService_method_names[13], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ExtractMemories_(MemoryService_method_names[14], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_GetExtractionJob_(MemoryService_method_names[15], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_BuildContext_(MemoryService_method_names[16], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   {}
 
 ::grpc::Status MemoryService::Stub::StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::npc_memory::v1::StoreMemoriesResponse* response) {
@@ -240,6 +252,144 @@ void MemoryService::Stub::async::ForgetPlayer(::grpc::ClientContext* context, co
   return result;
 }
 
+::grpc::Status MemoryService::Stub::ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::npc_memory::v1::ExpandMemoryResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ExpandMemory_, context, request, response);
+}
+
+void MemoryService::Stub::async::ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ExpandMemory_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ExpandMemory_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* MemoryService::Stub::PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::ExpandMemoryResponse, ::npc_memory::v1::ExpandMemoryRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_ExpandMemory_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* MemoryService::Stub::AsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncExpandMemoryRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::npc_memory::v1::ListLinksResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ListLinks_, context, request, response);
+}
+
+void MemoryService::Stub::async::ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListLinks_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListLinks_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* MemoryService::Stub::PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::ListLinksResponse, ::npc_memory::v1::ListLinksRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_ListLinks_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* MemoryService::Stub::AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncListLinksRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::npc_memory::v1::CreateSavePointResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_CreateSavePoint_, context, request, response);
+}
+
+void MemoryService::Stub::async::CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_CreateSavePoint_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_CreateSavePoint_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* MemoryService::Stub::PrepareAsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::CreateSavePointResponse, ::npc_memory::v1::CreateSavePointRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_CreateSavePoint_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* MemoryService::Stub::AsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncCreateSavePointRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::npc_memory::v1::LoadSavePointResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_LoadSavePoint_, context, request, response);
+}
+
+void MemoryService::Stub::async::LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_LoadSavePoint_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_LoadSavePoint_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* MemoryService::Stub::PrepareAsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::LoadSavePointResponse, ::npc_memory::v1::LoadSavePointRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_LoadSavePoint_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* MemoryService::Stub::AsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncLoadSavePointRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::npc_memory::v1::ListSavePointsResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ListSavePoints_, context, request, response);
+}
+
+void MemoryService::Stub::async::ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListSavePoints_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ListSavePoints_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* MemoryService::Stub::PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::ListSavePointsResponse, ::npc_memory::v1::ListSavePointsRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_ListSavePoints_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* MemoryService::Stub::AsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncListSavePointsRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::npc_memory::v1::DropTimelineResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_DropTimeline_, context, request, response);
+}
+
+void MemoryService::Stub::async::DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_DropTimeline_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_DropTimeline_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* MemoryService::Stub::PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::DropTimelineResponse, ::npc_memory::v1::DropTimelineRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_DropTimeline_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* MemoryService::Stub::AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncDropTimelineRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
 ::grpc::Status MemoryService::Stub::ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::npc_memory::v1::ExtractMemoriesResponse* response) {
   return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ExtractMemories_, context, request, response);
 }
@@ -393,6 +543,66 @@ MemoryService::Service::Service() {
   AddMethod(new ::grpc::internal::RpcServiceMethod(
       MemoryService_method_names[8],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::ExpandMemoryRequest* req,
+             ::npc_memory::v1::ExpandMemoryResponse* resp) {
+               return service->ExpandMemory(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[9],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::ListLinksRequest* req,
+             ::npc_memory::v1::ListLinksResponse* resp) {
+               return service->ListLinks(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[10],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::CreateSavePointRequest* req,
+             ::npc_memory::v1::CreateSavePointResponse* resp) {
+               return service->CreateSavePoint(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[11],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::LoadSavePointRequest* req,
+             ::npc_memory::v1::LoadSavePointResponse* resp) {
+               return service->LoadSavePoint(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[12],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::ListSavePointsRequest* req,
+             ::npc_memory::v1::ListSavePointsResponse* resp) {
+               return service->ListSavePoints(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[13],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::DropTimelineRequest* req,
+             ::npc_memory::v1::DropTimelineResponse* resp) {
+               return service->DropTimeline(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[14],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
              ::grpc::ServerContext* ctx,
@@ -401,7 +611,7 @@ MemoryService::Service::Service() {
                return service->ExtractMemories(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[9],
+      MemoryService_method_names[15],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -411,7 +621,7 @@ MemoryService::Service::Service() {
                return service->GetExtractionJob(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[10],
+      MemoryService_method_names[16],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -475,6 +685,48 @@ MemoryService::Service::~Service() {
 }
 
 ::grpc::Status MemoryService::Service::ForgetPlayer(::grpc::ServerContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::ExpandMemory(::grpc::ServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::ListLinks(::grpc::ServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::CreateSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::LoadSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::ListSavePoints(::grpc::ServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::DropTimeline(::grpc::ServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response) {
   (void) context;
   (void) request;
   (void) response;

@@ -93,13 +93,61 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryHistoryResponse>> PrepareAsyncGetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryHistoryResponse>>(PrepareAsyncGetMemoryHistoryRaw(context, request, cq));
     }
-    // Erases every row and history of a player, across all heroines.
+    // Erases every row and history of a player, across all heroines, on every timeline.
     virtual ::grpc::Status ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::npc_memory::v1::ForgetPlayerResponse* response) = 0;
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>> AsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>>(AsyncForgetPlayerRaw(context, request, cq));
     }
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>> PrepareAsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>>(PrepareAsyncForgetPlayerRaw(context, request, cq));
+    }
+    // Goes one depth further from a memory each call, linking at most a few newly found related memories.
+    virtual ::grpc::Status ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::npc_memory::v1::ExpandMemoryResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>> AsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>>(AsyncExpandMemoryRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>> PrepareAsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>>(PrepareAsyncExpandMemoryRaw(context, request, cq));
+    }
+    // A memory's links: its parents, children and related memories.
+    virtual ::grpc::Status ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::npc_memory::v1::ListLinksResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>> AsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>>(AsyncListLinksRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>> PrepareAsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>>(PrepareAsyncListLinksRaw(context, request, cq));
+    }
+    // Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+    virtual ::grpc::Status CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::npc_memory::v1::CreateSavePointResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>> AsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>>(AsyncCreateSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>> PrepareAsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>>(PrepareAsyncCreateSavePointRaw(context, request, cq));
+    }
+    // Makes every later read of the player see memory as it was at the save, on a new live timeline.
+    virtual ::grpc::Status LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::npc_memory::v1::LoadSavePointResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>> AsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>>(AsyncLoadSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>> PrepareAsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>>(PrepareAsyncLoadSavePointRaw(context, request, cq));
+    }
+    // The player's save points and timelines.
+    virtual ::grpc::Status ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::npc_memory::v1::ListSavePointsResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>> AsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>>(AsyncListSavePointsRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>> PrepareAsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>>(PrepareAsyncListSavePointsRaw(context, request, cq));
+    }
+    // Erases an abandoned timeline (and those branched from it), its rows and its save points.
+    virtual ::grpc::Status DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::npc_memory::v1::DropTimelineResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>> AsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>>(AsyncDropTimelineRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>> PrepareAsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>>(PrepareAsyncDropTimelineRaw(context, request, cq));
     }
     // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
     // dialogue id); asynchronous by default.
@@ -151,9 +199,27 @@ class MemoryService final {
       // Returns the rows of a slot, a subject or one memory's version chain over time.
       virtual void GetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void GetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
-      // Erases every row and history of a player, across all heroines.
+      // Erases every row and history of a player, across all heroines, on every timeline.
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Goes one depth further from a memory each call, linking at most a few newly found related memories.
+      virtual void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // A memory's links: its parents, children and related memories.
+      virtual void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+      virtual void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Makes every later read of the player see memory as it was at the save, on a new live timeline.
+      virtual void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // The player's save points and timelines.
+      virtual void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Erases an abandoned timeline (and those branched from it), its rows and its save points.
+      virtual void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
       // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
       // dialogue id); asynchronous by default.
       virtual void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, std::function<void(::grpc::Status)>) = 0;
@@ -186,6 +252,18 @@ class MemoryService final {
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryHistoryResponse>* PrepareAsyncGetMemoryHistoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>* AsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ForgetPlayerResponse>* PrepareAsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>* AsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExpandMemoryResponse>* PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>* AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListLinksResponse>* PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>* AsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::CreateSavePointResponse>* PrepareAsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>* AsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::LoadSavePointResponse>* PrepareAsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>* AsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>* PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>* AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>* PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>* AsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) = 0;
@@ -252,6 +330,48 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>> PrepareAsyncForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>>(PrepareAsyncForgetPlayerRaw(context, request, cq));
     }
+    ::grpc::Status ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::npc_memory::v1::ExpandMemoryResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>> AsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>>(AsyncExpandMemoryRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>> PrepareAsyncExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>>(PrepareAsyncExpandMemoryRaw(context, request, cq));
+    }
+    ::grpc::Status ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::npc_memory::v1::ListLinksResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>> AsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>>(AsyncListLinksRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>> PrepareAsyncListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>>(PrepareAsyncListLinksRaw(context, request, cq));
+    }
+    ::grpc::Status CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::npc_memory::v1::CreateSavePointResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>> AsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>>(AsyncCreateSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>> PrepareAsyncCreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>>(PrepareAsyncCreateSavePointRaw(context, request, cq));
+    }
+    ::grpc::Status LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::npc_memory::v1::LoadSavePointResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>> AsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>>(AsyncLoadSavePointRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>> PrepareAsyncLoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>>(PrepareAsyncLoadSavePointRaw(context, request, cq));
+    }
+    ::grpc::Status ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::npc_memory::v1::ListSavePointsResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>> AsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>>(AsyncListSavePointsRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>> PrepareAsyncListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>>(PrepareAsyncListSavePointsRaw(context, request, cq));
+    }
+    ::grpc::Status DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::npc_memory::v1::DropTimelineResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>> AsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>>(AsyncDropTimelineRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>> PrepareAsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>>(PrepareAsyncDropTimelineRaw(context, request, cq));
+    }
     ::grpc::Status ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::npc_memory::v1::ExtractMemoriesResponse* response) override;
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>> AsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>>(AsyncExtractMemoriesRaw(context, request, cq));
@@ -292,6 +412,18 @@ class MemoryService final {
       void GetMemoryHistory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, std::function<void(::grpc::Status)>) override;
       void ForgetPlayer(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, std::function<void(::grpc::Status)>) override;
+      void ExpandMemory(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, std::function<void(::grpc::Status)>) override;
+      void ListLinks(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, std::function<void(::grpc::Status)>) override;
+      void CreateSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, std::function<void(::grpc::Status)>) override;
+      void LoadSavePoint(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, std::function<void(::grpc::Status)>) override;
+      void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)>) override;
+      void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, std::function<void(::grpc::Status)>) override;
       void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)>) override;
@@ -325,6 +457,18 @@ class MemoryService final {
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetMemoryHistoryResponse>* PrepareAsyncGetMemoryHistoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>* AsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ForgetPlayerResponse>* PrepareAsyncForgetPlayerRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ForgetPlayerRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* AsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExpandMemoryResponse>* PrepareAsyncExpandMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExpandMemoryRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* AsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListLinksResponse>* PrepareAsyncListLinksRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListLinksRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* AsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::CreateSavePointResponse>* PrepareAsyncCreateSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::CreateSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* AsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::LoadSavePointResponse>* PrepareAsyncLoadSavePointRaw(::grpc::ClientContext* context, const ::npc_memory::v1::LoadSavePointRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* AsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* AsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) override;
@@ -339,6 +483,12 @@ class MemoryService final {
     const ::grpc::internal::RpcMethod rpcmethod_UpdateMemory_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemoryHistory_;
     const ::grpc::internal::RpcMethod rpcmethod_ForgetPlayer_;
+    const ::grpc::internal::RpcMethod rpcmethod_ExpandMemory_;
+    const ::grpc::internal::RpcMethod rpcmethod_ListLinks_;
+    const ::grpc::internal::RpcMethod rpcmethod_CreateSavePoint_;
+    const ::grpc::internal::RpcMethod rpcmethod_LoadSavePoint_;
+    const ::grpc::internal::RpcMethod rpcmethod_ListSavePoints_;
+    const ::grpc::internal::RpcMethod rpcmethod_DropTimeline_;
     const ::grpc::internal::RpcMethod rpcmethod_ExtractMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetExtractionJob_;
     const ::grpc::internal::RpcMethod rpcmethod_BuildContext_;
@@ -363,8 +513,20 @@ class MemoryService final {
     virtual ::grpc::Status UpdateMemory(::grpc::ServerContext* context, const ::npc_memory::v1::UpdateMemoryRequest* request, ::npc_memory::v1::UpdateMemoryResponse* response);
     // Returns the rows of a slot, a subject or one memory's version chain over time.
     virtual ::grpc::Status GetMemoryHistory(::grpc::ServerContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response);
-    // Erases every row and history of a player, across all heroines.
+    // Erases every row and history of a player, across all heroines, on every timeline.
     virtual ::grpc::Status ForgetPlayer(::grpc::ServerContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response);
+    // Goes one depth further from a memory each call, linking at most a few newly found related memories.
+    virtual ::grpc::Status ExpandMemory(::grpc::ServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response);
+    // A memory's links: its parents, children and related memories.
+    virtual ::grpc::Status ListLinks(::grpc::ServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response);
+    // Marks the player's memory (every heroine, one atomic mark) in a save slot; copies nothing.
+    virtual ::grpc::Status CreateSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response);
+    // Makes every later read of the player see memory as it was at the save, on a new live timeline.
+    virtual ::grpc::Status LoadSavePoint(::grpc::ServerContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response);
+    // The player's save points and timelines.
+    virtual ::grpc::Status ListSavePoints(::grpc::ServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response);
+    // Erases an abandoned timeline (and those branched from it), its rows and its save points.
+    virtual ::grpc::Status DropTimeline(::grpc::ServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response);
     // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
     // dialogue id); asynchronous by default.
     virtual ::grpc::Status ExtractMemories(::grpc::ServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response);
@@ -535,12 +697,132 @@ class MemoryService final {
     }
   };
   template <class BaseClass>
+  class WithAsyncMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodAsync(8);
+    }
+    ~WithAsyncMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExpandMemory(::grpc::ServerContext* context, ::npc_memory::v1::ExpandMemoryRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ExpandMemoryResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ListLinks() {
+      ::grpc::Service::MarkMethodAsync(9);
+    }
+    ~WithAsyncMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListLinks(::grpc::ServerContext* context, ::npc_memory::v1::ListLinksRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ListLinksResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodAsync(10);
+    }
+    ~WithAsyncMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestCreateSavePoint(::grpc::ServerContext* context, ::npc_memory::v1::CreateSavePointRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::CreateSavePointResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodAsync(11);
+    }
+    ~WithAsyncMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestLoadSavePoint(::grpc::ServerContext* context, ::npc_memory::v1::LoadSavePointRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::LoadSavePointResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodAsync(12);
+    }
+    ~WithAsyncMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListSavePoints(::grpc::ServerContext* context, ::npc_memory::v1::ListSavePointsRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ListSavePointsResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodAsync(13);
+    }
+    ~WithAsyncMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestDropTimeline(::grpc::ServerContext* context, ::npc_memory::v1::DropTimelineRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::DropTimelineResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
   class WithAsyncMethod_ExtractMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodAsync(8);
+      ::grpc::Service::MarkMethodAsync(14);
     }
     ~WithAsyncMethod_ExtractMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -551,7 +833,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestExtractMemories(::grpc::ServerContext* context, ::npc_memory::v1::ExtractMemoriesRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ExtractMemoriesResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -560,7 +842,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodAsync(9);
+      ::grpc::Service::MarkMethodAsync(15);
     }
     ~WithAsyncMethod_GetExtractionJob() override {
       BaseClassMustBeDerivedFromService(this);
@@ -571,7 +853,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetExtractionJob(::grpc::ServerContext* context, ::npc_memory::v1::GetExtractionJobRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::GetExtractionJobResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -580,7 +862,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_BuildContext() {
-      ::grpc::Service::MarkMethodAsync(10);
+      ::grpc::Service::MarkMethodAsync(16);
     }
     ~WithAsyncMethod_BuildContext() override {
       BaseClassMustBeDerivedFromService(this);
@@ -591,10 +873,10 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestBuildContext(::grpc::ServerContext* context, ::npc_memory::v1::BuildContextRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::BuildContextResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
-  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<WithAsyncMethod_BuildContext<Service > > > > > > > > > > > AsyncService;
+  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<WithAsyncMethod_CreateSavePoint<WithAsyncMethod_LoadSavePoint<WithAsyncMethod_ListSavePoints<WithAsyncMethod_DropTimeline<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<WithAsyncMethod_BuildContext<Service > > > > > > > > > > > > > > > > > AsyncService;
   template <class BaseClass>
   class WithCallbackMethod_StoreMemories : public BaseClass {
    private:
@@ -812,18 +1094,180 @@ class MemoryService final {
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ForgetPlayerRequest* /*request*/, ::npc_memory::v1::ForgetPlayerResponse* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
+  class WithCallbackMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodCallback(8,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response) { return this->ExpandMemory(context, request, response); }));}
+    void SetMessageAllocatorFor_ExpandMemory(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(8);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExpandMemory(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ListLinks() {
+      ::grpc::Service::MarkMethodCallback(9,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response) { return this->ListLinks(context, request, response); }));}
+    void SetMessageAllocatorFor_ListLinks(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(9);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListLinks(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodCallback(10,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response) { return this->CreateSavePoint(context, request, response); }));}
+    void SetMessageAllocatorFor_CreateSavePoint(
+        ::grpc::MessageAllocator< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(10);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* CreateSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodCallback(11,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response) { return this->LoadSavePoint(context, request, response); }));}
+    void SetMessageAllocatorFor_LoadSavePoint(
+        ::grpc::MessageAllocator< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(11);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* LoadSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodCallback(12,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response) { return this->ListSavePoints(context, request, response); }));}
+    void SetMessageAllocatorFor_ListSavePoints(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(12);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListSavePoints(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodCallback(13,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response) { return this->DropTimeline(context, request, response); }));}
+    void SetMessageAllocatorFor_DropTimeline(
+        ::grpc::MessageAllocator< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(13);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* DropTimeline(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
   class WithCallbackMethod_ExtractMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodCallback(8,
+      ::grpc::Service::MarkMethodCallback(14,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response) { return this->ExtractMemories(context, request, response); }));}
     void SetMessageAllocatorFor_ExtractMemories(
         ::grpc::MessageAllocator< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(8);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(14);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -844,13 +1288,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodCallback(9,
+      ::grpc::Service::MarkMethodCallback(15,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response) { return this->GetExtractionJob(context, request, response); }));}
     void SetMessageAllocatorFor_GetExtractionJob(
         ::grpc::MessageAllocator< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(9);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(15);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -871,13 +1315,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_BuildContext() {
-      ::grpc::Service::MarkMethodCallback(10,
+      ::grpc::Service::MarkMethodCallback(16,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response) { return this->BuildContext(context, request, response); }));}
     void SetMessageAllocatorFor_BuildContext(
         ::grpc::MessageAllocator< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(10);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(16);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -892,7 +1336,7 @@ class MemoryService final {
     virtual ::grpc::ServerUnaryReactor* BuildContext(
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/)  { return nullptr; }
   };
-  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<WithCallbackMethod_BuildContext<Service > > > > > > > > > > > CallbackService;
+  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<WithCallbackMethod_CreateSavePoint<WithCallbackMethod_LoadSavePoint<WithCallbackMethod_ListSavePoints<WithCallbackMethod_DropTimeline<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<WithCallbackMethod_BuildContext<Service > > > > > > > > > > > > > > > > > CallbackService;
   typedef CallbackService ExperimentalCallbackService;
   template <class BaseClass>
   class WithGenericMethod_StoreMemories : public BaseClass {
@@ -1031,12 +1475,114 @@ class MemoryService final {
     }
   };
   template <class BaseClass>
+  class WithGenericMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodGeneric(8);
+    }
+    ~WithGenericMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ListLinks() {
+      ::grpc::Service::MarkMethodGeneric(9);
+    }
+    ~WithGenericMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodGeneric(10);
+    }
+    ~WithGenericMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodGeneric(11);
+    }
+    ~WithGenericMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodGeneric(12);
+    }
+    ~WithGenericMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodGeneric(13);
+    }
+    ~WithGenericMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
   class WithGenericMethod_ExtractMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodGeneric(8);
+      ::grpc::Service::MarkMethodGeneric(14);
     }
     ~WithGenericMethod_ExtractMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1053,7 +1599,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodGeneric(9);
+      ::grpc::Service::MarkMethodGeneric(15);
     }
     ~WithGenericMethod_GetExtractionJob() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1070,7 +1616,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_BuildContext() {
-      ::grpc::Service::MarkMethodGeneric(10);
+      ::grpc::Service::MarkMethodGeneric(16);
     }
     ~WithGenericMethod_BuildContext() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1242,12 +1788,132 @@ class MemoryService final {
     }
   };
   template <class BaseClass>
+  class WithRawMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodRaw(8);
+    }
+    ~WithRawMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExpandMemory(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ListLinks() {
+      ::grpc::Service::MarkMethodRaw(9);
+    }
+    ~WithRawMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListLinks(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodRaw(10);
+    }
+    ~WithRawMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestCreateSavePoint(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodRaw(11);
+    }
+    ~WithRawMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestLoadSavePoint(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodRaw(12);
+    }
+    ~WithRawMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestListSavePoints(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodRaw(13);
+    }
+    ~WithRawMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestDropTimeline(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
   class WithRawMethod_ExtractMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodRaw(8);
+      ::grpc::Service::MarkMethodRaw(14);
     }
     ~WithRawMethod_ExtractMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1258,7 +1924,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestExtractMemories(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1267,7 +1933,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodRaw(9);
+      ::grpc::Service::MarkMethodRaw(15);
     }
     ~WithRawMethod_GetExtractionJob() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1278,7 +1944,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetExtractionJob(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1287,7 +1953,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_BuildContext() {
-      ::grpc::Service::MarkMethodRaw(10);
+      ::grpc::Service::MarkMethodRaw(16);
     }
     ~WithRawMethod_BuildContext() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1298,7 +1964,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestBuildContext(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1478,12 +2144,144 @@ class MemoryService final {
       ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
+  class WithRawCallbackMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodRawCallback(8,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ExpandMemory(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExpandMemory(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ListLinks() {
+      ::grpc::Service::MarkMethodRawCallback(9,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ListLinks(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListLinks(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodRawCallback(10,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->CreateSavePoint(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* CreateSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodRawCallback(11,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->LoadSavePoint(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* LoadSavePoint(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodRawCallback(12,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ListSavePoints(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ListSavePoints(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodRawCallback(13,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->DropTimeline(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* DropTimeline(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
   class WithRawCallbackMethod_ExtractMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodRawCallback(8,
+      ::grpc::Service::MarkMethodRawCallback(14,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ExtractMemories(context, request, response); }));
@@ -1505,7 +2303,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodRawCallback(9,
+      ::grpc::Service::MarkMethodRawCallback(15,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->GetExtractionJob(context, request, response); }));
@@ -1527,7 +2325,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_BuildContext() {
-      ::grpc::Service::MarkMethodRawCallback(10,
+      ::grpc::Service::MarkMethodRawCallback(16,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->BuildContext(context, request, response); }));
@@ -1760,12 +2558,174 @@ class MemoryService final {
     virtual ::grpc::Status StreamedForgetPlayer(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ForgetPlayerRequest,::npc_memory::v1::ForgetPlayerResponse>* server_unary_streamer) = 0;
   };
   template <class BaseClass>
+  class WithStreamedUnaryMethod_ExpandMemory : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ExpandMemory() {
+      ::grpc::Service::MarkMethodStreamed(8,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>* streamer) {
+                       return this->StreamedExpandMemory(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ExpandMemory() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ExpandMemory(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExpandMemoryRequest* /*request*/, ::npc_memory::v1::ExpandMemoryResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedExpandMemory(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ExpandMemoryRequest,::npc_memory::v1::ExpandMemoryResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_ListLinks : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ListLinks() {
+      ::grpc::Service::MarkMethodStreamed(9,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>* streamer) {
+                       return this->StreamedListLinks(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ListLinks() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ListLinks(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListLinksRequest* /*request*/, ::npc_memory::v1::ListLinksResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedListLinks(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ListLinksRequest,::npc_memory::v1::ListLinksResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_CreateSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_CreateSavePoint() {
+      ::grpc::Service::MarkMethodStreamed(10,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>* streamer) {
+                       return this->StreamedCreateSavePoint(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_CreateSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status CreateSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::CreateSavePointRequest* /*request*/, ::npc_memory::v1::CreateSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedCreateSavePoint(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::CreateSavePointRequest,::npc_memory::v1::CreateSavePointResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_LoadSavePoint : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_LoadSavePoint() {
+      ::grpc::Service::MarkMethodStreamed(11,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>* streamer) {
+                       return this->StreamedLoadSavePoint(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_LoadSavePoint() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status LoadSavePoint(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::LoadSavePointRequest* /*request*/, ::npc_memory::v1::LoadSavePointResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedLoadSavePoint(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::LoadSavePointRequest,::npc_memory::v1::LoadSavePointResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_ListSavePoints : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ListSavePoints() {
+      ::grpc::Service::MarkMethodStreamed(12,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>* streamer) {
+                       return this->StreamedListSavePoints(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ListSavePoints() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ListSavePoints(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ListSavePointsRequest* /*request*/, ::npc_memory::v1::ListSavePointsResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedListSavePoints(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ListSavePointsRequest,::npc_memory::v1::ListSavePointsResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_DropTimeline : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_DropTimeline() {
+      ::grpc::Service::MarkMethodStreamed(13,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>* streamer) {
+                       return this->StreamedDropTimeline(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_DropTimeline() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedDropTimeline(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::DropTimelineRequest,::npc_memory::v1::DropTimelineResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
   class WithStreamedUnaryMethod_ExtractMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodStreamed(8,
+      ::grpc::Service::MarkMethodStreamed(14,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
             [this](::grpc::ServerContext* context,
@@ -1792,7 +2752,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodStreamed(9,
+      ::grpc::Service::MarkMethodStreamed(15,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
             [this](::grpc::ServerContext* context,
@@ -1819,7 +2779,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_BuildContext() {
-      ::grpc::Service::MarkMethodStreamed(10,
+      ::grpc::Service::MarkMethodStreamed(16,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
             [this](::grpc::ServerContext* context,
@@ -1840,9 +2800,9 @@ class MemoryService final {
     // replace default version of method with streamed unary
     virtual ::grpc::Status StreamedBuildContext(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::BuildContextRequest,::npc_memory::v1::BuildContextResponse>* server_unary_streamer) = 0;
   };
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > StreamedUnaryService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > StreamedUnaryService;
   typedef Service SplitStreamedService;
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > StreamedService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > StreamedService;
 };
 
 }  // namespace v1

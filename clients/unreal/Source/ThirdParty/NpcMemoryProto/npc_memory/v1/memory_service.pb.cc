@@ -22,6 +22,115 @@ namespace _pbi = _pb::internal;
 
 namespace npc_memory {
 namespace v1 {
+PROTOBUF_CONSTEXPR CreateSavePointRequest::CreateSavePointRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct CreateSavePointRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR CreateSavePointRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~CreateSavePointRequestDefaultTypeInternal() {}
+  union {
+    CreateSavePointRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 CreateSavePointRequestDefaultTypeInternal _CreateSavePointRequest_default_instance_;
+PROTOBUF_CONSTEXPR CreateSavePointResponse::CreateSavePointResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_point_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct CreateSavePointResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR CreateSavePointResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~CreateSavePointResponseDefaultTypeInternal() {}
+  union {
+    CreateSavePointResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 CreateSavePointResponseDefaultTypeInternal _CreateSavePointResponse_default_instance_;
+PROTOBUF_CONSTEXPR LoadSavePointRequest::LoadSavePointRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.save_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct LoadSavePointRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR LoadSavePointRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~LoadSavePointRequestDefaultTypeInternal() {}
+  union {
+    LoadSavePointRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 LoadSavePointRequestDefaultTypeInternal _LoadSavePointRequest_default_instance_;
+PROTOBUF_CONSTEXPR LoadSavePointResponse::LoadSavePointResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.timeline_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct LoadSavePointResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR LoadSavePointResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~LoadSavePointResponseDefaultTypeInternal() {}
+  union {
+    LoadSavePointResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 LoadSavePointResponseDefaultTypeInternal _LoadSavePointResponse_default_instance_;
+PROTOBUF_CONSTEXPR ListSavePointsRequest::ListSavePointsRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListSavePointsRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListSavePointsRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListSavePointsRequestDefaultTypeInternal() {}
+  union {
+    ListSavePointsRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListSavePointsRequestDefaultTypeInternal _ListSavePointsRequest_default_instance_;
+PROTOBUF_CONSTEXPR ListSavePointsResponse::ListSavePointsResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.save_points_)*/{}
+  , /*decltype(_impl_.timelines_)*/{}
+  , /*decltype(_impl_.live_timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListSavePointsResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListSavePointsResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListSavePointsResponseDefaultTypeInternal() {}
+  union {
+    ListSavePointsResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListSavePointsResponseDefaultTypeInternal _ListSavePointsResponse_default_instance_;
+PROTOBUF_CONSTEXPR DropTimelineRequest::DropTimelineRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.user_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct DropTimelineRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR DropTimelineRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~DropTimelineRequestDefaultTypeInternal() {}
+  union {
+    DropTimelineRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 DropTimelineRequestDefaultTypeInternal _DropTimelineRequest_default_instance_;
+PROTOBUF_CONSTEXPR DropTimelineResponse::DropTimelineResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.deleted_memories_)*/int64_t{0}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct DropTimelineResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR DropTimelineResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~DropTimelineResponseDefaultTypeInternal() {}
+  union {
+    DropTimelineResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 DropTimelineResponseDefaultTypeInternal _DropTimelineResponse_default_instance_;
 PROTOBUF_CONSTEXPR StoreMemoriesRequest::StoreMemoriesRequest(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.memories_)*/{}
@@ -59,10 +168,17 @@ PROTOBUF_CONSTEXPR SearchMemoriesRequest::SearchMemoriesRequest(
   , /*decltype(_impl_.as_of_)*/nullptr
   , /*decltype(_impl_.now_)*/nullptr
   , /*decltype(_impl_.filter_)*/nullptr
+  , /*decltype(_impl_.as_of_game_day_)*/nullptr
+  , /*decltype(_impl_.now_game_day_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
   , /*decltype(_impl_.limit_)*/0
   , /*decltype(_impl_.fusion_)*/0
+  , /*decltype(_impl_.hops_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
+  , /*decltype(_impl_.deepen_)*/false
   , /*decltype(_impl_.include_shared_)*/false
+  , /*decltype(_impl_.deepen_min_relevance_)*/0
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct SearchMemoriesRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR SearchMemoriesRequestDefaultTypeInternal()
@@ -77,6 +193,7 @@ PROTOBUF_CONSTEXPR SearchMemoriesResponse::SearchMemoriesResponse(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.results_)*/{}
   , /*decltype(_impl_.embedding_model_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.answered_tier_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct SearchMemoriesResponseDefaultTypeInternal {
   PROTOBUF_CONSTEXPR SearchMemoriesResponseDefaultTypeInternal()
@@ -91,6 +208,8 @@ PROTOBUF_CONSTEXPR GetMemoryRequest::GetMemoryRequest(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct GetMemoryRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR GetMemoryRequestDefaultTypeInternal()
@@ -119,9 +238,11 @@ PROTOBUF_CONSTEXPR ListMemoriesRequest::ListMemoriesRequest(
     /*decltype(_impl_.page_token_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.filter_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
   , /*decltype(_impl_.page_size_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
   , /*decltype(_impl_.include_shared_)*/false
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct ListMemoriesRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR ListMemoriesRequestDefaultTypeInternal()
@@ -151,6 +272,7 @@ PROTOBUF_CONSTEXPR InvalidateMemoryRequest::InvalidateMemoryRequest(
     /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.invalid_at_)*/nullptr
+  , /*decltype(_impl_.invalid_game_day_)*/nullptr
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct InvalidateMemoryRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR InvalidateMemoryRequestDefaultTypeInternal()
@@ -182,6 +304,7 @@ PROTOBUF_CONSTEXPR UpdateMemoryRequest::UpdateMemoryRequest(
   , /*decltype(_impl_.update_mask_)*/nullptr
   , /*decltype(_impl_.metadata_)*/nullptr
   , /*decltype(_impl_.valid_at_)*/nullptr
+  , /*decltype(_impl_.valid_game_day_)*/nullptr
   , /*decltype(_impl_.importance_)*/0
   , /*decltype(_impl_.tier_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
@@ -213,6 +336,8 @@ PROTOBUF_CONSTEXPR GetMemoryHistoryRequest::GetMemoryHistoryRequest(
   , /*decltype(_impl_.slot_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_.known_at_)*/nullptr
+  , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct GetMemoryHistoryRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR GetMemoryHistoryRequestDefaultTypeInternal()
@@ -262,13 +387,134 @@ struct ForgetPlayerResponseDefaultTypeInternal {
   };
 };
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ForgetPlayerResponseDefaultTypeInternal _ForgetPlayerResponse_default_instance_;
+PROTOBUF_CONSTEXPR ExpandMemoryRequest::ExpandMemoryRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ExpandMemoryRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ExpandMemoryRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ExpandMemoryRequestDefaultTypeInternal() {}
+  union {
+    ExpandMemoryRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ExpandMemoryRequestDefaultTypeInternal _ExpandMemoryRequest_default_instance_;
+PROTOBUF_CONSTEXPR ExpandMemoryResponse::ExpandMemoryResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.found_)*/{}
+  , /*decltype(_impl_.memories_)*/{}
+  , /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.depth_)*/0
+  , /*decltype(_impl_.total_linked_)*/0
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ExpandMemoryResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ExpandMemoryResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ExpandMemoryResponseDefaultTypeInternal() {}
+  union {
+    ExpandMemoryResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ExpandMemoryResponseDefaultTypeInternal _ExpandMemoryResponse_default_instance_;
+PROTOBUF_CONSTEXPR ListLinksRequest::ListLinksRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListLinksRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListLinksRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListLinksRequestDefaultTypeInternal() {}
+  union {
+    ListLinksRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListLinksRequestDefaultTypeInternal _ListLinksRequest_default_instance_;
+PROTOBUF_CONSTEXPR ListLinksResponse::ListLinksResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.parents_)*/{}
+  , /*decltype(_impl_.children_)*/{}
+  , /*decltype(_impl_.related_)*/{}
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct ListLinksResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR ListLinksResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~ListLinksResponseDefaultTypeInternal() {}
+  union {
+    ListLinksResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListLinksResponseDefaultTypeInternal _ListLinksResponse_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
-static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16];
+static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[28];
 static constexpr ::_pb::EnumDescriptor const** file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 
 const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointRequest, _impl_.user_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointRequest, _impl_.save_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::CreateSavePointResponse, _impl_.save_point_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointRequest, _impl_.user_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointRequest, _impl_.save_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::LoadSavePointResponse, _impl_.timeline_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsRequest, _impl_.user_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _impl_.save_points_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _impl_.timelines_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListSavePointsResponse, _impl_.live_timeline_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineRequest, _impl_.user_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineRequest, _impl_.timeline_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DropTimelineResponse, _impl_.deleted_memories_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreMemoriesRequest, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -301,6 +547,13 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.filter_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.fusion_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.include_invalidated_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.hops_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.deepen_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.deepen_min_relevance_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.as_of_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.now_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.known_at_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.include_shared_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _internal_metadata_),
@@ -310,6 +563,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.results_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.embedding_model_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.answered_tier_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -318,6 +572,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.scope_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _impl_.known_at_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -336,6 +592,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.page_token_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.filter_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.include_invalidated_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.known_at_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.include_shared_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesResponse, _internal_metadata_),
@@ -354,6 +612,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.scope_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.memory_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.invalid_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryRequest, _impl_.invalid_game_day_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::InvalidateMemoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -375,6 +634,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.metadata_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.content_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.valid_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryRequest, _impl_.valid_game_day_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::UpdateMemoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -392,6 +652,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.subject_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.slot_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.known_at_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -413,27 +675,83 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _weak_field_map_
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ForgetPlayerResponse, _impl_.deleted_memories_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryRequest, _impl_.scope_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryRequest, _impl_.memory_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.memory_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.depth_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.found_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.memories_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ExpandMemoryResponse, _impl_.total_linked_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksRequest, _impl_.scope_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksRequest, _impl_.memory_id_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _impl_.parents_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _impl_.children_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListLinksResponse, _impl_.related_),
 };
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
-  { 0, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
-  { 9, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
-  { 16, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
-  { 33, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
-  { 41, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
-  { 49, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
-  { 56, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
-  { 68, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
-  { 76, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
-  { 85, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
-  { 92, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
-  { 106, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
-  { 113, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 123, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 130, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 137, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 0, -1, -1, sizeof(::npc_memory::v1::CreateSavePointRequest)},
+  { 8, -1, -1, sizeof(::npc_memory::v1::CreateSavePointResponse)},
+  { 15, -1, -1, sizeof(::npc_memory::v1::LoadSavePointRequest)},
+  { 23, -1, -1, sizeof(::npc_memory::v1::LoadSavePointResponse)},
+  { 30, -1, -1, sizeof(::npc_memory::v1::ListSavePointsRequest)},
+  { 37, -1, -1, sizeof(::npc_memory::v1::ListSavePointsResponse)},
+  { 46, -1, -1, sizeof(::npc_memory::v1::DropTimelineRequest)},
+  { 54, -1, -1, sizeof(::npc_memory::v1::DropTimelineResponse)},
+  { 61, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
+  { 70, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
+  { 77, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
+  { 101, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
+  { 110, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
+  { 120, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
+  { 127, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
+  { 141, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
+  { 149, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
+  { 159, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
+  { 166, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
+  { 181, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
+  { 188, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
+  { 200, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 207, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 214, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 221, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
+  { 229, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
+  { 240, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
+  { 248, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
+  &::npc_memory::v1::_CreateSavePointRequest_default_instance_._instance,
+  &::npc_memory::v1::_CreateSavePointResponse_default_instance_._instance,
+  &::npc_memory::v1::_LoadSavePointRequest_default_instance_._instance,
+  &::npc_memory::v1::_LoadSavePointResponse_default_instance_._instance,
+  &::npc_memory::v1::_ListSavePointsRequest_default_instance_._instance,
+  &::npc_memory::v1::_ListSavePointsResponse_default_instance_._instance,
+  &::npc_memory::v1::_DropTimelineRequest_default_instance_._instance,
+  &::npc_memory::v1::_DropTimelineResponse_default_instance_._instance,
   &::npc_memory::v1::_StoreMemoriesRequest_default_instance_._instance,
   &::npc_memory::v1::_StoreMemoriesResponse_default_instance_._instance,
   &::npc_memory::v1::_SearchMemoriesRequest_default_instance_._instance,
@@ -450,6 +768,10 @@ static const ::_pb::Message* const file_default_instances[] = {
   &::npc_memory::v1::_GetMemoryHistoryResponse_default_instance_._instance,
   &::npc_memory::v1::_ForgetPlayerRequest_default_instance_._instance,
   &::npc_memory::v1::_ForgetPlayerResponse_default_instance_._instance,
+  &::npc_memory::v1::_ExpandMemoryRequest_default_instance_._instance,
+  &::npc_memory::v1::_ExpandMemoryResponse_default_instance_._instance,
+  &::npc_memory::v1::_ListLinksRequest_default_instance_._instance,
+  &::npc_memory::v1::_ListLinksResponse_default_instance_._instance,
 };
 
 const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) =
@@ -458,83 +780,136 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "proto\032\034google/protobuf/struct.proto\032\037goo"
   "gle/protobuf/timestamp.proto\032\033npc_memory"
   "/v1/context.proto\032\036npc_memory/v1/extract"
-  "ion.proto\032\032npc_memory/v1/memory.proto\"}\n"
-  "\024StoreMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.n"
-  "pc_memory.v1.Scope\022,\n\010memories\030\002 \003(\0132\032.n"
-  "pc_memory.v1.MemoryInput\022\022\n\nrequest_id\030\003"
-  " \001(\t\"D\n\025StoreMemoriesResponse\022+\n\007results"
-  "\030\001 \003(\0132\032.npc_memory.v1.StoreResult\"\377\002\n\025S"
-  "earchMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.np"
-  "c_memory.v1.Scope\022\r\n\005query\030\002 \001(\t\022\027\n\017quer"
-  "y_embedding\030\003 \003(\002\022\r\n\005limit\030\004 \001(\005\022\'\n\007weig"
-  "hts\030\005 \001(\0132\026.npc_memory.v1.Weights\022)\n\005as_"
-  "of\030\006 \001(\0132\032.google.protobuf.Timestamp\022\'\n\003"
-  "now\030\007 \001(\0132\032.google.protobuf.Timestamp\022+\n"
-  "\006filter\030\010 \001(\0132\033.npc_memory.v1.MemoryFilt"
-  "er\022+\n\006fusion\030\t \001(\0162\033.npc_memory.v1.Fusio"
-  "nMethod\022\033\n\023include_invalidated\030\n \001(\010\022\026\n\016"
-  "include_shared\030\013 \001(\010\"_\n\026SearchMemoriesRe"
-  "sponse\022,\n\007results\030\001 \003(\0132\033.npc_memory.v1."
-  "ScoredMemory\022\027\n\017embedding_model\030\002 \001(\t\"J\n"
-  "\020GetMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_m"
-  "emory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\":\n\021Get"
-  "MemoryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_mem"
-  "ory.v1.Memory\"\303\001\n\023ListMemoriesRequest\022#\n"
-  "\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\tpa"
-  "ge_size\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t\022+\n\006fil"
-  "ter\030\004 \001(\0132\033.npc_memory.v1.MemoryFilter\022\033"
-  "\n\023include_invalidated\030\005 \001(\010\022\026\n\016include_s"
-  "hared\030\006 \001(\010\"X\n\024ListMemoriesResponse\022\'\n\010m"
-  "emories\030\001 \003(\0132\025.npc_memory.v1.Memory\022\027\n\017"
-  "next_page_token\030\002 \001(\t\"\201\001\n\027InvalidateMemo"
-  "ryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1"
-  ".Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_at\030"
-  "\003 \001(\0132\032.google.protobuf.Timestamp\"A\n\030Inv"
-  "alidateMemoryResponse\022%\n\006memory\030\001 \001(\0132\025."
-  "npc_memory.v1.Memory\"\237\002\n\023UpdateMemoryReq"
-  "uest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scop"
-  "e\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013update_mask\030\003 \001("
-  "\0132\032.google.protobuf.FieldMask\022\022\n\nimporta"
-  "nce\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc_memory.v1."
-  "Tier\022)\n\010metadata\030\006 \001(\0132\027.google.protobuf"
-  ".Struct\022\017\n\007content\030\007 \001(\t\022,\n\010valid_at\030\010 \001"
-  "(\0132\032.google.protobuf.Timestamp\"=\n\024Update"
-  "MemoryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_mem"
-  "ory.v1.Memory\"s\n\027GetMemoryHistoryRequest"
-  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\022\n"
-  "\nsubject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tmemor"
-  "y_id\030\004 \001(\t\"C\n\030GetMemoryHistoryResponse\022\'"
-  "\n\010memories\030\001 \003(\0132\025.npc_memory.v1.Memory\""
-  "&\n\023ForgetPlayerRequest\022\017\n\007user_id\030\001 \001(\t\""
-  "0\n\024ForgetPlayerResponse\022\030\n\020deleted_memor"
-  "ies\030\001 \001(\0032\217\010\n\rMemoryService\022Z\n\rStoreMemo"
-  "ries\022#.npc_memory.v1.StoreMemoriesReques"
-  "t\032$.npc_memory.v1.StoreMemoriesResponse\022"
-  "]\n\016SearchMemories\022$.npc_memory.v1.Search"
-  "MemoriesRequest\032%.npc_memory.v1.SearchMe"
-  "moriesResponse\022N\n\tGetMemory\022\037.npc_memory"
-  ".v1.GetMemoryRequest\032 .npc_memory.v1.Get"
-  "MemoryResponse\022W\n\014ListMemories\022\".npc_mem"
-  "ory.v1.ListMemoriesRequest\032#.npc_memory."
-  "v1.ListMemoriesResponse\022c\n\020InvalidateMem"
-  "ory\022&.npc_memory.v1.InvalidateMemoryRequ"
-  "est\032\'.npc_memory.v1.InvalidateMemoryResp"
-  "onse\022W\n\014UpdateMemory\022\".npc_memory.v1.Upd"
-  "ateMemoryRequest\032#.npc_memory.v1.UpdateM"
-  "emoryResponse\022c\n\020GetMemoryHistory\022&.npc_"
-  "memory.v1.GetMemoryHistoryRequest\032\'.npc_"
-  "memory.v1.GetMemoryHistoryResponse\022W\n\014Fo"
-  "rgetPlayer\022\".npc_memory.v1.ForgetPlayerR"
-  "equest\032#.npc_memory.v1.ForgetPlayerRespo"
-  "nse\022`\n\017ExtractMemories\022%.npc_memory.v1.E"
-  "xtractMemoriesRequest\032&.npc_memory.v1.Ex"
-  "tractMemoriesResponse\022c\n\020GetExtractionJo"
-  "b\022&.npc_memory.v1.GetExtractionJobReques"
-  "t\032\'.npc_memory.v1.GetExtractionJobRespon"
-  "se\022W\n\014BuildContext\022\".npc_memory.v1.Build"
-  "ContextRequest\032#.npc_memory.v1.BuildCont"
-  "extResponseB#\n\020dev.npcmemory.v1P\001\252\002\014NpcM"
-  "emory.V1b\006proto3"
+  "ion.proto\032\032npc_memory/v1/memory.proto\":\n"
+  "\026CreateSavePointRequest\022\017\n\007user_id\030\001 \001(\t"
+  "\022\017\n\007save_id\030\002 \001(\t\"G\n\027CreateSavePointResp"
+  "onse\022,\n\nsave_point\030\001 \001(\0132\030.npc_memory.v1"
+  ".SavePoint\"8\n\024LoadSavePointRequest\022\017\n\007us"
+  "er_id\030\001 \001(\t\022\017\n\007save_id\030\002 \001(\t\"B\n\025LoadSave"
+  "PointResponse\022)\n\010timeline\030\001 \001(\0132\027.npc_me"
+  "mory.v1.Timeline\"(\n\025ListSavePointsReques"
+  "t\022\017\n\007user_id\030\001 \001(\t\"\215\001\n\026ListSavePointsRes"
+  "ponse\022-\n\013save_points\030\001 \003(\0132\030.npc_memory."
+  "v1.SavePoint\022*\n\ttimelines\030\002 \003(\0132\027.npc_me"
+  "mory.v1.Timeline\022\030\n\020live_timeline_id\030\003 \001"
+  "(\003\";\n\023DropTimelineRequest\022\017\n\007user_id\030\001 \001"
+  "(\t\022\023\n\013timeline_id\030\002 \001(\003\"0\n\024DropTimelineR"
+  "esponse\022\030\n\020deleted_memories\030\001 \001(\003\"}\n\024Sto"
+  "reMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_m"
+  "emory.v1.Scope\022,\n\010memories\030\002 \003(\0132\032.npc_m"
+  "emory.v1.MemoryInput\022\022\n\nrequest_id\030\003 \001(\t"
+  "\"D\n\025StoreMemoriesResponse\022+\n\007results\030\001 \003"
+  "(\0132\032.npc_memory.v1.StoreResult\"\336\004\n\025Searc"
+  "hMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_me"
+  "mory.v1.Scope\022\r\n\005query\030\002 \001(\t\022\027\n\017query_em"
+  "bedding\030\003 \003(\002\022\r\n\005limit\030\004 \001(\005\022\'\n\007weights\030"
+  "\005 \001(\0132\026.npc_memory.v1.Weights\022)\n\005as_of\030\006"
+  " \001(\0132\032.google.protobuf.Timestamp\022\'\n\003now\030"
+  "\007 \001(\0132\032.google.protobuf.Timestamp\022+\n\006fil"
+  "ter\030\010 \001(\0132\033.npc_memory.v1.MemoryFilter\022+"
+  "\n\006fusion\030\t \001(\0162\033.npc_memory.v1.FusionMet"
+  "hod\022\033\n\023include_invalidated\030\n \001(\010\022\014\n\004hops"
+  "\030\013 \001(\005\022\016\n\006deepen\030\014 \001(\010\022\034\n\024deepen_min_rel"
+  "evance\030\r \001(\001\022/\n\016as_of_game_day\030\016 \001(\0132\027.n"
+  "pc_memory.v1.GameTime\022-\n\014now_game_day\030\017 "
+  "\001(\0132\027.npc_memory.v1.GameTime\022\023\n\013timeline"
+  "_id\030\020 \001(\003\022,\n\010known_at\030\021 \001(\0132\032.google.pro"
+  "tobuf.Timestamp\022\026\n\016include_shared\030\022 \001(\010\""
+  "\213\001\n\026SearchMemoriesResponse\022,\n\007results\030\001 "
+  "\003(\0132\033.npc_memory.v1.ScoredMemory\022\027\n\017embe"
+  "dding_model\030\002 \001(\t\022*\n\ranswered_tier\030\003 \001(\016"
+  "2\023.npc_memory.v1.Tier\"\215\001\n\020GetMemoryReque"
+  "st\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022"
+  "\021\n\tmemory_id\030\002 \001(\t\022\023\n\013timeline_id\030\003 \001(\003\022"
+  ",\n\010known_at\030\004 \001(\0132\032.google.protobuf.Time"
+  "stamp\":\n\021GetMemoryResponse\022%\n\006memory\030\001 \001"
+  "(\0132\025.npc_memory.v1.Memory\"\206\002\n\023ListMemori"
+  "esRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1"
+  ".Scope\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_token\030"
+  "\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033.npc_memory.v1.Me"
+  "moryFilter\022\033\n\023include_invalidated\030\005 \001(\010\022"
+  "\023\n\013timeline_id\030\006 \001(\003\022,\n\010known_at\030\007 \001(\0132\032"
+  ".google.protobuf.Timestamp\022\026\n\016include_sh"
+  "ared\030\010 \001(\010\"X\n\024ListMemoriesResponse\022\'\n\010me"
+  "mories\030\001 \003(\0132\025.npc_memory.v1.Memory\022\027\n\017n"
+  "ext_page_token\030\002 \001(\t\"\264\001\n\027InvalidateMemor"
+  "yRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1."
+  "Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_at\030\003"
+  " \001(\0132\032.google.protobuf.Timestamp\0221\n\020inva"
+  "lid_game_day\030\004 \001(\0132\027.npc_memory.v1.GameT"
+  "ime\"A\n\030InvalidateMemoryResponse\022%\n\006memor"
+  "y\030\001 \001(\0132\025.npc_memory.v1.Memory\"\320\002\n\023Updat"
+  "eMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memo"
+  "ry.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013update"
+  "_mask\030\003 \001(\0132\032.google.protobuf.FieldMask\022"
+  "\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc_"
+  "memory.v1.Tier\022)\n\010metadata\030\006 \001(\0132\027.googl"
+  "e.protobuf.Struct\022\017\n\007content\030\007 \001(\t\022,\n\010va"
+  "lid_at\030\010 \001(\0132\032.google.protobuf.Timestamp"
+  "\022/\n\016valid_game_day\030\t \001(\0132\027.npc_memory.v1"
+  ".GameTime\"=\n\024UpdateMemoryResponse\022%\n\006mem"
+  "ory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\266\001\n\027Get"
+  "MemoryHistoryRequest\022#\n\005scope\030\001 \001(\0132\024.np"
+  "c_memory.v1.Scope\022\022\n\nsubject_id\030\002 \001(\t\022\014\n"
+  "\004slot\030\003 \001(\t\022\021\n\tmemory_id\030\004 \001(\t\022\023\n\013timeli"
+  "ne_id\030\005 \001(\003\022,\n\010known_at\030\006 \001(\0132\032.google.p"
+  "rotobuf.Timestamp\"C\n\030GetMemoryHistoryRes"
+  "ponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1."
+  "Memory\"&\n\023ForgetPlayerRequest\022\017\n\007user_id"
+  "\030\001 \001(\t\"0\n\024ForgetPlayerResponse\022\030\n\020delete"
+  "d_memories\030\001 \001(\003\"M\n\023ExpandMemoryRequest\022"
+  "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\t"
+  "memory_id\030\002 \001(\t\"\241\001\n\024ExpandMemoryResponse"
+  "\022\021\n\tmemory_id\030\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005fo"
+  "und\030\003 \003(\0132\031.npc_memory.v1.MemoryLink\022\'\n\010"
+  "memories\030\004 \003(\0132\025.npc_memory.v1.Memory\022\024\n"
+  "\014total_linked\030\005 \001(\005\"J\n\020ListLinksRequest\022"
+  "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\t"
+  "memory_id\030\002 \001(\t\"\230\001\n\021ListLinksResponse\022*\n"
+  "\007parents\030\001 \003(\0132\031.npc_memory.v1.MemoryLin"
+  "k\022+\n\010children\030\002 \003(\0132\031.npc_memory.v1.Memo"
+  "ryLink\022*\n\007related\030\003 \003(\0132\031.npc_memory.v1."
+  "MemoryLink2\256\014\n\rMemoryService\022Z\n\rStoreMem"
+  "ories\022#.npc_memory.v1.StoreMemoriesReque"
+  "st\032$.npc_memory.v1.StoreMemoriesResponse"
+  "\022]\n\016SearchMemories\022$.npc_memory.v1.Searc"
+  "hMemoriesRequest\032%.npc_memory.v1.SearchM"
+  "emoriesResponse\022N\n\tGetMemory\022\037.npc_memor"
+  "y.v1.GetMemoryRequest\032 .npc_memory.v1.Ge"
+  "tMemoryResponse\022W\n\014ListMemories\022\".npc_me"
+  "mory.v1.ListMemoriesRequest\032#.npc_memory"
+  ".v1.ListMemoriesResponse\022c\n\020InvalidateMe"
+  "mory\022&.npc_memory.v1.InvalidateMemoryReq"
+  "uest\032\'.npc_memory.v1.InvalidateMemoryRes"
+  "ponse\022W\n\014UpdateMemory\022\".npc_memory.v1.Up"
+  "dateMemoryRequest\032#.npc_memory.v1.Update"
+  "MemoryResponse\022c\n\020GetMemoryHistory\022&.npc"
+  "_memory.v1.GetMemoryHistoryRequest\032\'.npc"
+  "_memory.v1.GetMemoryHistoryResponse\022W\n\014F"
+  "orgetPlayer\022\".npc_memory.v1.ForgetPlayer"
+  "Request\032#.npc_memory.v1.ForgetPlayerResp"
+  "onse\022W\n\014ExpandMemory\022\".npc_memory.v1.Exp"
+  "andMemoryRequest\032#.npc_memory.v1.ExpandM"
+  "emoryResponse\022N\n\tListLinks\022\037.npc_memory."
+  "v1.ListLinksRequest\032 .npc_memory.v1.List"
+  "LinksResponse\022`\n\017CreateSavePoint\022%.npc_m"
+  "emory.v1.CreateSavePointRequest\032&.npc_me"
+  "mory.v1.CreateSavePointResponse\022Z\n\rLoadS"
+  "avePoint\022#.npc_memory.v1.LoadSavePointRe"
+  "quest\032$.npc_memory.v1.LoadSavePointRespo"
+  "nse\022]\n\016ListSavePoints\022$.npc_memory.v1.Li"
+  "stSavePointsRequest\032%.npc_memory.v1.List"
+  "SavePointsResponse\022W\n\014DropTimeline\022\".npc"
+  "_memory.v1.DropTimelineRequest\032#.npc_mem"
+  "ory.v1.DropTimelineResponse\022`\n\017ExtractMe"
+  "mories\022%.npc_memory.v1.ExtractMemoriesRe"
+  "quest\032&.npc_memory.v1.ExtractMemoriesRes"
+  "ponse\022c\n\020GetExtractionJob\022&.npc_memory.v"
+  "1.GetExtractionJobRequest\032\'.npc_memory.v"
+  "1.GetExtractionJobResponse\022W\n\014BuildConte"
+  "xt\022\".npc_memory.v1.BuildContextRequest\032#"
+  ".npc_memory.v1.BuildContextResponseB#\n\020d"
+  "ev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[6] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
@@ -546,9 +921,9 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 3256, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 5400, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
-    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 6, 16,
+    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 6, 28,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
     file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto, file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
@@ -561,6 +936,1773 @@ PROTOBUF_ATTRIBUTE_WEAK const ::_pbi::DescriptorTable* descriptor_table_npc_5fme
 PROTOBUF_ATTRIBUTE_INIT_PRIORITY2 static ::_pbi::AddDescriptorsRunner dynamic_init_dummy_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto(&descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto);
 namespace npc_memory {
 namespace v1 {
+
+// ===================================================================
+
+class CreateSavePointRequest::_Internal {
+ public:
+};
+
+CreateSavePointRequest::CreateSavePointRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.CreateSavePointRequest)
+}
+CreateSavePointRequest::CreateSavePointRequest(const CreateSavePointRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  CreateSavePointRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.CreateSavePointRequest)
+}
+
+inline void CreateSavePointRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+CreateSavePointRequest::~CreateSavePointRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.CreateSavePointRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void CreateSavePointRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+  _impl_.save_id_.Destroy();
+}
+
+void CreateSavePointRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void CreateSavePointRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.CreateSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _impl_.save_id_.ClearToEmpty();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* CreateSavePointRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.CreateSavePointRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // string save_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.CreateSavePointRequest.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* CreateSavePointRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.CreateSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.CreateSavePointRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.CreateSavePointRequest.save_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_save_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.CreateSavePointRequest)
+  return target;
+}
+
+size_t CreateSavePointRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.CreateSavePointRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData CreateSavePointRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    CreateSavePointRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*CreateSavePointRequest::GetClassData() const { return &_class_data_; }
+
+
+void CreateSavePointRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<CreateSavePointRequest*>(&to_msg);
+  auto& from = static_cast<const CreateSavePointRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.CreateSavePointRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void CreateSavePointRequest::CopyFrom(const CreateSavePointRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.CreateSavePointRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool CreateSavePointRequest::IsInitialized() const {
+  return true;
+}
+
+void CreateSavePointRequest::InternalSwap(CreateSavePointRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata CreateSavePointRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[0]);
+}
+
+// ===================================================================
+
+class CreateSavePointResponse::_Internal {
+ public:
+  static const ::npc_memory::v1::SavePoint& save_point(const CreateSavePointResponse* msg);
+};
+
+const ::npc_memory::v1::SavePoint&
+CreateSavePointResponse::_Internal::save_point(const CreateSavePointResponse* msg) {
+  return *msg->_impl_.save_point_;
+}
+void CreateSavePointResponse::clear_save_point() {
+  if (GetArenaForAllocation() == nullptr && _impl_.save_point_ != nullptr) {
+    delete _impl_.save_point_;
+  }
+  _impl_.save_point_ = nullptr;
+}
+CreateSavePointResponse::CreateSavePointResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.CreateSavePointResponse)
+}
+CreateSavePointResponse::CreateSavePointResponse(const CreateSavePointResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  CreateSavePointResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_point_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  if (from._internal_has_save_point()) {
+    _this->_impl_.save_point_ = new ::npc_memory::v1::SavePoint(*from._impl_.save_point_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.CreateSavePointResponse)
+}
+
+inline void CreateSavePointResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_point_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+CreateSavePointResponse::~CreateSavePointResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.CreateSavePointResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void CreateSavePointResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  if (this != internal_default_instance()) delete _impl_.save_point_;
+}
+
+void CreateSavePointResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void CreateSavePointResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.CreateSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  if (GetArenaForAllocation() == nullptr && _impl_.save_point_ != nullptr) {
+    delete _impl_.save_point_;
+  }
+  _impl_.save_point_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* CreateSavePointResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.SavePoint save_point = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_save_point(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* CreateSavePointResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.CreateSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.SavePoint save_point = 1;
+  if (this->_internal_has_save_point()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::save_point(this),
+        _Internal::save_point(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.CreateSavePointResponse)
+  return target;
+}
+
+size_t CreateSavePointResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.CreateSavePointResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.SavePoint save_point = 1;
+  if (this->_internal_has_save_point()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.save_point_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData CreateSavePointResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    CreateSavePointResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*CreateSavePointResponse::GetClassData() const { return &_class_data_; }
+
+
+void CreateSavePointResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<CreateSavePointResponse*>(&to_msg);
+  auto& from = static_cast<const CreateSavePointResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.CreateSavePointResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (from._internal_has_save_point()) {
+    _this->_internal_mutable_save_point()->::npc_memory::v1::SavePoint::MergeFrom(
+        from._internal_save_point());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void CreateSavePointResponse::CopyFrom(const CreateSavePointResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.CreateSavePointResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool CreateSavePointResponse::IsInitialized() const {
+  return true;
+}
+
+void CreateSavePointResponse::InternalSwap(CreateSavePointResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.save_point_, other->_impl_.save_point_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata CreateSavePointResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[1]);
+}
+
+// ===================================================================
+
+class LoadSavePointRequest::_Internal {
+ public:
+};
+
+LoadSavePointRequest::LoadSavePointRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.LoadSavePointRequest)
+}
+LoadSavePointRequest::LoadSavePointRequest(const LoadSavePointRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  LoadSavePointRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_save_id().empty()) {
+    _this->_impl_.save_id_.Set(from._internal_save_id(), 
+      _this->GetArenaForAllocation());
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.LoadSavePointRequest)
+}
+
+inline void LoadSavePointRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.save_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.save_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.save_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+LoadSavePointRequest::~LoadSavePointRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.LoadSavePointRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void LoadSavePointRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+  _impl_.save_id_.Destroy();
+}
+
+void LoadSavePointRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void LoadSavePointRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.LoadSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _impl_.save_id_.ClearToEmpty();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* LoadSavePointRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.LoadSavePointRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // string save_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_save_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.LoadSavePointRequest.save_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* LoadSavePointRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.LoadSavePointRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.LoadSavePointRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_save_id().data(), static_cast<int>(this->_internal_save_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.LoadSavePointRequest.save_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_save_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.LoadSavePointRequest)
+  return target;
+}
+
+size_t LoadSavePointRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.LoadSavePointRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  // string save_id = 2;
+  if (!this->_internal_save_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_save_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData LoadSavePointRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    LoadSavePointRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*LoadSavePointRequest::GetClassData() const { return &_class_data_; }
+
+
+void LoadSavePointRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<LoadSavePointRequest*>(&to_msg);
+  auto& from = static_cast<const LoadSavePointRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.LoadSavePointRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  if (!from._internal_save_id().empty()) {
+    _this->_internal_set_save_id(from._internal_save_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void LoadSavePointRequest::CopyFrom(const LoadSavePointRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.LoadSavePointRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool LoadSavePointRequest::IsInitialized() const {
+  return true;
+}
+
+void LoadSavePointRequest::InternalSwap(LoadSavePointRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.save_id_, lhs_arena,
+      &other->_impl_.save_id_, rhs_arena
+  );
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata LoadSavePointRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[2]);
+}
+
+// ===================================================================
+
+class LoadSavePointResponse::_Internal {
+ public:
+  static const ::npc_memory::v1::Timeline& timeline(const LoadSavePointResponse* msg);
+};
+
+const ::npc_memory::v1::Timeline&
+LoadSavePointResponse::_Internal::timeline(const LoadSavePointResponse* msg) {
+  return *msg->_impl_.timeline_;
+}
+void LoadSavePointResponse::clear_timeline() {
+  if (GetArenaForAllocation() == nullptr && _impl_.timeline_ != nullptr) {
+    delete _impl_.timeline_;
+  }
+  _impl_.timeline_ = nullptr;
+}
+LoadSavePointResponse::LoadSavePointResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.LoadSavePointResponse)
+}
+LoadSavePointResponse::LoadSavePointResponse(const LoadSavePointResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  LoadSavePointResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.timeline_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  if (from._internal_has_timeline()) {
+    _this->_impl_.timeline_ = new ::npc_memory::v1::Timeline(*from._impl_.timeline_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.LoadSavePointResponse)
+}
+
+inline void LoadSavePointResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.timeline_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+LoadSavePointResponse::~LoadSavePointResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.LoadSavePointResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void LoadSavePointResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  if (this != internal_default_instance()) delete _impl_.timeline_;
+}
+
+void LoadSavePointResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void LoadSavePointResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.LoadSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  if (GetArenaForAllocation() == nullptr && _impl_.timeline_ != nullptr) {
+    delete _impl_.timeline_;
+  }
+  _impl_.timeline_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* LoadSavePointResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.Timeline timeline = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_timeline(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* LoadSavePointResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.LoadSavePointResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Timeline timeline = 1;
+  if (this->_internal_has_timeline()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::timeline(this),
+        _Internal::timeline(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.LoadSavePointResponse)
+  return target;
+}
+
+size_t LoadSavePointResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.LoadSavePointResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Timeline timeline = 1;
+  if (this->_internal_has_timeline()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.timeline_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData LoadSavePointResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    LoadSavePointResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*LoadSavePointResponse::GetClassData() const { return &_class_data_; }
+
+
+void LoadSavePointResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<LoadSavePointResponse*>(&to_msg);
+  auto& from = static_cast<const LoadSavePointResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.LoadSavePointResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (from._internal_has_timeline()) {
+    _this->_internal_mutable_timeline()->::npc_memory::v1::Timeline::MergeFrom(
+        from._internal_timeline());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void LoadSavePointResponse::CopyFrom(const LoadSavePointResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.LoadSavePointResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool LoadSavePointResponse::IsInitialized() const {
+  return true;
+}
+
+void LoadSavePointResponse::InternalSwap(LoadSavePointResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.timeline_, other->_impl_.timeline_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata LoadSavePointResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[3]);
+}
+
+// ===================================================================
+
+class ListSavePointsRequest::_Internal {
+ public:
+};
+
+ListSavePointsRequest::ListSavePointsRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListSavePointsRequest)
+}
+ListSavePointsRequest::ListSavePointsRequest(const ListSavePointsRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListSavePointsRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListSavePointsRequest)
+}
+
+inline void ListSavePointsRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ListSavePointsRequest::~ListSavePointsRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListSavePointsRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListSavePointsRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+}
+
+void ListSavePointsRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListSavePointsRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListSavePointsRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListSavePointsRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ListSavePointsRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListSavePointsRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListSavePointsRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ListSavePointsRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListSavePointsRequest)
+  return target;
+}
+
+size_t ListSavePointsRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListSavePointsRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListSavePointsRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListSavePointsRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListSavePointsRequest::GetClassData() const { return &_class_data_; }
+
+
+void ListSavePointsRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListSavePointsRequest*>(&to_msg);
+  auto& from = static_cast<const ListSavePointsRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListSavePointsRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListSavePointsRequest::CopyFrom(const ListSavePointsRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListSavePointsRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListSavePointsRequest::IsInitialized() const {
+  return true;
+}
+
+void ListSavePointsRequest::InternalSwap(ListSavePointsRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListSavePointsRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[4]);
+}
+
+// ===================================================================
+
+class ListSavePointsResponse::_Internal {
+ public:
+};
+
+void ListSavePointsResponse::clear_save_points() {
+  _impl_.save_points_.Clear();
+}
+void ListSavePointsResponse::clear_timelines() {
+  _impl_.timelines_.Clear();
+}
+ListSavePointsResponse::ListSavePointsResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListSavePointsResponse)
+}
+ListSavePointsResponse::ListSavePointsResponse(const ListSavePointsResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListSavePointsResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_points_){from._impl_.save_points_}
+    , decltype(_impl_.timelines_){from._impl_.timelines_}
+    , decltype(_impl_.live_timeline_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _this->_impl_.live_timeline_id_ = from._impl_.live_timeline_id_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListSavePointsResponse)
+}
+
+inline void ListSavePointsResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.save_points_){arena}
+    , decltype(_impl_.timelines_){arena}
+    , decltype(_impl_.live_timeline_id_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+ListSavePointsResponse::~ListSavePointsResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListSavePointsResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListSavePointsResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.save_points_.~RepeatedPtrField();
+  _impl_.timelines_.~RepeatedPtrField();
+}
+
+void ListSavePointsResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListSavePointsResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListSavePointsResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.save_points_.Clear();
+  _impl_.timelines_.Clear();
+  _impl_.live_timeline_id_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListSavePointsResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // repeated .npc_memory.v1.SavePoint save_points = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_save_points(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<10>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.Timeline timelines = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_timelines(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<18>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 live_timeline_id = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          _impl_.live_timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListSavePointsResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListSavePointsResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.SavePoint save_points = 1;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_save_points_size()); i < n; i++) {
+    const auto& repfield = this->_internal_save_points(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(1, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.Timeline timelines = 2;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_timelines_size()); i < n; i++) {
+    const auto& repfield = this->_internal_timelines(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(2, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // int64 live_timeline_id = 3;
+  if (this->_internal_live_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(3, this->_internal_live_timeline_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListSavePointsResponse)
+  return target;
+}
+
+size_t ListSavePointsResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListSavePointsResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.SavePoint save_points = 1;
+  total_size += 1UL * this->_internal_save_points_size();
+  for (const auto& msg : this->_impl_.save_points_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.Timeline timelines = 2;
+  total_size += 1UL * this->_internal_timelines_size();
+  for (const auto& msg : this->_impl_.timelines_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // int64 live_timeline_id = 3;
+  if (this->_internal_live_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_live_timeline_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListSavePointsResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListSavePointsResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListSavePointsResponse::GetClassData() const { return &_class_data_; }
+
+
+void ListSavePointsResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListSavePointsResponse*>(&to_msg);
+  auto& from = static_cast<const ListSavePointsResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListSavePointsResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  _this->_impl_.save_points_.MergeFrom(from._impl_.save_points_);
+  _this->_impl_.timelines_.MergeFrom(from._impl_.timelines_);
+  if (from._internal_live_timeline_id() != 0) {
+    _this->_internal_set_live_timeline_id(from._internal_live_timeline_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListSavePointsResponse::CopyFrom(const ListSavePointsResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListSavePointsResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListSavePointsResponse::IsInitialized() const {
+  return true;
+}
+
+void ListSavePointsResponse::InternalSwap(ListSavePointsResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  _impl_.save_points_.InternalSwap(&other->_impl_.save_points_);
+  _impl_.timelines_.InternalSwap(&other->_impl_.timelines_);
+  swap(_impl_.live_timeline_id_, other->_impl_.live_timeline_id_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListSavePointsResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[5]);
+}
+
+// ===================================================================
+
+class DropTimelineRequest::_Internal {
+ public:
+};
+
+DropTimelineRequest::DropTimelineRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.DropTimelineRequest)
+}
+DropTimelineRequest::DropTimelineRequest(const DropTimelineRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  DropTimelineRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.timeline_id_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_user_id().empty()) {
+    _this->_impl_.user_id_.Set(from._internal_user_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.DropTimelineRequest)
+}
+
+inline void DropTimelineRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.user_id_){}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.user_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.user_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+DropTimelineRequest::~DropTimelineRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.DropTimelineRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void DropTimelineRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.user_id_.Destroy();
+}
+
+void DropTimelineRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void DropTimelineRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.DropTimelineRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.user_id_.ClearToEmpty();
+  _impl_.timeline_id_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* DropTimelineRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string user_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_user_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.DropTimelineRequest.user_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* DropTimelineRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.DropTimelineRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_user_id().data(), static_cast<int>(this->_internal_user_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.DropTimelineRequest.user_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_user_id(), target);
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(2, this->_internal_timeline_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.DropTimelineRequest)
+  return target;
+}
+
+size_t DropTimelineRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.DropTimelineRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string user_id = 1;
+  if (!this->_internal_user_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_user_id());
+  }
+
+  // int64 timeline_id = 2;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData DropTimelineRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    DropTimelineRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*DropTimelineRequest::GetClassData() const { return &_class_data_; }
+
+
+void DropTimelineRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<DropTimelineRequest*>(&to_msg);
+  auto& from = static_cast<const DropTimelineRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.DropTimelineRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_user_id().empty()) {
+    _this->_internal_set_user_id(from._internal_user_id());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void DropTimelineRequest::CopyFrom(const DropTimelineRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.DropTimelineRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool DropTimelineRequest::IsInitialized() const {
+  return true;
+}
+
+void DropTimelineRequest::InternalSwap(DropTimelineRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.user_id_, lhs_arena,
+      &other->_impl_.user_id_, rhs_arena
+  );
+  swap(_impl_.timeline_id_, other->_impl_.timeline_id_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata DropTimelineRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[6]);
+}
+
+// ===================================================================
+
+class DropTimelineResponse::_Internal {
+ public:
+};
+
+DropTimelineResponse::DropTimelineResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.DropTimelineResponse)
+}
+DropTimelineResponse::DropTimelineResponse(const DropTimelineResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  DropTimelineResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.deleted_memories_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _this->_impl_.deleted_memories_ = from._impl_.deleted_memories_;
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.DropTimelineResponse)
+}
+
+inline void DropTimelineResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.deleted_memories_){int64_t{0}}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+DropTimelineResponse::~DropTimelineResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.DropTimelineResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void DropTimelineResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+}
+
+void DropTimelineResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void DropTimelineResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.DropTimelineResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.deleted_memories_ = int64_t{0};
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* DropTimelineResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // int64 deleted_memories = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 8)) {
+          _impl_.deleted_memories_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* DropTimelineResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.DropTimelineResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // int64 deleted_memories = 1;
+  if (this->_internal_deleted_memories() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(1, this->_internal_deleted_memories(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.DropTimelineResponse)
+  return target;
+}
+
+size_t DropTimelineResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.DropTimelineResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // int64 deleted_memories = 1;
+  if (this->_internal_deleted_memories() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_deleted_memories());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData DropTimelineResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    DropTimelineResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*DropTimelineResponse::GetClassData() const { return &_class_data_; }
+
+
+void DropTimelineResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<DropTimelineResponse*>(&to_msg);
+  auto& from = static_cast<const DropTimelineResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.DropTimelineResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (from._internal_deleted_memories() != 0) {
+    _this->_internal_set_deleted_memories(from._internal_deleted_memories());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void DropTimelineResponse::CopyFrom(const DropTimelineResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.DropTimelineResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool DropTimelineResponse::IsInitialized() const {
+  return true;
+}
+
+void DropTimelineResponse::InternalSwap(DropTimelineResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  swap(_impl_.deleted_memories_, other->_impl_.deleted_memories_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata DropTimelineResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[7]);
+}
 
 // ===================================================================
 
@@ -847,7 +2989,7 @@ void StoreMemoriesRequest::InternalSwap(StoreMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata StoreMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[0]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[8]);
 }
 
 // ===================================================================
@@ -1035,7 +3177,7 @@ void StoreMemoriesResponse::InternalSwap(StoreMemoriesResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata StoreMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[1]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[9]);
 }
 
 // ===================================================================
@@ -1047,6 +3189,9 @@ class SearchMemoriesRequest::_Internal {
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& as_of(const SearchMemoriesRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& now(const SearchMemoriesRequest* msg);
   static const ::npc_memory::v1::MemoryFilter& filter(const SearchMemoriesRequest* msg);
+  static const ::npc_memory::v1::GameTime& as_of_game_day(const SearchMemoriesRequest* msg);
+  static const ::npc_memory::v1::GameTime& now_game_day(const SearchMemoriesRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const SearchMemoriesRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -1068,6 +3213,18 @@ SearchMemoriesRequest::_Internal::now(const SearchMemoriesRequest* msg) {
 const ::npc_memory::v1::MemoryFilter&
 SearchMemoriesRequest::_Internal::filter(const SearchMemoriesRequest* msg) {
   return *msg->_impl_.filter_;
+}
+const ::npc_memory::v1::GameTime&
+SearchMemoriesRequest::_Internal::as_of_game_day(const SearchMemoriesRequest* msg) {
+  return *msg->_impl_.as_of_game_day_;
+}
+const ::npc_memory::v1::GameTime&
+SearchMemoriesRequest::_Internal::now_game_day(const SearchMemoriesRequest* msg) {
+  return *msg->_impl_.now_game_day_;
+}
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+SearchMemoriesRequest::_Internal::known_at(const SearchMemoriesRequest* msg) {
+  return *msg->_impl_.known_at_;
 }
 void SearchMemoriesRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -1099,6 +3256,24 @@ void SearchMemoriesRequest::clear_filter() {
   }
   _impl_.filter_ = nullptr;
 }
+void SearchMemoriesRequest::clear_as_of_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.as_of_game_day_ != nullptr) {
+    delete _impl_.as_of_game_day_;
+  }
+  _impl_.as_of_game_day_ = nullptr;
+}
+void SearchMemoriesRequest::clear_now_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.now_game_day_ != nullptr) {
+    delete _impl_.now_game_day_;
+  }
+  _impl_.now_game_day_ = nullptr;
+}
+void SearchMemoriesRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
+}
 SearchMemoriesRequest::SearchMemoriesRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
   : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
@@ -1116,10 +3291,17 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
     , decltype(_impl_.as_of_){nullptr}
     , decltype(_impl_.now_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.as_of_game_day_){nullptr}
+    , decltype(_impl_.now_game_day_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.limit_){}
     , decltype(_impl_.fusion_){}
+    , decltype(_impl_.hops_){}
     , decltype(_impl_.include_invalidated_){}
+    , decltype(_impl_.deepen_){}
     , decltype(_impl_.include_shared_){}
+    , decltype(_impl_.deepen_min_relevance_){}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1146,9 +3328,18 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
   if (from._internal_has_filter()) {
     _this->_impl_.filter_ = new ::npc_memory::v1::MemoryFilter(*from._impl_.filter_);
   }
+  if (from._internal_has_as_of_game_day()) {
+    _this->_impl_.as_of_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.as_of_game_day_);
+  }
+  if (from._internal_has_now_game_day()) {
+    _this->_impl_.now_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.now_game_day_);
+  }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
   ::memcpy(&_impl_.limit_, &from._impl_.limit_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_shared_) -
-    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_shared_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.timeline_id_) -
+    reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.timeline_id_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SearchMemoriesRequest)
 }
 
@@ -1164,10 +3355,17 @@ inline void SearchMemoriesRequest::SharedCtor(
     , decltype(_impl_.as_of_){nullptr}
     , decltype(_impl_.now_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.as_of_game_day_){nullptr}
+    , decltype(_impl_.now_game_day_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.limit_){0}
     , decltype(_impl_.fusion_){0}
+    , decltype(_impl_.hops_){0}
     , decltype(_impl_.include_invalidated_){false}
+    , decltype(_impl_.deepen_){false}
     , decltype(_impl_.include_shared_){false}
+    , decltype(_impl_.deepen_min_relevance_){0}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.query_.InitDefault();
@@ -1194,6 +3392,9 @@ inline void SearchMemoriesRequest::SharedDtor() {
   if (this != internal_default_instance()) delete _impl_.as_of_;
   if (this != internal_default_instance()) delete _impl_.now_;
   if (this != internal_default_instance()) delete _impl_.filter_;
+  if (this != internal_default_instance()) delete _impl_.as_of_game_day_;
+  if (this != internal_default_instance()) delete _impl_.now_game_day_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void SearchMemoriesRequest::SetCachedSize(int size) const {
@@ -1228,9 +3429,21 @@ void SearchMemoriesRequest::Clear() {
     delete _impl_.filter_;
   }
   _impl_.filter_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.as_of_game_day_ != nullptr) {
+    delete _impl_.as_of_game_day_;
+  }
+  _impl_.as_of_game_day_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.now_game_day_ != nullptr) {
+    delete _impl_.now_game_day_;
+  }
+  _impl_.now_game_day_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
   ::memset(&_impl_.limit_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.include_shared_) -
-      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.include_shared_));
+      reinterpret_cast<char*>(&_impl_.timeline_id_) -
+      reinterpret_cast<char*>(&_impl_.limit_)) + sizeof(_impl_.timeline_id_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1326,9 +3539,65 @@ const char* SearchMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::Parse
         } else
           goto handle_unusual;
         continue;
-      // bool include_shared = 11;
+      // int32 hops = 11;
       case 11:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 88)) {
+          _impl_.hops_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // bool deepen = 12;
+      case 12:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 96)) {
+          _impl_.deepen_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // double deepen_min_relevance = 13;
+      case 13:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 105)) {
+          _impl_.deepen_min_relevance_ = ::PROTOBUF_NAMESPACE_ID::internal::UnalignedLoad<double>(ptr);
+          ptr += sizeof(double);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime as_of_game_day = 14;
+      case 14:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 114)) {
+          ptr = ctx->ParseMessage(_internal_mutable_as_of_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime now_game_day = 15;
+      case 15:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 122)) {
+          ptr = ctx->ParseMessage(_internal_mutable_now_game_day(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 16;
+      case 16:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 128)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 17;
+      case 17:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 138)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // bool include_shared = 18;
+      case 18:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 144)) {
           _impl_.include_shared_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
         } else
@@ -1432,10 +3701,59 @@ uint8_t* SearchMemoriesRequest::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteBoolToArray(10, this->_internal_include_invalidated(), target);
   }
 
-  // bool include_shared = 11;
+  // int32 hops = 11;
+  if (this->_internal_hops() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(11, this->_internal_hops(), target);
+  }
+
+  // bool deepen = 12;
+  if (this->_internal_deepen() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(12, this->_internal_deepen(), target);
+  }
+
+  // double deepen_min_relevance = 13;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_deepen_min_relevance = this->_internal_deepen_min_relevance();
+  uint64_t raw_deepen_min_relevance;
+  memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
+  if (raw_deepen_min_relevance != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteDoubleToArray(13, this->_internal_deepen_min_relevance(), target);
+  }
+
+  // .npc_memory.v1.GameTime as_of_game_day = 14;
+  if (this->_internal_has_as_of_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(14, _Internal::as_of_game_day(this),
+        _Internal::as_of_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.GameTime now_game_day = 15;
+  if (this->_internal_has_now_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(15, _Internal::now_game_day(this),
+        _Internal::now_game_day(this).GetCachedSize(), target, stream);
+  }
+
+  // int64 timeline_id = 16;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(16, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 17;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(17, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
+  // bool include_shared = 18;
   if (this->_internal_include_shared() != 0) {
     target = stream->EnsureSpace(target);
-    target = ::_pbi::WireFormatLite::WriteBoolToArray(11, this->_internal_include_shared(), target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(18, this->_internal_include_shared(), target);
   }
 
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
@@ -1507,6 +3825,27 @@ size_t SearchMemoriesRequest::ByteSizeLong() const {
         *_impl_.filter_);
   }
 
+  // .npc_memory.v1.GameTime as_of_game_day = 14;
+  if (this->_internal_has_as_of_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.as_of_game_day_);
+  }
+
+  // .npc_memory.v1.GameTime now_game_day = 15;
+  if (this->_internal_has_now_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.now_game_day_);
+  }
+
+  // .google.protobuf.Timestamp known_at = 17;
+  if (this->_internal_has_known_at()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
   // int32 limit = 4;
   if (this->_internal_limit() != 0) {
     total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_limit());
@@ -1518,14 +3857,40 @@ size_t SearchMemoriesRequest::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_fusion());
   }
 
+  // int32 hops = 11;
+  if (this->_internal_hops() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_hops());
+  }
+
   // bool include_invalidated = 10;
   if (this->_internal_include_invalidated() != 0) {
     total_size += 1 + 1;
   }
 
-  // bool include_shared = 11;
-  if (this->_internal_include_shared() != 0) {
+  // bool deepen = 12;
+  if (this->_internal_deepen() != 0) {
     total_size += 1 + 1;
+  }
+
+  // bool include_shared = 18;
+  if (this->_internal_include_shared() != 0) {
+    total_size += 2 + 1;
+  }
+
+  // double deepen_min_relevance = 13;
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_deepen_min_relevance = this->_internal_deepen_min_relevance();
+  uint64_t raw_deepen_min_relevance;
+  memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
+  if (raw_deepen_min_relevance != 0) {
+    total_size += 1 + 8;
+  }
+
+  // int64 timeline_id = 16;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::Int64Size(
+        this->_internal_timeline_id());
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -1570,17 +3935,45 @@ void SearchMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, 
     _this->_internal_mutable_filter()->::npc_memory::v1::MemoryFilter::MergeFrom(
         from._internal_filter());
   }
+  if (from._internal_has_as_of_game_day()) {
+    _this->_internal_mutable_as_of_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_as_of_game_day());
+  }
+  if (from._internal_has_now_game_day()) {
+    _this->_internal_mutable_now_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_now_game_day());
+  }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
   if (from._internal_limit() != 0) {
     _this->_internal_set_limit(from._internal_limit());
   }
   if (from._internal_fusion() != 0) {
     _this->_internal_set_fusion(from._internal_fusion());
   }
+  if (from._internal_hops() != 0) {
+    _this->_internal_set_hops(from._internal_hops());
+  }
   if (from._internal_include_invalidated() != 0) {
     _this->_internal_set_include_invalidated(from._internal_include_invalidated());
   }
+  if (from._internal_deepen() != 0) {
+    _this->_internal_set_deepen(from._internal_deepen());
+  }
   if (from._internal_include_shared() != 0) {
     _this->_internal_set_include_shared(from._internal_include_shared());
+  }
+  static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
+  double tmp_deepen_min_relevance = from._internal_deepen_min_relevance();
+  uint64_t raw_deepen_min_relevance;
+  memcpy(&raw_deepen_min_relevance, &tmp_deepen_min_relevance, sizeof(tmp_deepen_min_relevance));
+  if (raw_deepen_min_relevance != 0) {
+    _this->_internal_set_deepen_min_relevance(from._internal_deepen_min_relevance());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -1607,8 +4000,8 @@ void SearchMemoriesRequest::InternalSwap(SearchMemoriesRequest* other) {
       &other->_impl_.query_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.include_shared_)
-      + sizeof(SearchMemoriesRequest::_impl_.include_shared_)
+      PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.timeline_id_)
+      + sizeof(SearchMemoriesRequest::_impl_.timeline_id_)
       - PROTOBUF_FIELD_OFFSET(SearchMemoriesRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -1617,7 +4010,7 @@ void SearchMemoriesRequest::InternalSwap(SearchMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[2]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[10]);
 }
 
 // ===================================================================
@@ -1641,6 +4034,7 @@ SearchMemoriesResponse::SearchMemoriesResponse(const SearchMemoriesResponse& fro
   new (&_impl_) Impl_{
       decltype(_impl_.results_){from._impl_.results_}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.answered_tier_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1652,6 +4046,7 @@ SearchMemoriesResponse::SearchMemoriesResponse(const SearchMemoriesResponse& fro
     _this->_impl_.embedding_model_.Set(from._internal_embedding_model(), 
       _this->GetArenaForAllocation());
   }
+  _this->_impl_.answered_tier_ = from._impl_.answered_tier_;
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SearchMemoriesResponse)
 }
 
@@ -1662,6 +4057,7 @@ inline void SearchMemoriesResponse::SharedCtor(
   new (&_impl_) Impl_{
       decltype(_impl_.results_){arena}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.answered_tier_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.embedding_model_.InitDefault();
@@ -1697,6 +4093,7 @@ void SearchMemoriesResponse::Clear() {
 
   _impl_.results_.Clear();
   _impl_.embedding_model_.ClearToEmpty();
+  _impl_.answered_tier_ = 0;
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1726,6 +4123,15 @@ const char* SearchMemoriesResponse::_InternalParse(const char* ptr, ::_pbi::Pars
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.SearchMemoriesResponse.embedding_model"));
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.Tier answered_tier = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+          _internal_set_answered_tier(static_cast<::npc_memory::v1::Tier>(val));
         } else
           goto handle_unusual;
         continue;
@@ -1776,6 +4182,13 @@ uint8_t* SearchMemoriesResponse::_InternalSerialize(
         2, this->_internal_embedding_model(), target);
   }
 
+  // .npc_memory.v1.Tier answered_tier = 3;
+  if (this->_internal_answered_tier() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteEnumToArray(
+      3, this->_internal_answered_tier(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1806,6 +4219,12 @@ size_t SearchMemoriesResponse::ByteSizeLong() const {
         this->_internal_embedding_model());
   }
 
+  // .npc_memory.v1.Tier answered_tier = 3;
+  if (this->_internal_answered_tier() != 0) {
+    total_size += 1 +
+      ::_pbi::WireFormatLite::EnumSize(this->_internal_answered_tier());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -1827,6 +4246,9 @@ void SearchMemoriesResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg,
   _this->_impl_.results_.MergeFrom(from._impl_.results_);
   if (!from._internal_embedding_model().empty()) {
     _this->_internal_set_embedding_model(from._internal_embedding_model());
+  }
+  if (from._internal_answered_tier() != 0) {
+    _this->_internal_set_answered_tier(from._internal_answered_tier());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -1852,12 +4274,13 @@ void SearchMemoriesResponse::InternalSwap(SearchMemoriesResponse* other) {
       &_impl_.embedding_model_, lhs_arena,
       &other->_impl_.embedding_model_, rhs_arena
   );
+  swap(_impl_.answered_tier_, other->_impl_.answered_tier_);
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[3]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[11]);
 }
 
 // ===================================================================
@@ -1865,17 +4288,28 @@ void SearchMemoriesResponse::InternalSwap(SearchMemoriesResponse* other) {
 class GetMemoryRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const GetMemoryRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const GetMemoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
 GetMemoryRequest::_Internal::scope(const GetMemoryRequest* msg) {
   return *msg->_impl_.scope_;
 }
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+GetMemoryRequest::_Internal::known_at(const GetMemoryRequest* msg) {
+  return *msg->_impl_.known_at_;
+}
 void GetMemoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+}
+void GetMemoryRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
 }
 GetMemoryRequest::GetMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -1889,6 +4323,8 @@ GetMemoryRequest::GetMemoryRequest(const GetMemoryRequest& from)
   new (&_impl_) Impl_{
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1903,6 +4339,10 @@ GetMemoryRequest::GetMemoryRequest(const GetMemoryRequest& from)
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GetMemoryRequest)
 }
 
@@ -1913,6 +4353,8 @@ inline void GetMemoryRequest::SharedCtor(
   new (&_impl_) Impl_{
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -1934,6 +4376,7 @@ inline void GetMemoryRequest::SharedDtor() {
   GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
   _impl_.memory_id_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void GetMemoryRequest::SetCachedSize(int size) const {
@@ -1951,6 +4394,11 @@ void GetMemoryRequest::Clear() {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
+  _impl_.timeline_id_ = int64_t{0};
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1975,6 +4423,22 @@ const char* GetMemoryRequest::_InternalParse(const char* ptr, ::_pbi::ParseConte
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.GetMemoryRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
+          CHK_(ptr);
         } else
           goto handle_unusual;
         continue;
@@ -2024,6 +4488,19 @@ uint8_t* GetMemoryRequest::_InternalSerialize(
         2, this->_internal_memory_id(), target);
   }
 
+  // int64 timeline_id = 3;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(3, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 4;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(4, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -2054,6 +4531,18 @@ size_t GetMemoryRequest::ByteSizeLong() const {
         *_impl_.scope_);
   }
 
+  // .google.protobuf.Timestamp known_at = 4;
+  if (this->_internal_has_known_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
+  // int64 timeline_id = 3;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -2079,6 +4568,13 @@ void GetMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
         from._internal_scope());
   }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -2102,13 +4598,18 @@ void GetMemoryRequest::InternalSwap(GetMemoryRequest* other) {
       &_impl_.memory_id_, lhs_arena,
       &other->_impl_.memory_id_, rhs_arena
   );
-  swap(_impl_.scope_, other->_impl_.scope_);
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(GetMemoryRequest, _impl_.timeline_id_)
+      + sizeof(GetMemoryRequest::_impl_.timeline_id_)
+      - PROTOBUF_FIELD_OFFSET(GetMemoryRequest, _impl_.scope_)>(
+          reinterpret_cast<char*>(&_impl_.scope_),
+          reinterpret_cast<char*>(&other->_impl_.scope_));
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[4]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[12]);
 }
 
 // ===================================================================
@@ -2307,7 +4808,7 @@ void GetMemoryResponse::InternalSwap(GetMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[5]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[13]);
 }
 
 // ===================================================================
@@ -2316,6 +4817,7 @@ class ListMemoriesRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const ListMemoriesRequest* msg);
   static const ::npc_memory::v1::MemoryFilter& filter(const ListMemoriesRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const ListMemoriesRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -2325,6 +4827,10 @@ ListMemoriesRequest::_Internal::scope(const ListMemoriesRequest* msg) {
 const ::npc_memory::v1::MemoryFilter&
 ListMemoriesRequest::_Internal::filter(const ListMemoriesRequest* msg) {
   return *msg->_impl_.filter_;
+}
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+ListMemoriesRequest::_Internal::known_at(const ListMemoriesRequest* msg) {
+  return *msg->_impl_.known_at_;
 }
 void ListMemoriesRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -2337,6 +4843,12 @@ void ListMemoriesRequest::clear_filter() {
     delete _impl_.filter_;
   }
   _impl_.filter_ = nullptr;
+}
+void ListMemoriesRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
 }
 ListMemoriesRequest::ListMemoriesRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -2351,9 +4863,11 @@ ListMemoriesRequest::ListMemoriesRequest(const ListMemoriesRequest& from)
       decltype(_impl_.page_token_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.page_size_){}
     , decltype(_impl_.include_invalidated_){}
     , decltype(_impl_.include_shared_){}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2371,9 +4885,12 @@ ListMemoriesRequest::ListMemoriesRequest(const ListMemoriesRequest& from)
   if (from._internal_has_filter()) {
     _this->_impl_.filter_ = new ::npc_memory::v1::MemoryFilter(*from._impl_.filter_);
   }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
   ::memcpy(&_impl_.page_size_, &from._impl_.page_size_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.include_shared_) -
-    reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_shared_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.timeline_id_) -
+    reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.timeline_id_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListMemoriesRequest)
 }
 
@@ -2385,9 +4902,11 @@ inline void ListMemoriesRequest::SharedCtor(
       decltype(_impl_.page_token_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.filter_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.page_size_){0}
     , decltype(_impl_.include_invalidated_){false}
     , decltype(_impl_.include_shared_){false}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.page_token_.InitDefault();
@@ -2410,6 +4929,7 @@ inline void ListMemoriesRequest::SharedDtor() {
   _impl_.page_token_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.filter_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void ListMemoriesRequest::SetCachedSize(int size) const {
@@ -2431,9 +4951,13 @@ void ListMemoriesRequest::Clear() {
     delete _impl_.filter_;
   }
   _impl_.filter_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
   ::memset(&_impl_.page_size_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.include_shared_) -
-      reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.include_shared_));
+      reinterpret_cast<char*>(&_impl_.timeline_id_) -
+      reinterpret_cast<char*>(&_impl_.page_size_)) + sizeof(_impl_.timeline_id_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -2485,9 +5009,25 @@ const char* ListMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::ParseCo
         } else
           goto handle_unusual;
         continue;
-      // bool include_shared = 6;
+      // int64 timeline_id = 6;
       case 6:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 48)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 7;
+      case 7:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 58)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // bool include_shared = 8;
+      case 8:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 64)) {
           _impl_.include_shared_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
         } else
@@ -2558,10 +5098,23 @@ uint8_t* ListMemoriesRequest::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteBoolToArray(5, this->_internal_include_invalidated(), target);
   }
 
-  // bool include_shared = 6;
+  // int64 timeline_id = 6;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(6, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 7;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(7, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
+  // bool include_shared = 8;
   if (this->_internal_include_shared() != 0) {
     target = stream->EnsureSpace(target);
-    target = ::_pbi::WireFormatLite::WriteBoolToArray(6, this->_internal_include_shared(), target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(8, this->_internal_include_shared(), target);
   }
 
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
@@ -2601,6 +5154,13 @@ size_t ListMemoriesRequest::ByteSizeLong() const {
         *_impl_.filter_);
   }
 
+  // .google.protobuf.Timestamp known_at = 7;
+  if (this->_internal_has_known_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
   // int32 page_size = 2;
   if (this->_internal_page_size() != 0) {
     total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_page_size());
@@ -2611,9 +5171,14 @@ size_t ListMemoriesRequest::ByteSizeLong() const {
     total_size += 1 + 1;
   }
 
-  // bool include_shared = 6;
+  // bool include_shared = 8;
   if (this->_internal_include_shared() != 0) {
     total_size += 1 + 1;
+  }
+
+  // int64 timeline_id = 6;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -2645,6 +5210,10 @@ void ListMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, co
     _this->_internal_mutable_filter()->::npc_memory::v1::MemoryFilter::MergeFrom(
         from._internal_filter());
   }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
   if (from._internal_page_size() != 0) {
     _this->_internal_set_page_size(from._internal_page_size());
   }
@@ -2653,6 +5222,9 @@ void ListMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, co
   }
   if (from._internal_include_shared() != 0) {
     _this->_internal_set_include_shared(from._internal_include_shared());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -2678,8 +5250,8 @@ void ListMemoriesRequest::InternalSwap(ListMemoriesRequest* other) {
       &other->_impl_.page_token_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.include_shared_)
-      + sizeof(ListMemoriesRequest::_impl_.include_shared_)
+      PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.timeline_id_)
+      + sizeof(ListMemoriesRequest::_impl_.timeline_id_)
       - PROTOBUF_FIELD_OFFSET(ListMemoriesRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -2688,7 +5260,7 @@ void ListMemoriesRequest::InternalSwap(ListMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[6]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[14]);
 }
 
 // ===================================================================
@@ -2928,7 +5500,7 @@ void ListMemoriesResponse::InternalSwap(ListMemoriesResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[7]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[15]);
 }
 
 // ===================================================================
@@ -2937,6 +5509,7 @@ class InvalidateMemoryRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const InvalidateMemoryRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& invalid_at(const InvalidateMemoryRequest* msg);
+  static const ::npc_memory::v1::GameTime& invalid_game_day(const InvalidateMemoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -2946,6 +5519,10 @@ InvalidateMemoryRequest::_Internal::scope(const InvalidateMemoryRequest* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
 InvalidateMemoryRequest::_Internal::invalid_at(const InvalidateMemoryRequest* msg) {
   return *msg->_impl_.invalid_at_;
+}
+const ::npc_memory::v1::GameTime&
+InvalidateMemoryRequest::_Internal::invalid_game_day(const InvalidateMemoryRequest* msg) {
+  return *msg->_impl_.invalid_game_day_;
 }
 void InvalidateMemoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -2958,6 +5535,12 @@ void InvalidateMemoryRequest::clear_invalid_at() {
     delete _impl_.invalid_at_;
   }
   _impl_.invalid_at_ = nullptr;
+}
+void InvalidateMemoryRequest::clear_invalid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
 }
 InvalidateMemoryRequest::InvalidateMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -2972,6 +5555,7 @@ InvalidateMemoryRequest::InvalidateMemoryRequest(const InvalidateMemoryRequest& 
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.invalid_at_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2989,6 +5573,9 @@ InvalidateMemoryRequest::InvalidateMemoryRequest(const InvalidateMemoryRequest& 
   if (from._internal_has_invalid_at()) {
     _this->_impl_.invalid_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.invalid_at_);
   }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_impl_.invalid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.invalid_game_day_);
+  }
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.InvalidateMemoryRequest)
 }
 
@@ -3000,6 +5587,7 @@ inline void InvalidateMemoryRequest::SharedCtor(
       decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.invalid_at_){nullptr}
+    , decltype(_impl_.invalid_game_day_){nullptr}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -3022,6 +5610,7 @@ inline void InvalidateMemoryRequest::SharedDtor() {
   _impl_.memory_id_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.invalid_at_;
+  if (this != internal_default_instance()) delete _impl_.invalid_game_day_;
 }
 
 void InvalidateMemoryRequest::SetCachedSize(int size) const {
@@ -3043,6 +5632,10 @@ void InvalidateMemoryRequest::Clear() {
     delete _impl_.invalid_at_;
   }
   _impl_.invalid_at_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.invalid_game_day_ != nullptr) {
+    delete _impl_.invalid_game_day_;
+  }
+  _impl_.invalid_game_day_ = nullptr;
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -3074,6 +5667,14 @@ const char* InvalidateMemoryRequest::_InternalParse(const char* ptr, ::_pbi::Par
       case 3:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
           ptr = ctx->ParseMessage(_internal_mutable_invalid_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime invalid_game_day = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          ptr = ctx->ParseMessage(_internal_mutable_invalid_game_day(), ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -3131,6 +5732,13 @@ uint8_t* InvalidateMemoryRequest::_InternalSerialize(
         _Internal::invalid_at(this).GetCachedSize(), target, stream);
   }
 
+  // .npc_memory.v1.GameTime invalid_game_day = 4;
+  if (this->_internal_has_invalid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(4, _Internal::invalid_game_day(this),
+        _Internal::invalid_game_day(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -3168,6 +5776,13 @@ size_t InvalidateMemoryRequest::ByteSizeLong() const {
         *_impl_.invalid_at_);
   }
 
+  // .npc_memory.v1.GameTime invalid_game_day = 4;
+  if (this->_internal_has_invalid_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.invalid_game_day_);
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -3197,6 +5812,10 @@ void InvalidateMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg
     _this->_internal_mutable_invalid_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
         from._internal_invalid_at());
   }
+  if (from._internal_has_invalid_game_day()) {
+    _this->_internal_mutable_invalid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_invalid_game_day());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -3221,8 +5840,8 @@ void InvalidateMemoryRequest::InternalSwap(InvalidateMemoryRequest* other) {
       &other->_impl_.memory_id_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(InvalidateMemoryRequest, _impl_.invalid_at_)
-      + sizeof(InvalidateMemoryRequest::_impl_.invalid_at_)
+      PROTOBUF_FIELD_OFFSET(InvalidateMemoryRequest, _impl_.invalid_game_day_)
+      + sizeof(InvalidateMemoryRequest::_impl_.invalid_game_day_)
       - PROTOBUF_FIELD_OFFSET(InvalidateMemoryRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -3231,7 +5850,7 @@ void InvalidateMemoryRequest::InternalSwap(InvalidateMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata InvalidateMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[8]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16]);
 }
 
 // ===================================================================
@@ -3430,7 +6049,7 @@ void InvalidateMemoryResponse::InternalSwap(InvalidateMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata InvalidateMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[9]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[17]);
 }
 
 // ===================================================================
@@ -3441,6 +6060,7 @@ class UpdateMemoryRequest::_Internal {
   static const ::PROTOBUF_NAMESPACE_ID::FieldMask& update_mask(const UpdateMemoryRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Struct& metadata(const UpdateMemoryRequest* msg);
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& valid_at(const UpdateMemoryRequest* msg);
+  static const ::npc_memory::v1::GameTime& valid_game_day(const UpdateMemoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
@@ -3458,6 +6078,10 @@ UpdateMemoryRequest::_Internal::metadata(const UpdateMemoryRequest* msg) {
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
 UpdateMemoryRequest::_Internal::valid_at(const UpdateMemoryRequest* msg) {
   return *msg->_impl_.valid_at_;
+}
+const ::npc_memory::v1::GameTime&
+UpdateMemoryRequest::_Internal::valid_game_day(const UpdateMemoryRequest* msg) {
+  return *msg->_impl_.valid_game_day_;
 }
 void UpdateMemoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
@@ -3483,6 +6107,12 @@ void UpdateMemoryRequest::clear_valid_at() {
   }
   _impl_.valid_at_ = nullptr;
 }
+void UpdateMemoryRequest::clear_valid_game_day() {
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
+}
 UpdateMemoryRequest::UpdateMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
   : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
@@ -3499,6 +6129,7 @@ UpdateMemoryRequest::UpdateMemoryRequest(const UpdateMemoryRequest& from)
     , decltype(_impl_.update_mask_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.importance_){}
     , decltype(_impl_.tier_){}
     , /*decltype(_impl_._cached_size_)*/{}};
@@ -3532,6 +6163,9 @@ UpdateMemoryRequest::UpdateMemoryRequest(const UpdateMemoryRequest& from)
   if (from._internal_has_valid_at()) {
     _this->_impl_.valid_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.valid_at_);
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_impl_.valid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.valid_game_day_);
+  }
   ::memcpy(&_impl_.importance_, &from._impl_.importance_,
     static_cast<size_t>(reinterpret_cast<char*>(&_impl_.tier_) -
     reinterpret_cast<char*>(&_impl_.importance_)) + sizeof(_impl_.tier_));
@@ -3549,6 +6183,7 @@ inline void UpdateMemoryRequest::SharedCtor(
     , decltype(_impl_.update_mask_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
+    , decltype(_impl_.valid_game_day_){nullptr}
     , decltype(_impl_.importance_){0}
     , decltype(_impl_.tier_){0}
     , /*decltype(_impl_._cached_size_)*/{}
@@ -3580,6 +6215,7 @@ inline void UpdateMemoryRequest::SharedDtor() {
   if (this != internal_default_instance()) delete _impl_.update_mask_;
   if (this != internal_default_instance()) delete _impl_.metadata_;
   if (this != internal_default_instance()) delete _impl_.valid_at_;
+  if (this != internal_default_instance()) delete _impl_.valid_game_day_;
 }
 
 void UpdateMemoryRequest::SetCachedSize(int size) const {
@@ -3610,6 +6246,10 @@ void UpdateMemoryRequest::Clear() {
     delete _impl_.valid_at_;
   }
   _impl_.valid_at_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.valid_game_day_ != nullptr) {
+    delete _impl_.valid_game_day_;
+  }
+  _impl_.valid_game_day_ = nullptr;
   ::memset(&_impl_.importance_, 0, static_cast<size_t>(
       reinterpret_cast<char*>(&_impl_.tier_) -
       reinterpret_cast<char*>(&_impl_.importance_)) + sizeof(_impl_.tier_));
@@ -3687,6 +6327,14 @@ const char* UpdateMemoryRequest::_InternalParse(const char* ptr, ::_pbi::ParseCo
       case 8:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 66)) {
           ptr = ctx->ParseMessage(_internal_mutable_valid_at(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.GameTime valid_game_day = 9;
+      case 9:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 74)) {
+          ptr = ctx->ParseMessage(_internal_mutable_valid_game_day(), ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -3781,6 +6429,13 @@ uint8_t* UpdateMemoryRequest::_InternalSerialize(
         _Internal::valid_at(this).GetCachedSize(), target, stream);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 9;
+  if (this->_internal_has_valid_game_day()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(9, _Internal::valid_game_day(this),
+        _Internal::valid_game_day(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -3839,6 +6494,13 @@ size_t UpdateMemoryRequest::ByteSizeLong() const {
         *_impl_.valid_at_);
   }
 
+  // .npc_memory.v1.GameTime valid_game_day = 9;
+  if (this->_internal_has_valid_game_day()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.valid_game_day_);
+  }
+
   // int32 importance = 4;
   if (this->_internal_importance() != 0) {
     total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_importance());
@@ -3890,6 +6552,10 @@ void UpdateMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, co
     _this->_internal_mutable_valid_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
         from._internal_valid_at());
   }
+  if (from._internal_has_valid_game_day()) {
+    _this->_internal_mutable_valid_game_day()->::npc_memory::v1::GameTime::MergeFrom(
+        from._internal_valid_game_day());
+  }
   if (from._internal_importance() != 0) {
     _this->_internal_set_importance(from._internal_importance());
   }
@@ -3934,7 +6600,7 @@ void UpdateMemoryRequest::InternalSwap(UpdateMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata UpdateMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[10]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[18]);
 }
 
 // ===================================================================
@@ -4133,7 +6799,7 @@ void UpdateMemoryResponse::InternalSwap(UpdateMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata UpdateMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[11]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[19]);
 }
 
 // ===================================================================
@@ -4141,17 +6807,28 @@ void UpdateMemoryResponse::InternalSwap(UpdateMemoryResponse* other) {
 class GetMemoryHistoryRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const GetMemoryHistoryRequest* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& known_at(const GetMemoryHistoryRequest* msg);
 };
 
 const ::npc_memory::v1::Scope&
 GetMemoryHistoryRequest::_Internal::scope(const GetMemoryHistoryRequest* msg) {
   return *msg->_impl_.scope_;
 }
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+GetMemoryHistoryRequest::_Internal::known_at(const GetMemoryHistoryRequest* msg) {
+  return *msg->_impl_.known_at_;
+}
 void GetMemoryHistoryRequest::clear_scope() {
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+}
+void GetMemoryHistoryRequest::clear_known_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
 }
 GetMemoryHistoryRequest::GetMemoryHistoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -4167,6 +6844,8 @@ GetMemoryHistoryRequest::GetMemoryHistoryRequest(const GetMemoryHistoryRequest& 
     , decltype(_impl_.slot_){}
     , decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -4197,6 +6876,10 @@ GetMemoryHistoryRequest::GetMemoryHistoryRequest(const GetMemoryHistoryRequest& 
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
+  if (from._internal_has_known_at()) {
+    _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
+  }
+  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GetMemoryHistoryRequest)
 }
 
@@ -4209,6 +6892,8 @@ inline void GetMemoryHistoryRequest::SharedCtor(
     , decltype(_impl_.slot_){}
     , decltype(_impl_.memory_id_){}
     , decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.known_at_){nullptr}
+    , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.subject_id_.InitDefault();
@@ -4240,6 +6925,7 @@ inline void GetMemoryHistoryRequest::SharedDtor() {
   _impl_.slot_.Destroy();
   _impl_.memory_id_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
+  if (this != internal_default_instance()) delete _impl_.known_at_;
 }
 
 void GetMemoryHistoryRequest::SetCachedSize(int size) const {
@@ -4259,6 +6945,11 @@ void GetMemoryHistoryRequest::Clear() {
     delete _impl_.scope_;
   }
   _impl_.scope_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.known_at_ != nullptr) {
+    delete _impl_.known_at_;
+  }
+  _impl_.known_at_ = nullptr;
+  _impl_.timeline_id_ = int64_t{0};
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -4303,6 +6994,22 @@ const char* GetMemoryHistoryRequest::_InternalParse(const char* ptr, ::_pbi::Par
           ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
           CHK_(ptr);
           CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.GetMemoryHistoryRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int64 timeline_id = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
+          _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp known_at = 6;
+      case 6:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 50)) {
+          ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
+          CHK_(ptr);
         } else
           goto handle_unusual;
         continue;
@@ -4372,6 +7079,19 @@ uint8_t* GetMemoryHistoryRequest::_InternalSerialize(
         4, this->_internal_memory_id(), target);
   }
 
+  // int64 timeline_id = 5;
+  if (this->_internal_timeline_id() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt64ToArray(5, this->_internal_timeline_id(), target);
+  }
+
+  // .google.protobuf.Timestamp known_at = 6;
+  if (this->_internal_has_known_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(6, _Internal::known_at(this),
+        _Internal::known_at(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -4416,6 +7136,18 @@ size_t GetMemoryHistoryRequest::ByteSizeLong() const {
         *_impl_.scope_);
   }
 
+  // .google.protobuf.Timestamp known_at = 6;
+  if (this->_internal_has_known_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.known_at_);
+  }
+
+  // int64 timeline_id = 5;
+  if (this->_internal_timeline_id() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -4446,6 +7178,13 @@ void GetMemoryHistoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg
   if (from._internal_has_scope()) {
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
         from._internal_scope());
+  }
+  if (from._internal_has_known_at()) {
+    _this->_internal_mutable_known_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_known_at());
+  }
+  if (from._internal_timeline_id() != 0) {
+    _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -4478,13 +7217,18 @@ void GetMemoryHistoryRequest::InternalSwap(GetMemoryHistoryRequest* other) {
       &_impl_.memory_id_, lhs_arena,
       &other->_impl_.memory_id_, rhs_arena
   );
-  swap(_impl_.scope_, other->_impl_.scope_);
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(GetMemoryHistoryRequest, _impl_.timeline_id_)
+      + sizeof(GetMemoryHistoryRequest::_impl_.timeline_id_)
+      - PROTOBUF_FIELD_OFFSET(GetMemoryHistoryRequest, _impl_.scope_)>(
+          reinterpret_cast<char*>(&_impl_.scope_),
+          reinterpret_cast<char*>(&other->_impl_.scope_));
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryHistoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[12]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[20]);
 }
 
 // ===================================================================
@@ -4672,7 +7416,7 @@ void GetMemoryHistoryResponse::InternalSwap(GetMemoryHistoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryHistoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[13]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[21]);
 }
 
 // ===================================================================
@@ -4875,7 +7619,7 @@ void ForgetPlayerRequest::InternalSwap(ForgetPlayerRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ForgetPlayerRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[14]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[22]);
 }
 
 // ===================================================================
@@ -5053,13 +7797,1146 @@ void ForgetPlayerResponse::InternalSwap(ForgetPlayerResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ForgetPlayerResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[15]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[23]);
+}
+
+// ===================================================================
+
+class ExpandMemoryRequest::_Internal {
+ public:
+  static const ::npc_memory::v1::Scope& scope(const ExpandMemoryRequest* msg);
+};
+
+const ::npc_memory::v1::Scope&
+ExpandMemoryRequest::_Internal::scope(const ExpandMemoryRequest* msg) {
+  return *msg->_impl_.scope_;
+}
+void ExpandMemoryRequest::clear_scope() {
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+}
+ExpandMemoryRequest::ExpandMemoryRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ExpandMemoryRequest)
+}
+ExpandMemoryRequest::ExpandMemoryRequest(const ExpandMemoryRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ExpandMemoryRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_memory_id().empty()) {
+    _this->_impl_.memory_id_.Set(from._internal_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_scope()) {
+    _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ExpandMemoryRequest)
+}
+
+inline void ExpandMemoryRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ExpandMemoryRequest::~ExpandMemoryRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ExpandMemoryRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ExpandMemoryRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.memory_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.scope_;
+}
+
+void ExpandMemoryRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ExpandMemoryRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ExpandMemoryRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.memory_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ExpandMemoryRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.Scope scope = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_scope(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string memory_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ExpandMemoryRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ExpandMemoryRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ExpandMemoryRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::scope(this),
+        _Internal::scope(this).GetCachedSize(), target, stream);
+  }
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_memory_id().data(), static_cast<int>(this->_internal_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ExpandMemoryRequest.memory_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_memory_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ExpandMemoryRequest)
+  return target;
+}
+
+size_t ExpandMemoryRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ExpandMemoryRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_memory_id());
+  }
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.scope_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ExpandMemoryRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ExpandMemoryRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ExpandMemoryRequest::GetClassData() const { return &_class_data_; }
+
+
+void ExpandMemoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ExpandMemoryRequest*>(&to_msg);
+  auto& from = static_cast<const ExpandMemoryRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ExpandMemoryRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_memory_id().empty()) {
+    _this->_internal_set_memory_id(from._internal_memory_id());
+  }
+  if (from._internal_has_scope()) {
+    _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
+        from._internal_scope());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ExpandMemoryRequest::CopyFrom(const ExpandMemoryRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ExpandMemoryRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ExpandMemoryRequest::IsInitialized() const {
+  return true;
+}
+
+void ExpandMemoryRequest::InternalSwap(ExpandMemoryRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.memory_id_, lhs_arena,
+      &other->_impl_.memory_id_, rhs_arena
+  );
+  swap(_impl_.scope_, other->_impl_.scope_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[24]);
+}
+
+// ===================================================================
+
+class ExpandMemoryResponse::_Internal {
+ public:
+};
+
+void ExpandMemoryResponse::clear_found() {
+  _impl_.found_.Clear();
+}
+void ExpandMemoryResponse::clear_memories() {
+  _impl_.memories_.Clear();
+}
+ExpandMemoryResponse::ExpandMemoryResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ExpandMemoryResponse)
+}
+ExpandMemoryResponse::ExpandMemoryResponse(const ExpandMemoryResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ExpandMemoryResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.found_){from._impl_.found_}
+    , decltype(_impl_.memories_){from._impl_.memories_}
+    , decltype(_impl_.memory_id_){}
+    , decltype(_impl_.depth_){}
+    , decltype(_impl_.total_linked_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_memory_id().empty()) {
+    _this->_impl_.memory_id_.Set(from._internal_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  ::memcpy(&_impl_.depth_, &from._impl_.depth_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.total_linked_) -
+    reinterpret_cast<char*>(&_impl_.depth_)) + sizeof(_impl_.total_linked_));
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ExpandMemoryResponse)
+}
+
+inline void ExpandMemoryResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.found_){arena}
+    , decltype(_impl_.memories_){arena}
+    , decltype(_impl_.memory_id_){}
+    , decltype(_impl_.depth_){0}
+    , decltype(_impl_.total_linked_){0}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ExpandMemoryResponse::~ExpandMemoryResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ExpandMemoryResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ExpandMemoryResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.found_.~RepeatedPtrField();
+  _impl_.memories_.~RepeatedPtrField();
+  _impl_.memory_id_.Destroy();
+}
+
+void ExpandMemoryResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ExpandMemoryResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ExpandMemoryResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.found_.Clear();
+  _impl_.memories_.Clear();
+  _impl_.memory_id_.ClearToEmpty();
+  ::memset(&_impl_.depth_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.total_linked_) -
+      reinterpret_cast<char*>(&_impl_.depth_)) + sizeof(_impl_.total_linked_));
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ExpandMemoryResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // string memory_id = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          auto str = _internal_mutable_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ExpandMemoryResponse.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 depth = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 16)) {
+          _impl_.depth_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.MemoryLink found = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_found(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<26>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.Memory memories = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_memories(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<34>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 total_linked = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 40)) {
+          _impl_.total_linked_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ExpandMemoryResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ExpandMemoryResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // string memory_id = 1;
+  if (!this->_internal_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_memory_id().data(), static_cast<int>(this->_internal_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ExpandMemoryResponse.memory_id");
+    target = stream->WriteStringMaybeAliased(
+        1, this->_internal_memory_id(), target);
+  }
+
+  // int32 depth = 2;
+  if (this->_internal_depth() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(2, this->_internal_depth(), target);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink found = 3;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_found_size()); i < n; i++) {
+    const auto& repfield = this->_internal_found(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(3, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.Memory memories = 4;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_memories_size()); i < n; i++) {
+    const auto& repfield = this->_internal_memories(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(4, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // int32 total_linked = 5;
+  if (this->_internal_total_linked() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(5, this->_internal_total_linked(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ExpandMemoryResponse)
+  return target;
+}
+
+size_t ExpandMemoryResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ExpandMemoryResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.MemoryLink found = 3;
+  total_size += 1UL * this->_internal_found_size();
+  for (const auto& msg : this->_impl_.found_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.Memory memories = 4;
+  total_size += 1UL * this->_internal_memories_size();
+  for (const auto& msg : this->_impl_.memories_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // string memory_id = 1;
+  if (!this->_internal_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_memory_id());
+  }
+
+  // int32 depth = 2;
+  if (this->_internal_depth() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_depth());
+  }
+
+  // int32 total_linked = 5;
+  if (this->_internal_total_linked() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_total_linked());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ExpandMemoryResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ExpandMemoryResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ExpandMemoryResponse::GetClassData() const { return &_class_data_; }
+
+
+void ExpandMemoryResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ExpandMemoryResponse*>(&to_msg);
+  auto& from = static_cast<const ExpandMemoryResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ExpandMemoryResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  _this->_impl_.found_.MergeFrom(from._impl_.found_);
+  _this->_impl_.memories_.MergeFrom(from._impl_.memories_);
+  if (!from._internal_memory_id().empty()) {
+    _this->_internal_set_memory_id(from._internal_memory_id());
+  }
+  if (from._internal_depth() != 0) {
+    _this->_internal_set_depth(from._internal_depth());
+  }
+  if (from._internal_total_linked() != 0) {
+    _this->_internal_set_total_linked(from._internal_total_linked());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ExpandMemoryResponse::CopyFrom(const ExpandMemoryResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ExpandMemoryResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ExpandMemoryResponse::IsInitialized() const {
+  return true;
+}
+
+void ExpandMemoryResponse::InternalSwap(ExpandMemoryResponse* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  _impl_.found_.InternalSwap(&other->_impl_.found_);
+  _impl_.memories_.InternalSwap(&other->_impl_.memories_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.memory_id_, lhs_arena,
+      &other->_impl_.memory_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(ExpandMemoryResponse, _impl_.total_linked_)
+      + sizeof(ExpandMemoryResponse::_impl_.total_linked_)
+      - PROTOBUF_FIELD_OFFSET(ExpandMemoryResponse, _impl_.depth_)>(
+          reinterpret_cast<char*>(&_impl_.depth_),
+          reinterpret_cast<char*>(&other->_impl_.depth_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[25]);
+}
+
+// ===================================================================
+
+class ListLinksRequest::_Internal {
+ public:
+  static const ::npc_memory::v1::Scope& scope(const ListLinksRequest* msg);
+};
+
+const ::npc_memory::v1::Scope&
+ListLinksRequest::_Internal::scope(const ListLinksRequest* msg) {
+  return *msg->_impl_.scope_;
+}
+void ListLinksRequest::clear_scope() {
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+}
+ListLinksRequest::ListLinksRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListLinksRequest)
+}
+ListLinksRequest::ListLinksRequest(const ListLinksRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListLinksRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_memory_id().empty()) {
+    _this->_impl_.memory_id_.Set(from._internal_memory_id(), 
+      _this->GetArenaForAllocation());
+  }
+  if (from._internal_has_scope()) {
+    _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListLinksRequest)
+}
+
+inline void ListLinksRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.memory_id_){}
+    , decltype(_impl_.scope_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+  _impl_.memory_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+}
+
+ListLinksRequest::~ListLinksRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListLinksRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListLinksRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.memory_id_.Destroy();
+  if (this != internal_default_instance()) delete _impl_.scope_;
+}
+
+void ListLinksRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListLinksRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListLinksRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.memory_id_.ClearToEmpty();
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListLinksRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.Scope scope = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_scope(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string memory_id = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_memory_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.ListLinksRequest.memory_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListLinksRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListLinksRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::scope(this),
+        _Internal::scope(this).GetCachedSize(), target, stream);
+  }
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_memory_id().data(), static_cast<int>(this->_internal_memory_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.ListLinksRequest.memory_id");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_memory_id(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListLinksRequest)
+  return target;
+}
+
+size_t ListLinksRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListLinksRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // string memory_id = 2;
+  if (!this->_internal_memory_id().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_memory_id());
+  }
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.scope_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListLinksRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListLinksRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListLinksRequest::GetClassData() const { return &_class_data_; }
+
+
+void ListLinksRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListLinksRequest*>(&to_msg);
+  auto& from = static_cast<const ListLinksRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListLinksRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (!from._internal_memory_id().empty()) {
+    _this->_internal_set_memory_id(from._internal_memory_id());
+  }
+  if (from._internal_has_scope()) {
+    _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
+        from._internal_scope());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListLinksRequest::CopyFrom(const ListLinksRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListLinksRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListLinksRequest::IsInitialized() const {
+  return true;
+}
+
+void ListLinksRequest::InternalSwap(ListLinksRequest* other) {
+  using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.memory_id_, lhs_arena,
+      &other->_impl_.memory_id_, rhs_arena
+  );
+  swap(_impl_.scope_, other->_impl_.scope_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListLinksRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[26]);
+}
+
+// ===================================================================
+
+class ListLinksResponse::_Internal {
+ public:
+};
+
+void ListLinksResponse::clear_parents() {
+  _impl_.parents_.Clear();
+}
+void ListLinksResponse::clear_children() {
+  _impl_.children_.Clear();
+}
+void ListLinksResponse::clear_related() {
+  _impl_.related_.Clear();
+}
+ListLinksResponse::ListLinksResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.ListLinksResponse)
+}
+ListLinksResponse::ListLinksResponse(const ListLinksResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  ListLinksResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.parents_){from._impl_.parents_}
+    , decltype(_impl_.children_){from._impl_.children_}
+    , decltype(_impl_.related_){from._impl_.related_}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.ListLinksResponse)
+}
+
+inline void ListLinksResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.parents_){arena}
+    , decltype(_impl_.children_){arena}
+    , decltype(_impl_.related_){arena}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+ListLinksResponse::~ListLinksResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.ListLinksResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void ListLinksResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.parents_.~RepeatedPtrField();
+  _impl_.children_.~RepeatedPtrField();
+  _impl_.related_.~RepeatedPtrField();
+}
+
+void ListLinksResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void ListLinksResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.ListLinksResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.parents_.Clear();
+  _impl_.children_.Clear();
+  _impl_.related_.Clear();
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* ListLinksResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // repeated .npc_memory.v1.MemoryLink parents = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_parents(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<10>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.MemoryLink children = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_children(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<18>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // repeated .npc_memory.v1.MemoryLink related = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_related(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<26>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* ListLinksResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.ListLinksResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.MemoryLink parents = 1;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_parents_size()); i < n; i++) {
+    const auto& repfield = this->_internal_parents(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(1, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink children = 2;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_children_size()); i < n; i++) {
+    const auto& repfield = this->_internal_children(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(2, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink related = 3;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_related_size()); i < n; i++) {
+    const auto& repfield = this->_internal_related(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(3, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.ListLinksResponse)
+  return target;
+}
+
+size_t ListLinksResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.ListLinksResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.MemoryLink parents = 1;
+  total_size += 1UL * this->_internal_parents_size();
+  for (const auto& msg : this->_impl_.parents_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink children = 2;
+  total_size += 1UL * this->_internal_children_size();
+  for (const auto& msg : this->_impl_.children_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // repeated .npc_memory.v1.MemoryLink related = 3;
+  total_size += 1UL * this->_internal_related_size();
+  for (const auto& msg : this->_impl_.related_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData ListLinksResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    ListLinksResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*ListLinksResponse::GetClassData() const { return &_class_data_; }
+
+
+void ListLinksResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<ListLinksResponse*>(&to_msg);
+  auto& from = static_cast<const ListLinksResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.ListLinksResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  _this->_impl_.parents_.MergeFrom(from._impl_.parents_);
+  _this->_impl_.children_.MergeFrom(from._impl_.children_);
+  _this->_impl_.related_.MergeFrom(from._impl_.related_);
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void ListLinksResponse::CopyFrom(const ListLinksResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.ListLinksResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool ListLinksResponse::IsInitialized() const {
+  return true;
+}
+
+void ListLinksResponse::InternalSwap(ListLinksResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  _impl_.parents_.InternalSwap(&other->_impl_.parents_);
+  _impl_.children_.InternalSwap(&other->_impl_.children_);
+  _impl_.related_.InternalSwap(&other->_impl_.related_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata ListLinksResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[27]);
 }
 
 // @@protoc_insertion_point(namespace_scope)
 }  // namespace v1
 }  // namespace npc_memory
 PROTOBUF_NAMESPACE_OPEN
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::CreateSavePointRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::CreateSavePointRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::CreateSavePointRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::CreateSavePointResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::CreateSavePointResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::CreateSavePointResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::LoadSavePointRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::LoadSavePointRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::LoadSavePointRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::LoadSavePointResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::LoadSavePointResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::LoadSavePointResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListSavePointsRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListSavePointsRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListSavePointsRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListSavePointsResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListSavePointsResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListSavePointsResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::DropTimelineRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::DropTimelineRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::DropTimelineRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::DropTimelineResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::DropTimelineResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::DropTimelineResponse >(arena);
+}
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::StoreMemoriesRequest*
 Arena::CreateMaybeMessage< ::npc_memory::v1::StoreMemoriesRequest >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::StoreMemoriesRequest >(arena);
@@ -5123,6 +9000,22 @@ Arena::CreateMaybeMessage< ::npc_memory::v1::ForgetPlayerRequest >(Arena* arena)
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::ForgetPlayerResponse*
 Arena::CreateMaybeMessage< ::npc_memory::v1::ForgetPlayerResponse >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::ForgetPlayerResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ExpandMemoryRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ExpandMemoryRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ExpandMemoryRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ExpandMemoryResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ExpandMemoryResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ExpandMemoryResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListLinksRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListLinksRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListLinksRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::ListLinksResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::ListLinksResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::ListLinksResponse >(arena);
 }
 PROTOBUF_NAMESPACE_CLOSE
 

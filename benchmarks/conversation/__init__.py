@@ -1,0 +1,1 @@
+"""Conversation recall benchmark: multi-session dialogues (Korean and English), generator and runner."""

@@ -1,0 +1,281 @@
+"""Conversation recall: every dialogue turn a memory, questions through the service's own search.
+
+    python -m benchmarks.conversation.run [--database-url URL] [--json out.json] [--configs default dense ...]
+
+Loads benchmarks/conversation/dataset.json into a fresh embedded PostgreSQL (or the given empty database):
+each session's turns are one ``engine.store`` request (the real write path, duplicate guard included),
+each turn dated by its session. Every question is then asked through ``engine.search`` once per
+configuration (per-request weights and fusion) and step (service settings: question words dropped from
+query terms, periods named in a question shaping the candidates), at one day after the conversation's last
+session; every step is measured on the same stored rows in the same run.
+Prints R@5 / R@10 / MRR by question kind and configuration, search latency, the turns the write path
+dropped as duplicates, and how confident the top hit of a never-said question looks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig
+from npc_memory.domain.model import (
+    USER_SUBJECT_ID,
+    ContentType,
+    NewMemory,
+    Scope,
+    SearchQuery,
+    Speaker,
+    StoreOutcome,
+    Subject,
+    Tier,
+    Vector,
+)
+from npc_memory.engine import MemoryEngine
+from npc_memory.runtime import open_engine
+from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.text import TextOptions, Tokenizer
+
+from benchmarks.conversation import metrics
+from benchmarks.conversation.generate import DATASET
+from benchmarks.conversation.metrics import Answer
+from benchmarks.conversation.metrics import SearchConfig as Asking
+
+LIMIT = 10
+DEFAULT_CONFIGS = ("default", "rel.7+kw.3")
+STEPS: dict[str, tuple[TextOptions, PeriodSearch]] = {
+    "base": (TextOptions(question_words=False), "off"),
+    "+qw": (TextOptions(question_words=True), "off"),
+    "+period-cand": (TextOptions(question_words=True), "candidates"),
+    "+period-first": (TextOptions(question_words=True), "first"),
+}
+"""Service settings measured one after another (cumulative): the query tokenizer's options and the
+``period_search`` setting. Only query-side settings, so all steps share the stored rows."""
+
+
+@dataclass
+class Loaded:
+    """One conversation as stored: the memory of each turn, the turns dropped as duplicates, the vectors."""
+
+    scope: Scope
+    memory_of: dict[str, UUID] = field(default_factory=dict)
+    dropped: set[str] = field(default_factory=set)
+    vectors: dict[UUID, Vector] = field(default_factory=dict)
+    merged_unlike: int = 0
+    """Dropped turns whose text differs from the memory they were merged into (not a plain repeat)."""
+
+
+async def embed_turns(engine: MemoryEngine, data: dict[str, Any]) -> dict[str, Vector]:
+    """Passage vectors of every turn, computed once (a run may store the same turns more than once)."""
+    turns = [t for c in data["conversations"] for s in c["sessions"] for t in s["turns"]]
+    vectors = await engine.embedder.embed_passages([t["text"] for t in turns])
+    return {t["id"]: v for t, v in zip(turns, vectors, strict=True)}
+
+
+def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Vector) -> NewMemory:
+    user = turn["speaker"] == "user"
+    return NewMemory(
+        speaker=Speaker.USER if user else Speaker.HEROINE, subject=Subject.USER if user else Subject.HEROINE,
+        subject_id=USER_SUBJECT_ID if user else companion, content_type=ContentType.FACT, content=turn["text"],
+        tier=Tier.SOURCE, valid_at=valid_at, embedding=vector,
+    )
+
+
+async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Vector], prefix: str = "") -> Loaded:
+    """Store the conversation session by session, one request per session, turns a minute apart."""
+    loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
+    text_of: dict[UUID, str] = {}
+    for session in conv["sessions"]:
+        start = datetime.fromisoformat(session["date"])
+        turns = session["turns"]
+        facts = [_memory(t, conv["companion_id"], start + timedelta(minutes=j), vectors[t["id"]])
+                 for j, t in enumerate(turns)]
+        results = await engine.store(loaded.scope, facts)
+        for turn, result in zip(turns, results, strict=True):
+            loaded.memory_of[turn["id"]] = result.memory_id
+            if result.outcome is StoreOutcome.DUPLICATE:
+                loaded.dropped.add(turn["id"])
+                loaded.merged_unlike += text_of.get(result.memory_id) != turn["text"]
+            else:
+                loaded.vectors[result.memory_id] = vectors[turn["id"]]
+                text_of[result.memory_id] = turn["text"]
+    return loaded
+
+
+Step = tuple[str, MemoryEngine]
+"""A name ("" for the engine as given) and the engine with that step's settings."""
+
+
+def column(config: Asking, step: str) -> str:
+    """The result column of one configuration under one step."""
+    return f"{config.name} {step}" if step else config.name
+
+
+def step_engines(engine: MemoryEngine, names: Sequence[str]) -> list[Step]:
+    """The engine under each named step of ``STEPS`` (same database, embedder and stored rows)."""
+    out = []
+    for name in names:
+        options, period = STEPS[name]
+        out.append((name, replace(engine, tokenizer=Tokenizer(options=options),
+                                  search_settings=replace(engine.search_settings, period_search=period))))
+    return out
+
+
+async def ask(engine: MemoryEngine, conv: dict[str, Any], loaded: Loaded, configs: Sequence[Asking],
+              steps: Sequence[Step] = ()) -> dict[str, list[Answer]]:
+    """Every question under every configuration and step (interleaved, so machine noise hits all alike)."""
+    now = datetime.fromisoformat(conv["now"])
+    questions = conv["questions"]
+    qvecs = await engine.embedder.embed_queries([q["text"] for q in questions])
+    steps = steps or [("", engine)]
+    out: dict[str, list[Answer]] = {column(c, s): [] for s, _ in steps for c in configs}
+    for q, vec in zip(questions, qvecs, strict=True):
+        evidence = [None if t in loaded.dropped else loaded.memory_of[t] for t in q["evidence"]]
+        stale = {loaded.memory_of[t] for t in q["stale"]}
+        for (step, stepped), c in ((s, c) for s in steps for c in configs):
+            query = SearchQuery(scope=loaded.scope, text=q["text"], limit=LIMIT, weights=c.weights, now=now,
+                                fusion=c.fusion, embedding=vec)
+            started = time.perf_counter()
+            hits = await stepped.search(query)
+            seconds = time.perf_counter() - started
+            ranked = [h.memory.id for h in hits]
+            top_cosine = float(np.dot(vec, loaded.vectors[ranked[0]])) if ranked else 0.0
+            top_score = hits[0].scores.final if hits else 0.0
+            out[column(c, step)].append(Answer(q["kind"], q["shape"], conv["language"], ranked, evidence, stale,
+                                      top_cosine, top_score, seconds))
+    return out
+
+
+def dedup_figures(data: dict[str, Any], loaded: Sequence[Loaded]) -> dict[str, Any]:
+    """Turns the write path dropped as duplicates, and the evidence among them."""
+    dropped = set().union(*(lo.dropped for lo in loaded))
+    turns = sum(len(s["turns"]) for c in data["conversations"] for s in c["sessions"])
+    evidence = {t for c in data["conversations"] for q in c["questions"] for t in q["evidence"]}
+    hit: dict[str, int] = {}
+    for c in data["conversations"]:
+        for q in c["questions"]:
+            if any(t in dropped for t in q["evidence"]):
+                hit[q["kind"]] = hit.get(q["kind"], 0) + 1
+    return {"turns": turns, "dropped": len(dropped), "dropped_unlike_text": sum(lo.merged_unlike for lo in loaded),
+            "evidence_turns": len(evidence),
+            "evidence_dropped": len(evidence & dropped), "questions_with_dropped_evidence": hit}
+
+
+async def warm_up(engine: MemoryEngine, loaded: Loaded, configs: Sequence[Asking], now: datetime) -> None:
+    """One untimed search per configuration (prepared statements, the embedder's first call)."""
+    for c in configs:
+        await engine.search(SearchQuery(scope=loaded.scope, text="안녕 hello", limit=LIMIT, weights=c.weights,
+                                        now=now, fusion=c.fusion))
+
+
+async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str, Vector],
+                  configs: Sequence[Asking], prefix: str = "", query_tokenizer: Tokenizer | None = None,
+                  steps: Sequence[str] = ()) -> dict[str, Any]:
+    """Load every conversation under ``prefix`` and score every configuration under every step.
+
+    ``query_tokenizer``, when given, tokenises the questions in place of the one the turns were stored with.
+    """
+    loaded = [await load(engine, c, vectors, prefix) for c in data["conversations"]]
+    if query_tokenizer is not None:
+        engine = replace(engine, tokenizer=query_tokenizer)
+    engines = step_engines(engine, steps) or [("", engine)]
+    for _, e in engines:
+        await warm_up(e, loaded[0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
+    answers: dict[str, list[Answer]] = {column(c, s): [] for s, _ in engines for c in configs}
+    for conv, lo in zip(data["conversations"], loaded, strict=True):
+        for name, got in (await ask(engine, conv, lo, configs, engines)).items():
+            answers[name] += got
+    first = next(iter(answers.values()))
+    return {"dedup": dedup_figures(data, loaded),
+            "questions": {k: sum(1 for a in first if a.kind == k) for k in sorted({a.kind for a in first})},
+            "configs": {name: metrics.figures(got) for name, got in answers.items()}}
+
+
+async def run(url: str, data: dict[str, Any], configs: Sequence[Asking], candidates: int, steps: Sequence[str],
+              ) -> dict[str, Any]:
+    """Open the engine on ``url`` (stored text tokenised as by default), embed, load and measure."""
+    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), text=TextOptions(),
+                    search=SearchConfig(candidates=candidates))
+    async with open_engine(config) as engine:
+        vectors = await embed_turns(engine, data)
+        return await measure(engine, data, vectors, configs, steps=steps)
+
+
+def _row(name: str, cells: Sequence[str]) -> str:
+    return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def _table(head: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    return [_row(head[0], head[1:]), "|---|" + "---:|" * (len(head) - 1)] + [_row(n, c) for n, c in rows]
+
+
+def report(results: dict[str, Any]) -> str:
+    """The tables printed by the command (and copied into docs/conversation-benchmark.md)."""
+    cfg: dict[str, Any] = results["configs"]
+    names = list(cfg)
+    d = results["dedup"]
+    out = [f"{d['turns']} turns stored, {d['dropped']} dropped as duplicates ({d['dropped_unlike_text']} of them "
+           f"merged into a different text; {d['evidence_dropped']} of "
+           f"{d['evidence_turns']} evidence turns; questions hit: {d['questions_with_dropped_evidence']}); "
+           f"questions: {results['questions']}", ""]
+    out += _table(["configuration", "R@5", "R@10", "MRR", "p50 ms", "p95 ms"], [
+        (n, [f"{f['all']['R@5']:.3f}", f"{f['all']['R@10']:.3f}", f"{f['all']['MRR']:.3f}",
+             f"{f['latency']['p50_ms']:.1f}", f"{f['latency']['p95_ms']:.1f}"]) for n, f in cfg.items()])
+    for group, title in (("by_kind", "R@5 / R@10 by kind"), ("by_shape", "R@10 by kind/shape"),
+                         ("by_language", "R@5 / R@10 by language")):
+        keys = list(cfg[names[0]][group])
+        out += ["", *_table([title, *names], [
+            (f"{k} ({cfg[names[0]][group][k]['n']})",
+             [(f"{cfg[n][group][k]['R@10']:.2f}" if group == "by_shape" else
+               f"{cfg[n][group][k]['R@5']:.2f} / {cfg[n][group][k]['R@10']:.2f}") for n in names]) for k in keys])]
+    out += ["", *_table(["never-said and update checks", *names], [
+        ("update: newer turn above the old one", [f"{cfg[n]['update_newer_first']:.2f}" for n in names]),
+        ("top cosine, answerable / never said", [
+            f"{cfg[n]['adversarial']['answerable_top_cosine']:.3f} / {cfg[n]['adversarial']['never_top_cosine']:.3f}"
+            for n in names]),
+        ("AUROC of top cosine (answerable vs never)", [f"{cfg[n]['adversarial']['auroc_cosine']:.2f}" for n in names]),
+        ("AUROC of top final score", [f"{cfg[n]['adversarial']['auroc_score']:.2f}" for n in names]),
+    ])]
+    return "\n".join(out)
+
+
+def main() -> None:
+    """Parse options, run against an embedded or given PostgreSQL, print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", help="an empty database to load into (default: embedded, temporary)")
+    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS),
+                        help=f"named {sorted(metrics.NAMED)} or name=recency,importance,relevance,keyword[,rrf]")
+    parser.add_argument("--candidates", type=int, default=SearchConfig.candidates,
+                        help="candidates per side (the service's search_candidates)")
+    parser.add_argument("--steps", nargs="*", default=list(STEPS), choices=list(STEPS),
+                        help="service settings to measure, each on the same stored rows (none: the defaults)")
+    args = parser.parse_args()
+    configs = [metrics.parse_config(s) for s in args.configs]
+    data = json.loads(args.dataset.read_text(encoding="utf-8"))
+    if args.database_url:
+        results = asyncio.run(run(args.database_url, data, configs, args.candidates, args.steps))
+    else:
+        with tempfile.TemporaryDirectory(prefix="npc-conversation-") as tmp:
+            pg = EmbeddedPostgres(Path(tmp))
+            try:
+                results = asyncio.run(run(pg.url, data, configs, args.candidates, args.steps))
+            finally:
+                pg.stop()
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Prometheus metrics, defined once; the interceptor, engine and pool sampler record into them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from npc_memory.store.pool import Database
+
+RPC_SECONDS = Histogram(
+    "npc_memory_rpc_seconds", "gRPC call latency by method and status code", ["method", "code"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+EMBED_SECONDS = Histogram("npc_memory_embed_seconds", "time spent in the embedder per call", ["kind"])
+SEARCH_CANDIDATES = Histogram(
+    "npc_memory_search_results", "results returned per search", buckets=(0, 1, 5, 10, 20, 50, 100),
+)
+STORE_OUTCOMES = Counter("npc_memory_store_outcomes_total", "stored facts by outcome", ["outcome"])
+POOL_SIZE = Gauge("npc_memory_pool_connections", "open pool connections")
+POOL_AVAILABLE = Gauge("npc_memory_pool_available", "idle pool connections")
+POOL_WAITING = Gauge("npc_memory_pool_waiting", "requests waiting for a connection")
+POOL_WAIT_MS = Gauge("npc_memory_pool_wait_ms_total", "total milliseconds requests waited for a connection")
+
+
+def serve_metrics(port: int) -> None:
+    """Expose /metrics on the port (0 leaves it off)."""
+    if port > 0:
+        start_http_server(port)
+
+
+async def sample_pool(db: Database, interval: float = 5.0) -> None:
+    """Copy the pool's statistics into the gauges every ``interval`` seconds."""
+    while True:
+        stats = db.stats()
+        POOL_SIZE.set(stats.get("pool_size", 0))
+        POOL_AVAILABLE.set(stats.get("pool_available", 0))
+        POOL_WAITING.set(stats.get("requests_waiting", 0))
+        POOL_WAIT_MS.set(stats.get("requests_wait_ms", 0))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.sleep(interval)

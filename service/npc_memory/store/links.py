@@ -1,0 +1,151 @@
+"""Links on demand: one ExpandMemory step (under the scope's lock) and a memory's links by role."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg import sql
+
+from npc_memory.domain.links import Expansion, Link, LinkKind, LinkView
+from npc_memory.domain.model import Scope
+from npc_memory.errors import NotFoundError
+from npc_memory.store.changes import LOCK_SCOPE
+from npc_memory.store.link_writes import INSERT_LINK, link_params
+from npc_memory.store.pool import Connection, Database
+from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
+from npc_memory.store.writes import scope_params
+
+EXISTS = "SELECT 1 FROM user_memories WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s"
+
+STATE = "SELECT memory_id, depth FROM expand_state WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s"
+
+SAVE_STATE = """
+INSERT INTO expand_state (user_id, heroine_id, memory_id, depth) VALUES (%(user_id)s, %(heroine_id)s, %(id)s, %(depth)s)
+ON CONFLICT (user_id, heroine_id) DO UPDATE SET memory_id = excluded.memory_id, depth = excluded.depth,
+                                                updated_at = now()
+"""
+
+# The deepest expansion step recorded from a memory (0 before the first).
+DEEPEST = """
+SELECT COALESCE(max(depth), 0) AS depth, count(*) AS total FROM memory_links
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND from_id = %(id)s AND kind = 'related_to'
+  AND depth >= 1
+"""
+
+FRONTIER = """
+SELECT to_id FROM memory_links
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND from_id = %(id)s AND kind = 'related_to'
+  AND depth = %(depth)s
+"""
+
+# Neighbours of the frontier, valid now, not the root, not on the frontier, not linked with the root yet (either
+# way, any kind: a memory the game already linked is not "found"):
+# those sharing the most keyword terms first (via: the first shared term, as seed 000's ABOUT), then the
+# nearest by cosine (via: the frontier memory it is nearest to). Vectors are unit length, so <#> is -cosine.
+NEIGHBOURS = """
+SELECT n.id, n.via FROM (
+    SELECT DISTINCT ON (c.id) c.id, s.shared, -(c.embedding <#> f.embedding) AS cosine,
+           COALESCE(s.term, f.id::text) AS via
+    FROM user_memories f
+    JOIN user_memories c ON c.user_id = f.user_id AND c.heroine_id = f.heroine_id
+    CROSS JOIN LATERAL (
+        SELECT count(DISTINCT t) AS shared, min(t) AS term FROM unnest(f.terms) t WHERE t = ANY(c.terms)
+    ) s
+    WHERE f.user_id = %(user_id)s AND f.heroine_id = %(heroine_id)s AND f.id = ANY(%(frontier)s)
+      AND c.id <> %(id)s AND c.id <> ALL(%(frontier)s)
+      AND c.valid_at <= %(now)s AND (c.invalid_at IS NULL OR c.invalid_at > %(now)s)
+      AND NOT EXISTS (SELECT 1 FROM memory_links l
+                      WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s
+                        AND ((l.from_id = %(id)s AND l.to_id = c.id) OR (l.from_id = c.id AND l.to_id = %(id)s)))
+    ORDER BY c.id, s.shared DESC, cosine DESC
+) n
+ORDER BY n.shared DESC, n.cosine DESC, n.id
+LIMIT %(per_depth)s
+"""
+
+MEMORIES = sql.SQL("""
+SELECT {columns} FROM user_memories m
+WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = ANY(%(ids)s)
+""").format(columns=MEMORY_COLUMNS)
+
+LINKS_OF = """
+SELECT l.from_id, l.to_id, l.kind, l.depth, l.via, l.discovered_at FROM memory_links l
+WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s AND (l.from_id = %(id)s OR l.to_id = %(id)s)
+ORDER BY l.kind, l.depth, l.discovered_at, l.from_id, l.to_id
+"""
+
+
+def link_from_row(row: dict[str, Any]) -> Link:
+    """A memory_links row as LINKS_OF selects it."""
+    return Link(row["from_id"], row["to_id"], LinkKind(row["kind"]), row["depth"], row["via"],
+                row["discovered_at"])
+
+
+async def _require(conn: Connection, scope: Scope, memory_id: UUID) -> None:
+    cur = await conn.execute(EXISTS, scope_params(scope) | {"id": memory_id})
+    if await cur.fetchone() is None:
+        raise NotFoundError(f"no memory {memory_id} in this scope")
+
+
+async def _start(conn: Connection, scope: Scope, memory_id: UUID | None) -> tuple[UUID, int]:
+    """The memory to expand and the depth this call reaches."""
+    cur = await conn.execute(STATE, scope_params(scope))
+    state = await cur.fetchone()
+    if memory_id is None:
+        if state is None:
+            raise NotFoundError("this scope has expanded no memory yet; name memory_id")
+        memory_id = state["memory_id"]
+    assert memory_id is not None
+    await _require(conn, scope, memory_id)
+    cur = await conn.execute(DEEPEST, scope_params(scope) | {"id": memory_id})
+    deepest = await cur.fetchone()
+    reached = deepest["depth"] if deepest else 0
+    if state is not None and state["memory_id"] == memory_id:  # a step that found nothing still counts
+        reached = max(reached, state["depth"])
+    return memory_id, reached + 1
+
+
+async def expand(db: Database, scope: Scope, memory_id: UUID | None, per_depth: int, now: datetime) -> Expansion:
+    """Go one depth further from a memory (or the scope's last one), linking at most ``per_depth`` new ones.
+
+    Runs under the scope's write lock, so concurrent expands queue and never link one memory twice (the
+    primary key would refuse a duplicate anyway).
+    """
+    async with db.transaction() as conn:
+        await conn.execute(LOCK_SCOPE, scope_params(scope))
+        root, depth = await _start(conn, scope, memory_id)
+        frontier = [root]
+        if depth > 1:
+            cur = await conn.execute(FRONTIER, scope_params(scope) | {"id": root, "depth": depth - 1})
+            frontier = [r["to_id"] for r in await cur.fetchall()]
+        found: list[Link] = []
+        if frontier:
+            cur = await conn.execute(NEIGHBOURS, scope_params(scope) | {
+                "id": root, "frontier": frontier, "now": now, "per_depth": per_depth,
+            })
+            found = [Link(root, r["id"], LinkKind.RELATED_TO, depth, r["via"]) for r in await cur.fetchall()]
+        async with conn.cursor() as c:
+            if found:
+                await c.executemany(INSERT_LINK, [link_params(scope, link) for link in found])
+        await conn.execute(SAVE_STATE, scope_params(scope) | {"id": root, "depth": depth})
+        cur = await conn.execute(MEMORIES, scope_params(scope) | {"ids": [link.to_id for link in found]})
+        memories = {r["id"]: memory_from_row(r) for r in await cur.fetchall()}
+        cur = await conn.execute(DEEPEST, scope_params(scope) | {"id": root})
+        total = await cur.fetchone()
+    return Expansion(root, depth, [(link, memories[link.to_id]) for link in found], total["total"] if total else 0)
+
+
+async def links_of(db: Database, scope: Scope, memory_id: UUID) -> LinkView:
+    """A memory's parents (what it derives from), children (what derives from it) and related memories."""
+    async with db.connection() as conn:
+        await _require(conn, scope, memory_id)
+        cur = await conn.execute(LINKS_OF, scope_params(scope) | {"id": memory_id})
+        links = [link_from_row(r) for r in await cur.fetchall()]
+    derived = [link for link in links if link.kind is LinkKind.DERIVED_FROM]
+    return LinkView(
+        parents=[link for link in derived if link.from_id == memory_id],
+        children=[link for link in derived if link.to_id == memory_id],
+        related=[link for link in links if link.kind is LinkKind.RELATED_TO],
+    )
