@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -12,9 +13,12 @@ import grpc
 import psycopg
 import pytest
 import pytest_asyncio
+from chat_endpoint import ChatEndpoint, serve_chat
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
+from npc_memory.extraction.service import Extractor
+from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.runtime import open_engine
 from npc_memory.server import create_server
 from npc_memory.store.embedded import EmbeddedPostgres
@@ -73,3 +77,37 @@ async def stub(server_port: int) -> AsyncIterator[svc_grpc.MemoryServiceAsyncStu
 def scope() -> Scope:
     """A scope no other test uses: a fresh player with letia."""
     return Scope(user_id=f"player-{uuid.uuid4().hex[:10]}", heroine_id="letia")
+
+
+@pytest.fixture(scope="session")
+def chat() -> Iterator[ChatEndpoint]:
+    """The scripted chat-completions endpoint for the run."""
+    yield from serve_chat()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def extractor(engine: MemoryEngine, chat: ChatEndpoint) -> AsyncIterator[Extractor]:
+    """An extractor on the test engine, pointed at the scripted endpoint, with short timeouts and backoff."""
+    settings = ExtractionSettings(url=chat.url, model="scripted", timeout_seconds=0.5, lease_seconds=5.0,
+                                  max_attempts=3, backoff_seconds=0.05, backoff_max_seconds=0.2, poll_seconds=0.05)
+    ext = Extractor.create(engine, settings)
+    yield ext
+    await ext.aclose()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def ex_port(engine: MemoryEngine, extractor: Extractor) -> AsyncIterator[int]:
+    """A live gRPC server with extraction on a free port, its worker running beside it, as ``serve`` runs them."""
+    server, port, _health = await create_server(engine, "127.0.0.1:0", extractor=extractor)
+    await server.start()
+    worker = asyncio.create_task(extractor.work_forever())
+    yield port
+    worker.cancel()
+    await server.stop(0)
+
+
+@pytest_asyncio.fixture(scope="session")
+async def ex_stub(ex_port: int) -> AsyncIterator[svc_grpc.MemoryServiceAsyncStub]:
+    """An async stub connected to the server with extraction."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{ex_port}") as channel:
+        yield svc_grpc.MemoryServiceStub(channel)

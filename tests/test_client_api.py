@@ -25,7 +25,7 @@ from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_DIR = ROOT / "clients" / "python"
-ENUMS = ("Speaker", "Subject", "ContentType", "Tier", "CloseReason", "Fusion", "StoreOutcome")
+ENUMS = ("Speaker", "Subject", "ContentType", "Tier", "CloseReason", "Fusion", "StoreOutcome", "Visibility")
 VALUES = ("Scope", "Weights", "MemoryFilter", "Memory", "StoreResult", "Scores", "ScoredMemory")
 
 

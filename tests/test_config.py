@@ -108,3 +108,21 @@ def test_bad_text_or_period_setting_names_the_setting(env: dict[str, str]) -> No
     """An unreadable option value stops the start with the environment variable named."""
     with pytest.raises(ConfigError, match=next(iter(env))):
         load_config(_flags(), env)
+def test_extraction_settings_come_from_the_file_and_environment(tmp_path: Path) -> None:
+    """[extraction] sets the endpoint and retries; NPC_MEMORY_EXTRACTION_* beats it; without a URL it is off."""
+    assert not load_config(_flags(), {}).extraction.enabled
+    file = tmp_path / "c.toml"
+    file.write_text('[extraction]\nurl = "http://file/v1"\nmodel = "qwen2.5:7b"\nmax_attempts = 4\n'
+                    'heroines = ["letia", "mina"]\n')
+    env = {"NPC_MEMORY_CONFIG": str(file), "NPC_MEMORY_EXTRACTION_URL": "http://env/v1"}
+    ex = load_config(_flags(), env).extraction
+    assert (ex.url, ex.model, ex.max_attempts, ex.heroines) == ("http://env/v1", "qwen2.5:7b", 4, ("letia", "mina"))
+    assert ex.enabled
+    assert ex.prompt_path.read_text(encoding="utf-8").count("{dialogue}") == 1
+
+
+def test_extraction_lease_must_outlast_the_call() -> None:
+    """A lease shorter than the model call's timeout would let a second worker take a live job: refused."""
+    with pytest.raises(ConfigError, match="lease_seconds"):
+        load_config(_flags(), {"NPC_MEMORY_EXTRACTION_TIMEOUT_SECONDS": "60",
+                               "NPC_MEMORY_EXTRACTION_LEASE_SECONDS": "30"})

@@ -23,9 +23,12 @@ import pytest_asyncio
 from bad_request import violations
 from google.protobuf import descriptor, field_mask_pb2, struct_pb2, timestamp_pb2
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.message_factory import GetMessageClass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from npc_memory.engine import MemoryEngine
+from npc_memory_client.v1 import context_pb2 as ctx_pb
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
@@ -227,6 +230,12 @@ class Fuzz:
             "ListSavePoints": lambda: svc.ListSavePointsRequest(user_id=scope.user_id),
             "DropTimeline": lambda: svc.DropTimelineRequest(user_id=f"fuzz-save-{uuid.uuid4().hex[:8]}",
                                                             timeline_id=2),
+            # The fuzz server has no chat model: a valid request is refused (FAILED_PRECONDITION) before any write.
+            "ExtractMemories": lambda: ex_pb.ExtractMemoriesRequest(scope=scope, dialogue=ex_pb.Dialogue(
+                dialogue_id="fuzz-dialogue", turns=[ex_pb.DialogueTurn(speaker=pb.SPEAKER_USER, text="바다")])),
+            "GetExtractionJob": lambda: ex_pb.GetExtractionJobRequest(user_id=scope.user_id, job_id=str(uuid.uuid4())),
+            "BuildContext": lambda: ctx_pb.BuildContextRequest(scope=scope, utterance="바다", token_budget=200,
+                                                               include_shared=True),
         }
         return builders[method]()
 
@@ -276,7 +285,7 @@ async def fuzz(stub: Stub, server_port: int, database_url: str, engine: MemoryEn
 
 
 METHODS = [m.name for m in SERVICE.methods]
-REQUEST_TYPES: dict[str, type[Message]] = {m.name: getattr(svc, m.input_type.name) for m in SERVICE.methods}
+REQUEST_TYPES: dict[str, type[Message]] = {m.name: GetMessageClass(m.input_type) for m in SERVICE.methods}
 
 
 def _mutations(method: str, dim: int, most: int) -> st.SearchStrategy[list[tuple[Path, Any]]]:

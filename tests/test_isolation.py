@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from npc_memory.domain.paging import Cursor, encode_cursor
 from npc_memory.engine import MemoryEngine
+from npc_memory_client.v1 import context_pb2 as ctx_pb
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
@@ -115,11 +117,37 @@ async def _drop(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]
     return await stub.DropTimeline(svc.DropTimelineRequest(user_id=me.user_id, timeline_id=victim.timeline_id + 10_000))
 
 
+async def _extract(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message | None:
+    # This suite's server has no chat model: the dialogue is refused before anything is written. Jobs of
+    # another player are covered by _job here and by tests/test_extraction.py against a scripted model.
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.ExtractMemories(ex_pb.ExtractMemoriesRequest(scope=me, dialogue=ex_pb.Dialogue(
+            dialogue_id=victim.memory_id, turns=[ex_pb.DialogueTurn(speaker=pb.SPEAKER_USER, text="서울")])))
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    return None
+
+
+async def _job(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message | None:
+    # Without a model the jobs RPCs are refused outright (FAILED_PRECONDITION); with one, another player's job
+    # is NOT_FOUND (tests/test_extraction.py). Either way nothing of the victim comes back.
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.GetExtractionJob(ex_pb.GetExtractionJobRequest(user_id=me.user_id, job_id=victim.memory_id))
+    assert refused.value.code() in {grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND}
+    return None
+
+
+async def _context(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message:
+    # Even asking for shared memories, a private memory of another heroine never enters the context.
+    return await stub.BuildContext(ctx_pb.BuildContextRequest(
+        scope=me, utterance="서울에 산다", token_budget=500, include_shared=True))
+
+
 CASES: dict[str, Case] = {
     "StoreMemories": _store, "SearchMemories": _search, "GetMemory": _get, "ListMemories": _list,
     "InvalidateMemory": _invalidate, "UpdateMemory": _update, "GetMemoryHistory": _history,
     "ForgetPlayer": _forget, "ExpandMemory": _expand, "ListLinks": _links, "CreateSavePoint": _save,
-    "LoadSavePoint": _load, "ListSavePoints": _saves, "DropTimeline": _drop,
+    "LoadSavePoint": _load, "ListSavePoints": _saves, "DropTimeline": _drop, "ExtractMemories": _extract,
+    "GetExtractionJob": _job, "BuildContext": _context,
 }
 
 

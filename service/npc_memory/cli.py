@@ -30,6 +30,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedding-url", dest="embedding_url", help="OpenAI-compatible base URL")
     parser.add_argument("--embedding-model", dest="embedding_model", help="model name recorded on rows")
     parser.add_argument("--embedding-dim", dest="embedding_dim", type=int, help="vector size (required for none)")
+    parser.add_argument("--extraction-url", dest="extraction_url",
+                        help="OpenAI-compatible chat-completions base URL for ExtractMemories (off when empty)")
+    parser.add_argument("--extraction-model", dest="extraction_model", help="chat model for ExtractMemories")
     parser.add_argument("--log-level", default=os.environ.get("NPC_MEMORY_LOG_LEVEL", "INFO"))
 
 

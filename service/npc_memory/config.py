@@ -14,6 +14,7 @@ from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
 from npc_memory.domain.scoring import RECENCY_DAYS
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
+from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store.pool import PoolSettings
 from npc_memory.text import TextOptions
 
@@ -189,6 +190,7 @@ class Config:
     retention: RetentionConfig = RetentionConfig()
     text: TextOptions = TextOptions()  # noqa: RUF009  (frozen, so sharing it is safe)
     """How text becomes BM25 terms (text/tokenize.py); options that change stored terms need re-tokenising."""
+    extraction: ExtractionSettings = ExtractionSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     keyword_backend: KeywordBackend = "auto"
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
     start against the database (runtime.resolve_backend)."""
@@ -377,6 +379,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             name: pick(f"text_{name}", getattr(TextOptions, name), _bool)
             for name in ("latin_words", "stem_latin", "function_words", "honorifics", "question_words")
         }),
+        extraction=_extraction(pick, file.get("extraction", {})),
         keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )
     _check(config)
@@ -388,6 +391,31 @@ def _check_limits(server: ServerConfig) -> None:
         raise ConfigError("health_interval and health_timeout must be positive")
     if server.max_concurrent_streams < 1 or server.max_send_message_bytes < 1024:
         raise ConfigError("max_concurrent_streams must be >= 1 and max_send_message_bytes >= 1024")
+
+
+def _extraction(pick: Callable[[str, Any, Callable[[str], Any]], Any], raw: Mapping[str, Any]) -> ExtractionSettings:
+    """Flags and environment (extraction_*), then the [extraction] table, then the defaults."""
+    d = ExtractionSettings()
+
+    def get(name: str, parse: Callable[[str], Any]) -> Any:
+        return pick(f"extraction_{name}", parse(str(raw.get(name, getattr(d, name)))), parse)
+
+    heroines = raw.get("heroines")
+    return ExtractionSettings(
+        url=get("url", str), model=get("model", str), api_key=get("api_key", str),
+        timeout_seconds=get("timeout_seconds", float), prompt_path=Path(get("prompt_path", str)).expanduser(),
+        heroines=tuple(heroines) if heroines else d.heroines,
+        max_attempts=get("max_attempts", int), backoff_seconds=get("backoff_seconds", float),
+        backoff_max_seconds=get("backoff_max_seconds", float), lease_seconds=get("lease_seconds", float),
+        poll_seconds=get("poll_seconds", float),
+    )
+
+
+def _check_extraction(ex: ExtractionSettings) -> None:
+    if ex.max_attempts < 1 or min(ex.timeout_seconds, ex.lease_seconds, ex.poll_seconds) <= 0:
+        raise ConfigError("extraction needs max_attempts >= 1 and positive timeout, lease and poll seconds")
+    if ex.lease_seconds <= ex.timeout_seconds:
+        raise ConfigError("extraction lease_seconds must exceed timeout_seconds (a job must outlast its call)")
 
 
 def _check(config: Config) -> None:
@@ -410,6 +438,7 @@ def _check(config: Config) -> None:
         raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
     if not -1.0 < config.search.deepen_min_relevance <= 1.0:
         raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
+    _check_extraction(config.extraction)
     policies = config.retention.policies
     for name, policy in {"default": policies.default, **policies.heroines}.items():
         if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:

@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
+from npc_memory.domain.context import ContextBlock, assemble
 from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed, passing
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import (
@@ -41,7 +42,7 @@ from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import EMBED_SECONDS
-from npc_memory.store import idempotency, lifecycle, links, reads, search, timelines, writes
+from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -91,11 +92,18 @@ class MemoryEngine:
             meaning=analysis.meaning,
         )
 
-    async def store(self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "") -> list[StoreResult]:
-        """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id."""
+    async def store(
+        self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
+    ) -> list[StoreResult]:
+        """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id.
+
+        ``on_commit`` joins the write transaction; with it, a repeated request_id is answered inside the
+        transaction (so the hook runs on the replay too) rather than by the early check.
+        """
         write = self.write_settings
         fingerprint = request_fingerprint(facts) if request_id else ""
-        if request_id:  # a repeat skips the embedder; the write transaction checks the key again under its lock
+        # A repeat skips the embedder; the write transaction checks the key again under its lock.
+        if request_id and on_commit is None:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
@@ -107,7 +115,8 @@ class MemoryEngine:
             lambda: [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
         )
         return await writes.store_memories(
-            self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours
+            self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
+            on_commit,
         )
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
@@ -126,6 +135,21 @@ class MemoryEngine:
         terms = self.tokenizer.query_terms(query.text) if query.text else []
         await self._check_view(query.scope.user_id, query.view)
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
+
+    async def build_context(
+        self, scope: Scope, utterance: str, budget: int, include_shared: bool, language: str, now: datetime,
+        relevant_limit: int = 10, profile_limit: int = 200,
+    ) -> ContextBlock:
+        """The heroine's context block: profile rows and the utterance's search hits, assembled within budget."""
+        profile = await context.profile_rows(self.db, scope, now, include_shared, profile_limit)
+        hits: list[ScoredMemory] = []
+        if utterance.strip():
+            hits = await self.search(SearchQuery(
+                scope=scope, text=utterance, limit=relevant_limit,
+                weights=self.search_settings.weights_for(scope.heroine_id), now=now, include_shared=include_shared,
+                recency_days=self.search_settings.recency_days_for(scope.heroine_id),
+            ))
+        return assemble(scope, profile, hits, budget, language)
 
     def with_period(self, query: SearchQuery) -> SearchQuery:
         """The period the query text names, unless the request asks for a past state (``as_of``)."""
@@ -178,12 +202,12 @@ class MemoryEngine:
 
     async def list_page(
         self, scope: Scope, flt: MemoryFilter, include_invalidated: bool, page_size: int, after: Cursor | None,
-        view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
+        view: ReadView = LIVE, include_shared: bool = False, max_bytes: int = MAX_PAGE_BYTES,
     ) -> tuple[list[Memory], Cursor | None]:
-        """A page of the scope's memories, newest first."""
+        """A page of the scope's memories (and the player's shared ones if asked), newest first."""
         await self._check_view(scope.user_id, view)
         return await reads.list_memories(
-            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, view, max_bytes
+            self.db, scope, flt, include_invalidated, utcnow(), page_size, after, view, include_shared, max_bytes
         )
 
     async def invalidate(self, scope: Scope, memory_id: UUID, invalid_at: datetime | None) -> Memory:

@@ -15,6 +15,7 @@ from npc_memory.config import Config, DatabaseConfig, KeywordBackend
 from npc_memory.embedding import Embedder, create_embedder
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
+from npc_memory.extraction.service import Extractor
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.migrate import migrate
@@ -93,3 +94,16 @@ async def open_engine(config: Config) -> AsyncIterator[MemoryEngine]:
             yield await build_engine(config, db, embedder)
         finally:
             await embedder.aclose()
+
+
+@contextlib.asynccontextmanager
+async def open_extractor(config: Config, engine: MemoryEngine) -> AsyncIterator[Extractor | None]:
+    """The extractor on the engine when an endpoint is configured (None otherwise); its client closed on exit."""
+    if not config.extraction.enabled:
+        yield None
+        return
+    extractor = Extractor.create(engine, config.extraction)
+    try:
+        yield extractor
+    finally:
+        await extractor.aclose()

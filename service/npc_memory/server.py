@@ -16,11 +16,12 @@ from npc_memory.api.servicer import MemoryServicer
 from npc_memory.background import SERVICE_NAME, maintain_every, watch_health
 from npc_memory.config import Config, SecurityConfig, ServerConfig
 from npc_memory.engine import MemoryEngine
+from npc_memory.extraction.service import Extractor
 from npc_memory.ops.interceptor import ServiceInterceptor
 from npc_memory.ops.keys import KeyRing
 from npc_memory.ops.metrics import sample_pool
 from npc_memory.ops.tls import server_credentials
-from npc_memory.runtime import open_engine
+from npc_memory.runtime import open_engine, open_extractor
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +29,13 @@ log = logging.getLogger(__name__)
 async def create_server(
     engine: MemoryEngine, address: str, security: SecurityConfig = SecurityConfig(),  # noqa: B008  (frozen)
     keys: KeyRing | None = None, reuse_port: bool = False, limits: ServerConfig = ServerConfig(),  # noqa: B008
+    extractor: Extractor | None = None,
 ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     """A ready (not yet started) server with the memory, health and reflection services behind the interceptor."""
     interceptor = ServiceInterceptor(keys or KeyRing(), log_user_ids=security.log_user_ids)
     options = [(k, int(reuse_port) if k == "grpc.so_reuseport" else v) for k, v in limits.grpc_options()]
     server = grpc.aio.server(interceptors=[interceptor], options=options)
-    add_memory_service(MemoryServicer(engine), server)
+    add_memory_service(MemoryServicer(engine, extractor), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -60,23 +62,27 @@ def bind_host(config: Config, keys: KeyRing) -> str:
     return "localhost"
 
 
+
 @contextlib.asynccontextmanager
 async def serving(config: Config, reuse_port: bool = False) -> AsyncIterator[tuple[int, health.aio.HealthServicer]]:
     """The whole service for the block, yielding its port and health servicer.
 
-    On exit health turns NOT_SERVING, new calls are refused, in-flight calls get ``grace_seconds``, then the
-    pool, the embedder and an embedded PostgreSQL stop (in open_engine's exits).
+    Runs the health watcher, the pool sampler and, when configured, the retention schedule and the extraction
+    worker. On exit health turns NOT_SERVING, new calls are refused, in-flight calls get ``grace_seconds``, then
+    the pool, the embedder and an embedded PostgreSQL stop (in open_engine's exits).
     """
     keys = KeyRing(path=config.security.api_keys_file)
-    async with open_engine(config) as engine:
+    async with open_engine(config) as engine, open_extractor(config, engine) as extractor:
         host = bind_host(config, keys)
         server, port, health_servicer = await create_server(
-            engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, config.server)
+            engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, config.server, extractor)
         await server.start()
         tasks = [asyncio.create_task(watch_health(
                      engine, health_servicer, config.server.health_interval_seconds,
                      config.server.health_timeout_seconds)),
                  asyncio.create_task(sample_pool(engine.db))]
+        if extractor is not None:
+            tasks.append(asyncio.create_task(extractor.work_forever()))
         if config.retention.interval_minutes > 0:
             tasks.append(asyncio.create_task(maintain_every(
                 engine.db, config.retention.interval_minutes, config.retention.policies,

@@ -23,6 +23,15 @@ from npc_memory_client.errors import (
     NotFoundError,
     UnavailableError,
 )
+from npc_memory_client.extraction import (
+    ContextBlock,
+    ContextItem,
+    ContextSection,
+    ExtractedMemory,
+    ExtractionJob,
+    RejectedFact,
+    Turn,
+)
 from npc_memory_client.inputs import Fact
 from npc_memory_client.model import (
     CloseReason,
@@ -45,6 +54,7 @@ from npc_memory_client.model import (
     Subject,
     Tier,
     Timeline,
+    Visibility,
     Weights,
 )
 from npc_memory_client.retry import NO_RETRY, RetryPolicy
@@ -58,8 +68,13 @@ __all__ = [
     "CloseReason",
     "ConflictError",
     "ContentType",
+    "ContextBlock",
+    "ContextItem",
+    "ContextSection",
     "DeadlineExceededError",
     "Expansion",
+    "ExtractedMemory",
+    "ExtractionJob",
     "Fact",
     "FailedPreconditionError",
     "FieldViolation",
@@ -72,6 +87,7 @@ __all__ = [
     "MemoryFilter",
     "MemoryPage",
     "NotFoundError",
+    "RejectedFact",
     "RetryPolicy",
     "SavePoint",
     "SaveState",
@@ -84,6 +100,8 @@ __all__ = [
     "Subject",
     "Tier",
     "Timeline",
+    "Turn",
     "UnavailableError",
+    "Visibility",
     "Weights",
 ]

@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 
 from npc_memory_client import _requests as rq
 from npc_memory_client import _results as rs
+from npc_memory_client import extraction as ex
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
 from npc_memory_client.model import (
     Expansion,
@@ -144,3 +145,25 @@ def drop_timeline(user_id: str, timeline_id: int) -> Call[int]:
         "DropTimeline", svc.DropTimelineRequest(user_id=user_id, timeline_id=timeline_id),
         lambda r: int(r.deleted_memories), idempotent=False,
     )
+def extract(
+    user_id: str, heroine_id: str, dialogue_id: str, turns: Sequence[ex.Turn | str], wait: bool
+) -> Call[ex.ExtractionJob]:
+    """ExtractMemories; safe to repeat (one job per dialogue id)."""
+    return Call("ExtractMemories", ex.extract_request(user_id, heroine_id, dialogue_id, turns, wait),
+                lambda r: ex.job(r.job), idempotent=True)
+
+
+def extraction_job(user_id: str, job_id: UUID | str) -> Call[ex.ExtractionJob]:
+    """GetExtractionJob."""
+    return Call("GetExtractionJob", ex.job_request(user_id, job_id),
+                lambda r: ex.job(r.job), idempotent=True)
+
+
+def build_context(
+    user_id: str, heroine_id: str, utterance: str, opts: ex.ContextOptions
+) -> Call[ex.ContextBlock]:
+    """BuildContext."""
+    return Call("BuildContext", ex.context_request(
+        user_id, heroine_id, utterance, opts.get("token_budget", 0), opts.get("include_shared", False),
+        opts.get("language", ""), opts.get("now"),
+    ), ex.block, idempotent=True)

@@ -5,7 +5,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from npc_memory_client.model import CloseReason, ContentType, Fusion, Speaker, StoreOutcome, Subject, Tier
+from npc_memory_client.model import (
+    CloseReason,
+    ContentType,
+    Fusion,
+    Speaker,
+    StoreOutcome,
+    Subject,
+    Tier,
+    Visibility,
+)
 from npc_memory_client.v1 import memory_pb2 as pb
 
 E = TypeVar("E", bound=StrEnum)
@@ -19,6 +28,7 @@ _WIRE: dict[type[StrEnum], tuple[Any, str]] = {
     CloseReason: (pb.CloseReason, "CLOSE_REASON_"),
     Fusion: (pb.FusionMethod, "FUSION_METHOD_"),
     StoreOutcome: (pb.StoreOutcome, "STORE_OUTCOME_"),
+    Visibility: (pb.Visibility, "VISIBILITY_"),
 }
 
 

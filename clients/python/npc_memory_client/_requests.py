@@ -11,7 +11,7 @@ from google.protobuf import struct_pb2, timestamp_pb2
 
 from npc_memory_client._enums import to_wire
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
-from npc_memory_client.model import MemoryFilter, Weights
+from npc_memory_client.model import MemoryFilter, Visibility, Weights
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
@@ -53,6 +53,7 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
         embedding=list(f.embedding),
         related=[memory_ref(r) for r in f.related],
         parents=[memory_ref(r) for r in f.parents],
+        visibility=to_wire(Visibility.SHARED if f.shared else Visibility.PRIVATE),
     )
     if f.valid_at is not None:
         out.valid_at.CopyFrom(timestamp(f.valid_at))
@@ -96,6 +97,7 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> sv
         include_invalidated=opts.get("include_invalidated", False),
         hops=opts.get("hops", 0), deepen=opts.get("deepen", False),
         deepen_min_relevance=opts.get("deepen_min_relevance", 0.0),
+        include_shared=opts.get("include_shared", False),
     )
     if (w := opts.get("weights")) is not None:
         out.weights.CopyFrom(_weights(w))
@@ -119,6 +121,7 @@ def list_page(user_id: str, heroine_id: str, opts: ListOptions) -> svc.ListMemor
     out = svc.ListMemoriesRequest(
         scope=scope(user_id, heroine_id), page_size=opts.get("page_size", 0),
         page_token=opts.get("page_token", ""), include_invalidated=opts.get("include_invalidated", False),
+        include_shared=opts.get("include_shared", False),
     )
     if (f := opts.get("filter")) is not None:
         out.filter.CopyFrom(memory_filter(f))

@@ -29,6 +29,7 @@ from npc_memory_client.model import (
     Subject,
     Tier,
     Timeline,
+    Visibility,
 )
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -73,6 +74,7 @@ def memory(m: pb.Memory) -> Memory:
         close_reason=from_wire(CloseReason, m.close_reason) if m.close_reason else None,
         embedding_model=m.embedding_model,
         timeline_id=m.timeline_id,
+        visibility=from_wire(Visibility, m.visibility) if m.visibility else Visibility.PRIVATE,
     )
 
 

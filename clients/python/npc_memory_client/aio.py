@@ -15,6 +15,7 @@ import grpc
 from npc_memory_client import _calls
 from npc_memory_client._results import MemoryPage
 from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
+from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, Turn
 from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
 from npc_memory_client.model import (
     Expansion,
@@ -164,3 +165,20 @@ class AsyncClient:
     async def drop_timeline(self, user_id: str, timeline_id: int, *, timeout: float | None = None) -> int:
         """Erase an abandoned timeline (and its branches); the number of rows erased."""
         return await self._run(_calls.drop_timeline(user_id, timeline_id), timeout)
+    async def extract(
+        self, user_id: str, heroine_id: str, dialogue_id: str, turns: Sequence[Turn | str], *, wait: bool = False,
+        timeout: float | None = None,
+    ) -> ExtractionJob:
+        """Queue a dialogue for extraction (one job per dialogue id); ``wait`` runs one attempt first."""
+        return await self._run(_calls.extract(user_id, heroine_id, dialogue_id, turns, wait), timeout)
+
+    async def extraction_job(self, user_id: str, job_id: UUID | str, *, timeout: float | None = None) -> ExtractionJob:
+        """An extraction job of the player: state, attempts, error, memories written, facts rejected."""
+        return await self._run(_calls.extraction_job(user_id, job_id), timeout)
+
+    async def build_context(
+        self, user_id: str, heroine_id: str, utterance: str = "", *, timeout: float | None = None,
+        **opts: Unpack[ContextOptions],
+    ) -> ContextBlock:
+        """The heroine's prompt block within a token budget, structured and rendered."""
+        return await self._run(_calls.build_context(user_id, heroine_id, utterance, opts), timeout)

@@ -32,6 +32,8 @@ class Fact:
     """Memories this fact is related to: ids, or the position (int) of another fact of the same call."""
     parents: Sequence[UUID | str | int] = ()
     """Memories this fact was distilled from, named the same way."""
+    shared: bool = False
+    """Visible to every heroine of the player (when a read asks for shared memories), not only this one."""
 
 
 class SearchOptions(TypedDict, total=False):
@@ -44,6 +46,7 @@ class SearchOptions(TypedDict, total=False):
     filter: MemoryFilter
     fusion: Fusion
     include_invalidated: bool
+    include_shared: bool
     query_embedding: Sequence[float]
     hops: int
     deepen: bool
@@ -57,6 +60,7 @@ class ListOptions(TypedDict, total=False):
     page_token: str
     filter: MemoryFilter
     include_invalidated: bool
+    include_shared: bool
 
 
 class UpdateOptions(TypedDict, total=False):

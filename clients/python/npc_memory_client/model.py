@@ -13,6 +13,16 @@ from typing import Any
 from uuid import UUID
 
 
+class Visibility(StrEnum):
+    """Who may see a memory: the heroine who heard it (its scope), or every heroine of the player when asked.
+
+    A shared memory shown to another heroine keeps its own scope: ``memory.scope.heroine_id`` names who heard it.
+    """
+
+    PRIVATE = "private"
+    SHARED = "shared"
+
+
 class Speaker(StrEnum):
     """Who said it."""
 
@@ -126,6 +136,7 @@ class Memory:
     close_reason: CloseReason | None
     embedding_model: str
     timeline_id: int = 1
+    visibility: Visibility = Visibility.PRIVATE
 
 
 @dataclass(frozen=True)

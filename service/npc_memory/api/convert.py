@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from google.protobuf import timestamp_pb2
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 from npc_memory.api import enums
 from npc_memory.domain.gametime import game_day
+from npc_memory.domain.jobs import Job, JobResult
 from npc_memory.domain.links import Expansion, Link, LinkKind, LinkView
-from npc_memory.domain.model import Memory, SavePoint, ScoredMemory, StoreResult, Timeline
+from npc_memory.domain.model import Memory, SavePoint, Scope, ScoredMemory, StoreResult, Timeline
 
 
 def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
@@ -21,8 +23,8 @@ def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
     return ts
 
 
-def memory(m: Memory) -> pb.Memory:
-    """The wire form of a stored row."""
+def memory(m: Memory, asked: Scope | None = None) -> pb.Memory:
+    """The wire form of a stored row; a row of another scope than ``asked`` is marked with its heroine."""
     out = pb.Memory(
         memory_id=str(m.id),
         scope=pb.Scope(user_id=m.scope.user_id, heroine_id=m.scope.heroine_id),
@@ -41,6 +43,8 @@ def memory(m: Memory) -> pb.Memory:
         close_reason=enums.CLOSE_REASONS[m.close_reason] if m.close_reason else pb.CLOSE_REASON_UNSPECIFIED,
         embedding_model=m.embedding_model,
         timeline_id=m.timeline_id,
+        visibility=enums.to_proto(enums.VISIBILITIES, m.visibility),
+        shared_from=m.scope.heroine_id if asked is not None and m.scope != asked else "",
     )
     out.metadata.update(m.metadata)
     out.valid_game_day.day = game_day(m.valid_at)
@@ -63,11 +67,11 @@ def timeline(t: Timeline) -> pb.Timeline:
     return out
 
 
-def scored(s: ScoredMemory) -> pb.ScoredMemory:
-    """A search hit with its scores."""
+def scored(s: ScoredMemory, asked: Scope | None = None) -> pb.ScoredMemory:
+    """A search hit with its scores (marked as shared when it is of another scope than ``asked``)."""
     sc = s.scores
     return pb.ScoredMemory(
-        memory=memory(s.memory),
+        memory=memory(s.memory, asked),
         scores=pb.Scores(
             recency=sc.recency, importance=sc.importance, relevance=sc.relevance, keyword=sc.keyword,
             final=sc.final,
@@ -112,4 +116,23 @@ def store_result(r: StoreResult) -> pb.StoreResult:
         memory_id=str(r.memory_id),
         outcome=enums.OUTCOMES[r.outcome],
         superseded_ids=[str(i) for i in r.superseded_ids],
+    )
+
+
+def extraction_job(job: Job) -> ex_pb.ExtractionJob:
+    """The wire form of an extraction job."""
+    result = job.result or JobResult()
+    return ex_pb.ExtractionJob(
+        job_id=str(job.id),
+        scope=pb.Scope(user_id=job.scope.user_id, heroine_id=job.scope.heroine_id),
+        dialogue_id=job.dialogue_id,
+        state=enums.JOB_STATES[job.state],
+        attempts=job.attempts,
+        last_error=job.last_error,
+        memories=[ex_pb.ExtractedMemory(fact_index=m.index, content=m.content, result=store_result(m.result))
+                  for m in result.memories],
+        rejected=[ex_pb.RejectedFact(fact_index=r.index, reasons=list(r.reasons), raw=r.raw)
+                  for r in result.rejected],
+        created_at=timestamp(job.created_at),
+        updated_at=timestamp(job.updated_at),
     )

@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.message_factory import GetMessageClass
 from grpc_status import rpc_status
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
@@ -22,6 +24,13 @@ from npc_memory.errors import InvalidArgumentError
 SERVICE = svc.DESCRIPTOR.services_by_name["MemoryService"]
 WHOLE_REQUEST = ""
 """The BadRequest field path of a violation about the request as a whole."""
+
+
+
+def message_class(descriptor: Descriptor) -> type[Message]:
+    """The generated class of a request or response (some live in extraction_pb2 and context_pb2, not svc)."""
+    return GetMessageClass(descriptor)
+
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]
 
@@ -50,7 +59,7 @@ def _decoding(behaviour: Behaviour, request_type: type[Message]) -> Behaviour:
 
 def decoded(method: str, raw: bytes) -> Message | bytes:
     """``raw`` parsed as ``method``'s request, or left as bytes when it does not parse (the handler refuses it)."""
-    request_type: type[Message] = getattr(svc, SERVICE.methods_by_name[method].input_type.name)
+    request_type: type[Message] = message_class(SERVICE.methods_by_name[method].input_type)
     try:
         return request_type.FromString(raw)
     except DecodeError:
@@ -61,9 +70,9 @@ def add_memory_service(servicer: object, server: grpc.aio.Server) -> None:
     """Register every MemoryService method of ``servicer``, parsing requests in the handler."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
         method.name: grpc.unary_unary_rpc_method_handler(
-            _decoding(getattr(servicer, method.name), getattr(svc, method.input_type.name)),
+            _decoding(getattr(servicer, method.name), message_class(method.input_type)),
             request_deserializer=None,
-            response_serializer=getattr(svc, method.output_type.name).SerializeToString,
+            response_serializer=message_class(method.output_type).SerializeToString,
         )
         for method in SERVICE.methods
     }

@@ -5,9 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 
-from npc_memory.domain.model import CloseReason, ContentType, Fusion, Speaker, StoreOutcome, Subject, Tier
+from npc_memory.domain.jobs import JobState
+from npc_memory.domain.model import (
+    CloseReason,
+    ContentType,
+    Fusion,
+    Speaker,
+    StoreOutcome,
+    Subject,
+    Tier,
+    Visibility,
+)
 
 SPEAKERS: dict[int, Speaker] = {pb.SPEAKER_USER: Speaker.USER, pb.SPEAKER_HEROINE: Speaker.HEROINE}
 SUBJECTS: dict[int, Subject] = {
@@ -23,6 +34,9 @@ CONTENT_TYPES: dict[int, ContentType] = {
     pb.CONTENT_TYPE_RELATIONSHIP: ContentType.RELATIONSHIP,
 }
 TIERS: dict[int, Tier] = {pb.TIER_GIST: Tier.GIST, pb.TIER_KNOWLEDGE: Tier.KNOWLEDGE, pb.TIER_SOURCE: Tier.SOURCE}
+VISIBILITIES: dict[int, Visibility] = {
+    pb.VISIBILITY_PRIVATE: Visibility.PRIVATE, pb.VISIBILITY_SHARED: Visibility.SHARED,
+}
 FUSIONS: dict[int, Fusion] = {pb.FUSION_METHOD_WEIGHTED: Fusion.WEIGHTED, pb.FUSION_METHOD_RRF: Fusion.RRF}
 CLOSE_REASONS: dict[CloseReason, pb.CloseReason.ValueType] = {
     CloseReason.SUPERSEDED: pb.CLOSE_REASON_SUPERSEDED,
@@ -34,6 +48,13 @@ OUTCOMES: dict[StoreOutcome, pb.StoreOutcome.ValueType] = {
     StoreOutcome.SUPERSEDED: pb.STORE_OUTCOME_SUPERSEDED,
     StoreOutcome.DUPLICATE: pb.STORE_OUTCOME_DUPLICATE,
     StoreOutcome.HISTORICAL: pb.STORE_OUTCOME_HISTORICAL,
+}
+
+JOB_STATES: dict[JobState, ex_pb.ExtractionJobState.ValueType] = {
+    JobState.PENDING: ex_pb.EXTRACTION_JOB_STATE_PENDING,
+    JobState.RUNNING: ex_pb.EXTRACTION_JOB_STATE_RUNNING,
+    JobState.DONE: ex_pb.EXTRACTION_JOB_STATE_DONE,
+    JobState.FAILED: ex_pb.EXTRACTION_JOB_STATE_FAILED,
 }
 
 

@@ -21,6 +21,7 @@ from npc_memory.domain.model import (
     Scope,
     SearchQuery,
     Tier,
+    Visibility,
 )
 from npc_memory.domain.paging import BadPageTokenError, Cursor, decode_cursor
 
@@ -68,6 +69,8 @@ def _fact(
         embedding=c.vector(f"{path}.embedding", m.embedding, dim),
         related=tuple(c.ref(f"{path}.related[{j}]", r, index, batch) for j, r in enumerate(m.related)),
         parents=tuple(c.ref(f"{path}.parents[{j}]", r, index, batch) for j, r in enumerate(m.parents)),
+        visibility=c.enum(f"{path}.visibility", m.visibility, enums.VISIBILITIES, Visibility.PRIVATE)
+        or Visibility.PRIVATE,
     )
 
 
@@ -130,7 +133,7 @@ def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim
         scope=scope, text=text, limit=limit, weights=weights, now=now, as_of=as_of, filter=flt,
         fusion=fusion, include_invalidated=request.include_invalidated, embedding=embedding, view=view,
         hops=request.hops, deepen=request.deepen, deepen_min_relevance=threshold,
-        recency_days=settings.recency_days_for(scope.heroine_id),
+        recency_days=settings.recency_days_for(scope.heroine_id), include_shared=request.include_shared,
     )
 
 
@@ -152,6 +155,7 @@ class ListRequest:
     page_size: int
     after: Cursor | None
     view: ReadView
+    include_shared: bool = False
 
 
 def parse_list(request: svc.ListMemoriesRequest) -> ListRequest:
@@ -170,7 +174,7 @@ def parse_list(request: svc.ListMemoriesRequest) -> ListRequest:
     flt = _filter(c, request.filter)
     view = _view(c, request)
     c.done()
-    return ListRequest(scope, flt, request.include_invalidated, page_size, after, view)
+    return ListRequest(scope, flt, request.include_invalidated, page_size, after, view, request.include_shared)
 
 
 def _scoped_id(

@@ -5,14 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+from npc_memory_client.v1 import context_pb2 as ctx_pb
+from npc_memory_client.v1 import extraction_pb2 as ex_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from npc_memory.api import convert, enums, requests
+from npc_memory.api import context, convert, enums, extraction_requests, requests
 from npc_memory.api.errors import handle_errors
 from npc_memory.domain.paging import encode_cursor
 from npc_memory.engine import MemoryEngine
+from npc_memory.errors import FailedPreconditionError
+from npc_memory.extraction.service import Extractor
 
 Ctx = grpc.aio.ServicerContext
 
@@ -20,9 +24,15 @@ Ctx = grpc.aio.ServicerContext
 class MemoryServicer(svc_grpc.MemoryServiceServicer):
     """npc_memory.v1.MemoryService over a MemoryEngine."""
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: MemoryEngine, extractor: Extractor | None = None) -> None:
         self._engine = engine
         self._dim = engine.embedder.dim
+        self._extractor = extractor
+
+    def _extraction(self) -> Extractor:
+        if self._extractor is None:
+            raise FailedPreconditionError("extraction is not configured on this server (extraction_url is empty)")
+        return self._extractor
 
     @handle_errors
     async def StoreMemories(  # noqa: N802  (gRPC method names are fixed by the proto)
@@ -45,7 +55,7 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         else:
             hits = await self._engine.search(query)
         return svc.SearchMemoriesResponse(
-            results=[convert.scored(h) for h in hits], embedding_model=self._engine.embedder.name,
+            results=[convert.scored(h, query.scope) for h in hits], embedding_model=self._engine.embedder.name,
             answered_tier=enums.to_proto(enums.TIERS, tier) if tier else pb.TIER_UNSPECIFIED,
         )
 
@@ -64,10 +74,11 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """A page of the scope's memories."""
         parsed = requests.parse_list(request)
         memories, cursor = await self._engine.list_page(
-            parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after, parsed.view
+            parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after, parsed.view,
+            parsed.include_shared,
         )
         return svc.ListMemoriesResponse(
-            memories=[convert.memory(m) for m in memories],
+            memories=[convert.memory(m, parsed.scope) for m in memories],
             next_page_token=encode_cursor(cursor) if cursor else "",
         )
 
@@ -111,6 +122,36 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """Erase a player's rows across heroines."""
         user_id = requests.parse_forget(request)
         return svc.ForgetPlayerResponse(deleted_memories=await self._engine.forget_player(user_id))
+
+    @handle_errors
+    async def ExtractMemories(  # noqa: N802
+        self, request: ex_pb.ExtractMemoriesRequest, context: Ctx[Any, Any]
+    ) -> ex_pb.ExtractMemoriesResponse:
+        """Queue a dialogue for extraction (once per dialogue id); in sync mode run an attempt first."""
+        p = extraction_requests.parse_extract(request)
+        extractor = self._extraction()
+        job = await extractor.submit(p.scope, p.dialogue_id, p.turns)
+        if p.sync:
+            job = await extractor.run_now(job)
+        return ex_pb.ExtractMemoriesResponse(job=convert.extraction_job(job))
+
+    @handle_errors
+    async def GetExtractionJob(  # noqa: N802
+        self, request: ex_pb.GetExtractionJobRequest, context: Ctx[Any, Any]
+    ) -> ex_pb.GetExtractionJobResponse:
+        """An extraction job of the player."""
+        user_id, job_id = extraction_requests.parse_get_job(request)
+        job = await self._extraction().get(user_id, job_id)
+        return ex_pb.GetExtractionJobResponse(job=convert.extraction_job(job))
+
+    @handle_errors
+    async def BuildContext(  # noqa: N802
+        self, request: ctx_pb.BuildContextRequest, context_: Ctx[Any, Any]
+    ) -> ctx_pb.BuildContextResponse:
+        """The heroine's prompt block within a token budget."""
+        p = context.parse_context(request)
+        block = await self._engine.build_context(p.scope, p.utterance, p.budget, p.include_shared, p.language, p.now)
+        return context.context_block(block, p.scope)
 
     @handle_errors
     async def ExpandMemory(  # noqa: N802

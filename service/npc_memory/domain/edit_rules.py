@@ -32,6 +32,7 @@ def version_fact(current: Memory, content: str, valid_at: datetime | None) -> Ne
         speaker=current.speaker, subject=current.subject, subject_id=current.subject_id,
         content_type=current.content_type, content=content, importance=current.importance,
         tier=current.tier, slot=current.slot, valid_at=valid_at, metadata=current.metadata,
+        visibility=current.visibility,
     )
 
 

@@ -23,6 +23,13 @@ USER_SUBJECT_ID = "user"
 WORLD_SUBJECT_ID = "world"
 
 
+class Visibility(StrEnum):
+    """Who may see a memory: the heroine who heard it, or every heroine of the player (when a read asks)."""
+
+    PRIVATE = "private"
+    SHARED = "shared"
+
+
 class Speaker(StrEnum):
     """Who said it."""
 
@@ -118,6 +125,7 @@ class NewMemory:
     embedding: Vector | None = None
     related: tuple[MemoryRef, ...] = ()
     parents: tuple[MemoryRef, ...] = ()
+    visibility: Visibility = Visibility.PRIVATE
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,7 @@ class Memory:
     close_reason: CloseReason | None
     embedding_model: str
     timeline_id: int = 1
+    visibility: Visibility = Visibility.PRIVATE
 
 
 @dataclass(frozen=True)
@@ -203,6 +212,8 @@ class SearchQuery:
     """``[start, end)`` the question names ("last May"): its memories join the candidates by cosine."""
     period_first: bool = False
     """Rank the memories valid in ``period`` above all others (each group by its final score)."""
+    include_shared: bool = False
+    """Also rank the player's memories that other heroines heard and stored as shared."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from npc_memory.domain.model import NewMemory
+from npc_memory.domain.model import NewMemory, Visibility
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
@@ -103,4 +103,6 @@ def request_fingerprint(facts: Sequence[NewMemory]) -> str:
         digest.update(f.embedding.tobytes() if f.embedding is not None else b"-")
         if f.related or f.parents:  # only then, so keys recorded before links existed keep their fingerprint
             digest.update(json.dumps([[str(r) for r in f.related], [str(p) for p in f.parents]]).encode())
+        if f.visibility is not Visibility.PRIVATE:  # only then, so keys recorded before sharing existed still match
+            digest.update(f.visibility.value.encode())
     return digest.hexdigest()

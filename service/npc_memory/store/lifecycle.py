@@ -21,6 +21,7 @@ from npc_memory.store.writes import INSERT, insert_params, scope_params
 FORGET = "DELETE FROM user_memories WHERE user_id = %(user_id)s"
 FORGET_ALSO = (
     "DELETE FROM store_requests WHERE user_id = %(user_id)s",
+    "DELETE FROM extraction_jobs WHERE user_id = %(user_id)s",  # their dialogues are the player's words
     "DELETE FROM save_points WHERE user_id = %(user_id)s",
     "DELETE FROM timelines WHERE user_id = %(user_id)s",
     "DELETE FROM player_state WHERE user_id = %(user_id)s",
@@ -77,7 +78,7 @@ async def update(
 
 
 async def forget_player(db: Database, user_id: str) -> int:
-    """Hard-delete every row of a player, across heroines, history and idempotency records included."""
+    """Hard-delete every row of a player, across heroines: history, idempotency records and extraction jobs."""
     async with db.transaction() as conn:
         await conn.execute(changes.LOCK_PLAYER_ALONE, {"user_id": user_id})
         cur = await conn.execute(FORGET, {"user_id": user_id})

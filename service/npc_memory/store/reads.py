@@ -62,10 +62,11 @@ async def get_memory(db: Database, scope: Scope, memory_id: UUID, view: ReadView
 
 async def list_memories(
     db: Database, scope: Scope, flt: MemoryFilter, include_invalidated: bool, now: datetime,
-    page_size: int, after: Cursor | None, view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
+    page_size: int, after: Cursor | None, view: ReadView = LIVE, include_shared: bool = False,
+    max_bytes: int = MAX_PAGE_BYTES,
 ) -> tuple[list[Memory], Cursor | None]:
     """One page, newest valid_at first, of at most ``max_bytes``, and the next page's cursor (None on the last)."""
-    params = filter_params(flt, now, include_invalidated) | view_params(view) | {
+    params = filter_params(flt, now, include_invalidated) | view_params(view, include_shared) | {
         "user_id": scope.user_id, "heroine_id": scope.heroine_id, "limit": page_size + 1,
         "after_valid_at": after.valid_at if after else None, "after_id": after.id if after else None,
     }

@@ -6,12 +6,12 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain.model import CloseReason, ContentType, Memory, Scope, Speaker, Subject, Tier
+from npc_memory.domain.model import CloseReason, ContentType, Memory, Scope, Speaker, Subject, Tier, Visibility
 
 MEMORY_COLUMN_NAMES = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content",
     "importance", "tier", "slot", "metadata", "valid_at", "invalid_at", "created_at", "updated_at",
-    "superseded_by", "close_reason", "embedding_model", "timeline_id",
+    "superseded_by", "close_reason", "embedding_model", "timeline_id", "visibility",
 )
 
 
@@ -45,4 +45,5 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         close_reason=CloseReason(row["close_reason"]) if row["close_reason"] else None,
         embedding_model=row["embedding_model"],
         timeline_id=row["timeline_id"],
+        visibility=Visibility(row["visibility"]),
     )

@@ -15,6 +15,7 @@ from psycopg import sql
 
 from npc_memory.store.keyword import KeywordSide
 from npc_memory.store.pool import Database
+from npc_memory.store.view import SCOPE_ROWS
 
 AVAILABLE = "SELECT 1 FROM pg_available_extensions WHERE name = 'pgroonga'"
 CREATE_EXTENSION = "CREATE EXTENSION IF NOT EXISTS pgroonga"
@@ -29,11 +30,11 @@ groonga AS MATERIALIZED (
     SELECT m.id, pgroonga_score(m.tableoid, m.ctid)::float8 AS score
     FROM user_memories m
     WHERE m.terms &@~ %(pgroonga_query)s
-      AND m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s
+      AND m.user_id = %(user_id)s AND {scope}
 ),
 keyword AS (
     SELECT g.id, s.cosine, g.score FROM groonga g JOIN scope_rows s ON s.id = g.id
-)""")
+)""").format(scope=SCOPE_ROWS)
 
 
 def pgroonga_query(terms: Sequence[str]) -> str:

@@ -188,7 +188,7 @@ def search_params(
     _, keyword, _ = variant(query, terms, backend)
     w = query.weights
     params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | view_params(
-        query.view) | {
+        query.view, query.include_shared) | {
         "user_id": query.scope.user_id,
         "heroine_id": query.scope.heroine_id,
         "embedding": query.embedding,

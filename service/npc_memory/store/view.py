@@ -24,6 +24,10 @@ ROOT_TIMELINE = 1
 """Every player's first timeline."""
 
 # view_timeline NULL means the player's live timeline (the root without a state row); known_at NULL means now.
+# Which of the player's rows a read sees: the scope's own, and with include_shared the player's shared rows of
+# every heroine. A private row of another heroine never passes it. Writes and non-sharing reads pass False.
+SCOPE_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR (%(include_shared)s AND m.visibility = 'shared'))")
+
 VIEW_CTES = sql.SQL("""
 view AS MATERIALIZED (
     WITH RECURSIVE lineage (timeline_id, upto) AS (
@@ -40,7 +44,7 @@ changes AS MATERIALIZED (
     SELECT DISTINCT ON (c.memory_id) c.memory_id, c.changed_at, c.importance, c.tier, c.metadata,
            c.invalid_at, c.close_reason, c.superseded_by
     FROM memory_changes c CROSS JOIN view v
-    WHERE c.user_id = %(user_id)s AND c.heroine_id = %(heroine_id)s
+    WHERE c.user_id = %(user_id)s AND (c.heroine_id = %(heroine_id)s OR %(include_shared)s)
       AND c.changed_at <= v.uptos[array_position(v.tls, c.timeline_id)]
     ORDER BY c.memory_id, c.changed_at DESC, c.seq DESC
 )""")
@@ -52,7 +56,7 @@ _CLOSED_HERE = f"m.invalid_at IS NOT NULL AND COALESCE(m.closed_at, m.created_at
 
 _FIXED = """m.id, m.user_id, m.heroine_id, m.speaker, m.subject, m.subject_id, m.content_type, m.content,
            m.content_key, m.terms, m.meaning, m.embedding, m.embedding_model, m.slot, m.valid_at, m.created_at,
-           m.timeline_id"""
+           m.timeline_id, m.visibility"""
 
 # Two branches rather than a LEFT JOIN with the changes: rows without a change (nearly all) are kept by a hashed
 # NOT IN, whose cost per row is one hash probe whatever plan the prepared statement settles on, and the few
@@ -64,7 +68,7 @@ VISIBLE = sql.SQL("""(
            CASE WHEN {closed} THEN m.close_reason END AS close_reason,
            CASE WHEN {closed} THEN m.superseded_by END AS superseded_by
     FROM user_memories m CROSS JOIN view v
-    WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.created_at <= {upto}
+    WHERE m.user_id = %(user_id)s AND {scope} AND m.created_at <= {upto}
       AND m.id NOT IN (SELECT memory_id FROM changes)
   UNION ALL
     SELECT {fixed}, ch.importance, ch.tier, ch.metadata, ch.changed_at AS updated_at,
@@ -72,8 +76,8 @@ VISIBLE = sql.SQL("""(
     FROM changes ch
     JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = ch.memory_id
     CROSS JOIN view v
-    WHERE m.heroine_id = %(heroine_id)s AND m.created_at <= {upto}
-)""").format(closed=sql.SQL(_CLOSED_HERE), fixed=sql.SQL(_FIXED), upto=sql.SQL(_UPTO))
+    WHERE {scope} AND m.created_at <= {upto}
+)""").format(closed=sql.SQL(_CLOSED_HERE), fixed=sql.SQL(_FIXED), upto=sql.SQL(_UPTO), scope=SCOPE_ROWS)
 
 
 def with_view(body: sql.Composable) -> sql.Composed:
@@ -81,6 +85,10 @@ def with_view(body: sql.Composable) -> sql.Composed:
     return sql.Composed([sql.SQL("WITH "), VIEW_CTES, sql.SQL("\n"), body])
 
 
-def view_params(view: ReadView = LIVE) -> dict[str, Any]:
-    """Parameters of VIEW_CTES: a timeline (None: the player's live one) as known at ``known_at`` (None: now)."""
-    return {"view_timeline": view.timeline_id, "known_at": view.known_at}
+def view_params(view: ReadView = LIVE, include_shared: bool = False) -> dict[str, Any]:
+    """Parameters of VIEW_CTES and VISIBLE: a timeline as known at a time, and whether shared rows are seen.
+
+    The timeline None is the player's live one, ``known_at`` None is now; ``include_shared`` admits the player's
+    shared rows of other heroines (SCOPE_ROWS).
+    """
+    return {"view_timeline": view.timeline_id, "known_at": view.known_at, "include_shared": include_shared}

@@ -7,7 +7,7 @@ send every insert, close and importance raise with the COMMIT.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -76,7 +76,7 @@ SELECT m.id, m.valid_at, m.invalid_at FROM {visible} m WHERE m.id = ANY(%(ids)s)
 INSERT_COLUMNS = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content", "content_key",
     "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms", "meaning",
-    "valid_at", "invalid_at", "close_reason", "superseded_by", "timeline_id",
+    "valid_at", "invalid_at", "close_reason", "superseded_by", "timeline_id", "visibility",
 )
 INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").format(
     columns=sql.SQL(", ").join(map(sql.Identifier, INSERT_COLUMNS)),
@@ -116,6 +116,7 @@ def insert_params(
         "close_reason": "superseded" if successor else None,
         "superseded_by": successor[0] if successor else None,
         "timeline_id": ROOT_TIMELINE if timeline_id is None else timeline_id,
+        "visibility": fact.visibility.value,
     }
 
 
@@ -123,6 +124,9 @@ def scope_params(scope: Scope) -> dict[str, Any]:
     """The parameters naming a scope and its live view: every statement names its player (docs/operations.md)."""
     return {"user_id": scope.user_id, "heroine_id": scope.heroine_id} | view_params()
 
+
+# Work the caller adds to the write transaction (an extraction job's completion): it commits with the rows.
+OnCommit = Callable[[Connection, list[StoreResult]], Awaitable[None]]
 
 Reads = tuple[AsyncCursor[DictRow], AsyncCursor[DictRow] | None, AsyncCursor[DictRow] | None]
 
@@ -198,12 +202,14 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequenc
 async def store_memories(
     db: Database, scope: Scope, items: Sequence[PreparedMemory], duplicate_threshold: float,
     request_id: str = "", fingerprint: str = "", idempotency_hours: float = 24.0,
+    on_commit: OnCommit | None = None,
 ) -> list[StoreResult]:
     """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
 
     Two round trips in pipeline mode: BEGIN, the lock, the idempotency key and the reads; then the writes,
     the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
     nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
+    ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay).
     """
     async with db.connection() as conn, conn.pipeline(), conn.transaction():
         await conn.execute(changes.LOCK_SCOPE, scope_params(scope))
@@ -217,6 +223,8 @@ async def store_memories(
         if key_cur is not None:
             first = idempotency.replay(await key_cur.fetchone(), request_id, fingerprint)
             if first is not None:
+                if on_commit is not None:
+                    await on_commit(conn, first)
                 return first
         live_row = await live_cur.fetchone()
         dups, timelines, targets = await _fetch_reads(reads, items)
@@ -225,4 +233,6 @@ async def store_memories(
                      int(live_row["timeline_id"]) if live_row else None)
         if request_id:
             await idempotency.record(conn, scope, request_id, fingerprint, plan.results)
+        if on_commit is not None:
+            await on_commit(conn, plan.results)
         return plan.results

@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1anpc_memory/v1/memory.proto\x12\rnpc_memory.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\",\n\x05Scope\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x12\n\nheroine_id\x18\x02 \x01(\t\"\x82\x04\n\x0bMemoryInput\x12\'\n\x07speaker\x18\x01 \x01(\x0e\x32\x16.npc_memory.v1.Speaker\x12\'\n\x07subject\x18\x02 \x01(\x0e\x32\x16.npc_memory.v1.Subject\x12\x12\n\nsubject_id\x18\x03 \x01(\t\x12\x30\n\x0c\x63ontent_type\x18\x04 \x01(\x0e\x32\x1a.npc_memory.v1.ContentType\x12\x0f\n\x07\x63ontent\x18\x05 \x01(\t\x12\x12\n\nimportance\x18\x06 \x01(\x05\x12\x0c\n\x04slot\x18\x07 \x01(\t\x12\x12\n\nsupersedes\x18\x08 \x03(\t\x12,\n\x08valid_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x08metadata\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\tembedding\x18\x0b \x03(\x02\x12!\n\x04tier\x18\x0c \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12)\n\x07related\x18\r \x03(\x0b\x32\x18.npc_memory.v1.MemoryRef\x12)\n\x07parents\x18\x0e \x03(\x0b\x32\x18.npc_memory.v1.MemoryRef\x12/\n\x0evalid_game_day\x18\x0f \x01(\x0b\x32\x17.npc_memory.v1.GameTime\">\n\tMemoryRef\x12\x13\n\tmemory_id\x18\x01 \x01(\tH\x00\x12\x15\n\x0b\x62\x61tch_index\x18\x02 \x01(\x05H\x00\x42\x05\n\x03ref\"\xb0\x01\n\nMemoryLink\x12\x16\n\x0e\x66rom_memory_id\x18\x01 \x01(\t\x12\x14\n\x0cto_memory_id\x18\x02 \x01(\t\x12%\n\x04kind\x18\x03 \x01(\x0e\x32\x17.npc_memory.v1.LinkKind\x12\r\n\x05\x64\x65pth\x18\x04 \x01(\x05\x12\x0b\n\x03via\x18\x05 \x01(\t\x12\x31\n\rdiscovered_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x17\n\x08GameTime\x12\x0b\n\x03\x64\x61y\x18\x01 \x01(\x01\"\xf2\x05\n\x06Memory\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12#\n\x05scope\x18\x02 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\'\n\x07speaker\x18\x03 \x01(\x0e\x32\x16.npc_memory.v1.Speaker\x12\'\n\x07subject\x18\x04 \x01(\x0e\x32\x16.npc_memory.v1.Subject\x12\x12\n\nsubject_id\x18\x05 \x01(\t\x12\x30\n\x0c\x63ontent_type\x18\x06 \x01(\x0e\x32\x1a.npc_memory.v1.ContentType\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12\x12\n\nimportance\x18\x08 \x01(\x05\x12!\n\x04tier\x18\t \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12\x0c\n\x04slot\x18\n \x01(\t\x12)\n\x08metadata\x18\x0b \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x08valid_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ninvalid_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rsuperseded_by\x18\x10 \x01(\t\x12\x30\n\x0c\x63lose_reason\x18\x11 \x01(\x0e\x32\x1a.npc_memory.v1.CloseReason\x12\x17\n\x0f\x65mbedding_model\x18\x12 \x01(\t\x12/\n\x0evalid_game_day\x18\x13 \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12\x31\n\x10invalid_game_day\x18\x14 \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12\x13\n\x0btimeline_id\x18\x15 \x01(\x03\"_\n\tSavePoint\x12\x0f\n\x07save_id\x18\x01 \x01(\t\x12\x13\n\x0btimeline_id\x18\x02 \x01(\x03\x12,\n\x08saved_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8b\x01\n\x08Timeline\x12\x13\n\x0btimeline_id\x18\x01 \x01(\x03\x12\x1a\n\x12parent_timeline_id\x18\x02 \x01(\x03\x12/\n\x0b\x62ranched_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07save_id\x18\x04 \x01(\t\x12\x0c\n\x04live\x18\x05 \x01(\x08\"R\n\x07Weights\x12\x0f\n\x07recency\x18\x01 \x01(\x01\x12\x12\n\nimportance\x18\x02 \x01(\x01\x12\x11\n\trelevance\x18\x03 \x01(\x01\x12\x0f\n\x07keyword\x18\x04 \x01(\x01\"`\n\x06Scores\x12\x0f\n\x07recency\x18\x01 \x01(\x01\x12\x12\n\nimportance\x18\x02 \x01(\x01\x12\x11\n\trelevance\x18\x03 \x01(\x01\x12\x0f\n\x07keyword\x18\x04 \x01(\x01\x12\r\n\x05\x66inal\x18\x05 \x01(\x01\"\xf4\x01\n\x0cMemoryFilter\x12(\n\x08speakers\x18\x01 \x03(\x0e\x32\x16.npc_memory.v1.Speaker\x12(\n\x08subjects\x18\x02 \x03(\x0e\x32\x16.npc_memory.v1.Subject\x12\x13\n\x0bsubject_ids\x18\x03 \x03(\t\x12\x31\n\rcontent_types\x18\x04 \x03(\x0e\x32\x1a.npc_memory.v1.ContentType\x12\x16\n\x0emin_importance\x18\x05 \x01(\x05\x12\"\n\x05tiers\x18\x06 \x03(\x0e\x32\x13.npc_memory.v1.Tier\x12\x0c\n\x04slot\x18\x07 \x01(\t\"\x91\x01\n\x0cScoredMemory\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\x12%\n\x06scores\x18\x02 \x01(\x0b\x32\x15.npc_memory.v1.Scores\x12\x15\n\rvia_memory_id\x18\x03 \x01(\t\x12\x0c\n\x04hops\x18\x04 \x01(\x05\x12\x0e\n\x06\x63osine\x18\x05 \x01(\x01\"f\n\x0bStoreResult\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12,\n\x07outcome\x18\x02 \x01(\x0e\x32\x1b.npc_memory.v1.StoreOutcome\x12\x16\n\x0esuperseded_ids\x18\x03 \x03(\t*I\n\x07Speaker\x12\x17\n\x13SPEAKER_UNSPECIFIED\x10\x00\x12\x10\n\x0cSPEAKER_USER\x10\x01\x12\x13\n\x0fSPEAKER_HEROINE\x10\x02*\\\n\x07Subject\x12\x17\n\x13SUBJECT_UNSPECIFIED\x10\x00\x12\x10\n\x0cSUBJECT_USER\x10\x01\x12\x13\n\x0fSUBJECT_HEROINE\x10\x02\x12\x11\n\rSUBJECT_WORLD\x10\x03*\xe3\x01\n\x0b\x43ontentType\x12\x1c\n\x18\x43ONTENT_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43ONTENT_TYPE_FACT\x10\x01\x12\x1b\n\x17\x43ONTENT_TYPE_PREFERENCE\x10\x02\x12\x16\n\x12\x43ONTENT_TYPE_TRAIT\x10\x03\x12\x16\n\x12\x43ONTENT_TYPE_EVENT\x10\x04\x12\x18\n\x14\x43ONTENT_TYPE_OPINION\x10\x05\x12\x19\n\x15\x43ONTENT_TYPE_PERSONAL\x10\x06\x12\x1d\n\x19\x43ONTENT_TYPE_RELATIONSHIP\x10\x07*P\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\r\n\tTIER_GIST\x10\x01\x12\x12\n\x0eTIER_KNOWLEDGE\x10\x02\x12\x0f\n\x0bTIER_SOURCE\x10\x03*\x80\x01\n\x0b\x43loseReason\x12\x1c\n\x18\x43LOSE_REASON_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x43LOSE_REASON_SUPERSEDED\x10\x01\x12\x1c\n\x18\x43LOSE_REASON_INVALIDATED\x10\x02\x12\x18\n\x14\x43LOSE_REASON_RETIRED\x10\x03*[\n\x08LinkKind\x12\x19\n\x15LINK_KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14LINK_KIND_RELATED_TO\x10\x01\x12\x1a\n\x16LINK_KIND_DERIVED_FROM\x10\x02*`\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46USION_METHOD_WEIGHTED\x10\x01\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x02*\xa1\x01\n\x0cStoreOutcome\x12\x1d\n\x19STORE_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15STORE_OUTCOME_CREATED\x10\x01\x12\x1c\n\x18STORE_OUTCOME_SUPERSEDED\x10\x02\x12\x1b\n\x17STORE_OUTCOME_DUPLICATE\x10\x03\x12\x1c\n\x18STORE_OUTCOME_HISTORICAL\x10\x04\x42#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1anpc_memory/v1/memory.proto\x12\rnpc_memory.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\",\n\x05Scope\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x12\n\nheroine_id\x18\x02 \x01(\t\"\xb1\x04\n\x0bMemoryInput\x12\'\n\x07speaker\x18\x01 \x01(\x0e\x32\x16.npc_memory.v1.Speaker\x12\'\n\x07subject\x18\x02 \x01(\x0e\x32\x16.npc_memory.v1.Subject\x12\x12\n\nsubject_id\x18\x03 \x01(\t\x12\x30\n\x0c\x63ontent_type\x18\x04 \x01(\x0e\x32\x1a.npc_memory.v1.ContentType\x12\x0f\n\x07\x63ontent\x18\x05 \x01(\t\x12\x12\n\nimportance\x18\x06 \x01(\x05\x12\x0c\n\x04slot\x18\x07 \x01(\t\x12\x12\n\nsupersedes\x18\x08 \x03(\t\x12,\n\x08valid_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x08metadata\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\tembedding\x18\x0b \x03(\x02\x12!\n\x04tier\x18\x0c \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12)\n\x07related\x18\r \x03(\x0b\x32\x18.npc_memory.v1.MemoryRef\x12)\n\x07parents\x18\x0e \x03(\x0b\x32\x18.npc_memory.v1.MemoryRef\x12/\n\x0evalid_game_day\x18\x0f \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12-\n\nvisibility\x18\x10 \x01(\x0e\x32\x19.npc_memory.v1.Visibility\">\n\tMemoryRef\x12\x13\n\tmemory_id\x18\x01 \x01(\tH\x00\x12\x15\n\x0b\x62\x61tch_index\x18\x02 \x01(\x05H\x00\x42\x05\n\x03ref\"\xb0\x01\n\nMemoryLink\x12\x16\n\x0e\x66rom_memory_id\x18\x01 \x01(\t\x12\x14\n\x0cto_memory_id\x18\x02 \x01(\t\x12%\n\x04kind\x18\x03 \x01(\x0e\x32\x17.npc_memory.v1.LinkKind\x12\r\n\x05\x64\x65pth\x18\x04 \x01(\x05\x12\x0b\n\x03via\x18\x05 \x01(\t\x12\x31\n\rdiscovered_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x17\n\x08GameTime\x12\x0b\n\x03\x64\x61y\x18\x01 \x01(\x01\"\xb6\x06\n\x06Memory\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12#\n\x05scope\x18\x02 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\'\n\x07speaker\x18\x03 \x01(\x0e\x32\x16.npc_memory.v1.Speaker\x12\'\n\x07subject\x18\x04 \x01(\x0e\x32\x16.npc_memory.v1.Subject\x12\x12\n\nsubject_id\x18\x05 \x01(\t\x12\x30\n\x0c\x63ontent_type\x18\x06 \x01(\x0e\x32\x1a.npc_memory.v1.ContentType\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12\x12\n\nimportance\x18\x08 \x01(\x05\x12!\n\x04tier\x18\t \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12\x0c\n\x04slot\x18\n \x01(\t\x12)\n\x08metadata\x18\x0b \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x08valid_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ninvalid_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rsuperseded_by\x18\x10 \x01(\t\x12\x30\n\x0c\x63lose_reason\x18\x11 \x01(\x0e\x32\x1a.npc_memory.v1.CloseReason\x12\x17\n\x0f\x65mbedding_model\x18\x12 \x01(\t\x12/\n\x0evalid_game_day\x18\x13 \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12\x31\n\x10invalid_game_day\x18\x14 \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12\x13\n\x0btimeline_id\x18\x15 \x01(\x03\x12-\n\nvisibility\x18\x16 \x01(\x0e\x32\x19.npc_memory.v1.Visibility\x12\x13\n\x0bshared_from\x18\x17 \x01(\t\"_\n\tSavePoint\x12\x0f\n\x07save_id\x18\x01 \x01(\t\x12\x13\n\x0btimeline_id\x18\x02 \x01(\x03\x12,\n\x08saved_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8b\x01\n\x08Timeline\x12\x13\n\x0btimeline_id\x18\x01 \x01(\x03\x12\x1a\n\x12parent_timeline_id\x18\x02 \x01(\x03\x12/\n\x0b\x62ranched_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07save_id\x18\x04 \x01(\t\x12\x0c\n\x04live\x18\x05 \x01(\x08\"R\n\x07Weights\x12\x0f\n\x07recency\x18\x01 \x01(\x01\x12\x12\n\nimportance\x18\x02 \x01(\x01\x12\x11\n\trelevance\x18\x03 \x01(\x01\x12\x0f\n\x07keyword\x18\x04 \x01(\x01\"`\n\x06Scores\x12\x0f\n\x07recency\x18\x01 \x01(\x01\x12\x12\n\nimportance\x18\x02 \x01(\x01\x12\x11\n\trelevance\x18\x03 \x01(\x01\x12\x0f\n\x07keyword\x18\x04 \x01(\x01\x12\r\n\x05\x66inal\x18\x05 \x01(\x01\"\xf4\x01\n\x0cMemoryFilter\x12(\n\x08speakers\x18\x01 \x03(\x0e\x32\x16.npc_memory.v1.Speaker\x12(\n\x08subjects\x18\x02 \x03(\x0e\x32\x16.npc_memory.v1.Subject\x12\x13\n\x0bsubject_ids\x18\x03 \x03(\t\x12\x31\n\rcontent_types\x18\x04 \x03(\x0e\x32\x1a.npc_memory.v1.ContentType\x12\x16\n\x0emin_importance\x18\x05 \x01(\x05\x12\"\n\x05tiers\x18\x06 \x03(\x0e\x32\x13.npc_memory.v1.Tier\x12\x0c\n\x04slot\x18\x07 \x01(\t\"\x91\x01\n\x0cScoredMemory\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\x12%\n\x06scores\x18\x02 \x01(\x0b\x32\x15.npc_memory.v1.Scores\x12\x15\n\rvia_memory_id\x18\x03 \x01(\t\x12\x0c\n\x04hops\x18\x04 \x01(\x05\x12\x0e\n\x06\x63osine\x18\x05 \x01(\x01\"f\n\x0bStoreResult\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12,\n\x07outcome\x18\x02 \x01(\x0e\x32\x1b.npc_memory.v1.StoreOutcome\x12\x16\n\x0esuperseded_ids\x18\x03 \x03(\t*I\n\x07Speaker\x12\x17\n\x13SPEAKER_UNSPECIFIED\x10\x00\x12\x10\n\x0cSPEAKER_USER\x10\x01\x12\x13\n\x0fSPEAKER_HEROINE\x10\x02*\\\n\x07Subject\x12\x17\n\x13SUBJECT_UNSPECIFIED\x10\x00\x12\x10\n\x0cSUBJECT_USER\x10\x01\x12\x13\n\x0fSUBJECT_HEROINE\x10\x02\x12\x11\n\rSUBJECT_WORLD\x10\x03*\xe3\x01\n\x0b\x43ontentType\x12\x1c\n\x18\x43ONTENT_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43ONTENT_TYPE_FACT\x10\x01\x12\x1b\n\x17\x43ONTENT_TYPE_PREFERENCE\x10\x02\x12\x16\n\x12\x43ONTENT_TYPE_TRAIT\x10\x03\x12\x16\n\x12\x43ONTENT_TYPE_EVENT\x10\x04\x12\x18\n\x14\x43ONTENT_TYPE_OPINION\x10\x05\x12\x19\n\x15\x43ONTENT_TYPE_PERSONAL\x10\x06\x12\x1d\n\x19\x43ONTENT_TYPE_RELATIONSHIP\x10\x07*P\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\r\n\tTIER_GIST\x10\x01\x12\x12\n\x0eTIER_KNOWLEDGE\x10\x02\x12\x0f\n\x0bTIER_SOURCE\x10\x03*\x80\x01\n\x0b\x43loseReason\x12\x1c\n\x18\x43LOSE_REASON_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x43LOSE_REASON_SUPERSEDED\x10\x01\x12\x1c\n\x18\x43LOSE_REASON_INVALIDATED\x10\x02\x12\x18\n\x14\x43LOSE_REASON_RETIRED\x10\x03*[\n\x08LinkKind\x12\x19\n\x15LINK_KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14LINK_KIND_RELATED_TO\x10\x01\x12\x1a\n\x16LINK_KIND_DERIVED_FROM\x10\x02*W\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x16\n\x12VISIBILITY_PRIVATE\x10\x01\x12\x15\n\x11VISIBILITY_SHARED\x10\x02*`\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46USION_METHOD_WEIGHTED\x10\x01\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x02*\xa1\x01\n\x0cStoreOutcome\x12\x1d\n\x19STORE_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15STORE_OUTCOME_CREATED\x10\x01\x12\x1c\n\x18STORE_OUTCOME_SUPERSEDED\x10\x02\x12\x1b\n\x17STORE_OUTCOME_DUPLICATE\x10\x03\x12\x1c\n\x18STORE_OUTCOME_HISTORICAL\x10\x04\x42#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,46 +34,48 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'npc_memory_client.v1.memory
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1'
-  _globals['_SPEAKER']._serialized_start=2616
-  _globals['_SPEAKER']._serialized_end=2689
-  _globals['_SUBJECT']._serialized_start=2691
-  _globals['_SUBJECT']._serialized_end=2783
-  _globals['_CONTENTTYPE']._serialized_start=2786
-  _globals['_CONTENTTYPE']._serialized_end=3013
-  _globals['_TIER']._serialized_start=3015
-  _globals['_TIER']._serialized_end=3095
-  _globals['_CLOSEREASON']._serialized_start=3098
-  _globals['_CLOSEREASON']._serialized_end=3226
-  _globals['_LINKKIND']._serialized_start=3228
-  _globals['_LINKKIND']._serialized_end=3319
-  _globals['_FUSIONMETHOD']._serialized_start=3321
-  _globals['_FUSIONMETHOD']._serialized_end=3417
-  _globals['_STOREOUTCOME']._serialized_start=3420
-  _globals['_STOREOUTCOME']._serialized_end=3581
+  _globals['_SPEAKER']._serialized_start=2731
+  _globals['_SPEAKER']._serialized_end=2804
+  _globals['_SUBJECT']._serialized_start=2806
+  _globals['_SUBJECT']._serialized_end=2898
+  _globals['_CONTENTTYPE']._serialized_start=2901
+  _globals['_CONTENTTYPE']._serialized_end=3128
+  _globals['_TIER']._serialized_start=3130
+  _globals['_TIER']._serialized_end=3210
+  _globals['_CLOSEREASON']._serialized_start=3213
+  _globals['_CLOSEREASON']._serialized_end=3341
+  _globals['_LINKKIND']._serialized_start=3343
+  _globals['_LINKKIND']._serialized_end=3434
+  _globals['_VISIBILITY']._serialized_start=3436
+  _globals['_VISIBILITY']._serialized_end=3523
+  _globals['_FUSIONMETHOD']._serialized_start=3525
+  _globals['_FUSIONMETHOD']._serialized_end=3621
+  _globals['_STOREOUTCOME']._serialized_start=3624
+  _globals['_STOREOUTCOME']._serialized_end=3785
   _globals['_SCOPE']._serialized_start=108
   _globals['_SCOPE']._serialized_end=152
   _globals['_MEMORYINPUT']._serialized_start=155
-  _globals['_MEMORYINPUT']._serialized_end=669
-  _globals['_MEMORYREF']._serialized_start=671
-  _globals['_MEMORYREF']._serialized_end=733
-  _globals['_MEMORYLINK']._serialized_start=736
-  _globals['_MEMORYLINK']._serialized_end=912
-  _globals['_GAMETIME']._serialized_start=914
-  _globals['_GAMETIME']._serialized_end=937
-  _globals['_MEMORY']._serialized_start=940
-  _globals['_MEMORY']._serialized_end=1694
-  _globals['_SAVEPOINT']._serialized_start=1696
-  _globals['_SAVEPOINT']._serialized_end=1791
-  _globals['_TIMELINE']._serialized_start=1794
-  _globals['_TIMELINE']._serialized_end=1933
-  _globals['_WEIGHTS']._serialized_start=1935
-  _globals['_WEIGHTS']._serialized_end=2017
-  _globals['_SCORES']._serialized_start=2019
-  _globals['_SCORES']._serialized_end=2115
-  _globals['_MEMORYFILTER']._serialized_start=2118
-  _globals['_MEMORYFILTER']._serialized_end=2362
-  _globals['_SCOREDMEMORY']._serialized_start=2365
-  _globals['_SCOREDMEMORY']._serialized_end=2510
-  _globals['_STORERESULT']._serialized_start=2512
-  _globals['_STORERESULT']._serialized_end=2614
+  _globals['_MEMORYINPUT']._serialized_end=716
+  _globals['_MEMORYREF']._serialized_start=718
+  _globals['_MEMORYREF']._serialized_end=780
+  _globals['_MEMORYLINK']._serialized_start=783
+  _globals['_MEMORYLINK']._serialized_end=959
+  _globals['_GAMETIME']._serialized_start=961
+  _globals['_GAMETIME']._serialized_end=984
+  _globals['_MEMORY']._serialized_start=987
+  _globals['_MEMORY']._serialized_end=1809
+  _globals['_SAVEPOINT']._serialized_start=1811
+  _globals['_SAVEPOINT']._serialized_end=1906
+  _globals['_TIMELINE']._serialized_start=1909
+  _globals['_TIMELINE']._serialized_end=2048
+  _globals['_WEIGHTS']._serialized_start=2050
+  _globals['_WEIGHTS']._serialized_end=2132
+  _globals['_SCORES']._serialized_start=2134
+  _globals['_SCORES']._serialized_end=2230
+  _globals['_MEMORYFILTER']._serialized_start=2233
+  _globals['_MEMORYFILTER']._serialized_end=2477
+  _globals['_SCOREDMEMORY']._serialized_start=2480
+  _globals['_SCOREDMEMORY']._serialized_end=2625
+  _globals['_STORERESULT']._serialized_start=2627
+  _globals['_STORERESULT']._serialized_end=2729
 # @@protoc_insertion_point(module_scope)

@@ -169,6 +169,30 @@ LINK_KIND_DERIVED_FROM: LinkKind.ValueType  # 2
 """`from` was distilled from `to`: knowledge from a source, a gist from knowledge."""
 Global___LinkKind: _TypeAlias = LinkKind  # noqa: Y015
 
+class _Visibility:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VisibilityEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Visibility.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VISIBILITY_UNSPECIFIED: _Visibility.ValueType  # 0
+    """Same as VISIBILITY_PRIVATE."""
+    VISIBILITY_PRIVATE: _Visibility.ValueType  # 1
+    """Only the heroine who heard it (the row's scope)."""
+    VISIBILITY_SHARED: _Visibility.ValueType  # 2
+    """Every heroine of the same player, when a read sets include_shared."""
+
+class Visibility(_Visibility, metaclass=_VisibilityEnumTypeWrapper):
+    """Who may see a memory."""
+
+VISIBILITY_UNSPECIFIED: Visibility.ValueType  # 0
+"""Same as VISIBILITY_PRIVATE."""
+VISIBILITY_PRIVATE: Visibility.ValueType  # 1
+"""Only the heroine who heard it (the row's scope)."""
+VISIBILITY_SHARED: Visibility.ValueType  # 2
+"""Every heroine of the same player, when a read sets include_shared."""
+Global___Visibility: _TypeAlias = Visibility  # noqa: Y015
+
 class _FusionMethod:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -276,6 +300,7 @@ class MemoryInput(_message.Message):
     RELATED_FIELD_NUMBER: _builtins.int
     PARENTS_FIELD_NUMBER: _builtins.int
     VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
+    VISIBILITY_FIELD_NUMBER: _builtins.int
     speaker: Global___Speaker.ValueType
     """Required."""
     subject: Global___Subject.ValueType
@@ -294,6 +319,8 @@ class MemoryInput(_message.Message):
     scope, subject_id and slot supersedes the older one. Up to 128 characters.
     """
     tier: Global___Tier.ValueType
+    visibility: Global___Visibility.ValueType
+    """Private to this heroine (the default), or shared with every heroine of the player."""
     @_builtins.property
     def supersedes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Ids of memories in the same scope this fact replaces."""
@@ -340,10 +367,11 @@ class MemoryInput(_message.Message):
         related: _abc.Iterable[Global___MemoryRef] | None = ...,
         parents: _abc.Iterable[Global___MemoryRef] | None = ...,
         valid_game_day: Global___GameTime | None = ...,
+        visibility: Global___Visibility.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "parents", b"parents", "related", b"related", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "content_type", b"content_type", "embedding", b"embedding", "importance", b"importance", "metadata", b"metadata", "parents", b"parents", "related", b"related", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "supersedes", b"supersedes", "tier", b"tier", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -467,6 +495,8 @@ class Memory(_message.Message):
     VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     INVALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
+    VISIBILITY_FIELD_NUMBER: _builtins.int
+    SHARED_FROM_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
     speaker: Global___Speaker.ValueType
     subject: Global___Subject.ValueType
@@ -483,6 +513,11 @@ class Memory(_message.Message):
     """The embedding model that produced the stored vector."""
     timeline_id: _builtins.int
     """The timeline the row was written on (1 is the player's first; see LoadSavePoint)."""
+    visibility: Global___Visibility.ValueType
+    shared_from: _builtins.str
+    """Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
+    who heard it (created_at says when). Empty for the scope's own memories.
+    """
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     @_builtins.property
@@ -535,10 +570,12 @@ class Memory(_message.Message):
         valid_game_day: Global___GameTime | None = ...,
         invalid_game_day: Global___GameTime | None = ...,
         timeline_id: _builtins.int = ...,
+        visibility: Global___Visibility.ValueType = ...,
+        shared_from: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "metadata", b"metadata", "scope", b"scope", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "timeline_id", b"timeline_id", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "shared_from", b"shared_from", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "timeline_id", b"timeline_id", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -25,10 +25,12 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from npc_memory_client.v1 import context_pb2 as npc__memory_dot_v1_dot_context__pb2
+from npc_memory_client.v1 import extraction_pb2 as npc__memory_dot_v1_dot_extraction__pb2
 from npc_memory_client.v1 import memory_pb2 as npc__memory_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"npc_memory/v1/memory_service.proto\x12\rnpc_memory.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1anpc_memory/v1/memory.proto\":\n\x16\x43reateSavePointRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x0f\n\x07save_id\x18\x02 \x01(\t\"G\n\x17\x43reateSavePointResponse\x12,\n\nsave_point\x18\x01 \x01(\x0b\x32\x18.npc_memory.v1.SavePoint\"8\n\x14LoadSavePointRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x0f\n\x07save_id\x18\x02 \x01(\t\"B\n\x15LoadSavePointResponse\x12)\n\x08timeline\x18\x01 \x01(\x0b\x32\x17.npc_memory.v1.Timeline\"(\n\x15ListSavePointsRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\"\x8d\x01\n\x16ListSavePointsResponse\x12-\n\x0bsave_points\x18\x01 \x03(\x0b\x32\x18.npc_memory.v1.SavePoint\x12*\n\ttimelines\x18\x02 \x03(\x0b\x32\x17.npc_memory.v1.Timeline\x12\x18\n\x10live_timeline_id\x18\x03 \x01(\x03\";\n\x13\x44ropTimelineRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x13\n\x0btimeline_id\x18\x02 \x01(\x03\"0\n\x14\x44ropTimelineResponse\x12\x18\n\x10\x64\x65leted_memories\x18\x01 \x01(\x03\"}\n\x14StoreMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12,\n\x08memories\x18\x02 \x03(\x0b\x32\x1a.npc_memory.v1.MemoryInput\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"D\n\x15StoreMemoriesResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.npc_memory.v1.StoreResult\"\xc6\x04\n\x15SearchMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\r\n\x05query\x18\x02 \x01(\t\x12\x17\n\x0fquery_embedding\x18\x03 \x03(\x02\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\'\n\x07weights\x18\x05 \x01(\x0b\x32\x16.npc_memory.v1.Weights\x12)\n\x05\x61s_of\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03now\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06\x66ilter\x18\x08 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12+\n\x06\x66usion\x18\t \x01(\x0e\x32\x1b.npc_memory.v1.FusionMethod\x12\x1b\n\x13include_invalidated\x18\n \x01(\x08\x12\x0c\n\x04hops\x18\x0b \x01(\x05\x12\x0e\n\x06\x64\x65\x65pen\x18\x0c \x01(\x08\x12\x1c\n\x14\x64\x65\x65pen_min_relevance\x18\r \x01(\x01\x12/\n\x0e\x61s_of_game_day\x18\x0e \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12-\n\x0cnow_game_day\x18\x0f \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12\x13\n\x0btimeline_id\x18\x10 \x01(\x03\x12,\n\x08known_at\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8b\x01\n\x16SearchMemoriesResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.npc_memory.v1.ScoredMemory\x12\x17\n\x0f\x65mbedding_model\x18\x02 \x01(\t\x12*\n\ranswered_tier\x18\x03 \x01(\x0e\x32\x13.npc_memory.v1.Tier\"\x8d\x01\n\x10GetMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x13\n\x0btimeline_id\x18\x03 \x01(\x03\x12,\n\x08known_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\":\n\x11GetMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\xee\x01\n\x13ListMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12+\n\x06\x66ilter\x18\x04 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12\x1b\n\x13include_invalidated\x18\x05 \x01(\x08\x12\x13\n\x0btimeline_id\x18\x06 \x01(\x03\x12,\n\x08known_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"X\n\x14ListMemoriesResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xb4\x01\n\x17InvalidateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12.\n\ninvalid_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x10invalid_game_day\x18\x04 \x01(\x0b\x32\x17.npc_memory.v1.GameTime\"A\n\x18InvalidateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\xd0\x02\n\x13UpdateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12\x12\n\nimportance\x18\x04 \x01(\x05\x12!\n\x04tier\x18\x05 \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12,\n\x08valid_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0evalid_game_day\x18\t \x01(\x0b\x32\x17.npc_memory.v1.GameTime\"=\n\x14UpdateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\xb6\x01\n\x17GetMemoryHistoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x12\n\nsubject_id\x18\x02 \x01(\t\x12\x0c\n\x04slot\x18\x03 \x01(\t\x12\x11\n\tmemory_id\x18\x04 \x01(\t\x12\x13\n\x0btimeline_id\x18\x05 \x01(\x03\x12,\n\x08known_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"C\n\x18GetMemoryHistoryResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\"&\n\x13\x46orgetPlayerRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\"0\n\x14\x46orgetPlayerResponse\x12\x18\n\x10\x64\x65leted_memories\x18\x01 \x01(\x03\"M\n\x13\x45xpandMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\"\xa1\x01\n\x14\x45xpandMemoryResponse\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\x05\x12(\n\x05\x66ound\x18\x03 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink\x12\'\n\x08memories\x18\x04 \x03(\x0b\x32\x15.npc_memory.v1.Memory\x12\x14\n\x0ctotal_linked\x18\x05 \x01(\x05\"J\n\x10ListLinksRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\"\x98\x01\n\x11ListLinksResponse\x12*\n\x07parents\x18\x01 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink\x12+\n\x08\x63hildren\x18\x02 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink\x12*\n\x07related\x18\x03 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink2\x8e\n\n\rMemoryService\x12Z\n\rStoreMemories\x12#.npc_memory.v1.StoreMemoriesRequest\x1a$.npc_memory.v1.StoreMemoriesResponse\x12]\n\x0eSearchMemories\x12$.npc_memory.v1.SearchMemoriesRequest\x1a%.npc_memory.v1.SearchMemoriesResponse\x12N\n\tGetMemory\x12\x1f.npc_memory.v1.GetMemoryRequest\x1a .npc_memory.v1.GetMemoryResponse\x12W\n\x0cListMemories\x12\".npc_memory.v1.ListMemoriesRequest\x1a#.npc_memory.v1.ListMemoriesResponse\x12\x63\n\x10InvalidateMemory\x12&.npc_memory.v1.InvalidateMemoryRequest\x1a\'.npc_memory.v1.InvalidateMemoryResponse\x12W\n\x0cUpdateMemory\x12\".npc_memory.v1.UpdateMemoryRequest\x1a#.npc_memory.v1.UpdateMemoryResponse\x12\x63\n\x10GetMemoryHistory\x12&.npc_memory.v1.GetMemoryHistoryRequest\x1a\'.npc_memory.v1.GetMemoryHistoryResponse\x12W\n\x0c\x46orgetPlayer\x12\".npc_memory.v1.ForgetPlayerRequest\x1a#.npc_memory.v1.ForgetPlayerResponse\x12W\n\x0c\x45xpandMemory\x12\".npc_memory.v1.ExpandMemoryRequest\x1a#.npc_memory.v1.ExpandMemoryResponse\x12N\n\tListLinks\x12\x1f.npc_memory.v1.ListLinksRequest\x1a .npc_memory.v1.ListLinksResponse\x12`\n\x0f\x43reateSavePoint\x12%.npc_memory.v1.CreateSavePointRequest\x1a&.npc_memory.v1.CreateSavePointResponse\x12Z\n\rLoadSavePoint\x12#.npc_memory.v1.LoadSavePointRequest\x1a$.npc_memory.v1.LoadSavePointResponse\x12]\n\x0eListSavePoints\x12$.npc_memory.v1.ListSavePointsRequest\x1a%.npc_memory.v1.ListSavePointsResponse\x12W\n\x0c\x44ropTimeline\x12\".npc_memory.v1.DropTimelineRequest\x1a#.npc_memory.v1.DropTimelineResponseB#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"npc_memory/v1/memory_service.proto\x12\rnpc_memory.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bnpc_memory/v1/context.proto\x1a\x1enpc_memory/v1/extraction.proto\x1a\x1anpc_memory/v1/memory.proto\":\n\x16\x43reateSavePointRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x0f\n\x07save_id\x18\x02 \x01(\t\"G\n\x17\x43reateSavePointResponse\x12,\n\nsave_point\x18\x01 \x01(\x0b\x32\x18.npc_memory.v1.SavePoint\"8\n\x14LoadSavePointRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x0f\n\x07save_id\x18\x02 \x01(\t\"B\n\x15LoadSavePointResponse\x12)\n\x08timeline\x18\x01 \x01(\x0b\x32\x17.npc_memory.v1.Timeline\"(\n\x15ListSavePointsRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\"\x8d\x01\n\x16ListSavePointsResponse\x12-\n\x0bsave_points\x18\x01 \x03(\x0b\x32\x18.npc_memory.v1.SavePoint\x12*\n\ttimelines\x18\x02 \x03(\x0b\x32\x17.npc_memory.v1.Timeline\x12\x18\n\x10live_timeline_id\x18\x03 \x01(\x03\";\n\x13\x44ropTimelineRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x13\n\x0btimeline_id\x18\x02 \x01(\x03\"0\n\x14\x44ropTimelineResponse\x12\x18\n\x10\x64\x65leted_memories\x18\x01 \x01(\x03\"}\n\x14StoreMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12,\n\x08memories\x18\x02 \x03(\x0b\x32\x1a.npc_memory.v1.MemoryInput\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"D\n\x15StoreMemoriesResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.npc_memory.v1.StoreResult\"\xde\x04\n\x15SearchMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\r\n\x05query\x18\x02 \x01(\t\x12\x17\n\x0fquery_embedding\x18\x03 \x03(\x02\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\'\n\x07weights\x18\x05 \x01(\x0b\x32\x16.npc_memory.v1.Weights\x12)\n\x05\x61s_of\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03now\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06\x66ilter\x18\x08 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12+\n\x06\x66usion\x18\t \x01(\x0e\x32\x1b.npc_memory.v1.FusionMethod\x12\x1b\n\x13include_invalidated\x18\n \x01(\x08\x12\x0c\n\x04hops\x18\x0b \x01(\x05\x12\x0e\n\x06\x64\x65\x65pen\x18\x0c \x01(\x08\x12\x1c\n\x14\x64\x65\x65pen_min_relevance\x18\r \x01(\x01\x12/\n\x0e\x61s_of_game_day\x18\x0e \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12-\n\x0cnow_game_day\x18\x0f \x01(\x0b\x32\x17.npc_memory.v1.GameTime\x12\x13\n\x0btimeline_id\x18\x10 \x01(\x03\x12,\n\x08known_at\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0einclude_shared\x18\x12 \x01(\x08\"\x8b\x01\n\x16SearchMemoriesResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.npc_memory.v1.ScoredMemory\x12\x17\n\x0f\x65mbedding_model\x18\x02 \x01(\t\x12*\n\ranswered_tier\x18\x03 \x01(\x0e\x32\x13.npc_memory.v1.Tier\"\x8d\x01\n\x10GetMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x13\n\x0btimeline_id\x18\x03 \x01(\x03\x12,\n\x08known_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\":\n\x11GetMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\x86\x02\n\x13ListMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12+\n\x06\x66ilter\x18\x04 \x01(\x0b\x32\x1b.npc_memory.v1.MemoryFilter\x12\x1b\n\x13include_invalidated\x18\x05 \x01(\x08\x12\x13\n\x0btimeline_id\x18\x06 \x01(\x03\x12,\n\x08known_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0einclude_shared\x18\x08 \x01(\x08\"X\n\x14ListMemoriesResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xb4\x01\n\x17InvalidateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12.\n\ninvalid_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x10invalid_game_day\x18\x04 \x01(\x0b\x32\x17.npc_memory.v1.GameTime\"A\n\x18InvalidateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\xd0\x02\n\x13UpdateMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12\x12\n\nimportance\x18\x04 \x01(\x05\x12!\n\x04tier\x18\x05 \x01(\x0e\x32\x13.npc_memory.v1.Tier\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12,\n\x08valid_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0evalid_game_day\x18\t \x01(\x0b\x32\x17.npc_memory.v1.GameTime\"=\n\x14UpdateMemoryResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.npc_memory.v1.Memory\"\xb6\x01\n\x17GetMemoryHistoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x12\n\nsubject_id\x18\x02 \x01(\t\x12\x0c\n\x04slot\x18\x03 \x01(\t\x12\x11\n\tmemory_id\x18\x04 \x01(\t\x12\x13\n\x0btimeline_id\x18\x05 \x01(\x03\x12,\n\x08known_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"C\n\x18GetMemoryHistoryResponse\x12\'\n\x08memories\x18\x01 \x03(\x0b\x32\x15.npc_memory.v1.Memory\"&\n\x13\x46orgetPlayerRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\"0\n\x14\x46orgetPlayerResponse\x12\x18\n\x10\x64\x65leted_memories\x18\x01 \x01(\x03\"M\n\x13\x45xpandMemoryRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\"\xa1\x01\n\x14\x45xpandMemoryResponse\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\x05\x12(\n\x05\x66ound\x18\x03 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink\x12\'\n\x08memories\x18\x04 \x03(\x0b\x32\x15.npc_memory.v1.Memory\x12\x14\n\x0ctotal_linked\x18\x05 \x01(\x05\"J\n\x10ListLinksRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x11\n\tmemory_id\x18\x02 \x01(\t\"\x98\x01\n\x11ListLinksResponse\x12*\n\x07parents\x18\x01 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink\x12+\n\x08\x63hildren\x18\x02 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink\x12*\n\x07related\x18\x03 \x03(\x0b\x32\x19.npc_memory.v1.MemoryLink2\xae\x0c\n\rMemoryService\x12Z\n\rStoreMemories\x12#.npc_memory.v1.StoreMemoriesRequest\x1a$.npc_memory.v1.StoreMemoriesResponse\x12]\n\x0eSearchMemories\x12$.npc_memory.v1.SearchMemoriesRequest\x1a%.npc_memory.v1.SearchMemoriesResponse\x12N\n\tGetMemory\x12\x1f.npc_memory.v1.GetMemoryRequest\x1a .npc_memory.v1.GetMemoryResponse\x12W\n\x0cListMemories\x12\".npc_memory.v1.ListMemoriesRequest\x1a#.npc_memory.v1.ListMemoriesResponse\x12\x63\n\x10InvalidateMemory\x12&.npc_memory.v1.InvalidateMemoryRequest\x1a\'.npc_memory.v1.InvalidateMemoryResponse\x12W\n\x0cUpdateMemory\x12\".npc_memory.v1.UpdateMemoryRequest\x1a#.npc_memory.v1.UpdateMemoryResponse\x12\x63\n\x10GetMemoryHistory\x12&.npc_memory.v1.GetMemoryHistoryRequest\x1a\'.npc_memory.v1.GetMemoryHistoryResponse\x12W\n\x0c\x46orgetPlayer\x12\".npc_memory.v1.ForgetPlayerRequest\x1a#.npc_memory.v1.ForgetPlayerResponse\x12W\n\x0c\x45xpandMemory\x12\".npc_memory.v1.ExpandMemoryRequest\x1a#.npc_memory.v1.ExpandMemoryResponse\x12N\n\tListLinks\x12\x1f.npc_memory.v1.ListLinksRequest\x1a .npc_memory.v1.ListLinksResponse\x12`\n\x0f\x43reateSavePoint\x12%.npc_memory.v1.CreateSavePointRequest\x1a&.npc_memory.v1.CreateSavePointResponse\x12Z\n\rLoadSavePoint\x12#.npc_memory.v1.LoadSavePointRequest\x1a$.npc_memory.v1.LoadSavePointResponse\x12]\n\x0eListSavePoints\x12$.npc_memory.v1.ListSavePointsRequest\x1a%.npc_memory.v1.ListSavePointsResponse\x12W\n\x0c\x44ropTimeline\x12\".npc_memory.v1.DropTimelineRequest\x1a#.npc_memory.v1.DropTimelineResponse\x12`\n\x0f\x45xtractMemories\x12%.npc_memory.v1.ExtractMemoriesRequest\x1a&.npc_memory.v1.ExtractMemoriesResponse\x12\x63\n\x10GetExtractionJob\x12&.npc_memory.v1.GetExtractionJobRequest\x1a\'.npc_memory.v1.GetExtractionJobResponse\x12W\n\x0c\x42uildContext\x12\".npc_memory.v1.BuildContextRequest\x1a#.npc_memory.v1.BuildContextResponseB#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,62 +38,62 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'npc_memory_client.v1.memory
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1'
-  _globals['_CREATESAVEPOINTREQUEST']._serialized_start=178
-  _globals['_CREATESAVEPOINTREQUEST']._serialized_end=236
-  _globals['_CREATESAVEPOINTRESPONSE']._serialized_start=238
-  _globals['_CREATESAVEPOINTRESPONSE']._serialized_end=309
-  _globals['_LOADSAVEPOINTREQUEST']._serialized_start=311
-  _globals['_LOADSAVEPOINTREQUEST']._serialized_end=367
-  _globals['_LOADSAVEPOINTRESPONSE']._serialized_start=369
-  _globals['_LOADSAVEPOINTRESPONSE']._serialized_end=435
-  _globals['_LISTSAVEPOINTSREQUEST']._serialized_start=437
-  _globals['_LISTSAVEPOINTSREQUEST']._serialized_end=477
-  _globals['_LISTSAVEPOINTSRESPONSE']._serialized_start=480
-  _globals['_LISTSAVEPOINTSRESPONSE']._serialized_end=621
-  _globals['_DROPTIMELINEREQUEST']._serialized_start=623
-  _globals['_DROPTIMELINEREQUEST']._serialized_end=682
-  _globals['_DROPTIMELINERESPONSE']._serialized_start=684
-  _globals['_DROPTIMELINERESPONSE']._serialized_end=732
-  _globals['_STOREMEMORIESREQUEST']._serialized_start=734
-  _globals['_STOREMEMORIESREQUEST']._serialized_end=859
-  _globals['_STOREMEMORIESRESPONSE']._serialized_start=861
-  _globals['_STOREMEMORIESRESPONSE']._serialized_end=929
-  _globals['_SEARCHMEMORIESREQUEST']._serialized_start=932
-  _globals['_SEARCHMEMORIESREQUEST']._serialized_end=1514
-  _globals['_SEARCHMEMORIESRESPONSE']._serialized_start=1517
-  _globals['_SEARCHMEMORIESRESPONSE']._serialized_end=1656
-  _globals['_GETMEMORYREQUEST']._serialized_start=1659
-  _globals['_GETMEMORYREQUEST']._serialized_end=1800
-  _globals['_GETMEMORYRESPONSE']._serialized_start=1802
-  _globals['_GETMEMORYRESPONSE']._serialized_end=1860
-  _globals['_LISTMEMORIESREQUEST']._serialized_start=1863
-  _globals['_LISTMEMORIESREQUEST']._serialized_end=2101
-  _globals['_LISTMEMORIESRESPONSE']._serialized_start=2103
-  _globals['_LISTMEMORIESRESPONSE']._serialized_end=2191
-  _globals['_INVALIDATEMEMORYREQUEST']._serialized_start=2194
-  _globals['_INVALIDATEMEMORYREQUEST']._serialized_end=2374
-  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_start=2376
-  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_end=2441
-  _globals['_UPDATEMEMORYREQUEST']._serialized_start=2444
-  _globals['_UPDATEMEMORYREQUEST']._serialized_end=2780
-  _globals['_UPDATEMEMORYRESPONSE']._serialized_start=2782
-  _globals['_UPDATEMEMORYRESPONSE']._serialized_end=2843
-  _globals['_GETMEMORYHISTORYREQUEST']._serialized_start=2846
-  _globals['_GETMEMORYHISTORYREQUEST']._serialized_end=3028
-  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_start=3030
-  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_end=3097
-  _globals['_FORGETPLAYERREQUEST']._serialized_start=3099
-  _globals['_FORGETPLAYERREQUEST']._serialized_end=3137
-  _globals['_FORGETPLAYERRESPONSE']._serialized_start=3139
-  _globals['_FORGETPLAYERRESPONSE']._serialized_end=3187
-  _globals['_EXPANDMEMORYREQUEST']._serialized_start=3189
-  _globals['_EXPANDMEMORYREQUEST']._serialized_end=3266
-  _globals['_EXPANDMEMORYRESPONSE']._serialized_start=3269
-  _globals['_EXPANDMEMORYRESPONSE']._serialized_end=3430
-  _globals['_LISTLINKSREQUEST']._serialized_start=3432
-  _globals['_LISTLINKSREQUEST']._serialized_end=3506
-  _globals['_LISTLINKSRESPONSE']._serialized_start=3509
-  _globals['_LISTLINKSRESPONSE']._serialized_end=3661
-  _globals['_MEMORYSERVICE']._serialized_start=3664
-  _globals['_MEMORYSERVICE']._serialized_end=4958
+  _globals['_CREATESAVEPOINTREQUEST']._serialized_start=239
+  _globals['_CREATESAVEPOINTREQUEST']._serialized_end=297
+  _globals['_CREATESAVEPOINTRESPONSE']._serialized_start=299
+  _globals['_CREATESAVEPOINTRESPONSE']._serialized_end=370
+  _globals['_LOADSAVEPOINTREQUEST']._serialized_start=372
+  _globals['_LOADSAVEPOINTREQUEST']._serialized_end=428
+  _globals['_LOADSAVEPOINTRESPONSE']._serialized_start=430
+  _globals['_LOADSAVEPOINTRESPONSE']._serialized_end=496
+  _globals['_LISTSAVEPOINTSREQUEST']._serialized_start=498
+  _globals['_LISTSAVEPOINTSREQUEST']._serialized_end=538
+  _globals['_LISTSAVEPOINTSRESPONSE']._serialized_start=541
+  _globals['_LISTSAVEPOINTSRESPONSE']._serialized_end=682
+  _globals['_DROPTIMELINEREQUEST']._serialized_start=684
+  _globals['_DROPTIMELINEREQUEST']._serialized_end=743
+  _globals['_DROPTIMELINERESPONSE']._serialized_start=745
+  _globals['_DROPTIMELINERESPONSE']._serialized_end=793
+  _globals['_STOREMEMORIESREQUEST']._serialized_start=795
+  _globals['_STOREMEMORIESREQUEST']._serialized_end=920
+  _globals['_STOREMEMORIESRESPONSE']._serialized_start=922
+  _globals['_STOREMEMORIESRESPONSE']._serialized_end=990
+  _globals['_SEARCHMEMORIESREQUEST']._serialized_start=993
+  _globals['_SEARCHMEMORIESREQUEST']._serialized_end=1599
+  _globals['_SEARCHMEMORIESRESPONSE']._serialized_start=1602
+  _globals['_SEARCHMEMORIESRESPONSE']._serialized_end=1741
+  _globals['_GETMEMORYREQUEST']._serialized_start=1744
+  _globals['_GETMEMORYREQUEST']._serialized_end=1885
+  _globals['_GETMEMORYRESPONSE']._serialized_start=1887
+  _globals['_GETMEMORYRESPONSE']._serialized_end=1945
+  _globals['_LISTMEMORIESREQUEST']._serialized_start=1948
+  _globals['_LISTMEMORIESREQUEST']._serialized_end=2210
+  _globals['_LISTMEMORIESRESPONSE']._serialized_start=2212
+  _globals['_LISTMEMORIESRESPONSE']._serialized_end=2300
+  _globals['_INVALIDATEMEMORYREQUEST']._serialized_start=2303
+  _globals['_INVALIDATEMEMORYREQUEST']._serialized_end=2483
+  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_start=2485
+  _globals['_INVALIDATEMEMORYRESPONSE']._serialized_end=2550
+  _globals['_UPDATEMEMORYREQUEST']._serialized_start=2553
+  _globals['_UPDATEMEMORYREQUEST']._serialized_end=2889
+  _globals['_UPDATEMEMORYRESPONSE']._serialized_start=2891
+  _globals['_UPDATEMEMORYRESPONSE']._serialized_end=2952
+  _globals['_GETMEMORYHISTORYREQUEST']._serialized_start=2955
+  _globals['_GETMEMORYHISTORYREQUEST']._serialized_end=3137
+  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_start=3139
+  _globals['_GETMEMORYHISTORYRESPONSE']._serialized_end=3206
+  _globals['_FORGETPLAYERREQUEST']._serialized_start=3208
+  _globals['_FORGETPLAYERREQUEST']._serialized_end=3246
+  _globals['_FORGETPLAYERRESPONSE']._serialized_start=3248
+  _globals['_FORGETPLAYERRESPONSE']._serialized_end=3296
+  _globals['_EXPANDMEMORYREQUEST']._serialized_start=3298
+  _globals['_EXPANDMEMORYREQUEST']._serialized_end=3375
+  _globals['_EXPANDMEMORYRESPONSE']._serialized_start=3378
+  _globals['_EXPANDMEMORYRESPONSE']._serialized_end=3539
+  _globals['_LISTLINKSREQUEST']._serialized_start=3541
+  _globals['_LISTLINKSREQUEST']._serialized_end=3615
+  _globals['_LISTLINKSRESPONSE']._serialized_start=3618
+  _globals['_LISTLINKSRESPONSE']._serialized_end=3770
+  _globals['_MEMORYSERVICE']._serialized_start=3773
+  _globals['_MEMORYSERVICE']._serialized_end=5355
 # @@protoc_insertion_point(module_scope)

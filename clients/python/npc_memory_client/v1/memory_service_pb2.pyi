@@ -275,6 +275,7 @@ class SearchMemoriesRequest(_message.Message):
     NOW_GAME_DAY_FIELD_NUMBER: _builtins.int
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
     KNOWN_AT_FIELD_NUMBER: _builtins.int
+    INCLUDE_SHARED_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query text; embedded by the server unless query_embedding is given."""
     limit: _builtins.int
@@ -294,6 +295,8 @@ class SearchMemoriesRequest(_message.Message):
     """The raw cosine a result needs to count as answering a deepen search; 0 means the server's default."""
     timeline_id: _builtins.int
     """Read this timeline (e.g. an abandoned one, for audit) instead of the live one; 0 means the live one."""
+    include_shared: _builtins.bool
+    """Also rank the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
@@ -346,10 +349,11 @@ class SearchMemoriesRequest(_message.Message):
         now_game_day: _memory_pb2.GameTime | None = ...,
         timeline_id: _builtins.int = ...,
         known_at: _timestamp_pb2.Timestamp | None = ...,
+        include_shared: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "as_of_game_day", b"as_of_game_day", "filter", b"filter", "known_at", b"known_at", "now", b"now", "now_game_day", b"now_game_day", "scope", b"scope", "weights", b"weights"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "as_of_game_day", b"as_of_game_day", "deepen", b"deepen", "deepen_min_relevance", b"deepen_min_relevance", "filter", b"filter", "fusion", b"fusion", "hops", b"hops", "include_invalidated", b"include_invalidated", "known_at", b"known_at", "limit", b"limit", "now", b"now", "now_game_day", b"now_game_day", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "timeline_id", b"timeline_id", "weights", b"weights"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "as_of_game_day", b"as_of_game_day", "deepen", b"deepen", "deepen_min_relevance", b"deepen_min_relevance", "filter", b"filter", "fusion", b"fusion", "hops", b"hops", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "known_at", b"known_at", "limit", b"limit", "now", b"now", "now_game_day", b"now_game_day", "query", b"query", "query_embedding", b"query_embedding", "scope", b"scope", "timeline_id", b"timeline_id", "weights", b"weights"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -449,6 +453,7 @@ class ListMemoriesRequest(_message.Message):
     INCLUDE_INVALIDATED_FIELD_NUMBER: _builtins.int
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
     KNOWN_AT_FIELD_NUMBER: _builtins.int
+    INCLUDE_SHARED_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """1-500; 0 means 50."""
     page_token: _builtins.str
@@ -457,6 +462,8 @@ class ListMemoriesRequest(_message.Message):
     """Also list closed memories."""
     timeline_id: _builtins.int
     """Read this timeline instead of the live one; 0 means the live one."""
+    include_shared: _builtins.bool
+    """Also list the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
@@ -475,10 +482,11 @@ class ListMemoriesRequest(_message.Message):
         include_invalidated: _builtins.bool = ...,
         timeline_id: _builtins.int = ...,
         known_at: _timestamp_pb2.Timestamp | None = ...,
+        include_shared: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "known_at", b"known_at", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "include_invalidated", b"include_invalidated", "known_at", b"known_at", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope", "timeline_id", b"timeline_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "include_invalidated", b"include_invalidated", "include_shared", b"include_shared", "known_at", b"known_at", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope", "timeline_id", b"timeline_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -3,6 +3,8 @@
 import grpc
 import warnings
 
+from npc_memory_client.v1 import context_pb2 as npc__memory_dot_v1_dot_context__pb2
+from npc_memory_client.v1 import extraction_pb2 as npc__memory_dot_v1_dot_extraction__pb2
 from npc_memory_client.v1 import memory_service_pb2 as npc__memory_dot_v1_dot_memory__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -104,6 +106,21 @@ class MemoryServiceStub:
                 '/npc_memory.v1.MemoryService/DropTimeline',
                 request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.SerializeToString,
                 response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.FromString,
+                _registered_method=True)
+        self.ExtractMemories = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/ExtractMemories',
+                request_serializer=npc__memory_dot_v1_dot_extraction__pb2.ExtractMemoriesRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_extraction__pb2.ExtractMemoriesResponse.FromString,
+                _registered_method=True)
+        self.GetExtractionJob = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/GetExtractionJob',
+                request_serializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobResponse.FromString,
+                _registered_method=True)
+        self.BuildContext = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/BuildContext',
+                request_serializer=npc__memory_dot_v1_dot_context__pb2.BuildContextRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_context__pb2.BuildContextResponse.FromString,
                 _registered_method=True)
 
 
@@ -209,6 +226,29 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExtractMemories(self, request, context):
+        """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+        dialogue id); asynchronous by default.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetExtractionJob(self, request, context):
+        """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BuildContext(self, request, context):
+        """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+        memories and recent events, most important first, within a token budget.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +321,21 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.DropTimeline,
                     request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.FromString,
                     response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.SerializeToString,
+            ),
+            'ExtractMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExtractMemories,
+                    request_deserializer=npc__memory_dot_v1_dot_extraction__pb2.ExtractMemoriesRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_extraction__pb2.ExtractMemoriesResponse.SerializeToString,
+            ),
+            'GetExtractionJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetExtractionJob,
+                    request_deserializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobResponse.SerializeToString,
+            ),
+            'BuildContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.BuildContext,
+                    request_deserializer=npc__memory_dot_v1_dot_context__pb2.BuildContextRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_context__pb2.BuildContextResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -662,6 +717,87 @@ class MemoryService:
             '/npc_memory.v1.MemoryService/DropTimeline',
             npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineRequest.SerializeToString,
             npc__memory_dot_v1_dot_memory__service__pb2.DropTimelineResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExtractMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/ExtractMemories',
+            npc__memory_dot_v1_dot_extraction__pb2.ExtractMemoriesRequest.SerializeToString,
+            npc__memory_dot_v1_dot_extraction__pb2.ExtractMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetExtractionJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/GetExtractionJob',
+            npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobRequest.SerializeToString,
+            npc__memory_dot_v1_dot_extraction__pb2.GetExtractionJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BuildContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/BuildContext',
+            npc__memory_dot_v1_dot_context__pb2.BuildContextRequest.SerializeToString,
+            npc__memory_dot_v1_dot_context__pb2.BuildContextResponse.FromString,
             options,
             channel_credentials,
             insecure,

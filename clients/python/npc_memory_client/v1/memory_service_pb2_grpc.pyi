@@ -5,6 +5,8 @@ isort:skip_file
 
 from collections import abc as _abc
 from grpc import aio as _aio
+from npc_memory_client.v1 import context_pb2 as _context_pb2
+from npc_memory_client.v1 import extraction_pb2 as _extraction_pb2
 from npc_memory_client.v1 import memory_service_pb2 as _memory_service_pb2
 import abc as _abc_1
 import grpc as _grpc
@@ -61,6 +63,16 @@ class MemoryServiceStub:
     """The player's save points and timelines."""
     DropTimeline: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DropTimelineRequest, _memory_service_pb2.DropTimelineResponse]
     """Erases an abandoned timeline (and those branched from it), its rows and its save points."""
+    ExtractMemories: _grpc.UnaryUnaryMultiCallable[_extraction_pb2.ExtractMemoriesRequest, _extraction_pb2.ExtractMemoriesResponse]
+    """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    dialogue id); asynchronous by default.
+    """
+    GetExtractionJob: _grpc.UnaryUnaryMultiCallable[_extraction_pb2.GetExtractionJobRequest, _extraction_pb2.GetExtractionJobResponse]
+    """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
+    BuildContext: _grpc.UnaryUnaryMultiCallable[_context_pb2.BuildContextRequest, _context_pb2.BuildContextResponse]
+    """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    memories and recent events, most important first, within a token budget.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -95,6 +107,16 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """The player's save points and timelines."""
     DropTimeline: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DropTimelineRequest, _memory_service_pb2.DropTimelineResponse]  # type: ignore[assignment]
     """Erases an abandoned timeline (and those branched from it), its rows and its save points."""
+    ExtractMemories: _aio.UnaryUnaryMultiCallable[_extraction_pb2.ExtractMemoriesRequest, _extraction_pb2.ExtractMemoriesResponse]  # type: ignore[assignment]
+    """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    dialogue id); asynchronous by default.
+    """
+    GetExtractionJob: _aio.UnaryUnaryMultiCallable[_extraction_pb2.GetExtractionJobRequest, _extraction_pb2.GetExtractionJobResponse]  # type: ignore[assignment]
+    """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
+    BuildContext: _aio.UnaryUnaryMultiCallable[_context_pb2.BuildContextRequest, _context_pb2.BuildContextResponse]  # type: ignore[assignment]
+    """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    memories and recent events, most important first, within a token budget.
+    """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     """Long-term memory for game NPCs."""
@@ -210,5 +232,33 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.DropTimelineResponse, _abc.Awaitable[_memory_service_pb2.DropTimelineResponse]]:
         """Erases an abandoned timeline (and those branched from it), its rows and its save points."""
+
+    @_abc_1.abstractmethod
+    def ExtractMemories(
+        self,
+        request: _extraction_pb2.ExtractMemoriesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_extraction_pb2.ExtractMemoriesResponse, _abc.Awaitable[_extraction_pb2.ExtractMemoriesResponse]]:
+        """Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+        dialogue id); asynchronous by default.
+        """
+
+    @_abc_1.abstractmethod
+    def GetExtractionJob(
+        self,
+        request: _extraction_pb2.GetExtractionJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_extraction_pb2.GetExtractionJobResponse, _abc.Awaitable[_extraction_pb2.GetExtractionJobResponse]]:
+        """Reads an extraction job back: state, attempts, error, the memories written and the facts rejected."""
+
+    @_abc_1.abstractmethod
+    def BuildContext(
+        self,
+        request: _context_pb2.BuildContextRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_context_pb2.BuildContextResponse, _abc.Awaitable[_context_pb2.BuildContextResponse]]:
+        """Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+        memories and recent events, most important first, within a token budget.
+        """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -27,7 +27,7 @@ namespace NpcMemory.V1 {
             "ChpucGNfbWVtb3J5L3YxL21lbW9yeS5wcm90bxINbnBjX21lbW9yeS52MRoc",
             "Z29vZ2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVm",
             "L3RpbWVzdGFtcC5wcm90byIsCgVTY29wZRIPCgd1c2VyX2lkGAEgASgJEhIK",
-            "Cmhlcm9pbmVfaWQYAiABKAkiggQKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
+            "Cmhlcm9pbmVfaWQYAiABKAkisQQKC01lbW9yeUlucHV0EicKB3NwZWFrZXIY",
             "ASABKA4yFi5ucGNfbWVtb3J5LnYxLlNwZWFrZXISJwoHc3ViamVjdBgCIAEo",
             "DjIWLm5wY19tZW1vcnkudjEuU3ViamVjdBISCgpzdWJqZWN0X2lkGAMgASgJ",
             "EjAKDGNvbnRlbnRfdHlwZRgEIAEoDjIaLm5wY19tZW1vcnkudjEuQ29udGVu",
@@ -38,82 +38,87 @@ namespace NpcMemory.V1 {
             "IAMoAhIhCgR0aWVyGAwgASgOMhMubnBjX21lbW9yeS52MS5UaWVyEikKB3Jl",
             "bGF0ZWQYDSADKAsyGC5ucGNfbWVtb3J5LnYxLk1lbW9yeVJlZhIpCgdwYXJl",
             "bnRzGA4gAygLMhgubnBjX21lbW9yeS52MS5NZW1vcnlSZWYSLwoOdmFsaWRf",
-            "Z2FtZV9kYXkYDyABKAsyFy5ucGNfbWVtb3J5LnYxLkdhbWVUaW1lIj4KCU1l",
-            "bW9yeVJlZhITCgltZW1vcnlfaWQYASABKAlIABIVCgtiYXRjaF9pbmRleBgC",
-            "IAEoBUgAQgUKA3JlZiKwAQoKTWVtb3J5TGluaxIWCg5mcm9tX21lbW9yeV9p",
-            "ZBgBIAEoCRIUCgx0b19tZW1vcnlfaWQYAiABKAkSJQoEa2luZBgDIAEoDjIX",
-            "Lm5wY19tZW1vcnkudjEuTGlua0tpbmQSDQoFZGVwdGgYBCABKAUSCwoDdmlh",
-            "GAUgASgJEjEKDWRpc2NvdmVyZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9i",
-            "dWYuVGltZXN0YW1wIhcKCEdhbWVUaW1lEgsKA2RheRgBIAEoASLyBQoGTWVt",
-            "b3J5EhEKCW1lbW9yeV9pZBgBIAEoCRIjCgVzY29wZRgCIAEoCzIULm5wY19t",
-            "ZW1vcnkudjEuU2NvcGUSJwoHc3BlYWtlchgDIAEoDjIWLm5wY19tZW1vcnku",
-            "djEuU3BlYWtlchInCgdzdWJqZWN0GAQgASgOMhYubnBjX21lbW9yeS52MS5T",
-            "dWJqZWN0EhIKCnN1YmplY3RfaWQYBSABKAkSMAoMY29udGVudF90eXBlGAYg",
-            "ASgOMhoubnBjX21lbW9yeS52MS5Db250ZW50VHlwZRIPCgdjb250ZW50GAcg",
-            "ASgJEhIKCmltcG9ydGFuY2UYCCABKAUSIQoEdGllchgJIAEoDjITLm5wY19t",
-            "ZW1vcnkudjEuVGllchIMCgRzbG90GAogASgJEikKCG1ldGFkYXRhGAsgASgL",
-            "MhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgh2YWxpZF9hdBgMIAEoCzIa",
-            "Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKaW52YWxpZF9hdBgNIAEo",
-            "CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgO",
-            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9h",
-            "dBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3VwZXJz",
-            "ZWRlZF9ieRgQIAEoCRIwCgxjbG9zZV9yZWFzb24YESABKA4yGi5ucGNfbWVt",
-            "b3J5LnYxLkNsb3NlUmVhc29uEhcKD2VtYmVkZGluZ19tb2RlbBgSIAEoCRIv",
-            "Cg52YWxpZF9nYW1lX2RheRgTIAEoCzIXLm5wY19tZW1vcnkudjEuR2FtZVRp",
-            "bWUSMQoQaW52YWxpZF9nYW1lX2RheRgUIAEoCzIXLm5wY19tZW1vcnkudjEu",
-            "R2FtZVRpbWUSEwoLdGltZWxpbmVfaWQYFSABKAMiXwoJU2F2ZVBvaW50Eg8K",
-            "B3NhdmVfaWQYASABKAkSEwoLdGltZWxpbmVfaWQYAiABKAMSLAoIc2F2ZWRf",
-            "YXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIosBCghUaW1l",
-            "bGluZRITCgt0aW1lbGluZV9pZBgBIAEoAxIaChJwYXJlbnRfdGltZWxpbmVf",
-            "aWQYAiABKAMSLwoLYnJhbmNoZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9i",
-            "dWYuVGltZXN0YW1wEg8KB3NhdmVfaWQYBCABKAkSDAoEbGl2ZRgFIAEoCCJS",
-            "CgdXZWlnaHRzEg8KB3JlY2VuY3kYASABKAESEgoKaW1wb3J0YW5jZRgCIAEo",
-            "ARIRCglyZWxldmFuY2UYAyABKAESDwoHa2V5d29yZBgEIAEoASJgCgZTY29y",
-            "ZXMSDwoHcmVjZW5jeRgBIAEoARISCgppbXBvcnRhbmNlGAIgASgBEhEKCXJl",
-            "bGV2YW5jZRgDIAEoARIPCgdrZXl3b3JkGAQgASgBEg0KBWZpbmFsGAUgASgB",
-            "IvQBCgxNZW1vcnlGaWx0ZXISKAoIc3BlYWtlcnMYASADKA4yFi5ucGNfbWVt",
-            "b3J5LnYxLlNwZWFrZXISKAoIc3ViamVjdHMYAiADKA4yFi5ucGNfbWVtb3J5",
-            "LnYxLlN1YmplY3QSEwoLc3ViamVjdF9pZHMYAyADKAkSMQoNY29udGVudF90",
-            "eXBlcxgEIAMoDjIaLm5wY19tZW1vcnkudjEuQ29udGVudFR5cGUSFgoObWlu",
-            "X2ltcG9ydGFuY2UYBSABKAUSIgoFdGllcnMYBiADKA4yEy5ucGNfbWVtb3J5",
-            "LnYxLlRpZXISDAoEc2xvdBgHIAEoCSKRAQoMU2NvcmVkTWVtb3J5EiUKBm1l",
-            "bW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5EiUKBnNjb3JlcxgC",
-            "IAEoCzIVLm5wY19tZW1vcnkudjEuU2NvcmVzEhUKDXZpYV9tZW1vcnlfaWQY",
-            "AyABKAkSDAoEaG9wcxgEIAEoBRIOCgZjb3NpbmUYBSABKAEiZgoLU3RvcmVS",
-            "ZXN1bHQSEQoJbWVtb3J5X2lkGAEgASgJEiwKB291dGNvbWUYAiABKA4yGy5u",
-            "cGNfbWVtb3J5LnYxLlN0b3JlT3V0Y29tZRIWCg5zdXBlcnNlZGVkX2lkcxgD",
-            "IAMoCSpJCgdTcGVha2VyEhcKE1NQRUFLRVJfVU5TUEVDSUZJRUQQABIQCgxT",
-            "UEVBS0VSX1VTRVIQARITCg9TUEVBS0VSX0hFUk9JTkUQAipcCgdTdWJqZWN0",
-            "EhcKE1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIQCgxTVUJKRUNUX1VTRVIQARIT",
-            "Cg9TVUJKRUNUX0hFUk9JTkUQAhIRCg1TVUJKRUNUX1dPUkxEEAMq4wEKC0Nv",
-            "bnRlbnRUeXBlEhwKGENPTlRFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhUKEUNP",
-            "TlRFTlRfVFlQRV9GQUNUEAESGwoXQ09OVEVOVF9UWVBFX1BSRUZFUkVOQ0UQ",
-            "AhIWChJDT05URU5UX1RZUEVfVFJBSVQQAxIWChJDT05URU5UX1RZUEVfRVZF",
-            "TlQQBBIYChRDT05URU5UX1RZUEVfT1BJTklPThAFEhkKFUNPTlRFTlRfVFlQ",
-            "RV9QRVJTT05BTBAGEh0KGUNPTlRFTlRfVFlQRV9SRUxBVElPTlNISVAQBypQ",
-            "CgRUaWVyEhQKEFRJRVJfVU5TUEVDSUZJRUQQABINCglUSUVSX0dJU1QQARIS",
-            "Cg5USUVSX0tOT1dMRURHRRACEg8KC1RJRVJfU09VUkNFEAMqgAEKC0Nsb3Nl",
-            "UmVhc29uEhwKGENMT1NFX1JFQVNPTl9VTlNQRUNJRklFRBAAEhsKF0NMT1NF",
-            "X1JFQVNPTl9TVVBFUlNFREVEEAESHAoYQ0xPU0VfUkVBU09OX0lOVkFMSURB",
-            "VEVEEAISGAoUQ0xPU0VfUkVBU09OX1JFVElSRUQQAypbCghMaW5rS2luZBIZ",
-            "ChVMSU5LX0tJTkRfVU5TUEVDSUZJRUQQABIYChRMSU5LX0tJTkRfUkVMQVRF",
-            "RF9UTxABEhoKFkxJTktfS0lORF9ERVJJVkVEX0ZST00QAipgCgxGdXNpb25N",
-            "ZXRob2QSHQoZRlVTSU9OX01FVEhPRF9VTlNQRUNJRklFRBAAEhoKFkZVU0lP",
-            "Tl9NRVRIT0RfV0VJR0hURUQQARIVChFGVVNJT05fTUVUSE9EX1JSRhACKqEB",
-            "CgxTdG9yZU91dGNvbWUSHQoZU1RPUkVfT1VUQ09NRV9VTlNQRUNJRklFRBAA",
-            "EhkKFVNUT1JFX09VVENPTUVfQ1JFQVRFRBABEhwKGFNUT1JFX09VVENPTUVf",
-            "U1VQRVJTRURFRBACEhsKF1NUT1JFX09VVENPTUVfRFVQTElDQVRFEAMSHAoY",
-            "U1RPUkVfT1VUQ09NRV9ISVNUT1JJQ0FMEARCIwoQZGV2Lm5wY21lbW9yeS52",
-            "MVABqgIMTnBjTWVtb3J5LlYxYgZwcm90bzM="));
+            "Z2FtZV9kYXkYDyABKAsyFy5ucGNfbWVtb3J5LnYxLkdhbWVUaW1lEi0KCnZp",
+            "c2liaWxpdHkYECABKA4yGS5ucGNfbWVtb3J5LnYxLlZpc2liaWxpdHkiPgoJ",
+            "TWVtb3J5UmVmEhMKCW1lbW9yeV9pZBgBIAEoCUgAEhUKC2JhdGNoX2luZGV4",
+            "GAIgASgFSABCBQoDcmVmIrABCgpNZW1vcnlMaW5rEhYKDmZyb21fbWVtb3J5",
+            "X2lkGAEgASgJEhQKDHRvX21lbW9yeV9pZBgCIAEoCRIlCgRraW5kGAMgASgO",
+            "MhcubnBjX21lbW9yeS52MS5MaW5rS2luZBINCgVkZXB0aBgEIAEoBRILCgN2",
+            "aWEYBSABKAkSMQoNZGlzY292ZXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90",
+            "b2J1Zi5UaW1lc3RhbXAiFwoIR2FtZVRpbWUSCwoDZGF5GAEgASgBIrYGCgZN",
+            "ZW1vcnkSEQoJbWVtb3J5X2lkGAEgASgJEiMKBXNjb3BlGAIgASgLMhQubnBj",
+            "X21lbW9yeS52MS5TY29wZRInCgdzcGVha2VyGAMgASgOMhYubnBjX21lbW9y",
+            "eS52MS5TcGVha2VyEicKB3N1YmplY3QYBCABKA4yFi5ucGNfbWVtb3J5LnYx",
+            "LlN1YmplY3QSEgoKc3ViamVjdF9pZBgFIAEoCRIwCgxjb250ZW50X3R5cGUY",
+            "BiABKA4yGi5ucGNfbWVtb3J5LnYxLkNvbnRlbnRUeXBlEg8KB2NvbnRlbnQY",
+            "ByABKAkSEgoKaW1wb3J0YW5jZRgIIAEoBRIhCgR0aWVyGAkgASgOMhMubnBj",
+            "X21lbW9yeS52MS5UaWVyEgwKBHNsb3QYCiABKAkSKQoIbWV0YWRhdGEYCyAB",
+            "KAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKCHZhbGlkX2F0GAwgASgL",
+            "MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgppbnZhbGlkX2F0GA0g",
+            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0",
+            "GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVk",
+            "X2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zdXBl",
+            "cnNlZGVkX2J5GBAgASgJEjAKDGNsb3NlX3JlYXNvbhgRIAEoDjIaLm5wY19t",
+            "ZW1vcnkudjEuQ2xvc2VSZWFzb24SFwoPZW1iZWRkaW5nX21vZGVsGBIgASgJ",
+            "Ei8KDnZhbGlkX2dhbWVfZGF5GBMgASgLMhcubnBjX21lbW9yeS52MS5HYW1l",
+            "VGltZRIxChBpbnZhbGlkX2dhbWVfZGF5GBQgASgLMhcubnBjX21lbW9yeS52",
+            "MS5HYW1lVGltZRITCgt0aW1lbGluZV9pZBgVIAEoAxItCgp2aXNpYmlsaXR5",
+            "GBYgASgOMhkubnBjX21lbW9yeS52MS5WaXNpYmlsaXR5EhMKC3NoYXJlZF9m",
+            "cm9tGBcgASgJIl8KCVNhdmVQb2ludBIPCgdzYXZlX2lkGAEgASgJEhMKC3Rp",
+            "bWVsaW5lX2lkGAIgASgDEiwKCHNhdmVkX2F0GAMgASgLMhouZ29vZ2xlLnBy",
+            "b3RvYnVmLlRpbWVzdGFtcCKLAQoIVGltZWxpbmUSEwoLdGltZWxpbmVfaWQY",
+            "ASABKAMSGgoScGFyZW50X3RpbWVsaW5lX2lkGAIgASgDEi8KC2JyYW5jaGVk",
+            "X2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdzYXZl",
+            "X2lkGAQgASgJEgwKBGxpdmUYBSABKAgiUgoHV2VpZ2h0cxIPCgdyZWNlbmN5",
+            "GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAESEQoJcmVsZXZhbmNlGAMgASgB",
+            "Eg8KB2tleXdvcmQYBCABKAEiYAoGU2NvcmVzEg8KB3JlY2VuY3kYASABKAES",
+            "EgoKaW1wb3J0YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyABKAESDwoHa2V5",
+            "d29yZBgEIAEoARINCgVmaW5hbBgFIAEoASL0AQoMTWVtb3J5RmlsdGVyEigK",
+            "CHNwZWFrZXJzGAEgAygOMhYubnBjX21lbW9yeS52MS5TcGVha2VyEigKCHN1",
+            "YmplY3RzGAIgAygOMhYubnBjX21lbW9yeS52MS5TdWJqZWN0EhMKC3N1Ympl",
+            "Y3RfaWRzGAMgAygJEjEKDWNvbnRlbnRfdHlwZXMYBCADKA4yGi5ucGNfbWVt",
+            "b3J5LnYxLkNvbnRlbnRUeXBlEhYKDm1pbl9pbXBvcnRhbmNlGAUgASgFEiIK",
+            "BXRpZXJzGAYgAygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNsb3QYByAB",
+            "KAkikQEKDFNjb3JlZE1lbW9yeRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVt",
+            "b3J5LnYxLk1lbW9yeRIlCgZzY29yZXMYAiABKAsyFS5ucGNfbWVtb3J5LnYx",
+            "LlNjb3JlcxIVCg12aWFfbWVtb3J5X2lkGAMgASgJEgwKBGhvcHMYBCABKAUS",
+            "DgoGY29zaW5lGAUgASgBImYKC1N0b3JlUmVzdWx0EhEKCW1lbW9yeV9pZBgB",
+            "IAEoCRIsCgdvdXRjb21lGAIgASgOMhsubnBjX21lbW9yeS52MS5TdG9yZU91",
+            "dGNvbWUSFgoOc3VwZXJzZWRlZF9pZHMYAyADKAkqSQoHU3BlYWtlchIXChNT",
+            "UEVBS0VSX1VOU1BFQ0lGSUVEEAASEAoMU1BFQUtFUl9VU0VSEAESEwoPU1BF",
+            "QUtFUl9IRVJPSU5FEAIqXAoHU3ViamVjdBIXChNTVUJKRUNUX1VOU1BFQ0lG",
+            "SUVEEAASEAoMU1VCSkVDVF9VU0VSEAESEwoPU1VCSkVDVF9IRVJPSU5FEAIS",
+            "EQoNU1VCSkVDVF9XT1JMRBADKuMBCgtDb250ZW50VHlwZRIcChhDT05URU5U",
+            "X1RZUEVfVU5TUEVDSUZJRUQQABIVChFDT05URU5UX1RZUEVfRkFDVBABEhsK",
+            "F0NPTlRFTlRfVFlQRV9QUkVGRVJFTkNFEAISFgoSQ09OVEVOVF9UWVBFX1RS",
+            "QUlUEAMSFgoSQ09OVEVOVF9UWVBFX0VWRU5UEAQSGAoUQ09OVEVOVF9UWVBF",
+            "X09QSU5JT04QBRIZChVDT05URU5UX1RZUEVfUEVSU09OQUwQBhIdChlDT05U",
+            "RU5UX1RZUEVfUkVMQVRJT05TSElQEAcqUAoEVGllchIUChBUSUVSX1VOU1BF",
+            "Q0lGSUVEEAASDQoJVElFUl9HSVNUEAESEgoOVElFUl9LTk9XTEVER0UQAhIP",
+            "CgtUSUVSX1NPVVJDRRADKoABCgtDbG9zZVJlYXNvbhIcChhDTE9TRV9SRUFT",
+            "T05fVU5TUEVDSUZJRUQQABIbChdDTE9TRV9SRUFTT05fU1VQRVJTRURFRBAB",
+            "EhwKGENMT1NFX1JFQVNPTl9JTlZBTElEQVRFRBACEhgKFENMT1NFX1JFQVNP",
+            "Tl9SRVRJUkVEEAMqWwoITGlua0tpbmQSGQoVTElOS19LSU5EX1VOU1BFQ0lG",
+            "SUVEEAASGAoUTElOS19LSU5EX1JFTEFURURfVE8QARIaChZMSU5LX0tJTkRf",
+            "REVSSVZFRF9GUk9NEAIqVwoKVmlzaWJpbGl0eRIaChZWSVNJQklMSVRZX1VO",
+            "U1BFQ0lGSUVEEAASFgoSVklTSUJJTElUWV9QUklWQVRFEAESFQoRVklTSUJJ",
+            "TElUWV9TSEFSRUQQAipgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhP",
+            "RF9VTlNQRUNJRklFRBAAEhoKFkZVU0lPTl9NRVRIT0RfV0VJR0hURUQQARIV",
+            "ChFGVVNJT05fTUVUSE9EX1JSRhACKqEBCgxTdG9yZU91dGNvbWUSHQoZU1RP",
+            "UkVfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhkKFVNUT1JFX09VVENPTUVfQ1JF",
+            "QVRFRBABEhwKGFNUT1JFX09VVENPTUVfU1VQRVJTRURFRBACEhsKF1NUT1JF",
+            "X09VVENPTUVfRFVQTElDQVRFEAMSHAoYU1RPUkVfT1VUQ09NRV9ISVNUT1JJ",
+            "Q0FMEARCIwoQZGV2Lm5wY21lbW9yeS52MVABqgIMTnBjTWVtb3J5LlYxYgZw",
+            "cm90bzM="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
-          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.LinkKind), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
+          new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.LinkKind), typeof(global::NpcMemory.V1.Visibility), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Scope), global::NpcMemory.V1.Scope.Parser, new[]{ "UserId", "HeroineId" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Related", "Parents", "ValidGameDay" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryInput), global::NpcMemory.V1.MemoryInput.Parser, new[]{ "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Slot", "Supersedes", "ValidAt", "Metadata", "Embedding", "Tier", "Related", "Parents", "ValidGameDay", "Visibility" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryRef), global::NpcMemory.V1.MemoryRef.Parser, new[]{ "MemoryId", "BatchIndex" }, new[]{ "Ref" }, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryLink), global::NpcMemory.V1.MemoryLink.Parser, new[]{ "FromMemoryId", "ToMemoryId", "Kind", "Depth", "Via", "DiscoveredAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GameTime), global::NpcMemory.V1.GameTime.Parser, new[]{ "Day" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "ValidGameDay", "InvalidGameDay", "TimelineId" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "ValidGameDay", "InvalidGameDay", "TimelineId", "Visibility", "SharedFrom" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SavePoint), global::NpcMemory.V1.SavePoint.Parser, new[]{ "SaveId", "TimelineId", "SavedAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Timeline), global::NpcMemory.V1.Timeline.Parser, new[]{ "TimelineId", "ParentTimelineId", "BranchedAt", "SaveId", "Live" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
@@ -223,6 +228,24 @@ namespace NpcMemory.V1 {
     /// `from` was distilled from `to`: knowledge from a source, a gist from knowledge.
     /// </summary>
     [pbr::OriginalName("LINK_KIND_DERIVED_FROM")] DerivedFrom = 2,
+  }
+
+  /// <summary>
+  /// Who may see a memory.
+  /// </summary>
+  public enum Visibility {
+    /// <summary>
+    /// Same as VISIBILITY_PRIVATE.
+    /// </summary>
+    [pbr::OriginalName("VISIBILITY_UNSPECIFIED")] Unspecified = 0,
+    /// <summary>
+    /// Only the heroine who heard it (the row's scope).
+    /// </summary>
+    [pbr::OriginalName("VISIBILITY_PRIVATE")] Private = 1,
+    /// <summary>
+    /// Every heroine of the same player, when a read sets include_shared.
+    /// </summary>
+    [pbr::OriginalName("VISIBILITY_SHARED")] Shared = 2,
   }
 
   /// <summary>
@@ -558,6 +581,7 @@ namespace NpcMemory.V1 {
       related_ = other.related_.Clone();
       parents_ = other.parents_.Clone();
       validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
+      visibility_ = other.visibility_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -784,6 +808,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "visibility" field.</summary>
+    public const int VisibilityFieldNumber = 16;
+    private global::NpcMemory.V1.Visibility visibility_ = global::NpcMemory.V1.Visibility.Unspecified;
+    /// <summary>
+    /// Private to this heroine (the default), or shared with every heroine of the player.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Visibility Visibility {
+      get { return visibility_; }
+      set {
+        visibility_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -814,6 +853,7 @@ namespace NpcMemory.V1 {
       if(!related_.Equals(other.related_)) return false;
       if(!parents_.Equals(other.parents_)) return false;
       if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
+      if (Visibility != other.Visibility) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -836,6 +876,7 @@ namespace NpcMemory.V1 {
       hash ^= related_.GetHashCode();
       hash ^= parents_.GetHashCode();
       if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) hash ^= Visibility.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -902,6 +943,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(122);
         output.WriteMessage(ValidGameDay);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(128, 1);
+        output.WriteEnum((int) Visibility);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -960,6 +1005,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(122);
         output.WriteMessage(ValidGameDay);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(128, 1);
+        output.WriteEnum((int) Visibility);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -1006,6 +1055,9 @@ namespace NpcMemory.V1 {
       size += parents_.CalculateSize(_repeated_parents_codec);
       if (validGameDay_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(ValidGameDay);
+      }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        size += 2 + pb::CodedOutputStream.ComputeEnumSize((int) Visibility);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -1064,6 +1116,9 @@ namespace NpcMemory.V1 {
           ValidGameDay = new global::NpcMemory.V1.GameTime();
         }
         ValidGameDay.MergeFrom(other.ValidGameDay);
+      }
+      if (other.Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        Visibility = other.Visibility;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -1150,6 +1205,10 @@ namespace NpcMemory.V1 {
             input.ReadMessage(ValidGameDay);
             break;
           }
+          case 128: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
         }
       }
     #endif
@@ -1233,6 +1292,10 @@ namespace NpcMemory.V1 {
               ValidGameDay = new global::NpcMemory.V1.GameTime();
             }
             input.ReadMessage(ValidGameDay);
+            break;
+          }
+          case 128: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
             break;
           }
         }
@@ -2154,6 +2217,8 @@ namespace NpcMemory.V1 {
       validGameDay_ = other.validGameDay_ != null ? other.validGameDay_.Clone() : null;
       invalidGameDay_ = other.invalidGameDay_ != null ? other.invalidGameDay_.Clone() : null;
       timelineId_ = other.timelineId_;
+      visibility_ = other.visibility_;
+      sharedFrom_ = other.sharedFrom_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2442,6 +2507,34 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "visibility" field.</summary>
+    public const int VisibilityFieldNumber = 22;
+    private global::NpcMemory.V1.Visibility visibility_ = global::NpcMemory.V1.Visibility.Unspecified;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Visibility Visibility {
+      get { return visibility_; }
+      set {
+        visibility_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "shared_from" field.</summary>
+    public const int SharedFromFieldNumber = 23;
+    private string sharedFrom_ = "";
+    /// <summary>
+    /// Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
+    /// who heard it (created_at says when). Empty for the scope's own memories.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SharedFrom {
+      get { return sharedFrom_; }
+      set {
+        sharedFrom_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2478,6 +2571,8 @@ namespace NpcMemory.V1 {
       if (!object.Equals(ValidGameDay, other.ValidGameDay)) return false;
       if (!object.Equals(InvalidGameDay, other.InvalidGameDay)) return false;
       if (TimelineId != other.TimelineId) return false;
+      if (Visibility != other.Visibility) return false;
+      if (SharedFrom != other.SharedFrom) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2506,6 +2601,8 @@ namespace NpcMemory.V1 {
       if (validGameDay_ != null) hash ^= ValidGameDay.GetHashCode();
       if (invalidGameDay_ != null) hash ^= InvalidGameDay.GetHashCode();
       if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) hash ^= Visibility.GetHashCode();
+      if (SharedFrom.Length != 0) hash ^= SharedFrom.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2608,6 +2705,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(168, 1);
         output.WriteInt64(TimelineId);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(176, 1);
+        output.WriteEnum((int) Visibility);
+      }
+      if (SharedFrom.Length != 0) {
+        output.WriteRawTag(186, 1);
+        output.WriteString(SharedFrom);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2702,6 +2807,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(168, 1);
         output.WriteInt64(TimelineId);
       }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        output.WriteRawTag(176, 1);
+        output.WriteEnum((int) Visibility);
+      }
+      if (SharedFrom.Length != 0) {
+        output.WriteRawTag(186, 1);
+        output.WriteString(SharedFrom);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2774,6 +2887,12 @@ namespace NpcMemory.V1 {
       }
       if (TimelineId != 0L) {
         size += 2 + pb::CodedOutputStream.ComputeInt64Size(TimelineId);
+      }
+      if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        size += 2 + pb::CodedOutputStream.ComputeEnumSize((int) Visibility);
+      }
+      if (SharedFrom.Length != 0) {
+        size += 2 + pb::CodedOutputStream.ComputeStringSize(SharedFrom);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2873,6 +2992,12 @@ namespace NpcMemory.V1 {
       }
       if (other.TimelineId != 0L) {
         TimelineId = other.TimelineId;
+      }
+      if (other.Visibility != global::NpcMemory.V1.Visibility.Unspecified) {
+        Visibility = other.Visibility;
+      }
+      if (other.SharedFrom.Length != 0) {
+        SharedFrom = other.SharedFrom;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -2997,6 +3122,14 @@ namespace NpcMemory.V1 {
             TimelineId = input.ReadInt64();
             break;
           }
+          case 176: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
+          case 186: {
+            SharedFrom = input.ReadString();
+            break;
+          }
         }
       }
     #endif
@@ -3118,6 +3251,14 @@ namespace NpcMemory.V1 {
           }
           case 168: {
             TimelineId = input.ReadInt64();
+            break;
+          }
+          case 176: {
+            Visibility = (global::NpcMemory.V1.Visibility) input.ReadEnum();
+            break;
+          }
+          case 186: {
+            SharedFrom = input.ReadString();
             break;
           }
         }

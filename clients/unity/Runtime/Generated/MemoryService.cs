@@ -27,117 +27,125 @@ namespace NpcMemory.V1 {
             "CiJucGNfbWVtb3J5L3YxL21lbW9yeV9zZXJ2aWNlLnByb3RvEg1ucGNfbWVt",
             "b3J5LnYxGiBnb29nbGUvcHJvdG9idWYvZmllbGRfbWFzay5wcm90bxocZ29v",
             "Z2xlL3Byb3RvYnVmL3N0cnVjdC5wcm90bxofZ29vZ2xlL3Byb3RvYnVmL3Rp",
-            "bWVzdGFtcC5wcm90bxoabnBjX21lbW9yeS92MS9tZW1vcnkucHJvdG8iOgoW",
-            "Q3JlYXRlU2F2ZVBvaW50UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEg8KB3Nh",
-            "dmVfaWQYAiABKAkiRwoXQ3JlYXRlU2F2ZVBvaW50UmVzcG9uc2USLAoKc2F2",
-            "ZV9wb2ludBgBIAEoCzIYLm5wY19tZW1vcnkudjEuU2F2ZVBvaW50IjgKFExv",
-            "YWRTYXZlUG9pbnRSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDwoHc2F2ZV9p",
-            "ZBgCIAEoCSJCChVMb2FkU2F2ZVBvaW50UmVzcG9uc2USKQoIdGltZWxpbmUY",
-            "ASABKAsyFy5ucGNfbWVtb3J5LnYxLlRpbWVsaW5lIigKFUxpc3RTYXZlUG9p",
-            "bnRzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIo0BChZMaXN0U2F2ZVBvaW50",
-            "c1Jlc3BvbnNlEi0KC3NhdmVfcG9pbnRzGAEgAygLMhgubnBjX21lbW9yeS52",
-            "MS5TYXZlUG9pbnQSKgoJdGltZWxpbmVzGAIgAygLMhcubnBjX21lbW9yeS52",
-            "MS5UaW1lbGluZRIYChBsaXZlX3RpbWVsaW5lX2lkGAMgASgDIjsKE0Ryb3BU",
-            "aW1lbGluZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRITCgt0aW1lbGluZV9p",
-            "ZBgCIAEoAyIwChREcm9wVGltZWxpbmVSZXNwb25zZRIYChBkZWxldGVkX21l",
-            "bW9yaWVzGAEgASgDIn0KFFN0b3JlTWVtb3JpZXNSZXF1ZXN0EiMKBXNjb3Bl",
-            "GAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIsCghtZW1vcmllcxgCIAMo",
-            "CzIaLm5wY19tZW1vcnkudjEuTWVtb3J5SW5wdXQSEgoKcmVxdWVzdF9pZBgD",
-            "IAEoCSJEChVTdG9yZU1lbW9yaWVzUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMo",
-            "CzIaLm5wY19tZW1vcnkudjEuU3RvcmVSZXN1bHQixgQKFVNlYXJjaE1lbW9y",
-            "aWVzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
-            "cGUSDQoFcXVlcnkYAiABKAkSFwoPcXVlcnlfZW1iZWRkaW5nGAMgAygCEg0K",
-            "BWxpbWl0GAQgASgFEicKB3dlaWdodHMYBSABKAsyFi5ucGNfbWVtb3J5LnYx",
-            "LldlaWdodHMSKQoFYXNfb2YYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGlt",
-            "ZXN0YW1wEicKA25vdxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
-            "bXASKwoGZmlsdGVyGAggASgLMhsubnBjX21lbW9yeS52MS5NZW1vcnlGaWx0",
-            "ZXISKwoGZnVzaW9uGAkgASgOMhsubnBjX21lbW9yeS52MS5GdXNpb25NZXRo",
-            "b2QSGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgKIAEoCBIMCgRob3BzGAsgASgF",
-            "Eg4KBmRlZXBlbhgMIAEoCBIcChRkZWVwZW5fbWluX3JlbGV2YW5jZRgNIAEo",
-            "ARIvCg5hc19vZl9nYW1lX2RheRgOIAEoCzIXLm5wY19tZW1vcnkudjEuR2Ft",
-            "ZVRpbWUSLQoMbm93X2dhbWVfZGF5GA8gASgLMhcubnBjX21lbW9yeS52MS5H",
-            "YW1lVGltZRITCgt0aW1lbGluZV9pZBgQIAEoAxIsCghrbm93bl9hdBgRIAEo",
-            "CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiwEKFlNlYXJjaE1lbW9y",
-            "aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLm5wY19tZW1vcnkudjEu",
-            "U2NvcmVkTWVtb3J5EhcKD2VtYmVkZGluZ19tb2RlbBgCIAEoCRIqCg1hbnN3",
-            "ZXJlZF90aWVyGAMgASgOMhMubnBjX21lbW9yeS52MS5UaWVyIo0BChBHZXRN",
-            "ZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5T",
-            "Y29wZRIRCgltZW1vcnlfaWQYAiABKAkSEwoLdGltZWxpbmVfaWQYAyABKAMS",
-            "LAoIa25vd25fYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1w",
-            "IjoKEUdldE1lbW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19t",
-            "ZW1vcnkudjEuTWVtb3J5Iu4BChNMaXN0TWVtb3JpZXNSZXF1ZXN0EiMKBXNj",
-            "b3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCglwYWdlX3NpemUY",
-            "AiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIrCgZmaWx0ZXIYBCABKAsyGy5u",
-            "cGNfbWVtb3J5LnYxLk1lbW9yeUZpbHRlchIbChNpbmNsdWRlX2ludmFsaWRh",
-            "dGVkGAUgASgIEhMKC3RpbWVsaW5lX2lkGAYgASgDEiwKCGtub3duX2F0GAcg",
-            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJYChRMaXN0TWVtb3Jp",
-            "ZXNSZXNwb25zZRInCghtZW1vcmllcxgBIAMoCzIVLm5wY19tZW1vcnkudjEu",
-            "TWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSK0AQoXSW52YWxpZGF0",
-            "ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYx",
-            "LlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCRIuCgppbnZhbGlkX2F0GAMgASgL",
-            "MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxChBpbnZhbGlkX2dhbWVf",
-            "ZGF5GAQgASgLMhcubnBjX21lbW9yeS52MS5HYW1lVGltZSJBChhJbnZhbGlk",
-            "YXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9y",
-            "eS52MS5NZW1vcnki0AIKE1VwZGF0ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUY",
-            "ASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEo",
-            "CRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVs",
-            "ZE1hc2sSEgoKaW1wb3J0YW5jZRgEIAEoBRIhCgR0aWVyGAUgASgOMhMubnBj",
-            "X21lbW9yeS52MS5UaWVyEikKCG1ldGFkYXRhGAYgASgLMhcuZ29vZ2xlLnBy",
-            "b3RvYnVmLlN0cnVjdBIPCgdjb250ZW50GAcgASgJEiwKCHZhbGlkX2F0GAgg",
-            "ASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCg52YWxpZF9nYW1l",
-            "X2RheRgJIAEoCzIXLm5wY19tZW1vcnkudjEuR2FtZVRpbWUiPQoUVXBkYXRl",
-            "TWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52",
-            "MS5NZW1vcnkitgEKF0dldE1lbW9yeUhpc3RvcnlSZXF1ZXN0EiMKBXNjb3Bl",
-            "GAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRISCgpzdWJqZWN0X2lkGAIg",
-            "ASgJEgwKBHNsb3QYAyABKAkSEQoJbWVtb3J5X2lkGAQgASgJEhMKC3RpbWVs",
-            "aW5lX2lkGAUgASgDEiwKCGtub3duX2F0GAYgASgLMhouZ29vZ2xlLnByb3Rv",
-            "YnVmLlRpbWVzdGFtcCJDChhHZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2USJwoI",
-            "bWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeSImChNGb3Jn",
-            "ZXRQbGF5ZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkiMAoURm9yZ2V0UGxh",
-            "eWVyUmVzcG9uc2USGAoQZGVsZXRlZF9tZW1vcmllcxgBIAEoAyJNChNFeHBh",
-            "bmRNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52",
-            "MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkioQEKFEV4cGFuZE1lbW9yeVJl",
-            "c3BvbnNlEhEKCW1lbW9yeV9pZBgBIAEoCRINCgVkZXB0aBgCIAEoBRIoCgVm",
-            "b3VuZBgDIAMoCzIZLm5wY19tZW1vcnkudjEuTWVtb3J5TGluaxInCghtZW1v",
-            "cmllcxgEIAMoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5EhQKDHRvdGFsX2xp",
-            "bmtlZBgFIAEoBSJKChBMaXN0TGlua3NSZXF1ZXN0EiMKBXNjb3BlGAEgASgL",
-            "MhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkimAEK",
-            "EUxpc3RMaW5rc1Jlc3BvbnNlEioKB3BhcmVudHMYASADKAsyGS5ucGNfbWVt",
-            "b3J5LnYxLk1lbW9yeUxpbmsSKwoIY2hpbGRyZW4YAiADKAsyGS5ucGNfbWVt",
-            "b3J5LnYxLk1lbW9yeUxpbmsSKgoHcmVsYXRlZBgDIAMoCzIZLm5wY19tZW1v",
-            "cnkudjEuTWVtb3J5TGluazKOCgoNTWVtb3J5U2VydmljZRJaCg1TdG9yZU1l",
-            "bW9yaWVzEiMubnBjX21lbW9yeS52MS5TdG9yZU1lbW9yaWVzUmVxdWVzdBok",
-            "Lm5wY19tZW1vcnkudjEuU3RvcmVNZW1vcmllc1Jlc3BvbnNlEl0KDlNlYXJj",
-            "aE1lbW9yaWVzEiQubnBjX21lbW9yeS52MS5TZWFyY2hNZW1vcmllc1JlcXVl",
-            "c3QaJS5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USTgoJ",
-            "R2V0TWVtb3J5Eh8ubnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXF1ZXN0GiAu",
-            "bnBjX21lbW9yeS52MS5HZXRNZW1vcnlSZXNwb25zZRJXCgxMaXN0TWVtb3Jp",
-            "ZXMSIi5ucGNfbWVtb3J5LnYxLkxpc3RNZW1vcmllc1JlcXVlc3QaIy5ucGNf",
-            "bWVtb3J5LnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlEmMKEEludmFsaWRhdGVN",
-            "ZW1vcnkSJi5ucGNfbWVtb3J5LnYxLkludmFsaWRhdGVNZW1vcnlSZXF1ZXN0",
-            "GicubnBjX21lbW9yeS52MS5JbnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USVwoM",
-            "VXBkYXRlTWVtb3J5EiIubnBjX21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXF1",
-            "ZXN0GiMubnBjX21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXNwb25zZRJjChBH",
-            "ZXRNZW1vcnlIaXN0b3J5EiYubnBjX21lbW9yeS52MS5HZXRNZW1vcnlIaXN0",
-            "b3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5SGlzdG9yeVJl",
-            "c3BvbnNlElcKDEZvcmdldFBsYXllchIiLm5wY19tZW1vcnkudjEuRm9yZ2V0",
-            "UGxheWVyUmVxdWVzdBojLm5wY19tZW1vcnkudjEuRm9yZ2V0UGxheWVyUmVz",
-            "cG9uc2USVwoMRXhwYW5kTWVtb3J5EiIubnBjX21lbW9yeS52MS5FeHBhbmRN",
-            "ZW1vcnlSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5FeHBhbmRNZW1vcnlSZXNw",
-            "b25zZRJOCglMaXN0TGlua3MSHy5ucGNfbWVtb3J5LnYxLkxpc3RMaW5rc1Jl",
-            "cXVlc3QaIC5ucGNfbWVtb3J5LnYxLkxpc3RMaW5rc1Jlc3BvbnNlEmAKD0Ny",
-            "ZWF0ZVNhdmVQb2ludBIlLm5wY19tZW1vcnkudjEuQ3JlYXRlU2F2ZVBvaW50",
-            "UmVxdWVzdBomLm5wY19tZW1vcnkudjEuQ3JlYXRlU2F2ZVBvaW50UmVzcG9u",
-            "c2USWgoNTG9hZFNhdmVQb2ludBIjLm5wY19tZW1vcnkudjEuTG9hZFNhdmVQ",
-            "b2ludFJlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLkxvYWRTYXZlUG9pbnRSZXNw",
-            "b25zZRJdCg5MaXN0U2F2ZVBvaW50cxIkLm5wY19tZW1vcnkudjEuTGlzdFNh",
-            "dmVQb2ludHNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5MaXN0U2F2ZVBvaW50",
-            "c1Jlc3BvbnNlElcKDERyb3BUaW1lbGluZRIiLm5wY19tZW1vcnkudjEuRHJv",
-            "cFRpbWVsaW5lUmVxdWVzdBojLm5wY19tZW1vcnkudjEuRHJvcFRpbWVsaW5l",
-            "UmVzcG9uc2VCIwoQZGV2Lm5wY21lbW9yeS52MVABqgIMTnBjTWVtb3J5LlYx",
-            "YgZwcm90bzM="));
+            "bWVzdGFtcC5wcm90bxobbnBjX21lbW9yeS92MS9jb250ZXh0LnByb3RvGh5u",
+            "cGNfbWVtb3J5L3YxL2V4dHJhY3Rpb24ucHJvdG8aGm5wY19tZW1vcnkvdjEv",
+            "bWVtb3J5LnByb3RvIjoKFkNyZWF0ZVNhdmVQb2ludFJlcXVlc3QSDwoHdXNl",
+            "cl9pZBgBIAEoCRIPCgdzYXZlX2lkGAIgASgJIkcKF0NyZWF0ZVNhdmVQb2lu",
+            "dFJlc3BvbnNlEiwKCnNhdmVfcG9pbnQYASABKAsyGC5ucGNfbWVtb3J5LnYx",
+            "LlNhdmVQb2ludCI4ChRMb2FkU2F2ZVBvaW50UmVxdWVzdBIPCgd1c2VyX2lk",
+            "GAEgASgJEg8KB3NhdmVfaWQYAiABKAkiQgoVTG9hZFNhdmVQb2ludFJlc3Bv",
+            "bnNlEikKCHRpbWVsaW5lGAEgASgLMhcubnBjX21lbW9yeS52MS5UaW1lbGlu",
+            "ZSIoChVMaXN0U2F2ZVBvaW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSKN",
+            "AQoWTGlzdFNhdmVQb2ludHNSZXNwb25zZRItCgtzYXZlX3BvaW50cxgBIAMo",
+            "CzIYLm5wY19tZW1vcnkudjEuU2F2ZVBvaW50EioKCXRpbWVsaW5lcxgCIAMo",
+            "CzIXLm5wY19tZW1vcnkudjEuVGltZWxpbmUSGAoQbGl2ZV90aW1lbGluZV9p",
+            "ZBgDIAEoAyI7ChNEcm9wVGltZWxpbmVSZXF1ZXN0Eg8KB3VzZXJfaWQYASAB",
+            "KAkSEwoLdGltZWxpbmVfaWQYAiABKAMiMAoURHJvcFRpbWVsaW5lUmVzcG9u",
+            "c2USGAoQZGVsZXRlZF9tZW1vcmllcxgBIAEoAyJ9ChRTdG9yZU1lbW9yaWVz",
+            "UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUS",
+            "LAoIbWVtb3JpZXMYAiADKAsyGi5ucGNfbWVtb3J5LnYxLk1lbW9yeUlucHV0",
+            "EhIKCnJlcXVlc3RfaWQYAyABKAkiRAoVU3RvcmVNZW1vcmllc1Jlc3BvbnNl",
+            "EisKB3Jlc3VsdHMYASADKAsyGi5ucGNfbWVtb3J5LnYxLlN0b3JlUmVzdWx0",
+            "It4EChVTZWFyY2hNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5u",
+            "cGNfbWVtb3J5LnYxLlNjb3BlEg0KBXF1ZXJ5GAIgASgJEhcKD3F1ZXJ5X2Vt",
+            "YmVkZGluZxgDIAMoAhINCgVsaW1pdBgEIAEoBRInCgd3ZWlnaHRzGAUgASgL",
+            "MhYubnBjX21lbW9yeS52MS5XZWlnaHRzEikKBWFzX29mGAYgASgLMhouZ29v",
+            "Z2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNub3cYByABKAsyGi5nb29nbGUu",
+            "cHJvdG9idWYuVGltZXN0YW1wEisKBmZpbHRlchgIIAEoCzIbLm5wY19tZW1v",
+            "cnkudjEuTWVtb3J5RmlsdGVyEisKBmZ1c2lvbhgJIAEoDjIbLm5wY19tZW1v",
+            "cnkudjEuRnVzaW9uTWV0aG9kEhsKE2luY2x1ZGVfaW52YWxpZGF0ZWQYCiAB",
+            "KAgSDAoEaG9wcxgLIAEoBRIOCgZkZWVwZW4YDCABKAgSHAoUZGVlcGVuX21p",
+            "bl9yZWxldmFuY2UYDSABKAESLwoOYXNfb2ZfZ2FtZV9kYXkYDiABKAsyFy5u",
+            "cGNfbWVtb3J5LnYxLkdhbWVUaW1lEi0KDG5vd19nYW1lX2RheRgPIAEoCzIX",
+            "Lm5wY19tZW1vcnkudjEuR2FtZVRpbWUSEwoLdGltZWxpbmVfaWQYECABKAMS",
+            "LAoIa25vd25fYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1w",
+            "EhYKDmluY2x1ZGVfc2hhcmVkGBIgASgIIosBChZTZWFyY2hNZW1vcmllc1Jl",
+            "c3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5ucGNfbWVtb3J5LnYxLlNjb3Jl",
+            "ZE1lbW9yeRIXCg9lbWJlZGRpbmdfbW9kZWwYAiABKAkSKgoNYW5zd2VyZWRf",
+            "dGllchgDIAEoDjITLm5wY19tZW1vcnkudjEuVGllciKNAQoQR2V0TWVtb3J5",
+            "UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUS",
+            "EQoJbWVtb3J5X2lkGAIgASgJEhMKC3RpbWVsaW5lX2lkGAMgASgDEiwKCGtu",
+            "b3duX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI6ChFH",
+            "ZXRNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5",
+            "LnYxLk1lbW9yeSKGAgoTTGlzdE1lbW9yaWVzUmVxdWVzdBIjCgVzY29wZRgB",
+            "IAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJcGFnZV9zaXplGAIgASgF",
+            "EhIKCnBhZ2VfdG9rZW4YAyABKAkSKwoGZmlsdGVyGAQgASgLMhsubnBjX21l",
+            "bW9yeS52MS5NZW1vcnlGaWx0ZXISGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgF",
+            "IAEoCBITCgt0aW1lbGluZV9pZBgGIAEoAxIsCghrbm93bl9hdBgHIAEoCzIa",
+            "Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaW5jbHVkZV9zaGFyZWQY",
+            "CCABKAgiWAoUTGlzdE1lbW9yaWVzUmVzcG9uc2USJwoIbWVtb3JpZXMYASAD",
+            "KAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIXCg9uZXh0X3BhZ2VfdG9rZW4Y",
+            "AiABKAkitAEKF0ludmFsaWRhdGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEg",
+            "ASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkS",
+            "LgoKaW52YWxpZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
+            "bXASMQoQaW52YWxpZF9nYW1lX2RheRgEIAEoCzIXLm5wY19tZW1vcnkudjEu",
+            "R2FtZVRpbWUiQQoYSW52YWxpZGF0ZU1lbW9yeVJlc3BvbnNlEiUKBm1lbW9y",
+            "eRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5ItACChNVcGRhdGVNZW1v",
+            "cnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29w",
+            "ZRIRCgltZW1vcnlfaWQYAiABKAkSLwoLdXBkYXRlX21hc2sYAyABKAsyGi5n",
+            "b29nbGUucHJvdG9idWYuRmllbGRNYXNrEhIKCmltcG9ydGFuY2UYBCABKAUS",
+            "IQoEdGllchgFIAEoDjITLm5wY19tZW1vcnkudjEuVGllchIpCghtZXRhZGF0",
+            "YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29udGVudBgH",
+            "IAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1l",
+            "c3RhbXASLwoOdmFsaWRfZ2FtZV9kYXkYCSABKAsyFy5ucGNfbWVtb3J5LnYx",
+            "LkdhbWVUaW1lIj0KFFVwZGF0ZU1lbW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgB",
+            "IAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5IrYBChdHZXRNZW1vcnlIaXN0",
+            "b3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
+            "cGUSEgoKc3ViamVjdF9pZBgCIAEoCRIMCgRzbG90GAMgASgJEhEKCW1lbW9y",
+            "eV9pZBgEIAEoCRITCgt0aW1lbGluZV9pZBgFIAEoAxIsCghrbm93bl9hdBgG",
+            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoYR2V0TWVtb3J5",
+            "SGlzdG9yeVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9y",
+            "eS52MS5NZW1vcnkiJgoTRm9yZ2V0UGxheWVyUmVxdWVzdBIPCgd1c2VyX2lk",
+            "GAEgASgJIjAKFEZvcmdldFBsYXllclJlc3BvbnNlEhgKEGRlbGV0ZWRfbWVt",
+            "b3JpZXMYASABKAMiTQoTRXhwYW5kTWVtb3J5UmVxdWVzdBIjCgVzY29wZRgB",
+            "IAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIgASgJ",
+            "IqEBChRFeHBhbmRNZW1vcnlSZXNwb25zZRIRCgltZW1vcnlfaWQYASABKAkS",
+            "DQoFZGVwdGgYAiABKAUSKAoFZm91bmQYAyADKAsyGS5ucGNfbWVtb3J5LnYx",
+            "Lk1lbW9yeUxpbmsSJwoIbWVtb3JpZXMYBCADKAsyFS5ucGNfbWVtb3J5LnYx",
+            "Lk1lbW9yeRIUCgx0b3RhbF9saW5rZWQYBSABKAUiSgoQTGlzdExpbmtzUmVx",
+            "dWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJ",
+            "bWVtb3J5X2lkGAIgASgJIpgBChFMaXN0TGlua3NSZXNwb25zZRIqCgdwYXJl",
+            "bnRzGAEgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEisKCGNoaWxk",
+            "cmVuGAIgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEioKB3JlbGF0",
+            "ZWQYAyADKAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9yeUxpbmsyrgwKDU1lbW9y",
+            "eVNlcnZpY2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnkudjEuU3Rv",
+            "cmVNZW1vcmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3Jp",
+            "ZXNSZXNwb25zZRJdCg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEu",
+            "U2VhcmNoTWVtb3JpZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hN",
+            "ZW1vcmllc1Jlc3BvbnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEu",
+            "R2V0TWVtb3J5UmVxdWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVz",
+            "cG9uc2USVwoMTGlzdE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVt",
+            "b3JpZXNSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNw",
+            "b25zZRJjChBJbnZhbGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZh",
+            "bGlkYXRlTWVtb3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0",
+            "ZU1lbW9yeVJlc3BvbnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnku",
+            "djEuVXBkYXRlTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRl",
+            "TWVtb3J5UmVzcG9uc2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1v",
+            "cnkudjEuR2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYx",
+            "LkdldE1lbW9yeUhpc3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5u",
+            "cGNfbWVtb3J5LnYxLkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5",
+            "LnYxLkZvcmdldFBsYXllclJlc3BvbnNlElcKDEV4cGFuZE1lbW9yeRIiLm5w",
+            "Y19tZW1vcnkudjEuRXhwYW5kTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnku",
+            "djEuRXhwYW5kTWVtb3J5UmVzcG9uc2USTgoJTGlzdExpbmtzEh8ubnBjX21l",
+            "bW9yeS52MS5MaXN0TGlua3NSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5MaXN0",
+            "TGlua3NSZXNwb25zZRJgCg9DcmVhdGVTYXZlUG9pbnQSJS5ucGNfbWVtb3J5",
+            "LnYxLkNyZWF0ZVNhdmVQb2ludFJlcXVlc3QaJi5ucGNfbWVtb3J5LnYxLkNy",
+            "ZWF0ZVNhdmVQb2ludFJlc3BvbnNlEloKDUxvYWRTYXZlUG9pbnQSIy5ucGNf",
+            "bWVtb3J5LnYxLkxvYWRTYXZlUG9pbnRSZXF1ZXN0GiQubnBjX21lbW9yeS52",
+            "MS5Mb2FkU2F2ZVBvaW50UmVzcG9uc2USXQoOTGlzdFNhdmVQb2ludHMSJC5u",
+            "cGNfbWVtb3J5LnYxLkxpc3RTYXZlUG9pbnRzUmVxdWVzdBolLm5wY19tZW1v",
+            "cnkudjEuTGlzdFNhdmVQb2ludHNSZXNwb25zZRJXCgxEcm9wVGltZWxpbmUS",
+            "Ii5ucGNfbWVtb3J5LnYxLkRyb3BUaW1lbGluZVJlcXVlc3QaIy5ucGNfbWVt",
+            "b3J5LnYxLkRyb3BUaW1lbGluZVJlc3BvbnNlEmAKD0V4dHJhY3RNZW1vcmll",
+            "cxIlLm5wY19tZW1vcnkudjEuRXh0cmFjdE1lbW9yaWVzUmVxdWVzdBomLm5w",
+            "Y19tZW1vcnkudjEuRXh0cmFjdE1lbW9yaWVzUmVzcG9uc2USYwoQR2V0RXh0",
+            "cmFjdGlvbkpvYhImLm5wY19tZW1vcnkudjEuR2V0RXh0cmFjdGlvbkpvYlJl",
+            "cXVlc3QaJy5ucGNfbWVtb3J5LnYxLkdldEV4dHJhY3Rpb25Kb2JSZXNwb25z",
+            "ZRJXCgxCdWlsZENvbnRleHQSIi5ucGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4",
+            "dFJlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4dFJlc3BvbnNl",
+            "QiMKEGRldi5ucGNtZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
-          new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
+          new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.ContextReflection.Descriptor, global::NpcMemory.V1.ExtractionReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointRequest), global::NpcMemory.V1.CreateSavePointRequest.Parser, new[]{ "UserId", "SaveId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.CreateSavePointResponse), global::NpcMemory.V1.CreateSavePointResponse.Parser, new[]{ "SavePoint" }, null, null, null, null),
@@ -149,11 +157,11 @@ namespace NpcMemory.V1 {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineResponse), global::NpcMemory.V1.DropTimelineResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesRequest), global::NpcMemory.V1.StoreMemoriesRequest.Parser, new[]{ "Scope", "Memories", "RequestId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesResponse), global::NpcMemory.V1.StoreMemoriesResponse.Parser, new[]{ "Results" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance", "AsOfGameDay", "NowGameDay", "TimelineId", "KnownAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance", "AsOfGameDay", "NowGameDay", "TimelineId", "KnownAt", "IncludeShared" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel", "AnsweredTier" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryResponse), global::NpcMemory.V1.GetMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "TimelineId", "KnownAt" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "TimelineId", "KnownAt", "IncludeShared" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesResponse), global::NpcMemory.V1.ListMemoriesResponse.Parser, new[]{ "Memories", "NextPageToken" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryRequest), global::NpcMemory.V1.InvalidateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "InvalidAt", "InvalidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryResponse), global::NpcMemory.V1.InvalidateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
@@ -2381,6 +2389,7 @@ namespace NpcMemory.V1 {
       nowGameDay_ = other.nowGameDay_ != null ? other.nowGameDay_.Clone() : null;
       timelineId_ = other.timelineId_;
       knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
+      includeShared_ = other.includeShared_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2637,6 +2646,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "include_shared" field.</summary>
+    public const int IncludeSharedFieldNumber = 18;
+    private bool includeShared_;
+    /// <summary>
+    /// Also rank the player's memories that other heroines heard and stored as shared (marked by shared_from).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool IncludeShared {
+      get { return includeShared_; }
+      set {
+        includeShared_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2669,6 +2693,7 @@ namespace NpcMemory.V1 {
       if (!object.Equals(NowGameDay, other.NowGameDay)) return false;
       if (TimelineId != other.TimelineId) return false;
       if (!object.Equals(KnownAt, other.KnownAt)) return false;
+      if (IncludeShared != other.IncludeShared) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2693,6 +2718,7 @@ namespace NpcMemory.V1 {
       if (nowGameDay_ != null) hash ^= NowGameDay.GetHashCode();
       if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
       if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
+      if (IncludeShared != false) hash ^= IncludeShared.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2776,6 +2802,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(138, 1);
         output.WriteMessage(KnownAt);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(144, 1);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2851,6 +2881,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(138, 1);
         output.WriteMessage(KnownAt);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(144, 1);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2909,6 +2943,9 @@ namespace NpcMemory.V1 {
       }
       if (knownAt_ != null) {
         size += 2 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
+      }
+      if (IncludeShared != false) {
+        size += 2 + 1;
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2994,6 +3031,9 @@ namespace NpcMemory.V1 {
           KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         KnownAt.MergeFrom(other.KnownAt);
+      }
+      if (other.IncludeShared != false) {
+        IncludeShared = other.IncludeShared;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3103,6 +3143,10 @@ namespace NpcMemory.V1 {
             input.ReadMessage(KnownAt);
             break;
           }
+          case 144: {
+            IncludeShared = input.ReadBool();
+            break;
+          }
         }
       }
     #endif
@@ -3209,6 +3253,10 @@ namespace NpcMemory.V1 {
               KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(KnownAt);
+            break;
+          }
+          case 144: {
+            IncludeShared = input.ReadBool();
             break;
           }
         }
@@ -4042,6 +4090,7 @@ namespace NpcMemory.V1 {
       includeInvalidated_ = other.includeInvalidated_;
       timelineId_ = other.timelineId_;
       knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
+      includeShared_ = other.includeShared_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -4150,6 +4199,21 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "include_shared" field.</summary>
+    public const int IncludeSharedFieldNumber = 8;
+    private bool includeShared_;
+    /// <summary>
+    /// Also list the player's memories that other heroines heard and stored as shared (marked by shared_from).
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool IncludeShared {
+      get { return includeShared_; }
+      set {
+        includeShared_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -4172,6 +4236,7 @@ namespace NpcMemory.V1 {
       if (IncludeInvalidated != other.IncludeInvalidated) return false;
       if (TimelineId != other.TimelineId) return false;
       if (!object.Equals(KnownAt, other.KnownAt)) return false;
+      if (IncludeShared != other.IncludeShared) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -4186,6 +4251,7 @@ namespace NpcMemory.V1 {
       if (IncludeInvalidated != false) hash ^= IncludeInvalidated.GetHashCode();
       if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
       if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
+      if (IncludeShared != false) hash ^= IncludeShared.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -4232,6 +4298,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(58);
         output.WriteMessage(KnownAt);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(64);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -4270,6 +4340,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(58);
         output.WriteMessage(KnownAt);
       }
+      if (IncludeShared != false) {
+        output.WriteRawTag(64);
+        output.WriteBool(IncludeShared);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -4300,6 +4374,9 @@ namespace NpcMemory.V1 {
       }
       if (knownAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
+      }
+      if (IncludeShared != false) {
+        size += 1 + 1;
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -4342,6 +4419,9 @@ namespace NpcMemory.V1 {
           KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         KnownAt.MergeFrom(other.KnownAt);
+      }
+      if (other.IncludeShared != false) {
+        IncludeShared = other.IncludeShared;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -4395,6 +4475,10 @@ namespace NpcMemory.V1 {
             input.ReadMessage(KnownAt);
             break;
           }
+          case 64: {
+            IncludeShared = input.ReadBool();
+            break;
+          }
         }
       }
     #endif
@@ -4445,6 +4529,10 @@ namespace NpcMemory.V1 {
               KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(KnownAt);
+            break;
+          }
+          case 64: {
+            IncludeShared = input.ReadBool();
             break;
           }
         }

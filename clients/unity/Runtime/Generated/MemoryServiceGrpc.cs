@@ -104,6 +104,18 @@ namespace NpcMemory.V1 {
     static readonly grpc::Marshaller<global::NpcMemory.V1.DropTimelineRequest> __Marshaller_npc_memory_v1_DropTimelineRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.DropTimelineRequest.Parser));
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.DropTimelineResponse> __Marshaller_npc_memory_v1_DropTimelineResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.DropTimelineResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ExtractMemoriesRequest> __Marshaller_npc_memory_v1_ExtractMemoriesRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExtractMemoriesRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.ExtractMemoriesResponse> __Marshaller_npc_memory_v1_ExtractMemoriesResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.ExtractMemoriesResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.GetExtractionJobRequest> __Marshaller_npc_memory_v1_GetExtractionJobRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.GetExtractionJobRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.GetExtractionJobResponse> __Marshaller_npc_memory_v1_GetExtractionJobResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.GetExtractionJobResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.BuildContextRequest> __Marshaller_npc_memory_v1_BuildContextRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.BuildContextRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.BuildContextResponse> __Marshaller_npc_memory_v1_BuildContextResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.BuildContextResponse.Parser));
 
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Method<global::NpcMemory.V1.StoreMemoriesRequest, global::NpcMemory.V1.StoreMemoriesResponse> __Method_StoreMemories = new grpc::Method<global::NpcMemory.V1.StoreMemoriesRequest, global::NpcMemory.V1.StoreMemoriesResponse>(
@@ -216,6 +228,30 @@ namespace NpcMemory.V1 {
         "DropTimeline",
         __Marshaller_npc_memory_v1_DropTimelineRequest,
         __Marshaller_npc_memory_v1_DropTimelineResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.ExtractMemoriesRequest, global::NpcMemory.V1.ExtractMemoriesResponse> __Method_ExtractMemories = new grpc::Method<global::NpcMemory.V1.ExtractMemoriesRequest, global::NpcMemory.V1.ExtractMemoriesResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "ExtractMemories",
+        __Marshaller_npc_memory_v1_ExtractMemoriesRequest,
+        __Marshaller_npc_memory_v1_ExtractMemoriesResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.GetExtractionJobRequest, global::NpcMemory.V1.GetExtractionJobResponse> __Method_GetExtractionJob = new grpc::Method<global::NpcMemory.V1.GetExtractionJobRequest, global::NpcMemory.V1.GetExtractionJobResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "GetExtractionJob",
+        __Marshaller_npc_memory_v1_GetExtractionJobRequest,
+        __Marshaller_npc_memory_v1_GetExtractionJobResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.BuildContextRequest, global::NpcMemory.V1.BuildContextResponse> __Method_BuildContext = new grpc::Method<global::NpcMemory.V1.BuildContextRequest, global::NpcMemory.V1.BuildContextResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "BuildContext",
+        __Marshaller_npc_memory_v1_BuildContextRequest,
+        __Marshaller_npc_memory_v1_BuildContextResponse);
 
     /// <summary>Service descriptor</summary>
     public static global::Google.Protobuf.Reflection.ServiceDescriptor Descriptor
@@ -921,6 +957,158 @@ namespace NpcMemory.V1 {
       public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.DropTimelineResponse> DropTimelineAsync(global::NpcMemory.V1.DropTimelineRequest request, grpc::CallOptions options)
       {
         return CallInvoker.AsyncUnaryCall(__Method_DropTimeline, null, options, request);
+      }
+      /// <summary>
+      /// Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+      /// dialogue id); asynchronous by default.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ExtractMemoriesResponse ExtractMemories(global::NpcMemory.V1.ExtractMemoriesRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ExtractMemories(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+      /// dialogue id); asynchronous by default.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.ExtractMemoriesResponse ExtractMemories(global::NpcMemory.V1.ExtractMemoriesRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_ExtractMemories, null, options, request);
+      }
+      /// <summary>
+      /// Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+      /// dialogue id); asynchronous by default.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ExtractMemoriesResponse> ExtractMemoriesAsync(global::NpcMemory.V1.ExtractMemoriesRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return ExtractMemoriesAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+      /// dialogue id); asynchronous by default.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.ExtractMemoriesResponse> ExtractMemoriesAsync(global::NpcMemory.V1.ExtractMemoriesRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_ExtractMemories, null, options, request);
+      }
+      /// <summary>
+      /// Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.GetExtractionJobResponse GetExtractionJob(global::NpcMemory.V1.GetExtractionJobRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return GetExtractionJob(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.GetExtractionJobResponse GetExtractionJob(global::NpcMemory.V1.GetExtractionJobRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_GetExtractionJob, null, options, request);
+      }
+      /// <summary>
+      /// Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.GetExtractionJobResponse> GetExtractionJobAsync(global::NpcMemory.V1.GetExtractionJobRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return GetExtractionJobAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.GetExtractionJobResponse> GetExtractionJobAsync(global::NpcMemory.V1.GetExtractionJobRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_GetExtractionJob, null, options, request);
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.BuildContextResponse BuildContext(global::NpcMemory.V1.BuildContextRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return BuildContext(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.BuildContextResponse BuildContext(global::NpcMemory.V1.BuildContextRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_BuildContext, null, options, request);
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.BuildContextResponse> BuildContextAsync(global::NpcMemory.V1.BuildContextRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return BuildContextAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      /// memories and recent events, most important first, within a token budget.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.BuildContextResponse> BuildContextAsync(global::NpcMemory.V1.BuildContextRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_BuildContext, null, options, request);
       }
       /// <summary>Creates a new instance of client from given <c>ClientBaseConfiguration</c>.</summary>
       [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]

@@ -37,3 +37,7 @@ SELECT create_distributed_table('save_points', 'user_id', colocate_with => 'user
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'save_points'::regclass);
 SELECT create_distributed_table('memory_changes', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_changes'::regclass);
+-- Extraction jobs next to the player's memories (co-located), so a job's completion and the memories it
+-- writes commit together on one worker.
+SELECT create_distributed_table('extraction_jobs', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'extraction_jobs'::regclass);

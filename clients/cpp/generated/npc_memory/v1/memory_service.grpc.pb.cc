@@ -37,6 +37,9 @@ static const char* MemoryService_method_names[] = {
   "/npc_memory.v1.MemoryService/LoadSavePoint",
   "/npc_memory.v1.MemoryService/ListSavePoints",
   "/npc_memory.v1.MemoryService/DropTimeline",
+  "/npc_memory.v1.MemoryService/ExtractMemories",
+  "/npc_memory.v1.MemoryService/GetExtractionJob",
+  "/npc_memory.v1.MemoryService/BuildContext",
 };
 
 std::unique_ptr< MemoryService::Stub> MemoryService::NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options) {
@@ -60,6 +63,9 @@ MemoryService::Stub::Stub(const std::shared_ptr< ::grpc::ChannelInterface>& chan
   , rpcmethod_LoadSavePoint_(MemoryService_method_names[11], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_ListSavePoints_(MemoryService_method_names[12], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   , rpcmethod_DropTimeline_(MemoryService_method_names[13], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ExtractMemories_(MemoryService_method_names[14], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_GetExtractionJob_(MemoryService_method_names[15], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_BuildContext_(MemoryService_method_names[16], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   {}
 
 ::grpc::Status MemoryService::Stub::StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::npc_memory::v1::StoreMemoriesResponse* response) {
@@ -384,6 +390,75 @@ void MemoryService::Stub::async::DropTimeline(::grpc::ClientContext* context, co
   return result;
 }
 
+::grpc::Status MemoryService::Stub::ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::npc_memory::v1::ExtractMemoriesResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_ExtractMemories_, context, request, response);
+}
+
+void MemoryService::Stub::async::ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ExtractMemories_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_ExtractMemories_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* MemoryService::Stub::PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::ExtractMemoriesResponse, ::npc_memory::v1::ExtractMemoriesRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_ExtractMemories_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* MemoryService::Stub::AsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncExtractMemoriesRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::npc_memory::v1::GetExtractionJobResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_GetExtractionJob_, context, request, response);
+}
+
+void MemoryService::Stub::async::GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_GetExtractionJob_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_GetExtractionJob_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* MemoryService::Stub::PrepareAsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::GetExtractionJobResponse, ::npc_memory::v1::GetExtractionJobRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_GetExtractionJob_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* MemoryService::Stub::AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncGetExtractionJobRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::npc_memory::v1::BuildContextResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_BuildContext_, context, request, response);
+}
+
+void MemoryService::Stub::async::BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_BuildContext_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_BuildContext_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* MemoryService::Stub::PrepareAsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::BuildContextResponse, ::npc_memory::v1::BuildContextRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_BuildContext_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* MemoryService::Stub::AsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncBuildContextRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
 MemoryService::Service::Service() {
   AddMethod(new ::grpc::internal::RpcServiceMethod(
       MemoryService_method_names[0],
@@ -525,6 +600,36 @@ MemoryService::Service::Service() {
              ::npc_memory::v1::DropTimelineResponse* resp) {
                return service->DropTimeline(ctx, req, resp);
              }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[14],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::ExtractMemoriesRequest* req,
+             ::npc_memory::v1::ExtractMemoriesResponse* resp) {
+               return service->ExtractMemories(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[15],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::GetExtractionJobRequest* req,
+             ::npc_memory::v1::GetExtractionJobResponse* resp) {
+               return service->GetExtractionJob(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[16],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::BuildContextRequest* req,
+             ::npc_memory::v1::BuildContextResponse* resp) {
+               return service->BuildContext(ctx, req, resp);
+             }, this)));
 }
 
 MemoryService::Service::~Service() {
@@ -622,6 +727,27 @@ MemoryService::Service::~Service() {
 }
 
 ::grpc::Status MemoryService::Service::DropTimeline(::grpc::ServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::ExtractMemories(::grpc::ServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::GetExtractionJob(::grpc::ServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::BuildContext(::grpc::ServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response) {
   (void) context;
   (void) request;
   (void) response;

@@ -149,6 +149,32 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>> PrepareAsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>>(PrepareAsyncDropTimelineRaw(context, request, cq));
     }
+    // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    // dialogue id); asynchronous by default.
+    virtual ::grpc::Status ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::npc_memory::v1::ExtractMemoriesResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>> AsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>>(AsyncExtractMemoriesRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>> PrepareAsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>>(PrepareAsyncExtractMemoriesRaw(context, request, cq));
+    }
+    // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+    virtual ::grpc::Status GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::npc_memory::v1::GetExtractionJobResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>> AsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>>(AsyncGetExtractionJobRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>> PrepareAsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>>(PrepareAsyncGetExtractionJobRaw(context, request, cq));
+    }
+    // Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    // memories and recent events, most important first, within a token budget.
+    virtual ::grpc::Status BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::npc_memory::v1::BuildContextResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>> AsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>>(AsyncBuildContextRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>> PrepareAsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>>(PrepareAsyncBuildContextRaw(context, request, cq));
+    }
     class async_interface {
      public:
       virtual ~async_interface() {}
@@ -194,6 +220,17 @@ class MemoryService final {
       // Erases an abandoned timeline (and those branched from it), its rows and its save points.
       virtual void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+      // dialogue id); asynchronous by default.
+      virtual void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+      virtual void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+      // memories and recent events, most important first, within a token budget.
+      virtual void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
     };
     typedef class async_interface experimental_async_interface;
     virtual class async_interface* async() { return nullptr; }
@@ -227,6 +264,12 @@ class MemoryService final {
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ListSavePointsResponse>* PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>* AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::DropTimelineResponse>* PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>* AsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetExtractionJobResponse>* PrepareAsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>* AsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::BuildContextResponse>* PrepareAsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) = 0;
   };
   class Stub final : public StubInterface {
    public:
@@ -329,6 +372,27 @@ class MemoryService final {
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>> PrepareAsyncDropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>>(PrepareAsyncDropTimelineRaw(context, request, cq));
     }
+    ::grpc::Status ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::npc_memory::v1::ExtractMemoriesResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>> AsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>>(AsyncExtractMemoriesRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>> PrepareAsyncExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>>(PrepareAsyncExtractMemoriesRaw(context, request, cq));
+    }
+    ::grpc::Status GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::npc_memory::v1::GetExtractionJobResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>> AsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>>(AsyncGetExtractionJobRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>> PrepareAsyncGetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>>(PrepareAsyncGetExtractionJobRaw(context, request, cq));
+    }
+    ::grpc::Status BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::npc_memory::v1::BuildContextResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>> AsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>>(AsyncBuildContextRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>> PrepareAsyncBuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>>(PrepareAsyncBuildContextRaw(context, request, cq));
+    }
     class async final :
       public StubInterface::async_interface {
      public:
@@ -360,6 +424,12 @@ class MemoryService final {
       void ListSavePoints(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, std::function<void(::grpc::Status)>) override;
       void DropTimeline(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, std::function<void(::grpc::Status)>) override;
+      void ExtractMemories(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, std::function<void(::grpc::Status)>) override;
+      void GetExtractionJob(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, std::function<void(::grpc::Status)>) override;
+      void BuildContext(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
      private:
       friend class Stub;
       explicit async(Stub* stub): stub_(stub) { }
@@ -399,6 +469,12 @@ class MemoryService final {
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ListSavePointsResponse>* PrepareAsyncListSavePointsRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ListSavePointsRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* AsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::DropTimelineResponse>* PrepareAsyncDropTimelineRaw(::grpc::ClientContext* context, const ::npc_memory::v1::DropTimelineRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* AsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::ExtractMemoriesResponse>* PrepareAsyncExtractMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::ExtractMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* AsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetExtractionJobResponse>* PrepareAsyncGetExtractionJobRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetExtractionJobRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* AsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* PrepareAsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) override;
     const ::grpc::internal::RpcMethod rpcmethod_StoreMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_SearchMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemory_;
@@ -413,6 +489,9 @@ class MemoryService final {
     const ::grpc::internal::RpcMethod rpcmethod_LoadSavePoint_;
     const ::grpc::internal::RpcMethod rpcmethod_ListSavePoints_;
     const ::grpc::internal::RpcMethod rpcmethod_DropTimeline_;
+    const ::grpc::internal::RpcMethod rpcmethod_ExtractMemories_;
+    const ::grpc::internal::RpcMethod rpcmethod_GetExtractionJob_;
+    const ::grpc::internal::RpcMethod rpcmethod_BuildContext_;
   };
   static std::unique_ptr<Stub> NewStub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options = ::grpc::StubOptions());
 
@@ -448,6 +527,14 @@ class MemoryService final {
     virtual ::grpc::Status ListSavePoints(::grpc::ServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response);
     // Erases an abandoned timeline (and those branched from it), its rows and its save points.
     virtual ::grpc::Status DropTimeline(::grpc::ServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response);
+    // Turns a dialogue into memories through the configured chat model, in a durable job (idempotent on the
+    // dialogue id); asynchronous by default.
+    virtual ::grpc::Status ExtractMemories(::grpc::ServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response);
+    // Reads an extraction job back: state, attempts, error, the memories written and the facts rejected.
+    virtual ::grpc::Status GetExtractionJob(::grpc::ServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response);
+    // Builds the heroine's prompt block from her memories: profile sections, the utterance's relevant
+    // memories and recent events, most important first, within a token budget.
+    virtual ::grpc::Status BuildContext(::grpc::ServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response);
   };
   template <class BaseClass>
   class WithAsyncMethod_StoreMemories : public BaseClass {
@@ -729,7 +816,67 @@ class MemoryService final {
       ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
-  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<WithAsyncMethod_CreateSavePoint<WithAsyncMethod_LoadSavePoint<WithAsyncMethod_ListSavePoints<WithAsyncMethod_DropTimeline<Service > > > > > > > > > > > > > > AsyncService;
+  template <class BaseClass>
+  class WithAsyncMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodAsync(14);
+    }
+    ~WithAsyncMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExtractMemories(::grpc::ServerContext* context, ::npc_memory::v1::ExtractMemoriesRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ExtractMemoriesResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodAsync(15);
+    }
+    ~WithAsyncMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestGetExtractionJob(::grpc::ServerContext* context, ::npc_memory::v1::GetExtractionJobRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::GetExtractionJobResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithAsyncMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_BuildContext() {
+      ::grpc::Service::MarkMethodAsync(16);
+    }
+    ~WithAsyncMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestBuildContext(::grpc::ServerContext* context, ::npc_memory::v1::BuildContextRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::BuildContextResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<WithAsyncMethod_CreateSavePoint<WithAsyncMethod_LoadSavePoint<WithAsyncMethod_ListSavePoints<WithAsyncMethod_DropTimeline<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<WithAsyncMethod_BuildContext<Service > > > > > > > > > > > > > > > > > AsyncService;
   template <class BaseClass>
   class WithCallbackMethod_StoreMemories : public BaseClass {
    private:
@@ -1108,7 +1255,88 @@ class MemoryService final {
     virtual ::grpc::ServerUnaryReactor* DropTimeline(
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/)  { return nullptr; }
   };
-  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<WithCallbackMethod_CreateSavePoint<WithCallbackMethod_LoadSavePoint<WithCallbackMethod_ListSavePoints<WithCallbackMethod_DropTimeline<Service > > > > > > > > > > > > > > CallbackService;
+  template <class BaseClass>
+  class WithCallbackMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodCallback(14,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response) { return this->ExtractMemories(context, request, response); }));}
+    void SetMessageAllocatorFor_ExtractMemories(
+        ::grpc::MessageAllocator< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(14);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExtractMemories(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodCallback(15,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response) { return this->GetExtractionJob(context, request, response); }));}
+    void SetMessageAllocatorFor_GetExtractionJob(
+        ::grpc::MessageAllocator< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(15);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* GetExtractionJob(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithCallbackMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_BuildContext() {
+      ::grpc::Service::MarkMethodCallback(16,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response) { return this->BuildContext(context, request, response); }));}
+    void SetMessageAllocatorFor_BuildContext(
+        ::grpc::MessageAllocator< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(16);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* BuildContext(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/)  { return nullptr; }
+  };
+  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<WithCallbackMethod_CreateSavePoint<WithCallbackMethod_LoadSavePoint<WithCallbackMethod_ListSavePoints<WithCallbackMethod_DropTimeline<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<WithCallbackMethod_BuildContext<Service > > > > > > > > > > > > > > > > > CallbackService;
   typedef CallbackService ExperimentalCallbackService;
   template <class BaseClass>
   class WithGenericMethod_StoreMemories : public BaseClass {
@@ -1344,6 +1572,57 @@ class MemoryService final {
     }
     // disable synchronous version of this method
     ::grpc::Status DropTimeline(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::DropTimelineRequest* /*request*/, ::npc_memory::v1::DropTimelineResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodGeneric(14);
+    }
+    ~WithGenericMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodGeneric(15);
+    }
+    ~WithGenericMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
+  class WithGenericMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_BuildContext() {
+      ::grpc::Service::MarkMethodGeneric(16);
+    }
+    ~WithGenericMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
       abort();
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
@@ -1626,6 +1905,66 @@ class MemoryService final {
     }
     void RequestDropTimeline(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
       ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodRaw(14);
+    }
+    ~WithRawMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestExtractMemories(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodRaw(15);
+    }
+    ~WithRawMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestGetExtractionJob(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
+  class WithRawMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_BuildContext() {
+      ::grpc::Service::MarkMethodRaw(16);
+    }
+    ~WithRawMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestBuildContext(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1934,6 +2273,72 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     virtual ::grpc::ServerUnaryReactor* DropTimeline(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodRawCallback(14,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ExtractMemories(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* ExtractMemories(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodRawCallback(15,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->GetExtractionJob(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* GetExtractionJob(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
+  class WithRawCallbackMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_BuildContext() {
+      ::grpc::Service::MarkMethodRawCallback(16,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->BuildContext(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* BuildContext(
       ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
@@ -2314,9 +2719,90 @@ class MemoryService final {
     // replace default version of method with streamed unary
     virtual ::grpc::Status StreamedDropTimeline(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::DropTimelineRequest,::npc_memory::v1::DropTimelineResponse>* server_unary_streamer) = 0;
   };
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<Service > > > > > > > > > > > > > > StreamedUnaryService;
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_ExtractMemories : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_ExtractMemories() {
+      ::grpc::Service::MarkMethodStreamed(14,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>* streamer) {
+                       return this->StreamedExtractMemories(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_ExtractMemories() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status ExtractMemories(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::ExtractMemoriesRequest* /*request*/, ::npc_memory::v1::ExtractMemoriesResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedExtractMemories(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::ExtractMemoriesRequest,::npc_memory::v1::ExtractMemoriesResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_GetExtractionJob : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_GetExtractionJob() {
+      ::grpc::Service::MarkMethodStreamed(15,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>* streamer) {
+                       return this->StreamedGetExtractionJob(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_GetExtractionJob() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status GetExtractionJob(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::GetExtractionJobRequest* /*request*/, ::npc_memory::v1::GetExtractionJobResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedGetExtractionJob(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::GetExtractionJobRequest,::npc_memory::v1::GetExtractionJobResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
+  class WithStreamedUnaryMethod_BuildContext : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_BuildContext() {
+      ::grpc::Service::MarkMethodStreamed(16,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>* streamer) {
+                       return this->StreamedBuildContext(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_BuildContext() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status BuildContext(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedBuildContext(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::BuildContextRequest,::npc_memory::v1::BuildContextResponse>* server_unary_streamer) = 0;
+  };
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > StreamedUnaryService;
   typedef Service SplitStreamedService;
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<Service > > > > > > > > > > > > > > StreamedService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > StreamedService;
 };
 
 }  // namespace v1

@@ -176,6 +176,7 @@ PROTOBUF_CONSTEXPR SearchMemoriesRequest::SearchMemoriesRequest(
   , /*decltype(_impl_.hops_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
   , /*decltype(_impl_.deepen_)*/false
+  , /*decltype(_impl_.include_shared_)*/false
   , /*decltype(_impl_.deepen_min_relevance_)*/0
   , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
@@ -240,6 +241,7 @@ PROTOBUF_CONSTEXPR ListMemoriesRequest::ListMemoriesRequest(
   , /*decltype(_impl_.known_at_)*/nullptr
   , /*decltype(_impl_.page_size_)*/0
   , /*decltype(_impl_.include_invalidated_)*/false
+  , /*decltype(_impl_.include_shared_)*/false
   , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct ListMemoriesRequestDefaultTypeInternal {
@@ -552,6 +554,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.now_game_day_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.timeline_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.known_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _impl_.include_shared_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -591,6 +594,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.include_invalidated_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.timeline_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.known_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesRequest, _impl_.include_shared_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ListMemoriesResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -720,23 +724,23 @@ static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protode
   { 61, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
   { 70, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
   { 77, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
-  { 100, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
-  { 109, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
-  { 119, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
-  { 126, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
-  { 139, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
-  { 147, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
-  { 157, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
-  { 164, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
-  { 179, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
-  { 186, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 198, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 205, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 212, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
-  { 219, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
-  { 227, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
-  { 238, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
-  { 246, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
+  { 101, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
+  { 110, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
+  { 120, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
+  { 127, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
+  { 141, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
+  { 149, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
+  { 159, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
+  { 166, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
+  { 181, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
+  { 188, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
+  { 200, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 207, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 214, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 221, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
+  { 229, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
+  { 240, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
+  { 248, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -774,141 +778,152 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "\n\"npc_memory/v1/memory_service.proto\022\rnp"
   "c_memory.v1\032 google/protobuf/field_mask."
   "proto\032\034google/protobuf/struct.proto\032\037goo"
-  "gle/protobuf/timestamp.proto\032\032npc_memory"
-  "/v1/memory.proto\":\n\026CreateSavePointReque"
-  "st\022\017\n\007user_id\030\001 \001(\t\022\017\n\007save_id\030\002 \001(\t\"G\n\027"
-  "CreateSavePointResponse\022,\n\nsave_point\030\001 "
-  "\001(\0132\030.npc_memory.v1.SavePoint\"8\n\024LoadSav"
-  "ePointRequest\022\017\n\007user_id\030\001 \001(\t\022\017\n\007save_i"
-  "d\030\002 \001(\t\"B\n\025LoadSavePointResponse\022)\n\010time"
-  "line\030\001 \001(\0132\027.npc_memory.v1.Timeline\"(\n\025L"
-  "istSavePointsRequest\022\017\n\007user_id\030\001 \001(\t\"\215\001"
-  "\n\026ListSavePointsResponse\022-\n\013save_points\030"
-  "\001 \003(\0132\030.npc_memory.v1.SavePoint\022*\n\ttimel"
-  "ines\030\002 \003(\0132\027.npc_memory.v1.Timeline\022\030\n\020l"
-  "ive_timeline_id\030\003 \001(\003\";\n\023DropTimelineReq"
-  "uest\022\017\n\007user_id\030\001 \001(\t\022\023\n\013timeline_id\030\002 \001"
-  "(\003\"0\n\024DropTimelineResponse\022\030\n\020deleted_me"
-  "mories\030\001 \001(\003\"}\n\024StoreMemoriesRequest\022#\n\005"
-  "scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022,\n\010mem"
-  "ories\030\002 \003(\0132\032.npc_memory.v1.MemoryInput\022"
-  "\022\n\nrequest_id\030\003 \001(\t\"D\n\025StoreMemoriesResp"
-  "onse\022+\n\007results\030\001 \003(\0132\032.npc_memory.v1.St"
-  "oreResult\"\306\004\n\025SearchMemoriesRequest\022#\n\005s"
-  "cope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\r\n\005quer"
-  "y\030\002 \001(\t\022\027\n\017query_embedding\030\003 \003(\002\022\r\n\005limi"
-  "t\030\004 \001(\005\022\'\n\007weights\030\005 \001(\0132\026.npc_memory.v1"
-  ".Weights\022)\n\005as_of\030\006 \001(\0132\032.google.protobu"
-  "f.Timestamp\022\'\n\003now\030\007 \001(\0132\032.google.protob"
-  "uf.Timestamp\022+\n\006filter\030\010 \001(\0132\033.npc_memor"
-  "y.v1.MemoryFilter\022+\n\006fusion\030\t \001(\0162\033.npc_"
-  "memory.v1.FusionMethod\022\033\n\023include_invali"
-  "dated\030\n \001(\010\022\014\n\004hops\030\013 \001(\005\022\016\n\006deepen\030\014 \001("
-  "\010\022\034\n\024deepen_min_relevance\030\r \001(\001\022/\n\016as_of"
-  "_game_day\030\016 \001(\0132\027.npc_memory.v1.GameTime"
-  "\022-\n\014now_game_day\030\017 \001(\0132\027.npc_memory.v1.G"
-  "ameTime\022\023\n\013timeline_id\030\020 \001(\003\022,\n\010known_at"
-  "\030\021 \001(\0132\032.google.protobuf.Timestamp\"\213\001\n\026S"
-  "earchMemoriesResponse\022,\n\007results\030\001 \003(\0132\033"
-  ".npc_memory.v1.ScoredMemory\022\027\n\017embedding"
-  "_model\030\002 \001(\t\022*\n\ranswered_tier\030\003 \001(\0162\023.np"
-  "c_memory.v1.Tier\"\215\001\n\020GetMemoryRequest\022#\n"
-  "\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\tme"
-  "mory_id\030\002 \001(\t\022\023\n\013timeline_id\030\003 \001(\003\022,\n\010kn"
-  "own_at\030\004 \001(\0132\032.google.protobuf.Timestamp"
-  "\":\n\021GetMemoryResponse\022%\n\006memory\030\001 \001(\0132\025."
-  "npc_memory.v1.Memory\"\356\001\n\023ListMemoriesReq"
-  "uest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scop"
-  "e\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t"
-  "\022+\n\006filter\030\004 \001(\0132\033.npc_memory.v1.MemoryF"
-  "ilter\022\033\n\023include_invalidated\030\005 \001(\010\022\023\n\013ti"
-  "meline_id\030\006 \001(\003\022,\n\010known_at\030\007 \001(\0132\032.goog"
-  "le.protobuf.Timestamp\"X\n\024ListMemoriesRes"
+  "gle/protobuf/timestamp.proto\032\033npc_memory"
+  "/v1/context.proto\032\036npc_memory/v1/extract"
+  "ion.proto\032\032npc_memory/v1/memory.proto\":\n"
+  "\026CreateSavePointRequest\022\017\n\007user_id\030\001 \001(\t"
+  "\022\017\n\007save_id\030\002 \001(\t\"G\n\027CreateSavePointResp"
+  "onse\022,\n\nsave_point\030\001 \001(\0132\030.npc_memory.v1"
+  ".SavePoint\"8\n\024LoadSavePointRequest\022\017\n\007us"
+  "er_id\030\001 \001(\t\022\017\n\007save_id\030\002 \001(\t\"B\n\025LoadSave"
+  "PointResponse\022)\n\010timeline\030\001 \001(\0132\027.npc_me"
+  "mory.v1.Timeline\"(\n\025ListSavePointsReques"
+  "t\022\017\n\007user_id\030\001 \001(\t\"\215\001\n\026ListSavePointsRes"
+  "ponse\022-\n\013save_points\030\001 \003(\0132\030.npc_memory."
+  "v1.SavePoint\022*\n\ttimelines\030\002 \003(\0132\027.npc_me"
+  "mory.v1.Timeline\022\030\n\020live_timeline_id\030\003 \001"
+  "(\003\";\n\023DropTimelineRequest\022\017\n\007user_id\030\001 \001"
+  "(\t\022\023\n\013timeline_id\030\002 \001(\003\"0\n\024DropTimelineR"
+  "esponse\022\030\n\020deleted_memories\030\001 \001(\003\"}\n\024Sto"
+  "reMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_m"
+  "emory.v1.Scope\022,\n\010memories\030\002 \003(\0132\032.npc_m"
+  "emory.v1.MemoryInput\022\022\n\nrequest_id\030\003 \001(\t"
+  "\"D\n\025StoreMemoriesResponse\022+\n\007results\030\001 \003"
+  "(\0132\032.npc_memory.v1.StoreResult\"\336\004\n\025Searc"
+  "hMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_me"
+  "mory.v1.Scope\022\r\n\005query\030\002 \001(\t\022\027\n\017query_em"
+  "bedding\030\003 \003(\002\022\r\n\005limit\030\004 \001(\005\022\'\n\007weights\030"
+  "\005 \001(\0132\026.npc_memory.v1.Weights\022)\n\005as_of\030\006"
+  " \001(\0132\032.google.protobuf.Timestamp\022\'\n\003now\030"
+  "\007 \001(\0132\032.google.protobuf.Timestamp\022+\n\006fil"
+  "ter\030\010 \001(\0132\033.npc_memory.v1.MemoryFilter\022+"
+  "\n\006fusion\030\t \001(\0162\033.npc_memory.v1.FusionMet"
+  "hod\022\033\n\023include_invalidated\030\n \001(\010\022\014\n\004hops"
+  "\030\013 \001(\005\022\016\n\006deepen\030\014 \001(\010\022\034\n\024deepen_min_rel"
+  "evance\030\r \001(\001\022/\n\016as_of_game_day\030\016 \001(\0132\027.n"
+  "pc_memory.v1.GameTime\022-\n\014now_game_day\030\017 "
+  "\001(\0132\027.npc_memory.v1.GameTime\022\023\n\013timeline"
+  "_id\030\020 \001(\003\022,\n\010known_at\030\021 \001(\0132\032.google.pro"
+  "tobuf.Timestamp\022\026\n\016include_shared\030\022 \001(\010\""
+  "\213\001\n\026SearchMemoriesResponse\022,\n\007results\030\001 "
+  "\003(\0132\033.npc_memory.v1.ScoredMemory\022\027\n\017embe"
+  "dding_model\030\002 \001(\t\022*\n\ranswered_tier\030\003 \001(\016"
+  "2\023.npc_memory.v1.Tier\"\215\001\n\020GetMemoryReque"
+  "st\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022"
+  "\021\n\tmemory_id\030\002 \001(\t\022\023\n\013timeline_id\030\003 \001(\003\022"
+  ",\n\010known_at\030\004 \001(\0132\032.google.protobuf.Time"
+  "stamp\":\n\021GetMemoryResponse\022%\n\006memory\030\001 \001"
+  "(\0132\025.npc_memory.v1.Memory\"\206\002\n\023ListMemori"
+  "esRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1"
+  ".Scope\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_token\030"
+  "\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033.npc_memory.v1.Me"
+  "moryFilter\022\033\n\023include_invalidated\030\005 \001(\010\022"
+  "\023\n\013timeline_id\030\006 \001(\003\022,\n\010known_at\030\007 \001(\0132\032"
+  ".google.protobuf.Timestamp\022\026\n\016include_sh"
+  "ared\030\010 \001(\010\"X\n\024ListMemoriesResponse\022\'\n\010me"
+  "mories\030\001 \003(\0132\025.npc_memory.v1.Memory\022\027\n\017n"
+  "ext_page_token\030\002 \001(\t\"\264\001\n\027InvalidateMemor"
+  "yRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1."
+  "Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_at\030\003"
+  " \001(\0132\032.google.protobuf.Timestamp\0221\n\020inva"
+  "lid_game_day\030\004 \001(\0132\027.npc_memory.v1.GameT"
+  "ime\"A\n\030InvalidateMemoryResponse\022%\n\006memor"
+  "y\030\001 \001(\0132\025.npc_memory.v1.Memory\"\320\002\n\023Updat"
+  "eMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memo"
+  "ry.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013update"
+  "_mask\030\003 \001(\0132\032.google.protobuf.FieldMask\022"
+  "\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc_"
+  "memory.v1.Tier\022)\n\010metadata\030\006 \001(\0132\027.googl"
+  "e.protobuf.Struct\022\017\n\007content\030\007 \001(\t\022,\n\010va"
+  "lid_at\030\010 \001(\0132\032.google.protobuf.Timestamp"
+  "\022/\n\016valid_game_day\030\t \001(\0132\027.npc_memory.v1"
+  ".GameTime\"=\n\024UpdateMemoryResponse\022%\n\006mem"
+  "ory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\266\001\n\027Get"
+  "MemoryHistoryRequest\022#\n\005scope\030\001 \001(\0132\024.np"
+  "c_memory.v1.Scope\022\022\n\nsubject_id\030\002 \001(\t\022\014\n"
+  "\004slot\030\003 \001(\t\022\021\n\tmemory_id\030\004 \001(\t\022\023\n\013timeli"
+  "ne_id\030\005 \001(\003\022,\n\010known_at\030\006 \001(\0132\032.google.p"
+  "rotobuf.Timestamp\"C\n\030GetMemoryHistoryRes"
   "ponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1."
-  "Memory\022\027\n\017next_page_token\030\002 \001(\t\"\264\001\n\027Inva"
-  "lidateMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc"
-  "_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ni"
-  "nvalid_at\030\003 \001(\0132\032.google.protobuf.Timest"
-  "amp\0221\n\020invalid_game_day\030\004 \001(\0132\027.npc_memo"
-  "ry.v1.GameTime\"A\n\030InvalidateMemoryRespon"
-  "se\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Memor"
-  "y\"\320\002\n\023UpdateMemoryRequest\022#\n\005scope\030\001 \001(\013"
-  "2\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001("
-  "\t\022/\n\013update_mask\030\003 \001(\0132\032.google.protobuf"
-  ".FieldMask\022\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005"
-  " \001(\0162\023.npc_memory.v1.Tier\022)\n\010metadata\030\006 "
-  "\001(\0132\027.google.protobuf.Struct\022\017\n\007content\030"
-  "\007 \001(\t\022,\n\010valid_at\030\010 \001(\0132\032.google.protobu"
-  "f.Timestamp\022/\n\016valid_game_day\030\t \001(\0132\027.np"
-  "c_memory.v1.GameTime\"=\n\024UpdateMemoryResp"
-  "onse\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Mem"
-  "ory\"\266\001\n\027GetMemoryHistoryRequest\022#\n\005scope"
-  "\030\001 \001(\0132\024.npc_memory.v1.Scope\022\022\n\nsubject_"
-  "id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tmemory_id\030\004 \001("
-  "\t\022\023\n\013timeline_id\030\005 \001(\003\022,\n\010known_at\030\006 \001(\013"
-  "2\032.google.protobuf.Timestamp\"C\n\030GetMemor"
-  "yHistoryResponse\022\'\n\010memories\030\001 \003(\0132\025.npc"
-  "_memory.v1.Memory\"&\n\023ForgetPlayerRequest"
-  "\022\017\n\007user_id\030\001 \001(\t\"0\n\024ForgetPlayerRespons"
-  "e\022\030\n\020deleted_memories\030\001 \001(\003\"M\n\023ExpandMem"
-  "oryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v"
-  "1.Scope\022\021\n\tmemory_id\030\002 \001(\t\"\241\001\n\024ExpandMem"
-  "oryResponse\022\021\n\tmemory_id\030\001 \001(\t\022\r\n\005depth\030"
-  "\002 \001(\005\022(\n\005found\030\003 \003(\0132\031.npc_memory.v1.Mem"
-  "oryLink\022\'\n\010memories\030\004 \003(\0132\025.npc_memory.v"
-  "1.Memory\022\024\n\014total_linked\030\005 \001(\005\"J\n\020ListLi"
-  "nksRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v"
-  "1.Scope\022\021\n\tmemory_id\030\002 \001(\t\"\230\001\n\021ListLinks"
-  "Response\022*\n\007parents\030\001 \003(\0132\031.npc_memory.v"
-  "1.MemoryLink\022+\n\010children\030\002 \003(\0132\031.npc_mem"
-  "ory.v1.MemoryLink\022*\n\007related\030\003 \003(\0132\031.npc"
-  "_memory.v1.MemoryLink2\216\n\n\rMemoryService\022"
-  "Z\n\rStoreMemories\022#.npc_memory.v1.StoreMe"
-  "moriesRequest\032$.npc_memory.v1.StoreMemor"
-  "iesResponse\022]\n\016SearchMemories\022$.npc_memo"
-  "ry.v1.SearchMemoriesRequest\032%.npc_memory"
-  ".v1.SearchMemoriesResponse\022N\n\tGetMemory\022"
-  "\037.npc_memory.v1.GetMemoryRequest\032 .npc_m"
-  "emory.v1.GetMemoryResponse\022W\n\014ListMemori"
-  "es\022\".npc_memory.v1.ListMemoriesRequest\032#"
-  ".npc_memory.v1.ListMemoriesResponse\022c\n\020I"
-  "nvalidateMemory\022&.npc_memory.v1.Invalida"
-  "teMemoryRequest\032\'.npc_memory.v1.Invalida"
-  "teMemoryResponse\022W\n\014UpdateMemory\022\".npc_m"
-  "emory.v1.UpdateMemoryRequest\032#.npc_memor"
-  "y.v1.UpdateMemoryResponse\022c\n\020GetMemoryHi"
-  "story\022&.npc_memory.v1.GetMemoryHistoryRe"
-  "quest\032\'.npc_memory.v1.GetMemoryHistoryRe"
-  "sponse\022W\n\014ForgetPlayer\022\".npc_memory.v1.F"
-  "orgetPlayerRequest\032#.npc_memory.v1.Forge"
-  "tPlayerResponse\022W\n\014ExpandMemory\022\".npc_me"
-  "mory.v1.ExpandMemoryRequest\032#.npc_memory"
-  ".v1.ExpandMemoryResponse\022N\n\tListLinks\022\037."
-  "npc_memory.v1.ListLinksRequest\032 .npc_mem"
-  "ory.v1.ListLinksResponse\022`\n\017CreateSavePo"
-  "int\022%.npc_memory.v1.CreateSavePointReque"
-  "st\032&.npc_memory.v1.CreateSavePointRespon"
-  "se\022Z\n\rLoadSavePoint\022#.npc_memory.v1.Load"
-  "SavePointRequest\032$.npc_memory.v1.LoadSav"
-  "ePointResponse\022]\n\016ListSavePoints\022$.npc_m"
-  "emory.v1.ListSavePointsRequest\032%.npc_mem"
-  "ory.v1.ListSavePointsResponse\022W\n\014DropTim"
-  "eline\022\".npc_memory.v1.DropTimelineReques"
-  "t\032#.npc_memory.v1.DropTimelineResponseB#"
-  "\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006pro"
-  "to3"
+  "Memory\"&\n\023ForgetPlayerRequest\022\017\n\007user_id"
+  "\030\001 \001(\t\"0\n\024ForgetPlayerResponse\022\030\n\020delete"
+  "d_memories\030\001 \001(\003\"M\n\023ExpandMemoryRequest\022"
+  "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\t"
+  "memory_id\030\002 \001(\t\"\241\001\n\024ExpandMemoryResponse"
+  "\022\021\n\tmemory_id\030\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005fo"
+  "und\030\003 \003(\0132\031.npc_memory.v1.MemoryLink\022\'\n\010"
+  "memories\030\004 \003(\0132\025.npc_memory.v1.Memory\022\024\n"
+  "\014total_linked\030\005 \001(\005\"J\n\020ListLinksRequest\022"
+  "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\t"
+  "memory_id\030\002 \001(\t\"\230\001\n\021ListLinksResponse\022*\n"
+  "\007parents\030\001 \003(\0132\031.npc_memory.v1.MemoryLin"
+  "k\022+\n\010children\030\002 \003(\0132\031.npc_memory.v1.Memo"
+  "ryLink\022*\n\007related\030\003 \003(\0132\031.npc_memory.v1."
+  "MemoryLink2\256\014\n\rMemoryService\022Z\n\rStoreMem"
+  "ories\022#.npc_memory.v1.StoreMemoriesReque"
+  "st\032$.npc_memory.v1.StoreMemoriesResponse"
+  "\022]\n\016SearchMemories\022$.npc_memory.v1.Searc"
+  "hMemoriesRequest\032%.npc_memory.v1.SearchM"
+  "emoriesResponse\022N\n\tGetMemory\022\037.npc_memor"
+  "y.v1.GetMemoryRequest\032 .npc_memory.v1.Ge"
+  "tMemoryResponse\022W\n\014ListMemories\022\".npc_me"
+  "mory.v1.ListMemoriesRequest\032#.npc_memory"
+  ".v1.ListMemoriesResponse\022c\n\020InvalidateMe"
+  "mory\022&.npc_memory.v1.InvalidateMemoryReq"
+  "uest\032\'.npc_memory.v1.InvalidateMemoryRes"
+  "ponse\022W\n\014UpdateMemory\022\".npc_memory.v1.Up"
+  "dateMemoryRequest\032#.npc_memory.v1.Update"
+  "MemoryResponse\022c\n\020GetMemoryHistory\022&.npc"
+  "_memory.v1.GetMemoryHistoryRequest\032\'.npc"
+  "_memory.v1.GetMemoryHistoryResponse\022W\n\014F"
+  "orgetPlayer\022\".npc_memory.v1.ForgetPlayer"
+  "Request\032#.npc_memory.v1.ForgetPlayerResp"
+  "onse\022W\n\014ExpandMemory\022\".npc_memory.v1.Exp"
+  "andMemoryRequest\032#.npc_memory.v1.ExpandM"
+  "emoryResponse\022N\n\tListLinks\022\037.npc_memory."
+  "v1.ListLinksRequest\032 .npc_memory.v1.List"
+  "LinksResponse\022`\n\017CreateSavePoint\022%.npc_m"
+  "emory.v1.CreateSavePointRequest\032&.npc_me"
+  "mory.v1.CreateSavePointResponse\022Z\n\rLoadS"
+  "avePoint\022#.npc_memory.v1.LoadSavePointRe"
+  "quest\032$.npc_memory.v1.LoadSavePointRespo"
+  "nse\022]\n\016ListSavePoints\022$.npc_memory.v1.Li"
+  "stSavePointsRequest\032%.npc_memory.v1.List"
+  "SavePointsResponse\022W\n\014DropTimeline\022\".npc"
+  "_memory.v1.DropTimelineRequest\032#.npc_mem"
+  "ory.v1.DropTimelineResponse\022`\n\017ExtractMe"
+  "mories\022%.npc_memory.v1.ExtractMemoriesRe"
+  "quest\032&.npc_memory.v1.ExtractMemoriesRes"
+  "ponse\022c\n\020GetExtractionJob\022&.npc_memory.v"
+  "1.GetExtractionJobRequest\032\'.npc_memory.v"
+  "1.GetExtractionJobResponse\022W\n\014BuildConte"
+  "xt\022\".npc_memory.v1.BuildContextRequest\032#"
+  ".npc_memory.v1.BuildContextResponseB#\n\020d"
+  "ev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
-static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[4] = {
+static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[6] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
   &::descriptor_table_google_2fprotobuf_2fstruct_2eproto,
   &::descriptor_table_google_2fprotobuf_2ftimestamp_2eproto,
+  &::descriptor_table_npc_5fmemory_2fv1_2fcontext_2eproto,
+  &::descriptor_table_npc_5fmemory_2fv1_2fextraction_2eproto,
   &::descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto,
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 5003, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 5400, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
-    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 4, 28,
+    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 6, 28,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
     file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto, file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
@@ -3284,6 +3299,7 @@ SearchMemoriesRequest::SearchMemoriesRequest(const SearchMemoriesRequest& from)
     , decltype(_impl_.hops_){}
     , decltype(_impl_.include_invalidated_){}
     , decltype(_impl_.deepen_){}
+    , decltype(_impl_.include_shared_){}
     , decltype(_impl_.deepen_min_relevance_){}
     , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
@@ -3347,6 +3363,7 @@ inline void SearchMemoriesRequest::SharedCtor(
     , decltype(_impl_.hops_){0}
     , decltype(_impl_.include_invalidated_){false}
     , decltype(_impl_.deepen_){false}
+    , decltype(_impl_.include_shared_){false}
     , decltype(_impl_.deepen_min_relevance_){0}
     , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
@@ -3578,6 +3595,14 @@ const char* SearchMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::Parse
         } else
           goto handle_unusual;
         continue;
+      // bool include_shared = 18;
+      case 18:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 144)) {
+          _impl_.include_shared_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
       default:
         goto handle_unusual;
     }  // switch
@@ -3725,6 +3750,12 @@ uint8_t* SearchMemoriesRequest::_InternalSerialize(
         _Internal::known_at(this).GetCachedSize(), target, stream);
   }
 
+  // bool include_shared = 18;
+  if (this->_internal_include_shared() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(18, this->_internal_include_shared(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -3841,6 +3872,11 @@ size_t SearchMemoriesRequest::ByteSizeLong() const {
     total_size += 1 + 1;
   }
 
+  // bool include_shared = 18;
+  if (this->_internal_include_shared() != 0) {
+    total_size += 2 + 1;
+  }
+
   // double deepen_min_relevance = 13;
   static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
   double tmp_deepen_min_relevance = this->_internal_deepen_min_relevance();
@@ -3925,6 +3961,9 @@ void SearchMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, 
   }
   if (from._internal_deepen() != 0) {
     _this->_internal_set_deepen(from._internal_deepen());
+  }
+  if (from._internal_include_shared() != 0) {
+    _this->_internal_set_include_shared(from._internal_include_shared());
   }
   static_assert(sizeof(uint64_t) == sizeof(double), "Code assumes uint64_t and double are the same size.");
   double tmp_deepen_min_relevance = from._internal_deepen_min_relevance();
@@ -4827,6 +4866,7 @@ ListMemoriesRequest::ListMemoriesRequest(const ListMemoriesRequest& from)
     , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.page_size_){}
     , decltype(_impl_.include_invalidated_){}
+    , decltype(_impl_.include_shared_){}
     , decltype(_impl_.timeline_id_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
@@ -4865,6 +4905,7 @@ inline void ListMemoriesRequest::SharedCtor(
     , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.page_size_){0}
     , decltype(_impl_.include_invalidated_){false}
+    , decltype(_impl_.include_shared_){false}
     , decltype(_impl_.timeline_id_){int64_t{0}}
     , /*decltype(_impl_._cached_size_)*/{}
   };
@@ -4984,6 +5025,14 @@ const char* ListMemoriesRequest::_InternalParse(const char* ptr, ::_pbi::ParseCo
         } else
           goto handle_unusual;
         continue;
+      // bool include_shared = 8;
+      case 8:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 64)) {
+          _impl_.include_shared_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
       default:
         goto handle_unusual;
     }  // switch
@@ -5062,6 +5111,12 @@ uint8_t* ListMemoriesRequest::_InternalSerialize(
         _Internal::known_at(this).GetCachedSize(), target, stream);
   }
 
+  // bool include_shared = 8;
+  if (this->_internal_include_shared() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(8, this->_internal_include_shared(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -5116,6 +5171,11 @@ size_t ListMemoriesRequest::ByteSizeLong() const {
     total_size += 1 + 1;
   }
 
+  // bool include_shared = 8;
+  if (this->_internal_include_shared() != 0) {
+    total_size += 1 + 1;
+  }
+
   // int64 timeline_id = 6;
   if (this->_internal_timeline_id() != 0) {
     total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
@@ -5159,6 +5219,9 @@ void ListMemoriesRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, co
   }
   if (from._internal_include_invalidated() != 0) {
     _this->_internal_set_include_invalidated(from._internal_include_invalidated());
+  }
+  if (from._internal_include_shared() != 0) {
+    _this->_internal_set_include_shared(from._internal_include_shared());
   }
   if (from._internal_timeline_id() != 0) {
     _this->_internal_set_timeline_id(from._internal_timeline_id());

@@ -53,6 +53,7 @@ PROTOBUF_CONSTEXPR MemoryInput::MemoryInput(
   , /*decltype(_impl_.content_type_)*/0
   , /*decltype(_impl_.importance_)*/0
   , /*decltype(_impl_.tier_)*/0
+  , /*decltype(_impl_.visibility_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct MemoryInputDefaultTypeInternal {
   PROTOBUF_CONSTEXPR MemoryInputDefaultTypeInternal()
@@ -116,6 +117,7 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.slot_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.superseded_by_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.embedding_model_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.shared_from_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.metadata_)*/nullptr
   , /*decltype(_impl_.valid_at_)*/nullptr
@@ -131,6 +133,7 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.tier_)*/0
   , /*decltype(_impl_.close_reason_)*/0
   , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_.visibility_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct MemoryDefaultTypeInternal {
   PROTOBUF_CONSTEXPR MemoryDefaultTypeInternal()
@@ -264,7 +267,7 @@ PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORIT
 }  // namespace v1
 }  // namespace npc_memory
 static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_2eproto[13];
-static const ::_pb::EnumDescriptor* file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[8];
+static const ::_pb::EnumDescriptor* file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[9];
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto = nullptr;
 
 const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
@@ -297,6 +300,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.related_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.parents_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.valid_game_day_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryInput, _impl_.visibility_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::MemoryRef, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -352,6 +356,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.valid_game_day_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.invalid_game_day_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.timeline_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.visibility_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.shared_from_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -430,17 +436,17 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
   { 0, -1, -1, sizeof(::npc_memory::v1::Scope)},
   { 8, -1, -1, sizeof(::npc_memory::v1::MemoryInput)},
-  { 29, -1, -1, sizeof(::npc_memory::v1::MemoryRef)},
-  { 38, -1, -1, sizeof(::npc_memory::v1::MemoryLink)},
-  { 50, -1, -1, sizeof(::npc_memory::v1::GameTime)},
-  { 57, -1, -1, sizeof(::npc_memory::v1::Memory)},
-  { 84, -1, -1, sizeof(::npc_memory::v1::SavePoint)},
-  { 93, -1, -1, sizeof(::npc_memory::v1::Timeline)},
-  { 104, -1, -1, sizeof(::npc_memory::v1::Weights)},
-  { 114, -1, -1, sizeof(::npc_memory::v1::Scores)},
-  { 125, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
-  { 138, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
-  { 149, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
+  { 30, -1, -1, sizeof(::npc_memory::v1::MemoryRef)},
+  { 39, -1, -1, sizeof(::npc_memory::v1::MemoryLink)},
+  { 51, -1, -1, sizeof(::npc_memory::v1::GameTime)},
+  { 58, -1, -1, sizeof(::npc_memory::v1::Memory)},
+  { 87, -1, -1, sizeof(::npc_memory::v1::SavePoint)},
+  { 96, -1, -1, sizeof(::npc_memory::v1::Timeline)},
+  { 107, -1, -1, sizeof(::npc_memory::v1::Weights)},
+  { 117, -1, -1, sizeof(::npc_memory::v1::Scores)},
+  { 128, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
+  { 141, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
+  { 152, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -463,7 +469,7 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "\n\032npc_memory/v1/memory.proto\022\rnpc_memory"
   ".v1\032\034google/protobuf/struct.proto\032\037googl"
   "e/protobuf/timestamp.proto\",\n\005Scope\022\017\n\007u"
-  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\202\004\n\013Mem"
+  "ser_id\030\001 \001(\t\022\022\n\nheroine_id\030\002 \001(\t\"\261\004\n\013Mem"
   "oryInput\022\'\n\007speaker\030\001 \001(\0162\026.npc_memory.v"
   "1.Speaker\022\'\n\007subject\030\002 \001(\0162\026.npc_memory."
   "v1.Subject\022\022\n\nsubject_id\030\003 \001(\t\0220\n\014conten"
@@ -476,81 +482,86 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "memory.v1.Tier\022)\n\007related\030\r \003(\0132\030.npc_me"
   "mory.v1.MemoryRef\022)\n\007parents\030\016 \003(\0132\030.npc"
   "_memory.v1.MemoryRef\022/\n\016valid_game_day\030\017"
-  " \001(\0132\027.npc_memory.v1.GameTime\">\n\tMemoryR"
-  "ef\022\023\n\tmemory_id\030\001 \001(\tH\000\022\025\n\013batch_index\030\002"
-  " \001(\005H\000B\005\n\003ref\"\260\001\n\nMemoryLink\022\026\n\016from_mem"
-  "ory_id\030\001 \001(\t\022\024\n\014to_memory_id\030\002 \001(\t\022%\n\004ki"
-  "nd\030\003 \001(\0162\027.npc_memory.v1.LinkKind\022\r\n\005dep"
-  "th\030\004 \001(\005\022\013\n\003via\030\005 \001(\t\0221\n\rdiscovered_at\030\006"
-  " \001(\0132\032.google.protobuf.Timestamp\"\027\n\010Game"
-  "Time\022\013\n\003day\030\001 \001(\001\"\362\005\n\006Memory\022\021\n\tmemory_i"
-  "d\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memory.v1.S"
-  "cope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memory.v1.Sp"
-  "eaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memory.v1.S"
-  "ubject\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014content_ty"
-  "pe\030\006 \001(\0162\032.npc_memory.v1.ContentType\022\017\n\007"
-  "content\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005\022!\n\004tie"
-  "r\030\t \001(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\n \001"
-  "(\t\022)\n\010metadata\030\013 \001(\0132\027.google.protobuf.S"
-  "truct\022,\n\010valid_at\030\014 \001(\0132\032.google.protobu"
-  "f.Timestamp\022.\n\ninvalid_at\030\r \001(\0132\032.google"
-  ".protobuf.Timestamp\022.\n\ncreated_at\030\016 \001(\0132"
-  "\032.google.protobuf.Timestamp\022.\n\nupdated_a"
-  "t\030\017 \001(\0132\032.google.protobuf.Timestamp\022\025\n\rs"
-  "uperseded_by\030\020 \001(\t\0220\n\014close_reason\030\021 \001(\016"
-  "2\032.npc_memory.v1.CloseReason\022\027\n\017embeddin"
-  "g_model\030\022 \001(\t\022/\n\016valid_game_day\030\023 \001(\0132\027."
-  "npc_memory.v1.GameTime\0221\n\020invalid_game_d"
-  "ay\030\024 \001(\0132\027.npc_memory.v1.GameTime\022\023\n\013tim"
-  "eline_id\030\025 \001(\003\"_\n\tSavePoint\022\017\n\007save_id\030\001"
-  " \001(\t\022\023\n\013timeline_id\030\002 \001(\003\022,\n\010saved_at\030\003 "
-  "\001(\0132\032.google.protobuf.Timestamp\"\213\001\n\010Time"
-  "line\022\023\n\013timeline_id\030\001 \001(\003\022\032\n\022parent_time"
-  "line_id\030\002 \001(\003\022/\n\013branched_at\030\003 \001(\0132\032.goo"
-  "gle.protobuf.Timestamp\022\017\n\007save_id\030\004 \001(\t\022"
-  "\014\n\004live\030\005 \001(\010\"R\n\007Weights\022\017\n\007recency\030\001 \001("
-  "\001\022\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001"
-  "\022\017\n\007keyword\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001"
-  " \001(\001\022\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 "
-  "\001(\001\022\017\n\007keyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014"
-  "MemoryFilter\022(\n\010speakers\030\001 \003(\0162\026.npc_mem"
-  "ory.v1.Speaker\022(\n\010subjects\030\002 \003(\0162\026.npc_m"
-  "emory.v1.Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n"
-  "\rcontent_types\030\004 \003(\0162\032.npc_memory.v1.Con"
-  "tentType\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tier"
-  "s\030\006 \003(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001"
-  "(\t\"\221\001\n\014ScoredMemory\022%\n\006memory\030\001 \001(\0132\025.np"
-  "c_memory.v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc"
-  "_memory.v1.Scores\022\025\n\rvia_memory_id\030\003 \001(\t"
-  "\022\014\n\004hops\030\004 \001(\005\022\016\n\006cosine\030\005 \001(\001\"f\n\013StoreR"
-  "esult\022\021\n\tmemory_id\030\001 \001(\t\022,\n\007outcome\030\002 \001("
-  "\0162\033.npc_memory.v1.StoreOutcome\022\026\n\016supers"
-  "eded_ids\030\003 \003(\t*I\n\007Speaker\022\027\n\023SPEAKER_UNS"
-  "PECIFIED\020\000\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SPEAKER_"
-  "HEROINE\020\002*\\\n\007Subject\022\027\n\023SUBJECT_UNSPECIF"
-  "IED\020\000\022\020\n\014SUBJECT_USER\020\001\022\023\n\017SUBJECT_HEROI"
-  "NE\020\002\022\021\n\rSUBJECT_WORLD\020\003*\343\001\n\013ContentType\022"
-  "\034\n\030CONTENT_TYPE_UNSPECIFIED\020\000\022\025\n\021CONTENT"
-  "_TYPE_FACT\020\001\022\033\n\027CONTENT_TYPE_PREFERENCE\020"
-  "\002\022\026\n\022CONTENT_TYPE_TRAIT\020\003\022\026\n\022CONTENT_TYP"
-  "E_EVENT\020\004\022\030\n\024CONTENT_TYPE_OPINION\020\005\022\031\n\025C"
-  "ONTENT_TYPE_PERSONAL\020\006\022\035\n\031CONTENT_TYPE_R"
-  "ELATIONSHIP\020\007*P\n\004Tier\022\024\n\020TIER_UNSPECIFIE"
-  "D\020\000\022\r\n\tTIER_GIST\020\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017"
-  "\n\013TIER_SOURCE\020\003*\200\001\n\013CloseReason\022\034\n\030CLOSE"
-  "_REASON_UNSPECIFIED\020\000\022\033\n\027CLOSE_REASON_SU"
-  "PERSEDED\020\001\022\034\n\030CLOSE_REASON_INVALIDATED\020\002"
-  "\022\030\n\024CLOSE_REASON_RETIRED\020\003*[\n\010LinkKind\022\031"
-  "\n\025LINK_KIND_UNSPECIFIED\020\000\022\030\n\024LINK_KIND_R"
-  "ELATED_TO\020\001\022\032\n\026LINK_KIND_DERIVED_FROM\020\002*"
-  "`\n\014FusionMethod\022\035\n\031FUSION_METHOD_UNSPECI"
-  "FIED\020\000\022\032\n\026FUSION_METHOD_WEIGHTED\020\001\022\025\n\021FU"
-  "SION_METHOD_RRF\020\002*\241\001\n\014StoreOutcome\022\035\n\031ST"
-  "ORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE_OUTCO"
-  "ME_CREATED\020\001\022\034\n\030STORE_OUTCOME_SUPERSEDED"
-  "\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020\003\022\034\n\030STORE"
-  "_OUTCOME_HISTORICAL\020\004B#\n\020dev.npcmemory.v"
-  "1P\001\252\002\014NpcMemory.V1b\006proto3"
+  " \001(\0132\027.npc_memory.v1.GameTime\022-\n\nvisibil"
+  "ity\030\020 \001(\0162\031.npc_memory.v1.Visibility\">\n\t"
+  "MemoryRef\022\023\n\tmemory_id\030\001 \001(\tH\000\022\025\n\013batch_"
+  "index\030\002 \001(\005H\000B\005\n\003ref\"\260\001\n\nMemoryLink\022\026\n\016f"
+  "rom_memory_id\030\001 \001(\t\022\024\n\014to_memory_id\030\002 \001("
+  "\t\022%\n\004kind\030\003 \001(\0162\027.npc_memory.v1.LinkKind"
+  "\022\r\n\005depth\030\004 \001(\005\022\013\n\003via\030\005 \001(\t\0221\n\rdiscover"
+  "ed_at\030\006 \001(\0132\032.google.protobuf.Timestamp\""
+  "\027\n\010GameTime\022\013\n\003day\030\001 \001(\001\"\266\006\n\006Memory\022\021\n\tm"
+  "emory_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memo"
+  "ry.v1.Scope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memor"
+  "y.v1.Speaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memo"
+  "ry.v1.Subject\022\022\n\nsubject_id\030\005 \001(\t\0220\n\014con"
+  "tent_type\030\006 \001(\0162\032.npc_memory.v1.ContentT"
+  "ype\022\017\n\007content\030\007 \001(\t\022\022\n\nimportance\030\010 \001(\005"
+  "\022!\n\004tier\030\t \001(\0162\023.npc_memory.v1.Tier\022\014\n\004s"
+  "lot\030\n \001(\t\022)\n\010metadata\030\013 \001(\0132\027.google.pro"
+  "tobuf.Struct\022,\n\010valid_at\030\014 \001(\0132\032.google."
+  "protobuf.Timestamp\022.\n\ninvalid_at\030\r \001(\0132\032"
+  ".google.protobuf.Timestamp\022.\n\ncreated_at"
+  "\030\016 \001(\0132\032.google.protobuf.Timestamp\022.\n\nup"
+  "dated_at\030\017 \001(\0132\032.google.protobuf.Timesta"
+  "mp\022\025\n\rsuperseded_by\030\020 \001(\t\0220\n\014close_reaso"
+  "n\030\021 \001(\0162\032.npc_memory.v1.CloseReason\022\027\n\017e"
+  "mbedding_model\030\022 \001(\t\022/\n\016valid_game_day\030\023"
+  " \001(\0132\027.npc_memory.v1.GameTime\0221\n\020invalid"
+  "_game_day\030\024 \001(\0132\027.npc_memory.v1.GameTime"
+  "\022\023\n\013timeline_id\030\025 \001(\003\022-\n\nvisibility\030\026 \001("
+  "\0162\031.npc_memory.v1.Visibility\022\023\n\013shared_f"
+  "rom\030\027 \001(\t\"_\n\tSavePoint\022\017\n\007save_id\030\001 \001(\t\022"
+  "\023\n\013timeline_id\030\002 \001(\003\022,\n\010saved_at\030\003 \001(\0132\032"
+  ".google.protobuf.Timestamp\"\213\001\n\010Timeline\022"
+  "\023\n\013timeline_id\030\001 \001(\003\022\032\n\022parent_timeline_"
+  "id\030\002 \001(\003\022/\n\013branched_at\030\003 \001(\0132\032.google.p"
+  "rotobuf.Timestamp\022\017\n\007save_id\030\004 \001(\t\022\014\n\004li"
+  "ve\030\005 \001(\010\"R\n\007Weights\022\017\n\007recency\030\001 \001(\001\022\022\n\n"
+  "importance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007k"
+  "eyword\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001 \001(\001\022"
+  "\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017"
+  "\n\007keyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014Memor"
+  "yFilter\022(\n\010speakers\030\001 \003(\0162\026.npc_memory.v"
+  "1.Speaker\022(\n\010subjects\030\002 \003(\0162\026.npc_memory"
+  ".v1.Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n\rcont"
+  "ent_types\030\004 \003(\0162\032.npc_memory.v1.ContentT"
+  "ype\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tiers\030\006 \003"
+  "(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001(\t\"\221\001"
+  "\n\014ScoredMemory\022%\n\006memory\030\001 \001(\0132\025.npc_mem"
+  "ory.v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc_memo"
+  "ry.v1.Scores\022\025\n\rvia_memory_id\030\003 \001(\t\022\014\n\004h"
+  "ops\030\004 \001(\005\022\016\n\006cosine\030\005 \001(\001\"f\n\013StoreResult"
+  "\022\021\n\tmemory_id\030\001 \001(\t\022,\n\007outcome\030\002 \001(\0162\033.n"
+  "pc_memory.v1.StoreOutcome\022\026\n\016superseded_"
+  "ids\030\003 \003(\t*I\n\007Speaker\022\027\n\023SPEAKER_UNSPECIF"
+  "IED\020\000\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SPEAKER_HEROI"
+  "NE\020\002*\\\n\007Subject\022\027\n\023SUBJECT_UNSPECIFIED\020\000"
+  "\022\020\n\014SUBJECT_USER\020\001\022\023\n\017SUBJECT_HEROINE\020\002\022"
+  "\021\n\rSUBJECT_WORLD\020\003*\343\001\n\013ContentType\022\034\n\030CO"
+  "NTENT_TYPE_UNSPECIFIED\020\000\022\025\n\021CONTENT_TYPE"
+  "_FACT\020\001\022\033\n\027CONTENT_TYPE_PREFERENCE\020\002\022\026\n\022"
+  "CONTENT_TYPE_TRAIT\020\003\022\026\n\022CONTENT_TYPE_EVE"
+  "NT\020\004\022\030\n\024CONTENT_TYPE_OPINION\020\005\022\031\n\025CONTEN"
+  "T_TYPE_PERSONAL\020\006\022\035\n\031CONTENT_TYPE_RELATI"
+  "ONSHIP\020\007*P\n\004Tier\022\024\n\020TIER_UNSPECIFIED\020\000\022\r"
+  "\n\tTIER_GIST\020\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017\n\013TIE"
+  "R_SOURCE\020\003*\200\001\n\013CloseReason\022\034\n\030CLOSE_REAS"
+  "ON_UNSPECIFIED\020\000\022\033\n\027CLOSE_REASON_SUPERSE"
+  "DED\020\001\022\034\n\030CLOSE_REASON_INVALIDATED\020\002\022\030\n\024C"
+  "LOSE_REASON_RETIRED\020\003*[\n\010LinkKind\022\031\n\025LIN"
+  "K_KIND_UNSPECIFIED\020\000\022\030\n\024LINK_KIND_RELATE"
+  "D_TO\020\001\022\032\n\026LINK_KIND_DERIVED_FROM\020\002*W\n\nVi"
+  "sibility\022\032\n\026VISIBILITY_UNSPECIFIED\020\000\022\026\n\022"
+  "VISIBILITY_PRIVATE\020\001\022\025\n\021VISIBILITY_SHARE"
+  "D\020\002*`\n\014FusionMethod\022\035\n\031FUSION_METHOD_UNS"
+  "PECIFIED\020\000\022\032\n\026FUSION_METHOD_WEIGHTED\020\001\022\025"
+  "\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014StoreOutcome\022\035"
+  "\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE_O"
+  "UTCOME_CREATED\020\001\022\034\n\030STORE_OUTCOME_SUPERS"
+  "EDED\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020\003\022\034\n\030S"
+  "TORE_OUTCOME_HISTORICAL\020\004B#\n\020dev.npcmemo"
+  "ry.v1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps[2] = {
   &::descriptor_table_google_2fprotobuf_2fstruct_2eproto,
@@ -558,7 +569,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto = {
-    false, false, 3626, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
+    false, false, 3830, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
     "npc_memory/v1/memory.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 13,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets,
@@ -671,9 +682,24 @@ bool LinkKind_IsValid(int value) {
   }
 }
 
-const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* FusionMethod_descriptor() {
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* Visibility_descriptor() {
   ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
   return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[6];
+}
+bool Visibility_IsValid(int value) {
+  switch (value) {
+    case 0:
+    case 1:
+    case 2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* FusionMethod_descriptor() {
+  ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
+  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[7];
 }
 bool FusionMethod_IsValid(int value) {
   switch (value) {
@@ -688,7 +714,7 @@ bool FusionMethod_IsValid(int value) {
 
 const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* StoreOutcome_descriptor() {
   ::PROTOBUF_NAMESPACE_ID::internal::AssignDescriptors(&descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto);
-  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[7];
+  return file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_2eproto[8];
 }
 bool StoreOutcome_IsValid(int value) {
   switch (value) {
@@ -1015,6 +1041,7 @@ MemoryInput::MemoryInput(const MemoryInput& from)
     , decltype(_impl_.content_type_){}
     , decltype(_impl_.importance_){}
     , decltype(_impl_.tier_){}
+    , decltype(_impl_.visibility_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -1052,8 +1079,8 @@ MemoryInput::MemoryInput(const MemoryInput& from)
     _this->_impl_.valid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.valid_game_day_);
   }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.tier_) -
-    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.tier_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.visibility_) -
+    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.MemoryInput)
 }
 
@@ -1077,6 +1104,7 @@ inline void MemoryInput::SharedCtor(
     , decltype(_impl_.content_type_){0}
     , decltype(_impl_.importance_){0}
     , decltype(_impl_.tier_){0}
+    , decltype(_impl_.visibility_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.subject_id_.InitDefault();
@@ -1146,8 +1174,8 @@ void MemoryInput::Clear() {
   }
   _impl_.valid_game_day_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.tier_) -
-      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.tier_));
+      reinterpret_cast<char*>(&_impl_.visibility_) -
+      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -1307,6 +1335,15 @@ const char* MemoryInput::_InternalParse(const char* ptr, ::_pbi::ParseContext* c
         } else
           goto handle_unusual;
         continue;
+      // .npc_memory.v1.Visibility visibility = 16;
+      case 16:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 128)) {
+          uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+          _internal_set_visibility(static_cast<::npc_memory::v1::Visibility>(val));
+        } else
+          goto handle_unusual;
+        continue;
       default:
         goto handle_unusual;
     }  // switch
@@ -1452,6 +1489,13 @@ uint8_t* MemoryInput::_InternalSerialize(
         _Internal::valid_game_day(this).GetCachedSize(), target, stream);
   }
 
+  // .npc_memory.v1.Visibility visibility = 16;
+  if (this->_internal_visibility() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteEnumToArray(
+      16, this->_internal_visibility(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -1572,6 +1616,12 @@ size_t MemoryInput::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_tier());
   }
 
+  // .npc_memory.v1.Visibility visibility = 16;
+  if (this->_internal_visibility() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::EnumSize(this->_internal_visibility());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -1630,6 +1680,9 @@ void MemoryInput::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PR
   if (from._internal_tier() != 0) {
     _this->_internal_set_tier(from._internal_tier());
   }
+  if (from._internal_visibility() != 0) {
+    _this->_internal_set_visibility(from._internal_visibility());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -1666,8 +1719,8 @@ void MemoryInput::InternalSwap(MemoryInput* other) {
       &other->_impl_.slot_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(MemoryInput, _impl_.tier_)
-      + sizeof(MemoryInput::_impl_.tier_)
+      PROTOBUF_FIELD_OFFSET(MemoryInput, _impl_.visibility_)
+      + sizeof(MemoryInput::_impl_.visibility_)
       - PROTOBUF_FIELD_OFFSET(MemoryInput, _impl_.valid_at_)>(
           reinterpret_cast<char*>(&_impl_.valid_at_),
           reinterpret_cast<char*>(&other->_impl_.valid_at_));
@@ -2633,6 +2686,7 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.slot_){}
     , decltype(_impl_.superseded_by_){}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.shared_from_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
@@ -2648,6 +2702,7 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.tier_){}
     , decltype(_impl_.close_reason_){}
     , decltype(_impl_.timeline_id_){}
+    , decltype(_impl_.visibility_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2699,6 +2754,14 @@ Memory::Memory(const Memory& from)
     _this->_impl_.embedding_model_.Set(from._internal_embedding_model(), 
       _this->GetArenaForAllocation());
   }
+  _impl_.shared_from_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.shared_from_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_shared_from().empty()) {
+    _this->_impl_.shared_from_.Set(from._internal_shared_from(), 
+      _this->GetArenaForAllocation());
+  }
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
@@ -2724,8 +2787,8 @@ Memory::Memory(const Memory& from)
     _this->_impl_.invalid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.invalid_game_day_);
   }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.timeline_id_) -
-    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.timeline_id_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.visibility_) -
+    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.Memory)
 }
 
@@ -2740,6 +2803,7 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.slot_){}
     , decltype(_impl_.superseded_by_){}
     , decltype(_impl_.embedding_model_){}
+    , decltype(_impl_.shared_from_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
@@ -2755,6 +2819,7 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.tier_){0}
     , decltype(_impl_.close_reason_){0}
     , decltype(_impl_.timeline_id_){int64_t{0}}
+    , decltype(_impl_.visibility_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -2781,6 +2846,10 @@ inline void Memory::SharedCtor(
   #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
     _impl_.embedding_model_.Set("", GetArenaForAllocation());
   #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.shared_from_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.shared_from_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
 }
 
 Memory::~Memory() {
@@ -2800,6 +2869,7 @@ inline void Memory::SharedDtor() {
   _impl_.slot_.Destroy();
   _impl_.superseded_by_.Destroy();
   _impl_.embedding_model_.Destroy();
+  _impl_.shared_from_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.metadata_;
   if (this != internal_default_instance()) delete _impl_.valid_at_;
@@ -2826,6 +2896,7 @@ void Memory::Clear() {
   _impl_.slot_.ClearToEmpty();
   _impl_.superseded_by_.ClearToEmpty();
   _impl_.embedding_model_.ClearToEmpty();
+  _impl_.shared_from_.ClearToEmpty();
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
@@ -2859,8 +2930,8 @@ void Memory::Clear() {
   }
   _impl_.invalid_game_day_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.timeline_id_) -
-      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.timeline_id_));
+      reinterpret_cast<char*>(&_impl_.visibility_) -
+      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -3052,6 +3123,25 @@ const char* Memory::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 168)) {
           _impl_.timeline_id_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.Visibility visibility = 22;
+      case 22:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 176)) {
+          uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+          _internal_set_visibility(static_cast<::npc_memory::v1::Visibility>(val));
+        } else
+          goto handle_unusual;
+        continue;
+      // string shared_from = 23;
+      case 23:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 186)) {
+          auto str = _internal_mutable_shared_from();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Memory.shared_from"));
         } else
           goto handle_unusual;
         continue;
@@ -3247,6 +3337,23 @@ uint8_t* Memory::_InternalSerialize(
     target = ::_pbi::WireFormatLite::WriteInt64ToArray(21, this->_internal_timeline_id(), target);
   }
 
+  // .npc_memory.v1.Visibility visibility = 22;
+  if (this->_internal_visibility() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteEnumToArray(
+      22, this->_internal_visibility(), target);
+  }
+
+  // string shared_from = 23;
+  if (!this->_internal_shared_from().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_shared_from().data(), static_cast<int>(this->_internal_shared_from().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.Memory.shared_from");
+    target = stream->WriteStringMaybeAliased(
+        23, this->_internal_shared_from(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -3303,6 +3410,13 @@ size_t Memory::ByteSizeLong() const {
     total_size += 2 +
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
         this->_internal_embedding_model());
+  }
+
+  // string shared_from = 23;
+  if (!this->_internal_shared_from().empty()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_shared_from());
   }
 
   // .npc_memory.v1.Scope scope = 2;
@@ -3403,6 +3517,12 @@ size_t Memory::ByteSizeLong() const {
         this->_internal_timeline_id());
   }
 
+  // .npc_memory.v1.Visibility visibility = 22;
+  if (this->_internal_visibility() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::EnumSize(this->_internal_visibility());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -3438,6 +3558,9 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   }
   if (!from._internal_embedding_model().empty()) {
     _this->_internal_set_embedding_model(from._internal_embedding_model());
+  }
+  if (!from._internal_shared_from().empty()) {
+    _this->_internal_set_shared_from(from._internal_shared_from());
   }
   if (from._internal_has_scope()) {
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
@@ -3492,6 +3615,9 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   if (from._internal_timeline_id() != 0) {
     _this->_internal_set_timeline_id(from._internal_timeline_id());
   }
+  if (from._internal_visibility() != 0) {
+    _this->_internal_set_visibility(from._internal_visibility());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -3535,9 +3661,13 @@ void Memory::InternalSwap(Memory* other) {
       &_impl_.embedding_model_, lhs_arena,
       &other->_impl_.embedding_model_, rhs_arena
   );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.shared_from_, lhs_arena,
+      &other->_impl_.shared_from_, rhs_arena
+  );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(Memory, _impl_.timeline_id_)
-      + sizeof(Memory::_impl_.timeline_id_)
+      PROTOBUF_FIELD_OFFSET(Memory, _impl_.visibility_)
+      + sizeof(Memory::_impl_.visibility_)
       - PROTOBUF_FIELD_OFFSET(Memory, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));

@@ -272,6 +272,32 @@ inline bool LinkKind_Parse(
   return ::PROTOBUF_NAMESPACE_ID::internal::ParseNamedEnum<LinkKind>(
     LinkKind_descriptor(), name, value);
 }
+enum Visibility : int {
+  VISIBILITY_UNSPECIFIED = 0,
+  VISIBILITY_PRIVATE = 1,
+  VISIBILITY_SHARED = 2,
+  Visibility_INT_MIN_SENTINEL_DO_NOT_USE_ = std::numeric_limits<int32_t>::min(),
+  Visibility_INT_MAX_SENTINEL_DO_NOT_USE_ = std::numeric_limits<int32_t>::max()
+};
+bool Visibility_IsValid(int value);
+constexpr Visibility Visibility_MIN = VISIBILITY_UNSPECIFIED;
+constexpr Visibility Visibility_MAX = VISIBILITY_SHARED;
+constexpr int Visibility_ARRAYSIZE = Visibility_MAX + 1;
+
+const ::PROTOBUF_NAMESPACE_ID::EnumDescriptor* Visibility_descriptor();
+template<typename T>
+inline const std::string& Visibility_Name(T enum_t_value) {
+  static_assert(::std::is_same<T, Visibility>::value ||
+    ::std::is_integral<T>::value,
+    "Incorrect type passed to function Visibility_Name.");
+  return ::PROTOBUF_NAMESPACE_ID::internal::NameOfEnum(
+    Visibility_descriptor(), enum_t_value);
+}
+inline bool Visibility_Parse(
+    ::PROTOBUF_NAMESPACE_ID::ConstStringParam name, Visibility* value) {
+  return ::PROTOBUF_NAMESPACE_ID::internal::ParseNamedEnum<Visibility>(
+    Visibility_descriptor(), name, value);
+}
 enum FusionMethod : int {
   FUSION_METHOD_UNSPECIFIED = 0,
   FUSION_METHOD_WEIGHTED = 1,
@@ -633,6 +659,7 @@ class MemoryInput final :
     kContentTypeFieldNumber = 4,
     kImportanceFieldNumber = 6,
     kTierFieldNumber = 12,
+    kVisibilityFieldNumber = 16,
   };
   // repeated string supersedes = 8;
   int supersedes_size() const;
@@ -857,6 +884,15 @@ class MemoryInput final :
   void _internal_set_tier(::npc_memory::v1::Tier value);
   public:
 
+  // .npc_memory.v1.Visibility visibility = 16;
+  void clear_visibility();
+  ::npc_memory::v1::Visibility visibility() const;
+  void set_visibility(::npc_memory::v1::Visibility value);
+  private:
+  ::npc_memory::v1::Visibility _internal_visibility() const;
+  void _internal_set_visibility(::npc_memory::v1::Visibility value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.MemoryInput)
  private:
   class _Internal;
@@ -880,6 +916,7 @@ class MemoryInput final :
     int content_type_;
     int32_t importance_;
     int tier_;
+    int visibility_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -1580,6 +1617,7 @@ class Memory final :
     kSlotFieldNumber = 10,
     kSupersededByFieldNumber = 16,
     kEmbeddingModelFieldNumber = 18,
+    kSharedFromFieldNumber = 23,
     kScopeFieldNumber = 2,
     kMetadataFieldNumber = 11,
     kValidAtFieldNumber = 12,
@@ -1595,6 +1633,7 @@ class Memory final :
     kTierFieldNumber = 9,
     kCloseReasonFieldNumber = 17,
     kTimelineIdFieldNumber = 21,
+    kVisibilityFieldNumber = 22,
   };
   // string memory_id = 1;
   void clear_memory_id();
@@ -1678,6 +1717,20 @@ class Memory final :
   const std::string& _internal_embedding_model() const;
   inline PROTOBUF_ALWAYS_INLINE void _internal_set_embedding_model(const std::string& value);
   std::string* _internal_mutable_embedding_model();
+  public:
+
+  // string shared_from = 23;
+  void clear_shared_from();
+  const std::string& shared_from() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_shared_from(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_shared_from();
+  PROTOBUF_NODISCARD std::string* release_shared_from();
+  void set_allocated_shared_from(std::string* shared_from);
+  private:
+  const std::string& _internal_shared_from() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_shared_from(const std::string& value);
+  std::string* _internal_mutable_shared_from();
   public:
 
   // .npc_memory.v1.Scope scope = 2;
@@ -1887,6 +1940,15 @@ class Memory final :
   void _internal_set_timeline_id(int64_t value);
   public:
 
+  // .npc_memory.v1.Visibility visibility = 22;
+  void clear_visibility();
+  ::npc_memory::v1::Visibility visibility() const;
+  void set_visibility(::npc_memory::v1::Visibility value);
+  private:
+  ::npc_memory::v1::Visibility _internal_visibility() const;
+  void _internal_set_visibility(::npc_memory::v1::Visibility value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.Memory)
  private:
   class _Internal;
@@ -1901,6 +1963,7 @@ class Memory final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr slot_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr superseded_by_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr embedding_model_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr shared_from_;
     ::npc_memory::v1::Scope* scope_;
     ::PROTOBUF_NAMESPACE_ID::Struct* metadata_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* valid_at_;
@@ -1916,6 +1979,7 @@ class Memory final :
     int tier_;
     int close_reason_;
     int64_t timeline_id_;
+    int visibility_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -4186,6 +4250,26 @@ inline void MemoryInput::set_allocated_valid_game_day(::npc_memory::v1::GameTime
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.MemoryInput.valid_game_day)
 }
 
+// .npc_memory.v1.Visibility visibility = 16;
+inline void MemoryInput::clear_visibility() {
+  _impl_.visibility_ = 0;
+}
+inline ::npc_memory::v1::Visibility MemoryInput::_internal_visibility() const {
+  return static_cast< ::npc_memory::v1::Visibility >(_impl_.visibility_);
+}
+inline ::npc_memory::v1::Visibility MemoryInput::visibility() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.MemoryInput.visibility)
+  return _internal_visibility();
+}
+inline void MemoryInput::_internal_set_visibility(::npc_memory::v1::Visibility value) {
+  
+  _impl_.visibility_ = value;
+}
+inline void MemoryInput::set_visibility(::npc_memory::v1::Visibility value) {
+  _internal_set_visibility(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.MemoryInput.visibility)
+}
+
 // -------------------------------------------------------------------
 
 // MemoryRef
@@ -5756,6 +5840,76 @@ inline void Memory::set_timeline_id(int64_t value) {
   // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.timeline_id)
 }
 
+// .npc_memory.v1.Visibility visibility = 22;
+inline void Memory::clear_visibility() {
+  _impl_.visibility_ = 0;
+}
+inline ::npc_memory::v1::Visibility Memory::_internal_visibility() const {
+  return static_cast< ::npc_memory::v1::Visibility >(_impl_.visibility_);
+}
+inline ::npc_memory::v1::Visibility Memory::visibility() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.visibility)
+  return _internal_visibility();
+}
+inline void Memory::_internal_set_visibility(::npc_memory::v1::Visibility value) {
+  
+  _impl_.visibility_ = value;
+}
+inline void Memory::set_visibility(::npc_memory::v1::Visibility value) {
+  _internal_set_visibility(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.visibility)
+}
+
+// string shared_from = 23;
+inline void Memory::clear_shared_from() {
+  _impl_.shared_from_.ClearToEmpty();
+}
+inline const std::string& Memory::shared_from() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.shared_from)
+  return _internal_shared_from();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void Memory::set_shared_from(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.shared_from_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.shared_from)
+}
+inline std::string* Memory::mutable_shared_from() {
+  std::string* _s = _internal_mutable_shared_from();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Memory.shared_from)
+  return _s;
+}
+inline const std::string& Memory::_internal_shared_from() const {
+  return _impl_.shared_from_.Get();
+}
+inline void Memory::_internal_set_shared_from(const std::string& value) {
+  
+  _impl_.shared_from_.Set(value, GetArenaForAllocation());
+}
+inline std::string* Memory::_internal_mutable_shared_from() {
+  
+  return _impl_.shared_from_.Mutable(GetArenaForAllocation());
+}
+inline std::string* Memory::release_shared_from() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Memory.shared_from)
+  return _impl_.shared_from_.Release();
+}
+inline void Memory::set_allocated_shared_from(std::string* shared_from) {
+  if (shared_from != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.shared_from_.SetAllocated(shared_from, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.shared_from_.IsDefault()) {
+    _impl_.shared_from_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.shared_from)
+}
+
 // -------------------------------------------------------------------
 
 // SavePoint
@@ -7110,6 +7264,11 @@ template <> struct is_proto_enum< ::npc_memory::v1::LinkKind> : ::std::true_type
 template <>
 inline const EnumDescriptor* GetEnumDescriptor< ::npc_memory::v1::LinkKind>() {
   return ::npc_memory::v1::LinkKind_descriptor();
+}
+template <> struct is_proto_enum< ::npc_memory::v1::Visibility> : ::std::true_type {};
+template <>
+inline const EnumDescriptor* GetEnumDescriptor< ::npc_memory::v1::Visibility>() {
+  return ::npc_memory::v1::Visibility_descriptor();
 }
 template <> struct is_proto_enum< ::npc_memory::v1::FusionMethod> : ::std::true_type {};
 template <>

@@ -33,6 +33,8 @@
 #include <google/protobuf/field_mask.pb.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/timestamp.pb.h>
+#include "npc_memory/v1/context.pb.h"
+#include "npc_memory/v1/extraction.pb.h"
 #include "npc_memory/v1/memory.pb.h"
 // @@protoc_insertion_point(includes)
 #include <google/protobuf/port_def.inc>
@@ -1962,6 +1964,7 @@ class SearchMemoriesRequest final :
     kHopsFieldNumber = 11,
     kIncludeInvalidatedFieldNumber = 10,
     kDeepenFieldNumber = 12,
+    kIncludeSharedFieldNumber = 18,
     kDeepenMinRelevanceFieldNumber = 13,
     kTimelineIdFieldNumber = 16,
   };
@@ -2190,6 +2193,15 @@ class SearchMemoriesRequest final :
   void _internal_set_deepen(bool value);
   public:
 
+  // bool include_shared = 18;
+  void clear_include_shared();
+  bool include_shared() const;
+  void set_include_shared(bool value);
+  private:
+  bool _internal_include_shared() const;
+  void _internal_set_include_shared(bool value);
+  public:
+
   // double deepen_min_relevance = 13;
   void clear_deepen_min_relevance();
   double deepen_min_relevance() const;
@@ -2231,6 +2243,7 @@ class SearchMemoriesRequest final :
     int32_t hops_;
     bool include_invalidated_;
     bool deepen_;
+    bool include_shared_;
     double deepen_min_relevance_;
     int64_t timeline_id_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
@@ -2912,6 +2925,7 @@ class ListMemoriesRequest final :
     kKnownAtFieldNumber = 7,
     kPageSizeFieldNumber = 2,
     kIncludeInvalidatedFieldNumber = 5,
+    kIncludeSharedFieldNumber = 8,
     kTimelineIdFieldNumber = 6,
   };
   // string page_token = 3;
@@ -3000,6 +3014,15 @@ class ListMemoriesRequest final :
   void _internal_set_include_invalidated(bool value);
   public:
 
+  // bool include_shared = 8;
+  void clear_include_shared();
+  bool include_shared() const;
+  void set_include_shared(bool value);
+  private:
+  bool _internal_include_shared() const;
+  void _internal_set_include_shared(bool value);
+  public:
+
   // int64 timeline_id = 6;
   void clear_timeline_id();
   int64_t timeline_id() const;
@@ -3023,6 +3046,7 @@ class ListMemoriesRequest final :
     ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at_;
     int32_t page_size_;
     bool include_invalidated_;
+    bool include_shared_;
     int64_t timeline_id_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
@@ -7253,6 +7277,26 @@ inline void SearchMemoriesRequest::set_allocated_known_at(::PROTOBUF_NAMESPACE_I
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.SearchMemoriesRequest.known_at)
 }
 
+// bool include_shared = 18;
+inline void SearchMemoriesRequest::clear_include_shared() {
+  _impl_.include_shared_ = false;
+}
+inline bool SearchMemoriesRequest::_internal_include_shared() const {
+  return _impl_.include_shared_;
+}
+inline bool SearchMemoriesRequest::include_shared() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesRequest.include_shared)
+  return _internal_include_shared();
+}
+inline void SearchMemoriesRequest::_internal_set_include_shared(bool value) {
+  
+  _impl_.include_shared_ = value;
+}
+inline void SearchMemoriesRequest::set_include_shared(bool value) {
+  _internal_set_include_shared(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesRequest.include_shared)
+}
+
 // -------------------------------------------------------------------
 
 // SearchMemoriesResponse
@@ -8064,6 +8108,26 @@ inline void ListMemoriesRequest::set_allocated_known_at(::PROTOBUF_NAMESPACE_ID:
   }
   _impl_.known_at_ = known_at;
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.ListMemoriesRequest.known_at)
+}
+
+// bool include_shared = 8;
+inline void ListMemoriesRequest::clear_include_shared() {
+  _impl_.include_shared_ = false;
+}
+inline bool ListMemoriesRequest::_internal_include_shared() const {
+  return _impl_.include_shared_;
+}
+inline bool ListMemoriesRequest::include_shared() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.ListMemoriesRequest.include_shared)
+  return _internal_include_shared();
+}
+inline void ListMemoriesRequest::_internal_set_include_shared(bool value) {
+  
+  _impl_.include_shared_ = value;
+}
+inline void ListMemoriesRequest::set_include_shared(bool value) {
+  _internal_set_include_shared(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.ListMemoriesRequest.include_shared)
 }
 
 // -------------------------------------------------------------------

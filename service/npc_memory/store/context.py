@@ -1,0 +1,31 @@
+"""The rows a context block is built from (besides the search): the scope's valid profile and event rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from psycopg import sql
+
+from npc_memory.domain.model import Memory, Scope
+from npc_memory.store.pool import Database
+from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
+from npc_memory.store.view import VISIBLE, view_params, with_view
+
+# Facts about the player, about this heroine, and events, valid at %(at)s, most important first; the domain
+# (domain/context.py) sorts them into sections. Shared rows of other heroines only with include_shared.
+PROFILE = with_view(sql.SQL("""
+SELECT {columns} FROM {visible} m
+WHERE m.valid_at <= %(at)s AND (m.invalid_at IS NULL OR m.invalid_at > %(at)s)
+  AND (m.subject = 'user' OR (m.subject = 'heroine' AND m.subject_id = %(heroine_id)s) OR m.content_type = 'event')
+ORDER BY m.importance DESC, m.valid_at DESC, m.id
+LIMIT %(limit)s
+""").format(columns=MEMORY_COLUMNS, visible=VISIBLE))
+
+
+async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared: bool, limit: int) -> list[Memory]:
+    """Up to ``limit`` valid rows about the player, the heroine, or events."""
+    params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "at": at, "limit": limit}
+    params |= view_params(include_shared=include_shared)
+    async with db.connection() as conn:
+        cur = await conn.execute(PROFILE, params)
+        return [memory_from_row(r) for r in await cur.fetchall()]
