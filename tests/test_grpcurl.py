@@ -145,3 +145,25 @@ async def test_links_expand_hops_and_deepen_as_documented(server_port: int, scop
     deep = json.loads(out)
     assert deep["answered_tier"] in {"TIER_GIST", "TIER_KNOWLEDGE", "TIER_SOURCE"}
     assert 1 <= len(deep["results"]) <= 2
+
+
+async def test_documented_save_load_and_context_commands(server_port: int, scope: Scope) -> None:
+    """After the doc's save and load the secret is gone from search, kept on timeline 1, and Roco sees the shared fact."""
+    steps = [
+        _command("StoreMemories", "바다를 좋아함"), _command("CreateSavePoint"),
+        _command("StoreMemories", "왕국의 공주"), _command("LoadSavePoint"), _command("ListSavePoints"),
+    ]
+    for command in steps:
+        code, _out, err = await _grpcurl(command, server_port, scope)
+        assert code == 0, (command, err)
+    code, out, err = await _grpcurl(_command("SearchMemories", "now_game_day"), server_port, scope)
+    assert code == 0, err
+    found = [r["memory"]["content"] for r in json.loads(out).get("results", [])]
+    assert "바다를 좋아함" in found
+    assert "레티아는 사실 왕국의 공주임" not in found
+    code, out, err = await _grpcurl(_command("ListMemories", '"timeline_id": 1'), server_port, scope)
+    assert code == 0, err
+    assert "레티아는 사실 왕국의 공주임" in {m["content"] for m in json.loads(out)["memories"]}
+    code, out, err = await _grpcurl(_command("BuildContext"), server_port, scope)
+    assert code == 0, err
+    assert "바다를 좋아함" in out
