@@ -148,7 +148,7 @@ async def test_links_expand_hops_and_deepen_as_documented(server_port: int, scop
 
 
 async def test_documented_save_load_and_context_commands(server_port: int, scope: Scope) -> None:
-    """After the doc's save and load the secret is gone from search, kept on timeline 1, and Roco sees the shared fact."""
+    """After the doc's save and load the secret is gone from search, kept on timeline 1; Roco sees the shared fact."""
     steps = [
         _command("StoreMemories", "바다를 좋아함"), _command("CreateSavePoint"),
         _command("StoreMemories", "왕국의 공주"), _command("LoadSavePoint"), _command("ListSavePoints"),
