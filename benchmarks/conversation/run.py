@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import tempfile
 import time
 from collections.abc import Sequence
@@ -52,14 +53,35 @@ from benchmarks.conversation.metrics import SearchConfig as Asking
 
 LIMIT = 10
 DEFAULT_CONFIGS = ("default", "rel.7+kw.3")
-STEPS: dict[str, tuple[TextOptions, PeriodSearch]] = {
-    "base": (TextOptions(question_words=False), "off"),
-    "+qw": (TextOptions(question_words=True), "off"),
-    "+period-cand": (TextOptions(question_words=True), "candidates"),
-    "+period-first": (TextOptions(question_words=True), "first"),
+OLD_HALF_LIFE = 30.0 * math.log(2)
+"""The recency half-life before the archive step (days): exp(-age / 30 days)."""
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """How the turns are stored and the service settings the questions are asked under."""
+
+    write: str
+    """``knowledge``: tier knowledge, the turn's own vector (the knowledge duplicate rule, no context);
+    ``source``: tier source, the turn's own vector given; ``context``: tier source, the service embeds it
+    (with the previous turn, domain/dialogue.py)."""
+    options: TextOptions
+    period: PeriodSearch
+    half_life_days: float = OLD_HALF_LIFE
+
+
+_QW = TextOptions(question_words=True)
+STEPS: dict[str, StepSettings] = {
+    "base": StepSettings("knowledge", TextOptions(question_words=False), "off"),
+    "+qw": StepSettings("knowledge", _QW, "off"),
+    "+period-cand": StepSettings("knowledge", _QW, "candidates"),
+    "+period-first": StepSettings("knowledge", _QW, "first"),
+    "+turn-dedup": StepSettings("source", _QW, "first"),
+    "+context": StepSettings("context", _QW, "first"),
+    "+half-life": StepSettings("context", _QW, "first", SearchConfig.recency_half_life_days),
 }
-"""Service settings measured one after another (cumulative): the query tokenizer's options and the
-``period_search`` setting. Only query-side settings, so all steps share the stored rows."""
+"""Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
+each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
 
 
 @dataclass
@@ -81,24 +103,38 @@ async def embed_turns(engine: MemoryEngine, data: dict[str, Any]) -> dict[str, V
     return {t["id"]: v for t, v in zip(turns, vectors, strict=True)}
 
 
-def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Vector) -> NewMemory:
+def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Vector | None, tier: Tier,
+            ) -> NewMemory:
     user = turn["speaker"] == "user"
     return NewMemory(
         speaker=Speaker.USER if user else Speaker.HEROINE, subject=Subject.USER if user else Subject.HEROINE,
         subject_id=USER_SUBJECT_ID if user else companion, content_type=ContentType.FACT, content=turn["text"],
-        tier=Tier.SOURCE, valid_at=valid_at, embedding=vector,
+        tier=tier, valid_at=valid_at, embedding=vector,
     )
 
 
-async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Vector], prefix: str = "") -> Loaded:
-    """Store the conversation session by session, one request per session, turns a minute apart."""
+async def stored_vectors(engine: MemoryEngine, scope: Scope) -> dict[UUID, Vector]:
+    """The vectors the service stored for a scope (the context write mode makes its own)."""
+    async with engine.db.connection() as conn:
+        cur = await conn.execute("SELECT id, embedding FROM user_memories WHERE user_id = %(u)s AND heroine_id = %(h)s",
+                                 {"u": scope.user_id, "h": scope.heroine_id})
+        return {r["id"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in await cur.fetchall()}
+
+
+async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Vector], prefix: str = "",
+               write: str = "source") -> Loaded:
+    """Store the conversation session by session, one request per session, turns a minute apart.
+
+    ``write`` is a ``StepSettings.write`` mode: the tier the turns get and whether their vectors are given.
+    """
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
+    tier = Tier.KNOWLEDGE if write == "knowledge" else Tier.SOURCE
     text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:
         start = datetime.fromisoformat(session["date"])
         turns = session["turns"]
-        facts = [_memory(t, conv["companion_id"], start + timedelta(minutes=j), vectors[t["id"]])
-                 for j, t in enumerate(turns)]
+        facts = [_memory(t, conv["companion_id"], start + timedelta(minutes=j),
+                         None if write == "context" else vectors[t["id"]], tier) for j, t in enumerate(turns)]
         results = await engine.store(loaded.scope, facts)
         for turn, result in zip(turns, results, strict=True):
             loaded.memory_of[turn["id"]] = result.memory_id
@@ -108,11 +144,18 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
             else:
                 loaded.vectors[result.memory_id] = vectors[turn["id"]]
                 text_of[result.memory_id] = turn["text"]
+    if write == "context":
+        loaded.vectors = await stored_vectors(engine, loaded.scope)
     return loaded
 
 
-Step = tuple[str, MemoryEngine]
-"""A name ("" for the engine as given) and the engine with that step's settings."""
+@dataclass(frozen=True)
+class Step:
+    """A step's name ("" for the engine as given), the engine with its settings, and its write mode."""
+
+    name: str
+    engine: MemoryEngine
+    write: str
 
 
 def column(config: Asking, step: str) -> str:
@@ -121,37 +164,43 @@ def column(config: Asking, step: str) -> str:
 
 
 def step_engines(engine: MemoryEngine, names: Sequence[str]) -> list[Step]:
-    """The engine under each named step of ``STEPS`` (same database, embedder and stored rows)."""
+    """The engine under each named step of ``STEPS`` (same database and embedder)."""
     out = []
     for name in names:
-        options, period = STEPS[name]
-        out.append((name, replace(engine, tokenizer=Tokenizer(options=options),
-                                  search_settings=replace(engine.search_settings, period_search=period))))
+        st = STEPS[name]
+        search = replace(engine.search_settings, period_search=st.period, recency_half_life_days=st.half_life_days)
+        out.append(Step(name, replace(engine, tokenizer=Tokenizer(options=st.options), search_settings=search),
+                        st.write))
     return out
 
 
-async def ask(engine: MemoryEngine, conv: dict[str, Any], loaded: Loaded, configs: Sequence[Asking],
-              steps: Sequence[Step] = ()) -> dict[str, list[Answer]]:
-    """Every question under every configuration and step (interleaved, so machine noise hits all alike)."""
+async def ask(conv: dict[str, Any], loaded: dict[str, Loaded], configs: Sequence[Asking],
+              steps: Sequence[Step]) -> dict[str, list[Answer]]:
+    """Every question under every configuration and step (interleaved, so machine noise hits all alike).
+
+    ``loaded`` is the conversation as stored by each write mode.
+    """
     now = datetime.fromisoformat(conv["now"])
     questions = conv["questions"]
-    qvecs = await engine.embedder.embed_queries([q["text"] for q in questions])
-    steps = steps or [("", engine)]
-    out: dict[str, list[Answer]] = {column(c, s): [] for s, _ in steps for c in configs}
+    qvecs = await steps[0].engine.embedder.embed_queries([q["text"] for q in questions])
+    out: dict[str, list[Answer]] = {column(c, s.name): [] for s in steps for c in configs}
     for q, vec in zip(questions, qvecs, strict=True):
-        evidence = [None if t in loaded.dropped else loaded.memory_of[t] for t in q["evidence"]]
-        stale = {loaded.memory_of[t] for t in q["stale"]}
-        for (step, stepped), c in ((s, c) for s in steps for c in configs):
-            query = SearchQuery(scope=loaded.scope, text=q["text"], limit=LIMIT, weights=c.weights, now=now,
-                                fusion=c.fusion, embedding=vec)
+        for st, c in ((s, c) for s in steps for c in configs):
+            lo = loaded[st.write]
+            evidence = [None if t in lo.dropped else lo.memory_of[t] for t in q["evidence"]]
+            stale = {lo.memory_of[t] for t in q["stale"]}
+            # The recency scale as the API sets it from the service's settings (api/requests.py).
+            query = SearchQuery(scope=lo.scope, text=q["text"], limit=LIMIT, weights=c.weights, now=now,
+                                fusion=c.fusion, embedding=vec,
+                                recency_days=st.engine.search_settings.recency_days_for(lo.scope.heroine_id))
             started = time.perf_counter()
-            hits = await stepped.search(query)
+            hits = await st.engine.search(query)
             seconds = time.perf_counter() - started
             ranked = [h.memory.id for h in hits]
-            top_cosine = float(np.dot(vec, loaded.vectors[ranked[0]])) if ranked else 0.0
+            top_cosine = float(np.dot(vec, lo.vectors[ranked[0]])) if ranked else 0.0
             top_score = hits[0].scores.final if hits else 0.0
-            out[column(c, step)].append(Answer(q["kind"], q["shape"], conv["language"], ranked, evidence, stale,
-                                      top_cosine, top_score, seconds))
+            out[column(c, st.name)].append(Answer(q["kind"], q["shape"], conv["language"], ranked, evidence, stale,
+                                           top_cosine, top_score, seconds))
     return out
 
 
@@ -179,23 +228,25 @@ async def warm_up(engine: MemoryEngine, loaded: Loaded, configs: Sequence[Asking
 
 async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str, Vector],
                   configs: Sequence[Asking], prefix: str = "", query_tokenizer: Tokenizer | None = None,
-                  steps: Sequence[str] = ()) -> dict[str, Any]:
-    """Load every conversation under ``prefix`` and score every configuration under every step.
+                  steps: Sequence[str] = (), write: str = "context") -> dict[str, Any]:
+    """Load every conversation under ``prefix`` (once per write mode) and score every configuration and step.
 
-    ``query_tokenizer``, when given, tokenises the questions in place of the one the turns were stored with.
+    ``query_tokenizer``, when given, tokenises the questions in place of the one the turns were stored with;
+    ``write`` is the write mode without steps.
     """
-    loaded = [await load(engine, c, vectors, prefix) for c in data["conversations"]]
-    if query_tokenizer is not None:
-        engine = replace(engine, tokenizer=query_tokenizer)
-    engines = step_engines(engine, steps) or [("", engine)]
-    for _, e in engines:
-        await warm_up(e, loaded[0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
-    answers: dict[str, list[Answer]] = {column(c, s): [] for s, _ in engines for c in configs}
-    for conv, lo in zip(data["conversations"], loaded, strict=True):
-        for name, got in (await ask(engine, conv, lo, configs, engines)).items():
+    asked = replace(engine, tokenizer=query_tokenizer) if query_tokenizer is not None else engine
+    engines = step_engines(asked, steps) or [Step("", asked, write)]
+    loaded: dict[str, list[Loaded]] = {}
+    for mode in dict.fromkeys(s.write for s in engines):
+        loaded[mode] = [await load(engine, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
+    for st in engines:
+        await warm_up(st.engine, loaded[st.write][0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
+    answers: dict[str, list[Answer]] = {column(c, s.name): [] for s in engines for c in configs}
+    for i, conv in enumerate(data["conversations"]):
+        for name, got in (await ask(conv, {m: lo[i] for m, lo in loaded.items()}, configs, engines)).items():
             answers[name] += got
     first = next(iter(answers.values()))
-    return {"dedup": dedup_figures(data, loaded),
+    return {"dedup": {mode: dedup_figures(data, lo) for mode, lo in loaded.items()},
             "questions": {k: sum(1 for a in first if a.kind == k) for k in sorted({a.kind for a in first})},
             "configs": {name: metrics.figures(got) for name, got in answers.items()}}
 
@@ -222,11 +273,12 @@ def report(results: dict[str, Any]) -> str:
     """The tables printed by the command (and copied into docs/conversation-benchmark.md)."""
     cfg: dict[str, Any] = results["configs"]
     names = list(cfg)
-    d = results["dedup"]
-    out = [f"{d['turns']} turns stored, {d['dropped']} dropped as duplicates ({d['dropped_unlike_text']} of them "
-           f"merged into a different text; {d['evidence_dropped']} of "
-           f"{d['evidence_turns']} evidence turns; questions hit: {d['questions_with_dropped_evidence']}); "
-           f"questions: {results['questions']}", ""]
+    out = [f"questions: {results['questions']}"]
+    for mode, d in results["dedup"].items():
+        out.append(f"write {mode}: {d['turns']} turns stored, {d['dropped']} dropped as duplicates "
+                   f"({d['dropped_unlike_text']} of them merged into a different text; {d['evidence_dropped']} of "
+                   f"{d['evidence_turns']} evidence turns; questions hit: {d['questions_with_dropped_evidence']})")
+    out.append("")
     out += _table(["configuration", "R@5", "R@10", "MRR", "p50 ms", "p95 ms"], [
         (n, [f"{f['all']['R@5']:.3f}", f"{f['all']['R@10']:.3f}", f"{f['all']['MRR']:.3f}",
              f"{f['latency']['p50_ms']:.1f}", f"{f['latency']['p95_ms']:.1f}"]) for n, f in cfg.items()])

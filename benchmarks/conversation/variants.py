@@ -97,7 +97,8 @@ async def run(url: str, data: dict[str, Any], qdata: dict[str, Any], names: Sequ
         for i, name in enumerate(names):
             v = VARIANTS[name]
             store_tok, query_tok = tokenizers(v)
-            conv = await measure(replace(engine, tokenizer=store_tok), data, vectors, configs, f"v{i}:", query_tok)
+            conv = await measure(replace(engine, tokenizer=store_tok), data, vectors, configs, f"v{i}:", query_tok,
+                                 write="source")
             results[name] = {"conversation": conv, "quality": await quality_variant(url, name, v, engine, qdata)}
             print(f"measured {name}", flush=True)
     return results

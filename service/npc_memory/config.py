@@ -165,6 +165,11 @@ class WriteConfig:
     """
     idempotency_hours: float = 24.0
     """How long a request_id's first response is kept."""
+    dialogue_context_minutes: float = 30.0
+    """A dialogue turn (tier source, vector made here) is embedded with the turn said at most this long before it.
+
+    domain/dialogue.py; 0 embeds every turn alone. ``python -m benchmarks.conversation.run`` measures it.
+    """
 
 
 @dataclass(frozen=True)
@@ -366,6 +371,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             max_batch=pick("max_batch", WriteConfig.max_batch, int),
             duplicate_threshold=pick("duplicate_threshold", WriteConfig.duplicate_threshold, float),
             idempotency_hours=pick("idempotency_hours", WriteConfig.idempotency_hours, float),
+            dialogue_context_minutes=pick(
+                "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
         ),
         retention=RetentionConfig(
             policies=RetentionPolicies(default=retention_default, heroines={
@@ -434,6 +441,8 @@ def _check(config: Config) -> None:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
     if not 0.0 < config.write.duplicate_threshold <= 1.0:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
+    if config.write.dialogue_context_minutes < 0:
+        raise ConfigError("dialogue_context_minutes must be >= 0")
     if not 1 <= config.search.expand_per_depth <= config.search.max_limit:
         raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
     if not -1.0 < config.search.deepen_min_relevance <= 1.0:

@@ -6,11 +6,12 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
+from npc_memory.domain import dialogue
 from npc_memory.domain.context import ContextBlock, assemble
 from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed, passing
 from npc_memory.domain.edit_rules import version_fact
@@ -43,6 +44,7 @@ from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import EMBED_SECONDS
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
+from npc_memory.store.dialogue import previous_turn
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -67,13 +69,17 @@ class MemoryEngine:
     write_settings: WriteConfig
     search_settings: SearchConfig
 
-    async def _embed_passages(self, facts: Sequence[NewMemory], source: TextSource) -> list[Vector]:
+    async def _embed_passages(
+        self, facts: Sequence[NewMemory], source: TextSource, texts: Sequence[str] | None = None,
+    ) -> list[Vector]:
+        """The caller's vectors, and the embedder's for the rest (over ``texts`` when given, else the content)."""
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
         if missing and not self.embedder.available:
             raise EmbeddingRequiredError(missing[0])
+        over = texts if texts is not None else [f.content for f in facts]
         try:
             with EMBED_SECONDS.labels("passages").time():
-                vectors = await self.embedder.embed_passages([facts[i].content for i in missing]) if missing else []
+                vectors = await self.embedder.embed_passages([over[i] for i in missing]) if missing else []
         except InputRejectedError as exc:
             raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
         by_index = dict(zip(missing, vectors, strict=True))
@@ -107,8 +113,8 @@ class MemoryEngine:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
-        vectors = await self._embed_passages(facts, "memories")
         now = utcnow()
+        vectors = await self._embed_passages(facts, "memories", await self._turn_texts(scope, facts, now))
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
         # stalled every other call (health checks included) for seconds, so the batch is prepared in a thread.
         items = await asyncio.to_thread(
@@ -118,6 +124,15 @@ class MemoryEngine:
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
+
+    async def _turn_texts(self, scope: Scope, facts: Sequence[NewMemory], now: datetime) -> list[str] | None:
+        """Dialogue turns with the turn before them (domain/dialogue.py); None when the batch has no turn."""
+        window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
+        first = dialogue.first_turn_at(facts, now)
+        if first is None or window <= timedelta(0) or not self.embedder.available:
+            return None
+        stored = await previous_turn(self.db, scope, first, first - window)
+        return dialogue.embedding_texts(facts, now, window, stored)
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:

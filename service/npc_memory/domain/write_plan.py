@@ -19,8 +19,8 @@ from npc_memory.domain.errors import (
     SupersedeTargetClosedError,
     UnknownSupersedeTargetError,
 )
-from npc_memory.domain.model import PreparedMemory, StoreOutcome, StoreResult
-from npc_memory.domain.write_rules import FactText, SlotRow, is_duplicate, place_in_slot
+from npc_memory.domain.model import PreparedMemory, StoreOutcome, StoreResult, Tier
+from npc_memory.domain.write_rules import FactText, SlotRow, is_duplicate, is_repeated_turn, place_in_slot
 
 SlotKey = tuple[str, str, str]
 """(subject, subject_id, slot)."""
@@ -37,6 +37,9 @@ class DupCandidate:
     cosine: float
     text: FactText
     slot: str | None
+    tier: Tier = Tier.KNOWLEDGE
+    valid_at: datetime | None = None
+    """When the stored row was said (a dialogue turn repeats only at the same moment)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ class _Planner:
         for cand in self.dups.get(index, []):
             if not slot_allows(slot, cand.slot) or self._closed(cand.id):
                 continue
-            if not is_duplicate(self.texts[index], cand.text, cand.cosine, self.threshold):
+            if not self._repeats(index, cand.text, cand.cosine, cand.tier, cand.valid_at):
                 continue
             exact = cand.text.key == self.texts[index].key
             if best is None or (exact, cand.cosine) > (best.text.key == self.texts[index].key, best.cosine):
@@ -146,9 +149,16 @@ class _Planner:
             ) or not slot_allows(item.fact.slot, other.fact.slot):
                 continue
             cosine = float(np.dot(item.embedding, other.embedding))
-            if is_duplicate(self.texts[index], self.texts[self.positions[other.id]], cosine, self.threshold):
+            if self._repeats(index, self.texts[self.positions[other.id]], cosine, other.fact.tier, other.valid_at):
                 return other.id
         return None
+
+    def _repeats(self, index: int, old: FactText, cosine: float, old_tier: Tier, old_at: datetime | None) -> bool:
+        """The duplicate rule: a dialogue turn repeats only itself at the same moment, other tiers by meaning."""
+        item = self.items[index]
+        if item.fact.tier is Tier.SOURCE:
+            return old_at is not None and is_repeated_turn(self.texts[index], item.valid_at, old, old_at, old_tier)
+        return is_duplicate(self.texts[index], old, cosine, self.threshold)
 
     def _keep_higher_importance(self, row_id: UUID, importance: int) -> None:
         planned = self.by_id.get(row_id)

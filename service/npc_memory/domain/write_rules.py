@@ -8,10 +8,10 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
-from npc_memory.domain.model import NewMemory, Visibility
+from npc_memory.domain.model import NewMemory, Tier, Visibility
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
@@ -89,6 +89,20 @@ def is_duplicate(new: FactText, old: FactText, cosine: float, threshold: float) 
     if cosine < threshold or not new.terms or new.meaning is None or old.meaning is None:
         return False
     return new.terms == old.terms and new.meaning == old.meaning
+
+
+SAME_TURN = timedelta(seconds=60)
+"""A dialogue turn sent again with the same text less than this after the stored one is the same utterance."""
+
+
+def is_repeated_turn(new: FactText, new_at: datetime, old: FactText, old_at: datetime, old_tier: Tier) -> bool:
+    """A dialogue turn (tier source) is a duplicate only of itself: the same text, a source row, the same moment.
+
+    Turns are the record of what was said: "ㅋㅋ 그러게" on another day, or "응, 지난 화요일에!" after another
+    question, is another event with its own date and context (the conversation benchmark lost 11 evidence turns
+    to the knowledge rule). Only a resend (a retry without request_id) is caught.
+    """
+    return old_tier is Tier.SOURCE and new.key == old.key and abs(new_at - old_at) < SAME_TURN
 
 
 def request_fingerprint(facts: Sequence[NewMemory]) -> str:

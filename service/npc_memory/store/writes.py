@@ -17,7 +17,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.links import Link, batch_links, referenced_ids
-from npc_memory.domain.model import PreparedMemory, Scope, StoreResult
+from npc_memory.domain.model import PreparedMemory, Scope, StoreResult, Tier
 from npc_memory.domain.write_plan import (
     DupCandidate,
     SlotKey,
@@ -45,13 +45,13 @@ DUPLICATE_CANDIDATES = with_view(sql.SQL("""
                          %(term_keys)s::text[], %(meaning_keys)s::text[], %(embeddings)b::vector[])
         AS b(idx, subject, subject_id, content_key, term_key, meaning_key, embedding)
 )
-SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
        1 - (m.embedding <=> b.embedding) AS cosine
 FROM b JOIN {visible} m
   ON m.invalid_at IS NULL AND m.subject = b.subject AND m.subject_id = b.subject_id
  AND md5(m.content_key) = md5(b.content_key) AND m.content_key = b.content_key
 UNION ALL
-SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
        1 - (m.embedding <=> b.embedding) AS cosine
 FROM b JOIN {visible} m
   ON m.invalid_at IS NULL AND m.subject = b.subject AND m.subject_id = b.subject_id
@@ -156,7 +156,7 @@ async def _fetch_reads(
     dup_cur, slot_cur, target_cur = reads
     dups = [
         DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
-                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"])
+                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"], Tier(r["tier"]), r["valid_at"])
         for r in await dup_cur.fetchall()
     ]
     timelines: dict[SlotKey, list[SlotRow]] = {}

@@ -1,0 +1,64 @@
+"""Dialogue turns: which memories are raw utterances, and the text their vector is taken over.
+
+A turn often means nothing alone ("응, 지난 화요일에!" answers "경주 언제 갔었어?"). A dialogue turn (tier
+``source``, at most ``MAX_TURN_CHARS``) whose vector the service makes is embedded together with the turn before
+it in the same scope, when that turn was said at most the context window earlier: the previous turn of the
+same batch (a session stored in one request), or the scope's latest stored turn (one turn per request). The
+stored content and keyword terms stay the line itself. ``python -m benchmarks.conversation.run`` measures it
+(docs/conversation-benchmark.md): R@10 on question/reply pairs 0.41 → 0.6+ with the defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from npc_memory.domain.model import NewMemory, Tier
+
+MAX_TURN_CHARS = 400
+"""Longer source memories are documents, not turns: they carry their own context."""
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """The scope's latest stored dialogue turn before a batch's first turn."""
+
+    content: str
+    valid_at: datetime
+
+
+def is_turn(fact: NewMemory) -> bool:
+    """Whether ``fact`` is a dialogue turn: a raw utterance (tier source), short enough to need its neighbour."""
+    return fact.tier is Tier.SOURCE and len(fact.content) <= MAX_TURN_CHARS
+
+
+def first_turn_at(facts: Sequence[NewMemory], now: datetime) -> datetime | None:
+    """When the batch's earliest dialogue turn was said (its predecessor may be stored).
+
+    None when no turn needs a vector made here (a caller's vector is kept as given).
+    """
+    if not any(is_turn(f) and f.embedding is None for f in facts):
+        return None
+    return min(f.valid_at or now for f in facts if is_turn(f))
+
+
+def embedding_texts(
+    facts: Sequence[NewMemory], now: datetime, window: timedelta, stored: StoredTurn | None,
+) -> list[str]:
+    """The text each fact's vector is taken over: a turn with its predecessor within ``window``, else the content.
+
+    Turns are ordered by ``valid_at`` (the request's order among equal times); a turn said more than
+    ``window`` after the one before it starts a new conversation and is embedded alone.
+    """
+    texts = [f.content for f in facts]
+    if window <= timedelta(0):
+        return texts
+    order = sorted((i for i, f in enumerate(facts) if is_turn(f)), key=lambda i: (facts[i].valid_at or now, i))
+    prev = stored
+    for i in order:
+        at = facts[i].valid_at or now
+        if facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window:
+            texts[i] = f"{prev.content}\n{facts[i].content}"
+        prev = StoredTurn(facts[i].content, at)
+    return texts
