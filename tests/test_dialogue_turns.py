@@ -120,3 +120,14 @@ def test_dialogue_context_minutes_is_configurable_and_not_negative() -> None:
     assert load_config(_flags(), {"NPC_MEMORY_DIALOGUE_CONTEXT_MINUTES": "0"}).write.dialogue_context_minutes == 0
     with pytest.raises(ConfigError, match="dialogue_context_minutes"):
         load_config(_flags(), {"NPC_MEMORY_DIALOGUE_CONTEXT_MINUTES": "-1"})
+
+
+async def test_another_players_or_heroines_turn_is_never_context(
+    engine: MemoryEngine, scope: Scope, database_url: str,
+) -> None:
+    """The stored predecessor is read within the scope only: no other player's or heroine's line leaks in."""
+    await engine.store(Scope(scope.user_id + "-other", scope.heroine_id), [turn(QUESTION, T0)])
+    await engine.store(Scope(scope.user_id, "roco"), [turn(QUESTION, T0)])
+    await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
+    (alone,) = await engine.embedder.embed_passages([REPLY])
+    assert _cos(await _vector(database_url, scope, REPLY), alone) > 0.999
