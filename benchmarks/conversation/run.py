@@ -67,6 +67,8 @@ class StepSettings:
     (with the previous turn, domain/dialogue.py)."""
     options: TextOptions
     period: PeriodSearch
+    distinct: bool = False
+    """``distinct_turns``: a line said many times shows once per search."""
     half_life_days: float = OLD_HALF_LIFE
 
 
@@ -77,8 +79,9 @@ STEPS: dict[str, StepSettings] = {
     "+period-cand": StepSettings("knowledge", _QW, "candidates"),
     "+period-first": StepSettings("knowledge", _QW, "first"),
     "+turn-dedup": StepSettings("source", _QW, "first"),
-    "+context": StepSettings("context", _QW, "first"),
-    "+half-life": StepSettings("context", _QW, "first", SearchConfig.recency_half_life_days),
+    "+distinct-turns": StepSettings("source", _QW, "first", True),
+    "+context": StepSettings("context", _QW, "first", True),
+    "+half-life": StepSettings("context", _QW, "first", True, SearchConfig.recency_half_life_days),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
@@ -168,7 +171,8 @@ def step_engines(engine: MemoryEngine, names: Sequence[str]) -> list[Step]:
     out = []
     for name in names:
         st = STEPS[name]
-        search = replace(engine.search_settings, period_search=st.period, recency_half_life_days=st.half_life_days)
+        search = replace(engine.search_settings, period_search=st.period, recency_half_life_days=st.half_life_days,
+                         distinct_turns=st.distinct)
         out.append(Step(name, replace(engine, tokenizer=Tokenizer(options=st.options), search_settings=search),
                         st.write))
     return out

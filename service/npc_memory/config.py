@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
-from npc_memory.domain.scoring import RECENCY_DAYS
+from npc_memory.domain.scoring import RECENCY_HALF_LIFE_DAYS
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.extraction.settings import ExtractionSettings
@@ -130,10 +130,12 @@ class SearchConfig:
     """The raw cosine a result needs to answer a deepen search (e5 cosines of related Korean text: ~0.8-0.9)."""
     expand_per_depth: int = 5
     """Memories ExpandMemory links at most per call (one depth)."""
-    recency_half_life_days: float = RECENCY_DAYS * math.log(2)
-    """Days (game days when requests send game time) after which recency has halved: 30 x ln 2 ~ 20.8."""
+    recency_half_life_days: float = RECENCY_HALF_LIFE_DAYS
+    """Days (game days when requests send game time) after which recency has halved (365)."""
     heroine_half_lives: Mapping[str, float] = field(default_factory=dict)
     """Per-heroine recency half-life ([search.heroines.X] recency_half_life_days)."""
+    distinct_turns: bool = True
+    """Show a dialogue line said many times once per search: the best-ranked copy (domain/dialogue.py)."""
     period_search: PeriodSearch = "first"
     """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
     ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
@@ -366,6 +368,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             deepen_min_relevance=pick("deepen_min_relevance", SearchConfig.deepen_min_relevance, float),
             expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),
             period_search=pick("search_period", SearchConfig.period_search, _period_search),
+            distinct_turns=pick("search_distinct_turns", SearchConfig.distinct_turns, _bool),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),

@@ -149,7 +149,11 @@ class MemoryEngine:
         query = self.with_period(await self._embedded(query))
         terms = self.tokenizer.query_terms(query.text) if query.text else []
         await self._check_view(query.scope.user_id, query.view)
-        return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
+        # Not with hops: the linked rows follow the ranked ones and are not cut (store/search_links.py).
+        collapse = self.search_settings.distinct_turns and query.hops == 0
+        asked = replace(query, limit=query.limit * dialogue.REPEAT_HEADROOM) if collapse else query
+        hits = await search.search_ranked(self.db, asked, terms, self.search_settings.candidates, self.keyword_backend)
+        return dialogue.distinct_turns(hits, query.limit) if collapse else hits
 
     async def build_context(
         self, scope: Scope, utterance: str, budget: int, include_shared: bool, language: str, now: datetime,

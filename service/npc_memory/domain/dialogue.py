@@ -1,11 +1,12 @@
-"""Dialogue turns: which memories are raw utterances, and the text their vector is taken over.
+"""Dialogue turns: which memories are raw utterances, the text their vector is taken over, repeats in results.
 
 A turn often means nothing alone ("응, 지난 화요일에!" answers "경주 언제 갔었어?"). A dialogue turn (tier
-``source``, at most ``MAX_TURN_CHARS``) whose vector the service makes is embedded together with the turn before
-it in the same scope, when that turn was said at most the context window earlier: the previous turn of the
-same batch (a session stored in one request), or the scope's latest stored turn (one turn per request). The
-stored content and keyword terms stay the line itself. ``python -m benchmarks.conversation.run`` measures it
-(docs/conversation-benchmark.md): R@10 on question/reply pairs 0.41 → 0.6+ with the defaults.
+``source``, at most ``MAX_TURN_CHARS``) whose vector the service makes is embedded together with the turn
+before it in the same scope, when that turn was said at most the context window earlier: the previous turn of
+the same batch (a session stored in one request), or the scope's latest stored turn (one turn per request).
+The stored content and keyword terms stay the line itself. Search shows a line said many times once
+(``distinct_turns``): every turn is kept as its own event, but ten copies of "ㅋㅋ 그러게" are no answer.
+``python -m benchmarks.conversation.run`` measures both (docs/conversation-benchmark.md).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from npc_memory.domain.model import NewMemory, Tier
+from npc_memory.domain.model import NewMemory, ScoredMemory, Tier
+from npc_memory.domain.write_rules import content_key
 
 MAX_TURN_CHARS = 400
 """Longer source memories are documents, not turns: they carry their own context."""
@@ -62,3 +64,27 @@ def embedding_texts(
             texts[i] = f"{prev.content}\n{facts[i].content}"
         prev = StoredTurn(facts[i].content, at)
     return texts
+
+
+REPEAT_HEADROOM = 2
+"""Search asks the store for this many times ``limit`` hits when repeated turns are collapsed."""
+
+
+def distinct_turns(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemory]:
+    """The hits in rank order without a dialogue turn whose text a better hit already said, cut to ``limit``.
+
+    Only tier ``source`` rows collapse (knowledge never repeats: the duplicate rule merges it); the best-ranked
+    copy stays, which with context vectors is the one said in the context that fits the question.
+    """
+    seen: set[str] = set()
+    out: list[ScoredMemory] = []
+    for hit in hits:
+        if hit.memory.tier is Tier.SOURCE:
+            key = content_key(hit.memory.content)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(hit)
+        if len(out) == limit:
+            break
+    return out
