@@ -50,8 +50,8 @@ def test_per_heroine_weights_come_from_the_file(tmp_path: Path) -> None:
 
 
 def test_recency_half_life_per_heroine(tmp_path: Path) -> None:
-    """recency_half_life_days in [search] and [search.heroines.<id>] sets each heroine's decay; default 30 days."""
-    assert load_config(_flags(), {}).search.recency_days_for("letia") == pytest.approx(30.0)
+    """recency_half_life_days in [search] and [search.heroines.<id>] sets each heroine's decay; default a year."""
+    assert load_config(_flags(), {}).search.recency_days_for("letia") == pytest.approx(365 / math.log(2))
     file = tmp_path / "c.toml"
     file.write_text("[search]\nrecency_half_life_days = 14\n[search.heroines.letia]\nrecency_half_life_days = 7\n"
                     "relevance = 0.6\n")

@@ -12,7 +12,17 @@ import pytest
 from npc_memory.cli import build_parser
 from npc_memory.config import WriteConfig, load_config
 from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn, embedding_texts
-from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, StoreOutcome, Subject, Tier
+from npc_memory.domain.model import (
+    ContentType,
+    NewMemory,
+    Scope,
+    SearchQuery,
+    Speaker,
+    StoreOutcome,
+    Subject,
+    Tier,
+    Weights,
+)
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
 
@@ -131,3 +141,16 @@ async def test_another_players_or_heroines_turn_is_never_context(
     await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
     (alone,) = await engine.embedder.embed_passages([REPLY])
     assert _cos(await _vector(database_url, scope, REPLY), alone) > 0.999
+
+
+async def test_a_line_said_on_many_days_shows_once_in_a_search(engine: MemoryEngine, scope: Scope) -> None:
+    """distinct_turns: three days of "ㅋㅋ 그러게" are one hit, the other lines fill the page; off, all three show."""
+    days = [turn("ㅋㅋ 그러게", T0 + timedelta(days=d)) for d in range(3)]
+    others = [turn(text, T0 + timedelta(days=3, minutes=i)) for i, text in enumerate(["그러게 말이야", "ㅎㅎ 그치"])]
+    await engine.store(scope, [*days, *others])
+    query = SearchQuery(scope=scope, text="ㅋㅋ 그러게", limit=3, weights=Weights(), now=T0 + timedelta(days=4))
+    found = [h.memory.content for h in await engine.search(query)]
+    assert found.count("ㅋㅋ 그러게") == 1
+    assert len(found) == 3
+    plain = replace(engine, search_settings=replace(engine.search_settings, distinct_turns=False))
+    assert [h.memory.content for h in await plain.search(query)] == ["ㅋㅋ 그러게"] * 3
