@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -135,15 +134,15 @@ async def test_include_invalidated_returns_closed_memories_for_audits(
     ("now_day", "recency"),
     [
         pytest.param(1, 1.0, id="same-day"),
-        pytest.param(31, math.exp(-1), id="30-days-later"),
-        pytest.param(91, math.exp(-3), id="90-days-later"),
+        pytest.param(31, 0.5 ** (30 / 365), id="30-days-later"),
+        pytest.param(366, 0.5, id="a-year-later"),
         pytest.param(-5, 1.0, id="clock-before-fact"),
     ],
 )
 async def test_now_is_the_game_clock_for_recency(
     stub: svc_grpc.MemoryServiceAsyncStub, scope: Scope, now_day: float, recency: float
 ) -> None:
-    """Recency is exp(-age/30) with age measured from valid_at to the request's `now`, never above 1."""
+    """Recency halves every 365 days (default half-life), age from valid_at to the request's `now`, never above 1."""
     fact = pb.MemoryInput(speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER, content="바다를 보러 가고 싶어함")
     fact.valid_at.FromDatetime(_at(1))
     await stub.StoreMemories(svc.StoreMemoriesRequest(scope=_pscope(scope), memories=[fact]))

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from npc_memory.domain.model import Scope
-from npc_memory.domain.scoring import RRF_K
+from npc_memory.domain.scoring import RECENCY_DAYS, RRF_K
 from npc_memory.engine import MemoryEngine
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -87,7 +87,7 @@ async def test_weighted_final_is_the_design_formula(
         assert s.final == pytest.approx(0.1 * s.recency + 0.2 * s.importance + 0.3 * s.relevance + 0.4 * s.keyword)
         assert s.importance == pytest.approx(r.memory.importance / 10)
         age = (T0 + timedelta(days=100) - r.memory.valid_at.ToDatetime(UTC)).total_seconds() / 86400
-        assert s.recency == pytest.approx(math.exp(-age / 30))
+        assert s.recency == pytest.approx(math.exp(-age / RECENCY_DAYS))
 
 
 async def test_rrf_is_weighted_reciprocal_rank_of_each_component(

@@ -51,12 +51,12 @@ def test_keyword_is_bm25_over_the_best_and_zero_without_a_hit() -> None:
     assert keyword_scores([0.0, 0.0]) == [0.0, 0.0]
 
 
-def test_recency_decays_over_thirty_days_and_never_exceeds_one() -> None:
-    """exp(-age/30): 1 at age 0 or in the future, 1/e at 30 days."""
+def test_recency_halves_in_a_year_and_never_exceeds_one() -> None:
+    """exp(-age/τ) with the default half-life of 365 days: 1 at age 0 or in the future, 1/2 at a year."""
     now = datetime(2025, 5, 1, tzinfo=UTC)
     assert recency_score(now, now) == 1.0
     assert recency_score(now + timedelta(days=3), now) == 1.0
-    assert recency_score(now - timedelta(days=30), now) == pytest.approx(math.exp(-1))
+    assert recency_score(now - timedelta(days=365), now) == pytest.approx(0.5)
 
 
 def test_recency_of_a_fact_from_year_one_is_tiny_but_positive() -> None:

@@ -157,9 +157,9 @@ async def test_recency_decays_in_game_days_whatever_the_wall_clock(stub: Stub, s
     hits = await _search(stub, scope, "레티아와 어디에 갔지", now_game_day=pb.GameTime(day=30),
                          weights=pb.Weights(recency=1.0))
     assert [h.memory.content for h in hits] == ["레티아와 시장에 감", "레티아와 공원에 감"]
-    # The default half-life is 30 x ln 2 game days, so recency is exp(-age / 30).
-    assert hits[0].scores.recency == pytest.approx(math.exp(-1 / 30))
-    assert hits[1].scores.recency == pytest.approx(math.exp(-28 / 30))
+    # The default half-life is 365 game days, so recency is 0.5 ** (age / 365).
+    assert hits[0].scores.recency == pytest.approx(0.5 ** (1 / 365))
+    assert hits[1].scores.recency == pytest.approx(0.5 ** (28 / 365))
     assert hits[0].memory.valid_game_day.day == pytest.approx(29)
 
 
