@@ -695,7 +695,7 @@ class Scores(_message.Message):
     KEYWORD_FIELD_NUMBER: _builtins.int
     FINAL_FIELD_NUMBER: _builtins.int
     recency: _builtins.float
-    """exp(-age_days / 30), age measured from valid_at to `now`."""
+    """0.5 ^ (age_days / half-life), the half-life 365 days unless configured; age from valid_at to `now`."""
     importance: _builtins.float
     """importance / 10."""
     relevance: _builtins.float

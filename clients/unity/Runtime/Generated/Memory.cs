@@ -4269,7 +4269,7 @@ namespace NpcMemory.V1 {
     public const int RecencyFieldNumber = 1;
     private double recency_;
     /// <summary>
-    /// exp(-age_days / 30), age measured from valid_at to `now`.
+    /// 0.5 ^ (age_days / half-life), the half-life 365 days unless configured; age from valid_at to `now`.
     /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
