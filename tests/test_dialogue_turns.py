@@ -125,11 +125,13 @@ async def test_a_repeated_turn_on_another_day_is_kept_and_a_resend_is_a_duplicat
 
 
 def test_dialogue_context_minutes_is_configurable_and_not_negative() -> None:
-    """Default 30 minutes; an environment value sets it; a negative one is refused."""
+    """Default 30 minutes; an environment value sets it; a negative one is refused. distinct_turns: on, or off."""
     assert load_config(_flags(), {}).write.dialogue_context_minutes == WriteConfig.dialogue_context_minutes == 30.0
     assert load_config(_flags(), {"NPC_MEMORY_DIALOGUE_CONTEXT_MINUTES": "0"}).write.dialogue_context_minutes == 0
     with pytest.raises(ConfigError, match="dialogue_context_minutes"):
         load_config(_flags(), {"NPC_MEMORY_DIALOGUE_CONTEXT_MINUTES": "-1"})
+    assert load_config(_flags(), {}).search.distinct_turns
+    assert not load_config(_flags(), {"NPC_MEMORY_SEARCH_DISTINCT_TURNS": "false"}).search.distinct_turns
 
 
 async def test_another_players_or_heroines_turn_is_never_context(
