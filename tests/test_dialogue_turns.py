@@ -25,6 +25,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
+from npc_memory.store.reembed import PAGE
 
 T0 = datetime(2025, 3, 4, 20, 0, tzinfo=UTC)
 WINDOW = timedelta(minutes=30)
@@ -156,3 +157,16 @@ async def test_a_line_said_on_many_days_shows_once_in_a_search(engine: MemoryEng
     assert len(found) == 3
     plain = replace(engine, search_settings=replace(engine.search_settings, distinct_turns=False))
     assert [h.memory.content for h in await plain.search(query)] == ["ㅋㅋ 그러게"] * 3
+
+
+async def test_reembed_takes_the_same_previous_turn_as_the_write(engine: MemoryEngine, scope: Scope) -> None:
+    """`npc-memory reembed` pages (store/reembed.PAGE) carry each turn's predecessor within the window."""
+    await engine.store(scope, [turn(QUESTION, T0), turn(REPLY, T0 + timedelta(minutes=1)),
+                               turn("고양이를 좋아함", T0 + timedelta(minutes=2), tier=Tier.KNOWLEDGE),
+                               turn("ㅋㅋ 그러게", T0 + timedelta(hours=2))])
+    params = {"after_user": scope.user_id[:-1], "after_id": None, "limit": 4, "max_chars": MAX_TURN_CHARS,
+              "window": WINDOW}
+    async with engine.db.connection() as conn:
+        cur = await conn.execute(PAGE, params)
+        previous = {r["content"]: r["previous"] for r in await cur.fetchall() if r["user_id"] == scope.user_id}
+    assert previous == {QUESTION: None, REPLY: QUESTION, "고양이를 좋아함": None, "ㅋㅋ 그러게": None}

@@ -11,7 +11,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from npc_memory.config import Config, load_config
@@ -78,7 +78,8 @@ async def _reembed(config: Config, batch_size: int) -> None:
         async with open_database(config.database) as db:
             total = await count_rows(db)
             with tqdm(total=total, unit="row", desc=f"re-embedding with {embedder.name}") as bar:
-                done = await reembed_all(db, embedder, batch_size, bar.update)
+                window = timedelta(minutes=config.write.dialogue_context_minutes)
+                done = await reembed_all(db, embedder, batch_size, bar.update, window)
             await set_embedding_model(db, embedder.name, embedder.dim)
         print(f"re-embedded {done} row(s) with {embedder.name} ({embedder.dim}-d)")
     finally:

@@ -45,6 +45,11 @@ def first_turn_at(facts: Sequence[NewMemory], now: datetime) -> datetime | None:
     return min(f.valid_at or now for f in facts if is_turn(f))
 
 
+def with_previous(previous: str | None, content: str) -> str:
+    """The text a turn's vector is taken over: the previous turn, a newline, the turn (or the turn alone)."""
+    return f"{previous}\n{content}" if previous else content
+
+
 def embedding_texts(
     facts: Sequence[NewMemory], now: datetime, window: timedelta, stored: StoredTurn | None,
 ) -> list[str]:
@@ -61,7 +66,7 @@ def embedding_texts(
     for i in order:
         at = facts[i].valid_at or now
         if facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window:
-            texts[i] = f"{prev.content}\n{facts[i].content}"
+            texts[i] = with_previous(prev.content, facts[i].content)
         prev = StoredTurn(facts[i].content, at)
     return texts
 
