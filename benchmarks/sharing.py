@@ -54,7 +54,8 @@ QUESTIONS = ("레티아가 좋아하는 음식", "같이 간 장소", "취미가
 
 def _vectors(rng: np.random.Generator, n: int) -> np.ndarray:
     v = rng.standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit
 
 
 async def _fill(engine: MemoryEngine, scope: Scope, contents: list[str], shared: float, seed: int) -> None:
