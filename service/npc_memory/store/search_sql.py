@@ -64,12 +64,15 @@ PRIOR_TOP = "(SELECT id, cosine FROM scope_rows ORDER BY prior DESC LIMIT %(k)s)
 PERIOD_TOP = """(SELECT id, cosine FROM scope_rows WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
                  ORDER BY cosine DESC, prior DESC LIMIT %(k)s) UNION """
 
+# The final join fetches the candidates' columns by key (an index scan of ~100-150 ids) instead of hashing the
+# whole scope again: at 2,000 rows that second scope scan was 3.6 of 11.9 ms (EXPLAIN ANALYZE).
 CANDIDATES = """,
 candidates AS ({dense}{keyword}{period}{prior})
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
 FROM candidates c
 {keyword_join}
 JOIN {visible} m ON m.id = c.id
+WHERE m.id = ANY(ARRAY(SELECT id FROM candidates))
 """
 
 # The components, each in [0, 1]: recency, importance / 10, relevance min-max over the candidates (the clipped
