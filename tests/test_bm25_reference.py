@@ -10,7 +10,7 @@ import pytest
 from npc_memory.domain.model import ContentType as Ct
 from npc_memory.domain.model import MemoryFilter, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.search_bm25 import BM25_B, BM25_K1
+from npc_memory.store.search_bm25 import BM25_B, BM25_K1, UNROLLED_TERMS
 
 from benchmarks.candidates import search_candidates
 
@@ -40,6 +40,8 @@ QUERIES = [
     "레티아랑 어디서 처음 만났지?",
     "radiohead 좋아한다고 했나",
     "우주 비행사",  # no term in the scope: every score is 0
+    # more distinct terms than store/search_bm25.UNROLLED_TERMS: the generic (per-term rows) statement
+    "고양이 케이크 바다 수영 레티아 도서관 커피 축제 선물 여수 강아지",
 ]
 
 
@@ -88,6 +90,11 @@ async def test_sql_bm25_equals_bm25s_lucene(engine: MemoryEngine, korean_scope: 
     assert set(got) == set(expected)
     for content, score in expected.items():
         assert got[content] == pytest.approx(score, abs=1e-9, rel=1e-9), content
+
+
+def test_the_long_query_runs_the_generic_form(engine: MemoryEngine) -> None:
+    """The last query has more distinct terms than the unrolled statements take (so both forms are compared)."""
+    assert len(set(engine.tokenizer.terms(QUERIES[-1]))) > UNROLLED_TERMS
 
 
 async def test_bm25_statistics_are_taken_over_the_filtered_rows(engine: MemoryEngine, korean_scope: Scope) -> None:
