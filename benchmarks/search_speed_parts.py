@@ -77,14 +77,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(url: str, log_path: Path, extra: Sequence[str] = ()) -> Iterator[grpc.Channel]:
-    """``npc-memory serve`` in its own process on ``url`` (``extra`` flags added); a channel once SERVING."""
+def served_process(url: str, log_path: Path, extra: Sequence[str] = (), env: dict[str, str] | None = None
+                   ) -> Iterator[tuple[grpc.Channel, int]]:
+    """``npc-memory serve`` on ``url`` (``extra`` flags, ``env`` added): a channel once SERVING, and its pid."""
     port = free_port()
-    env = {**os.environ, "NPC_MEMORY_LOG_LEVEL": "WARNING"}
+    full_env = {**os.environ, "NPC_MEMORY_LOG_LEVEL": "WARNING", **(env or {})}
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "npc_memory.cli", "serve", "--database-url", url, "--host", "127.0.0.1",
-             "--port", str(port), *extra], stdout=log, stderr=subprocess.STDOUT, env=env,
+             "--port", str(port), *extra], stdout=log, stderr=subprocess.STDOUT, env=full_env,
         )
         try:
             channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -99,11 +100,18 @@ def served(url: str, log_path: Path, extra: Sequence[str] = ()) -> Iterator[grpc
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the server did not start; see {log_path}")
                 time.sleep(0.5)
-            yield channel
+            yield channel, proc.pid
             channel.close()
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+@contextmanager
+def served(url: str, log_path: Path, extra: Sequence[str] = ()) -> Iterator[grpc.Channel]:
+    """``npc-memory serve`` in its own process on ``url`` (``extra`` flags added); a channel once SERVING."""
+    with served_process(url, log_path, extra) as (channel, _pid):
+        yield channel
 
 
 class BareSql:
