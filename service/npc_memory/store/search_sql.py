@@ -26,6 +26,7 @@ from psycopg import sql
 
 from npc_memory.domain.model import Fusion, SearchQuery
 from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
+from npc_memory.store.compiled import Compiled, compile_statement
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.keyword import KeywordSide, ResolvedKeywordBackend
 from npc_memory.store.rows import MEMORY_COLUMNS
@@ -189,6 +190,16 @@ def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBa
 def search_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
     """The statement the service runs for the query: its ``limit`` best memories with their scores."""
     return (_linked if query.hops else _ranked)(variant(query, terms, backend))
+
+
+@cache
+def _compiled(v: Variant, linked: bool) -> Compiled:
+    return compile_statement(_linked(v) if linked else _ranked(v))
+
+
+def compiled_search(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> Compiled:
+    """``search_statement`` in ``$n`` form (store/compiled.py), compiled once per variant."""
+    return _compiled(variant(query, terms, backend), query.hops > 0)
 
 
 def candidate_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
