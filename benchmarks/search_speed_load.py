@@ -72,7 +72,8 @@ def ensure_common_scopes(url: str, pool: Pool, tok: Tokenizer) -> list[tuple[str
     return [(u, h, int(n)) for u, h, n in found]
 
 
-def _search(ask: Ask, with_vector: bool) -> svc.SearchMemoriesRequest:
+def search_request(ask: Ask, with_vector: bool) -> svc.SearchMemoriesRequest:
+    """A search for the ask's text in its scope, with its query vector if ``with_vector``."""
     req = svc.SearchMemoriesRequest(scope=pb.Scope(user_id=ask.user_id, heroine_id=ask.heroine_id), query=ask.text)
     if with_vector:
         req.query_embedding.extend(ask.vector.tolist())
@@ -89,7 +90,7 @@ def measure_common(stub: svc_grpc.MemoryServiceStub, url: str, scopes: Sequence[
         for user_id, heroine_id, rows in scopes:
             asks = [Ask(user_id, heroine_id, COMMON_QUERY, pool.query_vectors[rng.randrange(len(pool.queries))])
                     for _ in range(n)]
-            calls = [_search(a, True) for a in asks]
+            calls = [search_request(a, True) for a in asks]
             sql_requests = [bare.request(a, terms) for a in asks]
             for req, sql_req in zip(calls[:30], sql_requests[:30], strict=True):
                 stub.SearchMemories(req)
@@ -155,18 +156,18 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
         with served_process(url, folder / f"server-threads-{threads}.log", env=env) as (channel, pid):
             stub = svc_grpc.MemoryServiceStub(channel)
             for a in text_asks[:10]:  # warm-up (model pages, connections, statements)
-                stub.SearchMemories(_search(a, False))
+                stub.SearchMemories(search_request(a, False))
                 loop.run_until_complete(embedder.embed_queries([a.text]))
             search_ms: list[float] = []
             alone_ms: list[float] = []
             for a in text_asks:  # the same text both ways, one after the other (the server caches no vector)
                 alone_ms += timed([partial(loop.run_until_complete, embedder.embed_queries([a.text]))])
-                search_ms += timed([partial(stub.SearchMemories, _search(a, False))])
+                search_ms += timed([partial(stub.SearchMemories, search_request(a, False))])
             out["lone_search"], out["lone_embedder"] = percentiles(search_ms), percentiles(alone_ms)
             out["saturated_text"] = saturate(
-                stub, lambda i: _search(text_asks[i % len(text_asks)], False), pid, clients, seconds)
+                stub, lambda i: search_request(text_asks[i % len(text_asks)], False), pid, clients, seconds)
             out["saturated_vector"] = saturate(
-                stub, lambda i: _search(asks[i % len(asks)], True), pid, clients, seconds)
+                stub, lambda i: search_request(asks[i % len(asks)], True), pid, clients, seconds)
             user_id = f"store-{threads}-{uuid.uuid4().hex[:8]}"
             store_ms: list[float] = []
             passage_ms: list[float] = []
