@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import bm25s
@@ -114,3 +115,14 @@ async def test_repeated_query_terms_count_once(engine: MemoryEngine, korean_scop
     thrice, _ = await _sql_bm25(engine, _query(korean_scope, "고양이 고양이 고양이"))
     assert once == pytest.approx(thrice)
     assert once["고양이 고양이 노래를 흥얼거림"] > once["고양이를 좋아함"] > 0.0
+
+
+async def test_keyword_weight_zero_runs_no_keyword_side(engine: MemoryEngine, korean_scope: Scope) -> None:
+    """With keyword weight 0 no hit carries a keyword score; the same query with the default weights does."""
+    vec = np.random.default_rng(3).standard_normal(engine.embedder.dim).astype(np.float32)
+    query = replace(_query(korean_scope, "고양이 좋아해?"), embedding=vec / np.linalg.norm(vec), limit=15)
+    no_keyword = Weights(recency=0.2, importance=0.2, relevance=0.6, keyword=0.0)
+    plain = await engine.search(replace(query, weights=no_keyword))
+    assert plain
+    assert all(h.scores.keyword == 0.0 for h in plain)
+    assert any(h.scores.keyword > 0.0 for h in await engine.search(query))
