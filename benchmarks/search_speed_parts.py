@@ -21,9 +21,10 @@ import numpy.typing as npt
 import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.store.search_sql import search_params, search_statement
+from npc_memory.store.compiled import Compiled
+from npc_memory.store.search_sql import compiled_search, search_params
 from pgvector.psycopg import register_vector
-from psycopg import sql
+from psycopg import RawCursor
 
 QUALITY_DATASET = Path(__file__).parent / "quality" / "dataset.json"
 
@@ -127,17 +128,17 @@ class BareSql:
         self._per_side = per_side
         self._now = datetime.now(UTC)
 
-    def request(self, ask: Ask, terms: Sequence[str]) -> tuple[sql.Composed, dict[str, Any]]:
+    def request(self, ask: Ask, terms: Sequence[str]) -> tuple[Compiled, dict[str, Any]]:
         """The statement and parameters for one request, chosen and built by the service's own functions."""
         query = SearchQuery(scope=Scope(ask.user_id, ask.heroine_id), text=ask.text, limit=10, weights=Weights(),
                             now=self._now, embedding=ask.vector)
-        return search_statement(query, terms, "bm25"), search_params(query, terms, self._per_side, "bm25")
+        return compiled_search(query, terms, "bm25"), search_params(query, terms, self._per_side, "bm25")
 
-    def run(self, request: tuple[sql.Composed, dict[str, Any]]) -> int:
-        """Execute (prepared, binary) exactly as the service does and fetch the ranked rows; how many."""
+    def run(self, request: tuple[Compiled, dict[str, Any]]) -> int:
+        """Execute exactly as the service does (compiled to ``$n``, prepared, binary) and fetch the rows; how many."""
         statement, params = request
-        with self._conn.cursor(binary=True) as cur:
-            cur.execute(statement, params, prepare=True)
+        with RawCursor(self._conn) as cur:
+            cur.execute(statement.query, statement.args(params), prepare=True, binary=True)
             return len(cur.fetchall())
 
     def cosines(self, ask: Ask) -> dict[str, float]:
