@@ -129,11 +129,32 @@ class MemoryEngine:
             query = replace(query, embedding=vector)
         return query
 
+    def _keyword_terms(self, query: SearchQuery) -> list[str]:
+        """The query's morphemes, or none when the keyword side cannot count (no text, or keyword weight 0)."""
+        if not query.text or query.weights.keyword <= 0:
+            return []
+        return self.tokenizer.query_terms(query.text)
+
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
-        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
-        query = self.with_period(await self._embedded(query))
-        terms = self.tokenizer.query_terms(query.text) if query.text else []
-        await self._check_view(query.scope.user_id, query.view)
+        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip.
+
+        The model runs in a worker thread while this task tokenises the query and checks the timeline, so a
+        text search costs the embedding plus the statement, not plus the rest.
+        """
+        needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
+        embedding = asyncio.ensure_future(self._embedded(query)) if needs_vector else None
+        try:
+            if embedding is not None:
+                await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
+            terms = self._keyword_terms(query)
+            await self._check_view(query.scope.user_id, query.view)
+            if embedding is not None:
+                query = await embedding
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
+        query = self.with_period(query)
         return await search.search_ranked(self.db, query, terms, self.search_settings.candidates, self.keyword_backend)
 
     async def build_context(
