@@ -13,19 +13,25 @@ from npc_memory.errors import NotFoundError
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.view import VISIBLE, view_params, with_view
+from npc_memory.store.view import VISIBLE, view_params, visible, with_view
 
 GET = with_view(sql.SQL("""
 SELECT {columns} FROM {visible} m WHERE m.id = %(id)s
 """).format(columns=MEMORY_COLUMNS, visible=VISIBLE))
 
-LIST = with_view(sql.SQL("""
+_LIST = """
 SELECT {columns} FROM {visible} m
 WHERE {filter}
   AND (%(after_valid_at)s::timestamptz IS NULL OR (m.valid_at, m.id) < (%(after_valid_at)s, %(after_id)s::uuid))
 ORDER BY m.valid_at DESC, m.id DESC
 LIMIT %(limit)s
-""").format(columns=MEMORY_COLUMNS, filter=MEMORY_FILTER, visible=VISIBLE))
+"""
+LIST = {
+    shared: with_view(sql.SQL(_LIST).format(columns=MEMORY_COLUMNS, filter=MEMORY_FILTER, visible=visible(shared)),
+                      shared)
+    for shared in (False, True)
+}
+"""The listing, of the scope's own rows or (True) with the player's shared ones."""
 
 HISTORY = with_view(sql.SQL("""
 SELECT {columns} FROM {visible} m
@@ -71,7 +77,7 @@ async def list_memories(
         "after_valid_at": after.valid_at if after else None, "after_id": after.id if after else None,
     }
     async with db.connection() as conn:
-        cur = await conn.execute(LIST, params)
+        cur = await conn.execute(LIST[include_shared], params)
         rows = await cur.fetchall()
     memories = [memory_from_row(r) for r in rows[:page_size]]
     fitting = fits_in_bytes(memories, max_bytes)

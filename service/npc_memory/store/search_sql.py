@@ -33,7 +33,7 @@ from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.search_bm25 import BM25, UNROLLED_TERMS, bm25_side, distinct_terms
 from npc_memory.store.search_links import link_places, with_links
 from npc_memory.store.search_pgroonga import PGROONGA
-from npc_memory.store.view import VISIBLE, view_params, with_view
+from npc_memory.store.view import view_params, visible, with_view
 
 KEYWORD_SIDES: dict[ResolvedKeywordBackend, KeywordSide] = {"bm25": BM25, "pgroonga": PGROONGA}
 """Each keyword backend's part of the statement."""
@@ -137,14 +137,14 @@ def _side(keyword: ResolvedKeywordBackend | None, term_count: int) -> KeywordSid
 
 
 def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None, period: bool,
-                term_count: int = 0) -> sql.Composed:
+                term_count: int = 0, shared: bool = False) -> sql.Composed:
     """The candidate rows: memory columns, ``cosine`` and the raw ``keyword_score``."""
     side = _side(keyword, term_count)
     scope = sql.SQL(SCOPE_ROWS).format(
         keyword_columns=side.scope_columns if side else sql.SQL(""),
         cosine=sql.SQL(COSINE if has_vector else "0.0::float8"),
         filter=MEMORY_FILTER,
-        visible=VISIBLE,
+        visible=visible(shared),
         **_signals("m"),
     )
     union = sql.SQL(CANDIDATES).format(
@@ -155,14 +155,15 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None, period
         columns=MEMORY_COLUMNS,
         keyword_score=sql.SQL("COALESCE(k.score, 0.0::float8)" if side else "0.0::float8"),
         keyword_join=sql.SQL("LEFT JOIN keyword k ON k.id = c.id" if side else ""),
-        visible=VISIBLE,
+        visible=visible(shared),
     )
-    return with_view(sql.Composed([scope, side.ctes if side else sql.SQL(""), union]))
+    return with_view(sql.Composed([scope, side.ctes if side else sql.SQL(""), union]), shared)
 
 
-Variant = tuple[bool, ResolvedKeywordBackend | None, bool, int]
+Variant = tuple[bool, ResolvedKeywordBackend | None, bool, int, bool]
 """Whether the query has a vector, the keyword side it runs (None for a query without terms or with keyword
-weight 0), whether it names a period, and its distinct term count (BM25 writes a statement per count)."""
+weight 0), whether it names a period, its distinct term count (BM25 writes a statement per count), and whether
+it reads the player's shared memories too (store/view.py says why that is a statement of its own)."""
 
 
 @cache
@@ -174,7 +175,8 @@ def _ranked(v: Variant) -> sql.Composed:
 @cache
 def _linked(v: Variant) -> sql.Composed:
     """The ranked statement followed by the link part (store/search_links.py), for searches with ``hops``."""
-    return with_links(_ranked(v), MEMORY_FILTER, sql.SQL(COSINE if v[0] else "0.0::float8"), **_signals("m"))
+    return with_links(_ranked(v), MEMORY_FILTER, sql.SQL(COSINE if v[0] else "0.0::float8"), **_signals("m"),
+                      shared=v[4])
 
 
 def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> Variant:
@@ -184,7 +186,8 @@ def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBa
     """
     keyword = backend if terms and query.weights.keyword > 0 else None
     count = len(distinct_terms(terms)) if keyword == "bm25" else 0
-    return query.embedding is not None, keyword, query.period is not None, count if count <= UNROLLED_TERMS else 0
+    return (query.embedding is not None, keyword, query.period is not None, count if count <= UNROLLED_TERMS else 0,
+            query.include_shared)
 
 
 def search_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
@@ -211,7 +214,7 @@ def search_params(
     query: SearchQuery, terms: Sequence[str], per_side: int, backend: ResolvedKeywordBackend
 ) -> dict[str, Any]:
     """The named parameters of either statement; ``per_side`` rows are taken from each candidate list."""
-    _, keyword, _, count = variant(query, terms, backend)
+    _, keyword, _, count, _ = variant(query, terms, backend)
     w = query.weights
     params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | view_params(
         query.view, query.include_shared) | {
