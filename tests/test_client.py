@@ -103,7 +103,12 @@ async def test_slot_history_update_and_invalidate(client: AsyncClient, scope: Sc
     )
     assert new.outcome == StoreOutcome.SUPERSEDED
     assert new.superseded_ids == (old.memory_id,)
-    rows = await client.history(u, h, subject_id="user", slot="favorite_animal")
+    page = await client.history(u, h, subject_id="user", slot="favorite_animal")
+    rows = page.memories
+    assert not page.next_page_token
+    first = await client.history(u, h, subject_id="user", slot="favorite_animal", page_size=1)
+    rest = await client.history(u, h, subject_id="user", slot="favorite_animal", page_token=first.next_page_token)
+    assert [r.id for r in first.memories + rest.memories] == [r.id for r in rows]
     assert [r.content for r in rows] == ["좋아하는 동물은 고양이", "좋아하는 동물은 강아지"]
     assert rows[0].close_reason == CloseReason.SUPERSEDED
     assert rows[0].invalid_at == day1 + timedelta(days=3)

@@ -37,7 +37,7 @@ from npc_memory.domain.model import (
     Timeline,
     Vector,
 )
-from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor
+from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
@@ -232,15 +232,21 @@ class MemoryEngine:
             tier=tier.value if tier is not None else None, metadata=metadata, new_version=new_version,
         )
 
-    async def history(self, scope: Scope, subject_id: str, slot: str | None, view: ReadView = LIVE) -> list[Memory]:
-        """Every row of a subject or slot over time, as the view has them."""
+    async def history(
+        self, scope: Scope, subject_id: str, slot: str | None, page_size: int, after: HistoryCursor | None,
+        view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
+    ) -> tuple[list[Memory], HistoryCursor | None]:
+        """A page of a subject's or slot's rows over time, as the view has them, and the next page's cursor."""
         await self._check_view(scope.user_id, view)
-        return await reads.history(self.db, scope, subject_id, slot, view)
+        return await reads.history(self.db, scope, subject_id, slot, page_size, after, view, max_bytes)
 
-    async def chain(self, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> list[Memory]:
-        """The version chain of one memory, as the view has it."""
+    async def chain(
+        self, scope: Scope, memory_id: UUID, page_size: int, after: HistoryCursor | None, view: ReadView = LIVE,
+        max_bytes: int = MAX_PAGE_BYTES,
+    ) -> tuple[list[Memory], HistoryCursor | None]:
+        """A page of one memory's version chain, as the view has it, and the next page's cursor."""
         await self._check_view(scope.user_id, view)
-        return await reads.chain(self.db, scope, memory_id, view)
+        return await reads.chain(self.db, scope, memory_id, page_size, after, view, max_bytes)
 
     async def create_save_point(self, user_id: str, save_id: str) -> SavePoint:
         """Mark the player's memory in a save slot (every heroine at once)."""
