@@ -47,6 +47,8 @@ from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
 from npc_memory.text.periods import period_in
+from npc_memory.text.process_pool import AnalysisPool
+from npc_memory.text.tokenize import Analysis
 
 """The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
@@ -66,6 +68,8 @@ class MemoryEngine:
     keyword_backend: ResolvedKeywordBackend
     write_settings: WriteConfig
     search_settings: SearchConfig
+    analysis_pool: AnalysisPool | None = None
+    """Worker processes for big batches' tokenising; None analyses every batch in a thread here."""
 
     async def _embed_passages(self, facts: Sequence[NewMemory], source: TextSource) -> list[Vector]:
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
@@ -79,8 +83,10 @@ class MemoryEngine:
         by_index = dict(zip(missing, vectors, strict=True))
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 
-    def _prepare(self, fact: NewMemory, vector: Vector, now: datetime) -> PreparedMemory:
-        analysis = self.tokenizer.analyse(fact.content)
+    def _prepare(
+        self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None
+    ) -> PreparedMemory:
+        analysis = analysis or self.tokenizer.analyse(fact.content)
         return PreparedMemory(
             id=uuid.uuid4(),
             fact=fact,
@@ -110,9 +116,14 @@ class MemoryEngine:
         vectors = await self._embed_passages(facts, "memories")
         now = utcnow()
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
-        # stalled every other call (health checks included) for seconds, so the batch is prepared in a thread.
+        # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
+        # process's GIL, so a big batch is analysed in the worker processes and only assembled here.
+        pool, texts = self.analysis_pool, [f.content for f in facts]
+        analyses: list[Analysis | None] = (
+            list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
+        )
         items = await asyncio.to_thread(
-            lambda: [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
+            lambda: [self._prepare(f, v, now, a) for f, v, a in zip(facts, vectors, analyses, strict=True)]
         )
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
