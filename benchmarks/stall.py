@@ -133,7 +133,8 @@ async def served(
         drain.cancel()
     finally:
         if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # killed (benchmarks.crash) and already reaped
+                proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.communicate(), 60)
 
 

@@ -10,18 +10,31 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from npc_memory.text.tokenize import Analysis, TextOptions, Tokenizer
 
 WORKER_NICENESS = 10
+PARENT_CHECK_SECONDS = 0.5
 _worker_tokenizer: Tokenizer | None = None
 """The Kiwi of a worker process, made once by its initializer."""
 
 
-def _start_worker(options: TextOptions, niceness: int) -> None:
+def _exit_with(parent: int) -> None:
+    """End this worker once ``parent`` is gone (kill -9 included), checking every half second."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)
+
+
+def _start_worker(options: TextOptions, niceness: int, parent: int) -> None:
     global _worker_tokenizer  # noqa: PLW0603  (one per worker process, made by the pool's initializer)
+    # A worker holds both ends of the pool's queues, so a killed server never closes them: without this watch,
+    # every kill -9 left its workers (~100 MB each, and the server's stdout) behind.
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="parent-watch").start()
     # Below the server process: when the cores are busy, the event loop (health checks, reads) runs first and a
     # batch's tokenising waits, not the other way round.
     os.nice(niceness)
@@ -44,7 +57,7 @@ class AnalysisPool:
         # spawn, not fork: the server process has gRPC and database threads a fork would copy mid-state.
         self._executor = ProcessPoolExecutor(
             max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker, initargs=(options, WORKER_NICENESS),
+            initializer=_start_worker, initargs=(options, WORKER_NICENESS, os.getpid()),
         )
         self.processes = processes
         self.min_chars = min_chars
