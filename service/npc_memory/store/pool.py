@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -14,6 +15,10 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from npc_memory.errors import ConflictError, UnavailableError
 
 Connection = psycopg.AsyncConnection[DictRow]
+
+# While the last ping failed, a call waits this long for a connection, not the whole connect timeout: during an
+# outage every call hung 5 s before its UNAVAILABLE, holding the client's deadline and a server slot for nothing.
+DOWN_WAIT_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class Database:
     def __init__(self, url: str, settings: PoolSettings) -> None:
         self.url = url
         self._timeout = settings.connect_timeout
+        self._down = False
+        """The last ping failed (the health watcher pings every half second)."""
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url,
             min_size=settings.min_size,
@@ -68,11 +75,12 @@ class Database:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """A pooled connection; outages surface as UnavailableError, serialization races as ConflictError."""
+        wait = DOWN_WAIT_SECONDS if self._down else self._timeout
         try:
-            async with self._pool.connection() as conn:
+            async with self._pool.connection(timeout=wait) as conn:
                 yield conn
         except PoolTimeout as exc:
-            raise UnavailableError(f"no database connection within {self._timeout}s") from exc
+            raise UnavailableError(f"no database connection within {wait}s") from exc
         except psycopg.errors.SerializationFailure as exc:
             raise ConflictError(str(exc)) from exc
         except psycopg.OperationalError as exc:
@@ -85,6 +93,11 @@ class Database:
             yield conn
 
     async def ping(self) -> None:
-        """Raise UnavailableError unless a trivial query answers."""
-        async with self.connection() as conn:
-            await conn.execute("SELECT 1")
+        """Raise UnavailableError unless a trivial query answers; until one does, calls wait only briefly."""
+        try:
+            async with self.connection() as conn:
+                await conn.execute("SELECT 1")
+        except (UnavailableError, TimeoutError, asyncio.CancelledError):  # the watcher's own timeout cancels us
+            self._down = True
+            raise
+        self._down = False
