@@ -166,7 +166,7 @@ class WriteConfig:
     idempotency_hours: float = 24.0
     """How long a request_id's first response is kept."""
     tokenize_processes: int = 1
-    """Worker processes (each with its own Kiwi, ~100 MB) that tokenise big batches off the server's GIL; 0 keeps
+    """Worker processes (each with its own Kiwi, ~520 MiB RSS) that tokenise big batches off the server's GIL; 0 keeps
     all tokenising in a thread of the server process (health checks then wait up to ~100 ms during a big batch)."""
     tokenize_process_min_chars: int = 4000
     """A batch with fewer characters in all is tokenised in a thread here: cheaper than a process round trip."""

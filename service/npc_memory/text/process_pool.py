@@ -33,7 +33,7 @@ def _exit_with(parent: int) -> None:
 def _start_worker(options: TextOptions, niceness: int, parent: int) -> None:
     global _worker_tokenizer  # noqa: PLW0603  (one per worker process, made by the pool's initializer)
     # A worker holds both ends of the pool's queues, so a killed server never closes them: without this watch,
-    # every kill -9 left its workers (~100 MB each, and the server's stdout) behind.
+    # every kill -9 left its workers (~520 MiB each, and the server's stdout) behind.
     threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="parent-watch").start()
     # Below the server process: when the cores are busy, the event loop (health checks, reads) runs first and a
     # batch's tokenising waits, not the other way round.
