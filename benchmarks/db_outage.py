@@ -195,13 +195,14 @@ async def lost_of(database_url: str, ids: list[str]) -> int:
 
 async def run_outages(
     tmp: Path, rounds: int, outage_seconds: float, writers: int, searchers: int, settle_seconds: float = 2.0,
+    server_env: dict[str, str] | None = None,
 ) -> list[OutageResult]:
     """The database, the server and the load; ``rounds`` outages in a row; acknowledged writes checked at the end."""
     db = [EmbeddedPostgres(tmp / "pg")]
     url = db[0].url
     results: list[OutageResult] = []
     try:
-        async with served(tmp / "serve", url) as (port, _), \
+        async with served(tmp / "serve", url, server_env) as (port, _), \
                 grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             load = Load(channel, uuid.uuid4().hex[:8])
             tasks = [asyncio.create_task(load.poll_health())]

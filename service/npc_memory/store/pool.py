@@ -43,8 +43,11 @@ class Database:
     def __init__(self, url: str, settings: PoolSettings) -> None:
         self.url = url
         self._timeout = settings.connect_timeout
+        self._sizes = (settings.min_size, settings.max_size)
         self._down = False
         """The last ping failed (the health watcher pings every half second)."""
+        self._nudged = False
+        """A fresh connection attempt was started in this outage (see ``_reconnect_now``)."""
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url,
             min_size=settings.min_size,
@@ -98,6 +101,25 @@ class Database:
             async with self.connection() as conn:
                 await conn.execute("SELECT 1")
         except (UnavailableError, TimeoutError, asyncio.CancelledError):  # the watcher's own timeout cancels us
-            self._down = True
+            was_down, self._down = self._down, True
+            if was_down and not self._nudged:
+                await self._reconnect_now()
             raise
-        self._down = False
+        self._down = self._nudged = False
+
+    async def _reconnect_now(self) -> None:
+        """If the database answers a connection of our own, have the pool connect now rather than after its backoff.
+
+        The pool retries a lost connection after 1, 2, 4, 8 … s: once the database is back it could sit out a
+        delay as long as the outage itself. Growing the pool by one starts a fresh attempt at once; the extra
+        connection is closed later, like any idle one above the minimum.
+        """
+        try:
+            probe = await psycopg.AsyncConnection.connect(self.url, connect_timeout=2)
+        except psycopg.OperationalError:
+            return  # still down: the pool's own attempts go on
+        await probe.close()
+        low, high = self._sizes
+        self._nudged = True
+        await self._pool.resize(low + 1, max(high, low + 1))
+        await self._pool.resize(low, high)
