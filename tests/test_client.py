@@ -103,7 +103,12 @@ async def test_slot_history_update_and_invalidate(client: AsyncClient, scope: Sc
     )
     assert new.outcome == StoreOutcome.SUPERSEDED
     assert new.superseded_ids == (old.memory_id,)
-    rows = await client.history(u, h, subject_id="user", slot="favorite_animal")
+    page = await client.history(u, h, subject_id="user", slot="favorite_animal")
+    rows = page.memories
+    assert not page.next_page_token
+    first = await client.history(u, h, subject_id="user", slot="favorite_animal", page_size=1)
+    rest = await client.history(u, h, subject_id="user", slot="favorite_animal", page_token=first.next_page_token)
+    assert [r.id for r in first.memories + rest.memories] == [r.id for r in rows]
     assert [r.content for r in rows] == ["좋아하는 동물은 고양이", "좋아하는 동물은 강아지"]
     assert rows[0].close_reason == CloseReason.SUPERSEDED
     assert rows[0].invalid_at == day1 + timedelta(days=3)
@@ -248,6 +253,6 @@ async def test_game_days_and_timelines_through_the_client(client: AsyncClient, s
     got = await client.get(u, h, dog.memory_id, timeline_id=saved.timeline_id)
     assert got.valid_game_day == pytest.approx(15)
     chain = await client.history(u, h, subject_id="user", slot="favorite_animal", timeline_id=saved.timeline_id)
-    assert [m.content for m in chain] == ["나는 고양이를 좋아해", "요즘은 강아지가 더 좋아"]
+    assert [m.content for m in chain.memories] == ["나는 고양이를 좋아해", "요즘은 강아지가 더 좋아"]
     closed = await client.invalidate(u, h, (await client.list_memories(u, h)).memories[0].id, invalid_game_day=20)
     assert closed.invalid_game_day == pytest.approx(20)

@@ -97,11 +97,11 @@ def update(user_id: str, heroine_id: str, memory_id: UUID | str, opts: UpdateOpt
     )
 
 
-def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> Call[list[Memory]]:
-    """GetMemoryHistory, ordered by valid_at."""
+def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> Call[rs.MemoryPage]:
+    """GetMemoryHistory, one page, ordered by valid_at."""
     return Call(
-        "GetMemoryHistory", rq.history(user_id, heroine_id, opts), lambda r: [rs.memory(m) for m in r.memories],
-        idempotent=True,
+        "GetMemoryHistory", rq.history(user_id, heroine_id, opts),
+        lambda r: rs.MemoryPage([rs.memory(m) for m in r.memories], r.next_page_token), idempotent=True,
     )
 
 

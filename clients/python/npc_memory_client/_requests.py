@@ -183,7 +183,8 @@ def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> svc.GetMemor
     """A GetMemoryHistory request."""
     out = svc.GetMemoryHistoryRequest(
         scope=scope(user_id, heroine_id), subject_id=opts.get("subject_id", ""), slot=opts.get("slot", ""),
-        memory_id=str(opts.get("memory_id", "")),
+        memory_id=str(opts.get("memory_id", "")), page_size=opts.get("page_size", 0),
+        page_token=opts.get("page_token", ""),
     )
     read_view(out, opts)
     return out

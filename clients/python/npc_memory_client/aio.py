@@ -131,8 +131,8 @@ class AsyncClient:
 
     async def history(
         self, user_id: str, heroine_id: str, *, timeout: float | None = None, **which: Unpack[HistoryOptions]
-    ) -> list[Memory]:
-        """A subject's (or slot's, or one memory's chain of) rows over time, by valid_at."""
+    ) -> MemoryPage:
+        """One page of a subject's (or slot's, or one memory's chain of) rows over time, by valid_at."""
         return await self._run(_calls.history(user_id, heroine_id, which), timeout)
 
     async def forget_player(self, user_id: str, *, timeout: float | None = None) -> int:

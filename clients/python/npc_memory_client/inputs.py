@@ -89,8 +89,10 @@ class UpdateOptions(TypedDict, total=False):
 
 
 class HistoryOptions(ViewOptions, total=False):
-    """Which rows of a history: a subject (optionally one slot), or one memory's version chain."""
+    """Which rows of a history: a subject (optionally one slot), or one memory's version chain; and which page."""
 
     subject_id: str
     slot: str
     memory_id: UUID | str
+    page_size: int
+    page_token: str
