@@ -28,6 +28,7 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,13 @@ from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from benchmarks.embed_speed import lone
+from benchmarks.search_speed_load import (
+    THREAD_SETTINGS,
+    ensure_common_scopes,
+    measure_common,
+    per_setting,
+    report_load,
+)
 from benchmarks.search_speed_parts import (
     Ask,
     BareSql,
@@ -55,6 +63,15 @@ from loadtest.pool import Pool, load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
 
 PER_SIDE = 50
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How the per-setting runs load the server: client threads, seconds per saturated run, single stores."""
+
+    clients: int = 8
+    seconds: float = 10.0
+    stores: int = 100
 
 
 async def embedder_alone(threads: int, texts: list[str]) -> list[float]:
@@ -125,12 +142,13 @@ def _request(ask: Ask, with_vector: bool, **kw: Any) -> svc.SearchMemoriesReques
     return req
 
 
-def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int, threads: int
-              ) -> dict[str, Any]:
-    """Every measurement at one scale."""
+def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int, threads: int,
+              load: LoadOptions | None = None) -> dict[str, Any]:
+    """Every measurement at one scale; with ``load``, the common-word scopes and the per-setting runs too."""
     rng = random.Random(seed_value)
     pg, scopes = ensure_seeded(folder, rows, pool)
     tok = Tokenizer()
+    common = ensure_common_scopes(pg.url, pool, tok) if load else []
     asks = plan(rng, scopes, pool, queries)
     texts = distinct_questions(pool.queries)
     rng.shuffle(texts)
@@ -145,6 +163,8 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
             for req in calls[:50]:  # warm-up: connections, prepared statements, caches
                 stub.SearchMemories(req)
             out["grpc_caller_vector"] = percentiles(timed([partial(stub.SearchMemories, r) for r in calls]))
+            if load:
+                out["common"] = measure_common(stub, pg.url, common, pool, tok, queries, PER_SIDE, rng)
             ensure_linked(pg.url)
             for name, fields in LINKED_VARIANTS.items():
                 variant = [_request(a, True, query=a.text, **fields) for a in asks]
@@ -167,6 +187,10 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
         out["recall_at_10"] = sum(tie_aware_recall(ids, bare.cosines(a))
                                   for ids, a in zip(returned, recall_asks, strict=True)) / len(recall_asks)
         bare.close()
+        if load:
+            passages = [p for p in pool.passages if p not in pool.queries][:load.stores]
+            out["settings"] = [per_setting(pg.url, folder, t, texts, asks, passages, load.clients, load.seconds)
+                               for t in THREAD_SETTINGS]
     finally:
         pg.stop()
     g, s, e = out["grpc_caller_vector"], out["sql_bare"], out["embedder_alone"]
@@ -209,15 +233,22 @@ def main() -> None:
     parser.add_argument("--embedding-threads", type=int, default=EmbeddingSettings().threads,
                         help="the server's embedding.threads (1: one core per call; 0: every core for a call alone, "
                              "one each when calls overlap); the embedder-alone column uses the same")
+    parser.add_argument("--clients", type=int, default=LoadOptions.clients,
+                        help="client threads of the saturated runs (first scale only)")
+    parser.add_argument("--seconds", type=float, default=LoadOptions.seconds, help="length of each saturated run")
+    parser.add_argument("--stores", type=int, default=LoadOptions.stores, help="single stores timed per setting")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     os.environ["NPC_MEMORY_EMBEDDING_THREADS"] = str(args.embedding_threads)  # read by the served process
     pool = load_pool()
-    results = [run_scale(args.data_dir / str(rows), rows, pool, args.queries, args.seed, args.embedding_threads)
-               for rows in (args.rows or [10_000, 100_000])]
+    load = LoadOptions(args.clients, args.seconds, args.stores)
+    results = [run_scale(args.data_dir / str(rows), rows, pool, args.queries, args.seed, args.embedding_threads,
+                         load if i == 0 else None)
+               for i, rows in enumerate(args.rows or [10_000, 100_000])]
     machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}"
     print(f"machine: {machine}\n")
     print(report(results))
+    print(report_load(results[0]))
     if args.json:
         args.json.write_text(json.dumps({"machine": machine, "results": results}, indent=1) + "\n", "utf-8")
 

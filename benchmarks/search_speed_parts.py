@@ -21,9 +21,10 @@ import numpy.typing as npt
 import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.store.search_sql import search_params, search_statement
+from npc_memory.store.compiled import Compiled
+from npc_memory.store.search_sql import compiled_search, search_params
 from pgvector.psycopg import register_vector
-from psycopg import sql
+from psycopg import RawCursor
 
 QUALITY_DATASET = Path(__file__).parent / "quality" / "dataset.json"
 
@@ -77,14 +78,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(url: str, log_path: Path, extra: Sequence[str] = ()) -> Iterator[grpc.Channel]:
-    """``npc-memory serve`` in its own process on ``url`` (``extra`` flags added); a channel once SERVING."""
+def served_process(url: str, log_path: Path, extra: Sequence[str] = (), env: dict[str, str] | None = None
+                   ) -> Iterator[tuple[grpc.Channel, int]]:
+    """``npc-memory serve`` on ``url`` (``extra`` flags, ``env`` added): a channel once SERVING, and its pid."""
     port = free_port()
-    env = {**os.environ, "NPC_MEMORY_LOG_LEVEL": "WARNING"}
+    full_env = {**os.environ, "NPC_MEMORY_LOG_LEVEL": "WARNING", **(env or {})}
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "npc_memory.cli", "serve", "--database-url", url, "--host", "127.0.0.1",
-             "--port", str(port), *extra], stdout=log, stderr=subprocess.STDOUT, env=env,
+             "--port", str(port), *extra], stdout=log, stderr=subprocess.STDOUT, env=full_env,
         )
         try:
             channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -99,11 +101,18 @@ def served(url: str, log_path: Path, extra: Sequence[str] = ()) -> Iterator[grpc
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the server did not start; see {log_path}")
                 time.sleep(0.5)
-            yield channel
+            yield channel, proc.pid
             channel.close()
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+@contextmanager
+def served(url: str, log_path: Path, extra: Sequence[str] = ()) -> Iterator[grpc.Channel]:
+    """``npc-memory serve`` in its own process on ``url`` (``extra`` flags added); a channel once SERVING."""
+    with served_process(url, log_path, extra) as (channel, _pid):
+        yield channel
 
 
 class BareSql:
@@ -119,17 +128,17 @@ class BareSql:
         self._per_side = per_side
         self._now = datetime.now(UTC)
 
-    def request(self, ask: Ask, terms: Sequence[str]) -> tuple[sql.Composed, dict[str, Any]]:
+    def request(self, ask: Ask, terms: Sequence[str]) -> tuple[Compiled, dict[str, Any]]:
         """The statement and parameters for one request, chosen and built by the service's own functions."""
         query = SearchQuery(scope=Scope(ask.user_id, ask.heroine_id), text=ask.text, limit=10, weights=Weights(),
                             now=self._now, embedding=ask.vector)
-        return search_statement(query, terms, "bm25"), search_params(query, terms, self._per_side, "bm25")
+        return compiled_search(query, terms, "bm25"), search_params(query, terms, self._per_side, "bm25")
 
-    def run(self, request: tuple[sql.Composed, dict[str, Any]]) -> int:
-        """Execute (prepared, binary) exactly as the service does and fetch the ranked rows; how many."""
+    def run(self, request: tuple[Compiled, dict[str, Any]]) -> int:
+        """Execute exactly as the service does (compiled to ``$n``, prepared, binary) and fetch the rows; how many."""
         statement, params = request
-        with self._conn.cursor(binary=True) as cur:
-            cur.execute(statement, params, prepare=True)
+        with RawCursor(self._conn) as cur:
+            cur.execute(statement.query, statement.args(params), prepare=True, binary=True)
             return len(cur.fetchall())
 
     def cosines(self, ask: Ask) -> dict[str, float]:

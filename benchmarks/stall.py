@@ -1,18 +1,21 @@
 """Does one big write stall the server? Health-check latency while the largest valid batch is stored.
 
-    python -m benchmarks.stall [--batches 3] [--database-url DSN]
+    python -m benchmarks.stall [--batches 3] [--processes 1] [--database-url DSN]
 
-Starts a real ``npc-memory serve`` subprocess (``--embedder none``, so the batch carries its own vectors and the
-model is not what is measured; the embedded PostgreSQL unless a DSN is given), then, for each round: health
-checks every 10 ms with the server idle (the baseline), then the same while one StoreMemories call of 256 facts
-of 2,000 characters of Korean runs. Prints the health-check latency percentiles of both and their ratio, and the
-batch's own time. Before tokenising ran off the event loop the worst check waited for the whole batch (seconds).
+Starts two real ``npc-memory serve`` subprocesses (``--embedder none``, so the batch carries its own vectors and
+the model is not what is measured; each on its own embedded PostgreSQL unless a DSN is given): one tokenising in a
+thread of the server process (``tokenize_processes`` 0, the baseline), one in ``--processes`` worker processes.
+Then, for each round and each server in turn: health checks every 10 ms with the server idle, then the same while
+one StoreMemories call of 256 facts of 2,000 characters of Korean runs. Prints the health-check latency
+percentiles, the batch's own time, and the worst and p99 check of the process setting against the in-thread one.
+Before tokenising ran off the event loop the worst check waited for the whole batch (seconds).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import os
 import re
@@ -104,9 +107,11 @@ def summary(ms: list[float]) -> str:
 
 
 @asynccontextmanager
-async def served(data_dir: Path, database_url: str | None) -> AsyncIterator[tuple[int, int]]:
+async def served(
+    data_dir: Path, database_url: str | None, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[int, int]]:
     """``npc-memory serve --embedder none`` as a subprocess until its ready line; yields (port, pid)."""
-    env = {**os.environ, "NPC_MEMORY_DATA_DIR": str(data_dir)}
+    env = {**os.environ, "NPC_MEMORY_DATA_DIR": str(data_dir), **(extra_env or {})}
     if database_url:
         env["NPC_MEMORY_DATABASE_URL"] = database_url
     proc = await asyncio.create_subprocess_exec(
@@ -128,7 +133,8 @@ async def served(data_dir: Path, database_url: str | None) -> AsyncIterator[tupl
         drain.cancel()
     finally:
         if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # killed (benchmarks.crash) and already reaped
+                proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.communicate(), 60)
 
 
@@ -140,33 +146,50 @@ async def _drain(stream: asyncio.StreamReader, log: Path | None) -> None:
                 out.write(line)
 
 
+def p99(ms: list[float]) -> float:
+    """The 99th percentile of a list of milliseconds."""
+    ordered = sorted(ms)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
 async def main_async(args: argparse.Namespace) -> None:
-    """Baseline and during-batch health latencies, per round and over all rounds."""
+    """Idle and during-batch health latencies of both settings, round by round, and their ratios."""
+    settings = {"in-thread": {"NPC_MEMORY_TOKENIZE_PROCESSES": "0"},
+                f"{args.processes} process(es)": {"NPC_MEMORY_TOKENIZE_PROCESSES": str(args.processes)}}
     with tempfile.TemporaryDirectory(prefix="npc-stall-") as tmp:
-        async with served(Path(tmp), args.database_url) as (port, _), \
-                grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = svc_grpc.MemoryServiceStub(channel)
-            idle_all: list[float] = []
-            busy_all: list[float] = []
+        async with contextlib.AsyncExitStack() as stack:
+            channels: dict[str, grpc.aio.Channel] = {}
+            for name, env in settings.items():
+                data_dir = Path(tmp) / name.split()[0]
+                port, _ = await stack.enter_async_context(served(data_dir, args.database_url, env))
+                channels[name] = await stack.enter_async_context(grpc.aio.insecure_channel(f"127.0.0.1:{port}"))
+            idle_all: dict[str, list[float]] = {name: [] for name in settings}
+            busy_all: dict[str, list[float]] = {name: [] for name in settings}
             for r in range(args.batches):
-                scope = pb.Scope(user_id=f"stall-{uuid.uuid4().hex[:8]}", heroine_id="letia")
-                request = big_batch(scope, f"r{r}")
-                idle, _ = await health_latencies(channel, None)
-                store = functools.partial(stub.StoreMemories, request, timeout=300)
-                busy, took = await health_latencies(channel, store)
-                idle_all += idle
-                busy_all += busy
-                print(f"round {r + 1}: batch {took:5.2f} s   idle  {summary(idle)}")
-                print(f"{'':24}during {summary(busy)}")
-            ratio = max(busy_all) / max(statistics.median(idle_all), 0.001)
-            print(f"all rounds: idle {summary(idle_all)}\n            during {summary(busy_all)}")
-            print(f"worst check during a batch / idle median = {ratio:.1f}x")
+                for name, channel in channels.items():  # alternating, so both settings share the machine's noise
+                    stub = svc_grpc.MemoryServiceStub(channel)
+                    scope = pb.Scope(user_id=f"stall-{uuid.uuid4().hex[:8]}", heroine_id="letia")
+                    request = big_batch(scope, f"r{r}")
+                    idle, _ = await health_latencies(channel, None)
+                    store = functools.partial(stub.StoreMemories, request, timeout=300)
+                    busy, took = await health_latencies(channel, store)
+                    idle_all[name] += idle
+                    busy_all[name] += busy
+                    print(f"round {r + 1} {name:>14}: batch {took:5.2f} s  idle   {summary(idle)}")
+                    print(f"{'':40}during {summary(busy)}")
+            for name in settings:
+                print(f"all rounds {name:>14}: idle   {summary(idle_all[name])}")
+                print(f"{'':29}during {summary(busy_all[name])}")
+            base, new = settings
+            print(f"processes / in-thread during a batch: worst {max(busy_all[new]) / max(busy_all[base]):.2f}x, "
+                  f"p99 {p99(busy_all[new]) / p99(busy_all[base]):.2f}x")
 
 
 def main() -> None:
     """Parse flags and run."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--processes", type=int, default=1, help="tokenize_processes of the second server")
     parser.add_argument("--database-url")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -11,11 +11,7 @@ requests per second, p50/p95 in ms, and each throughput as a ratio to the first 
 from __future__ import annotations
 
 import argparse
-import itertools
 import tempfile
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from npc_memory.store.embedded import EmbeddedPostgres
@@ -23,7 +19,8 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from benchmarks.search_speed_parts import percentiles, served
+from benchmarks.search_speed_load import saturate
+from benchmarks.search_speed_parts import served
 
 WORDS = ["비", "바다", "고양이", "커피", "시험", "여름", "축제", "편지", "노래", "산책", "도서관", "케이크"]
 SCOPES = [f"bench-workers-{i}" for i in range(10)]
@@ -39,32 +36,6 @@ def seed(stub: svc_grpc.MemoryServiceStub) -> None:
             request.memories.add(content=f"{user}의 기억 {i}: {a}와 {b}를 좋아한다고 말했다", importance=5,
                                  speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER)
         stub.StoreMemories(request, timeout=300)
-
-
-def saturate(make_request: Callable[[int], svc.SearchMemoriesRequest], stub: svc_grpc.MemoryServiceStub,
-             clients: int, seconds: float) -> tuple[float, dict[str, float]]:
-    """Requests per second and latency percentiles with ``clients`` threads for ``seconds``."""
-    counter = itertools.count()
-    samples: list[float] = []
-    lock = threading.Lock()
-    deadline = time.monotonic() + seconds
-
-    def run() -> None:
-        mine = []
-        while time.monotonic() < deadline:
-            request = make_request(next(counter))
-            start = time.perf_counter()
-            stub.SearchMemories(request, timeout=30)
-            mine.append((time.perf_counter() - start) * 1000)
-        with lock:
-            samples.extend(mine)
-
-    threads = [threading.Thread(target=run) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return len(samples) / seconds, percentiles(samples)
 
 
 def main() -> None:
@@ -101,9 +72,10 @@ def main() -> None:
                         r.scope.user_id, r.scope.heroine_id = SCOPES[i % 10], "letia"
                         return r
 
-                    saturate(by_vector, stub, args.clients, 2.0)  # warm every worker's pool and plans
+                    saturate(stub, by_vector, None, args.clients, 2.0)  # warm every worker's pool and plans
                     for name, make in (("text", text), ("vector", by_vector)):
-                        rps, pct = saturate(make, stub, args.clients, args.seconds)
+                        load = saturate(stub, make, None, args.clients, args.seconds)
+                        rps, pct = load["rps"], load["latency"]
                         rows.append((n, name, rps, pct))
         finally:
             pg.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import bm25s
@@ -10,7 +11,7 @@ import pytest
 from npc_memory.domain.model import ContentType as Ct
 from npc_memory.domain.model import MemoryFilter, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.search_bm25 import BM25_B, BM25_K1
+from npc_memory.store.search_bm25 import BM25_B, BM25_K1, UNROLLED_TERMS
 
 from benchmarks.candidates import search_candidates
 
@@ -40,6 +41,8 @@ QUERIES = [
     "레티아랑 어디서 처음 만났지?",
     "radiohead 좋아한다고 했나",
     "우주 비행사",  # no term in the scope: every score is 0
+    # more distinct terms than store/search_bm25.UNROLLED_TERMS: the generic (per-term rows) statement
+    "고양이 케이크 바다 수영 레티아 도서관 커피 축제 선물 여수 강아지",
 ]
 
 
@@ -90,6 +93,11 @@ async def test_sql_bm25_equals_bm25s_lucene(engine: MemoryEngine, korean_scope: 
         assert got[content] == pytest.approx(score, abs=1e-9, rel=1e-9), content
 
 
+def test_the_long_query_runs_the_generic_form(engine: MemoryEngine) -> None:
+    """The last query has more distinct terms than the unrolled statements take (so both forms are compared)."""
+    assert len(set(engine.tokenizer.terms(QUERIES[-1]))) > UNROLLED_TERMS
+
+
 async def test_bm25_statistics_are_taken_over_the_filtered_rows(engine: MemoryEngine, korean_scope: Scope) -> None:
     """With a content_type filter, N, df and avgdl come from the matching rows only, as a reference over them."""
     flt = MemoryFilter(content_types=(Ct.PREFERENCE,))
@@ -107,3 +115,14 @@ async def test_repeated_query_terms_count_once(engine: MemoryEngine, korean_scop
     thrice, _ = await _sql_bm25(engine, _query(korean_scope, "고양이 고양이 고양이"))
     assert once == pytest.approx(thrice)
     assert once["고양이 고양이 노래를 흥얼거림"] > once["고양이를 좋아함"] > 0.0
+
+
+async def test_keyword_weight_zero_runs_no_keyword_side(engine: MemoryEngine, korean_scope: Scope) -> None:
+    """With keyword weight 0 no hit carries a keyword score; the same query with the default weights does."""
+    vec = np.random.default_rng(3).standard_normal(engine.embedder.dim).astype(np.float32)
+    query = replace(_query(korean_scope, "고양이 좋아해?"), embedding=vec / np.linalg.norm(vec), limit=15)
+    no_keyword = Weights(recency=0.2, importance=0.2, relevance=0.6, keyword=0.0)
+    plain = await engine.search(replace(query, weights=no_keyword))
+    assert plain
+    assert all(h.scores.keyword == 0.0 for h in plain)
+    assert any(h.scores.keyword > 0.0 for h in await engine.search(query))

@@ -103,7 +103,12 @@ async def test_slot_history_update_and_invalidate(client: AsyncClient, scope: Sc
     )
     assert new.outcome == StoreOutcome.SUPERSEDED
     assert new.superseded_ids == (old.memory_id,)
-    rows = await client.history(u, h, subject_id="user", slot="favorite_animal")
+    page = await client.history(u, h, subject_id="user", slot="favorite_animal")
+    rows = page.memories
+    assert not page.next_page_token
+    first = await client.history(u, h, subject_id="user", slot="favorite_animal", page_size=1)
+    rest = await client.history(u, h, subject_id="user", slot="favorite_animal", page_token=first.next_page_token)
+    assert [r.id for r in first.memories + rest.memories] == [r.id for r in rows]
     assert [r.content for r in rows] == ["좋아하는 동물은 고양이", "좋아하는 동물은 강아지"]
     assert rows[0].close_reason == CloseReason.SUPERSEDED
     assert rows[0].invalid_at == day1 + timedelta(days=3)
@@ -224,3 +229,30 @@ async def test_save_points_through_both_clients(client: AsyncClient, server_port
     assert await asyncio.to_thread(listed) == (["slot-1"], [1, timeline.timeline_id], timeline.timeline_id)
     with pytest.raises(FailedPreconditionError):
         await client.drop_timeline(u, 1)
+
+
+async def test_game_days_and_timelines_through_the_client(client: AsyncClient, scope: Scope) -> None:
+    """Game days in and out, and reads of an older timeline or an earlier system time, with the async client."""
+    u, h = scope.user_id, scope.heroine_id
+    await client.store(u, h, [Fact("나는 고양이를 좋아해", slot="favorite_animal", valid_game_day=1)])
+    saved = await client.create_save_point(u, "day-1")
+    (dog,) = await client.store(u, h, [Fact("요즘은 강아지가 더 좋아", slot="favorite_animal", valid_game_day=15)])
+    day10 = await client.search(u, h, "좋아하는 동물", as_of_game_day=10)
+    day30 = await client.search(u, h, "좋아하는 동물", as_of_game_day=30, now_game_day=30)
+    assert day10[0].memory.content == "나는 고양이를 좋아해"
+    assert day10[0].memory.invalid_game_day == pytest.approx(15)
+    assert day30[0].memory.content == "요즘은 강아지가 더 좋아"
+    assert day30[0].memory.valid_game_day == pytest.approx(15)
+    await client.load_save_point(u, "day-1")
+    live = [m.content for m in (await client.list_memories(u, h)).memories]
+    old = [m.content for m in (await client.list_memories(u, h, timeline_id=saved.timeline_id)).memories]
+    assert (live, old) == (["나는 고양이를 좋아해"], ["요즘은 강아지가 더 좋아"])
+    before = datetime.now(UTC) - timedelta(hours=1)
+    with pytest.raises(NotFoundError):
+        await client.get(u, h, dog.memory_id, timeline_id=saved.timeline_id, known_at=before)
+    got = await client.get(u, h, dog.memory_id, timeline_id=saved.timeline_id)
+    assert got.valid_game_day == pytest.approx(15)
+    chain = await client.history(u, h, subject_id="user", slot="favorite_animal", timeline_id=saved.timeline_id)
+    assert [m.content for m in chain.memories] == ["나는 고양이를 좋아해", "요즘은 강아지가 더 좋아"]
+    closed = await client.invalidate(u, h, (await client.list_memories(u, h)).memories[0].id, invalid_game_day=20)
+    assert closed.invalid_game_day == pytest.approx(20)

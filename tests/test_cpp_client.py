@@ -190,3 +190,43 @@ async def test_cpp_client_over_tls_with_an_api_key(cli: Path, engine: MemoryEngi
         assert "error 16" in err  # UNAUTHENTICATED
     finally:
         await server.stop(0)
+
+
+async def test_cpp_builds_the_heroines_context_and_loads_a_save(cli: Path, server_port: int, scope: Scope) -> None:
+    """The C++ CLI asks for the prompt block, saves, writes, loads the save: the block forgets the later write.
+
+    The block's sections name their memories and it stays within the budget; a bad budget names the field.
+    """
+    u, h = scope.user_id, scope.heroine_id
+    code, out, err = await _run(cli, server_port, "store", u, h, "고양이를 좋아함", "매운 음식을 못 먹음")
+    assert code == 0, err
+    cat = out.splitlines()[0].split("\t")[0]
+    code, out, err = await _run(cli, server_port, "save", u, "before-the-secret")
+    assert (code, out.strip()) == (0, "saved\t1"), err
+    code, out, err = await _run(cli, server_port, "store", u, h, "레티아의 비밀 일기장을 읽어 버림")
+    assert code == 0, err
+    secret = out.split("\t")[0]
+    code, out, err = await _run(cli, server_port, "context", u, h, "고양이 키워볼까?", "--budget", "300")
+    assert code == 0, err
+    head, *rest = out.splitlines()
+    _, tokens, budget, _left_out, method = head.split("\t")
+    assert int(budget) == 300
+    assert 0 < int(tokens) <= 300
+    assert method
+    sections = {line.split("\t")[1]: line.split("\t")[3].split(",") for line in rest if line.startswith("section\t")}
+    assert set(sections) <= {"about_player", "about_heroine", "opinions", "relevant", "recent"}
+    assert cat in sections["about_player"]  # a profile fact is placed once, in its profile section
+    assert "고양이를 좋아함" in out
+    assert "레티아의 비밀 일기장" in out
+    code, out, err = await _run(cli, server_port, "load", u, "before-the-secret")
+    assert code == 0, err
+    assert out.startswith("loaded\t")
+    assert int(out.split("\t")[1]) > 1
+    code, out, err = await _run(cli, server_port, "context", u, h, "일기장", "--language", "en")
+    assert code == 0, err
+    assert secret not in out
+    assert "레티아의 비밀 일기장" not in out
+    assert "고양이를 좋아함" in out
+    code, out, err = await _run(cli, server_port, "context", u, h, "--budget", "-1")
+    assert code == 2
+    assert "violation token_budget:" in err

@@ -218,7 +218,8 @@ class Fuzz:
             "UpdateMemory": lambda: svc.UpdateMemoryRequest(
                 scope=scope, memory_id=memory_id, importance=7,
                 update_mask=field_mask_pb2.FieldMask(paths=["importance"])),
-            "GetMemoryHistory": lambda: svc.GetMemoryHistoryRequest(scope=scope, subject_id="user", slot="fuzz_slot"),
+            "GetMemoryHistory": lambda: svc.GetMemoryHistoryRequest(scope=scope, subject_id="user", slot="fuzz_slot",
+                                                                    page_size=10),
             "ForgetPlayer": lambda: svc.ForgetPlayerRequest(user_id=f"fuzz-forget-{uuid.uuid4().hex[:8]}"),
             "ExpandMemory": lambda: svc.ExpandMemoryRequest(scope=scope, memory_id=memory_id),
             "ListLinks": lambda: svc.ListLinksRequest(scope=scope, memory_id=memory_id),

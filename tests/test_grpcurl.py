@@ -97,6 +97,24 @@ async def test_store_then_search_with_json_bodies(server_port: int, scope: Scope
     assert top["scores"]["final"] > results[1]["scores"]["final"]
 
 
+async def test_history_pages_as_documented(server_port: int, scope: Scope) -> None:
+    """After the documented store, the documented history pages give its two facts, one each, oldest first."""
+    code, out, err = await _grpcurl(_command("StoreMemories", "demo-store-1"), server_port, scope)
+    assert code == 0, err
+    stored = [r["memory_id"] for r in json.loads(out)["results"]]
+    code, out, err = await _grpcurl(_command("GetMemoryHistory", '"page_size": 1}'), server_port, scope)
+    assert code == 0, err
+    first = json.loads(out)
+    assert len(first["memories"]) == 1
+    assert first["next_page_token"]
+    following = _command("GetMemoryHistory", "PAGE_TOKEN").replace("PAGE_TOKEN", first["next_page_token"])
+    code, out, err = await _grpcurl(following, server_port, scope)
+    assert code == 0, err
+    second = json.loads(out)
+    assert "next_page_token" not in second
+    assert sorted(m["memory_id"] for m in first["memories"] + second["memories"]) == sorted(stored)
+
+
 async def test_invalid_request_shows_the_field_violations(server_port: int, scope: Scope) -> None:
     """The documented bad store exits 67 (64 + INVALID_ARGUMENT) with a BadRequest naming both bad fields."""
     code, out, err = await _grpcurl(_command("StoreMemories", '"content": ""'), server_port, scope)

@@ -17,7 +17,7 @@ from google.protobuf import field_mask_pb2
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from npc_memory.domain.paging import Cursor, encode_cursor
+from npc_memory.domain.paging import Cursor, HistoryCursor, encode_cursor, encode_history_cursor
 from npc_memory.engine import MemoryEngine
 from npc_memory_client.v1 import context_pb2 as ctx_pb
 from npc_memory_client.v1 import extraction_pb2 as ex_pb
@@ -72,8 +72,20 @@ async def _update(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[floa
 
 
 async def _history(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message:
-    await stub.GetMemoryHistory(svc.GetMemoryHistoryRequest(scope=me, subject_id="user", slot="home"))
-    return await stub.GetMemoryHistory(svc.GetMemoryHistoryRequest(scope=me, memory_id=victim.memory_id))
+    # A page token positioned just before the victim: in the victim's scope its next page starts with the victim.
+    token = encode_history_cursor(HistoryCursor(victim.valid_at.ToDatetime().replace(tzinfo=UTC),
+                                                victim.created_at.ToDatetime().replace(tzinfo=UTC), uuid.UUID(int=0)))
+    seen = svc.GetMemoryHistoryResponse()
+    for request in (svc.GetMemoryHistoryRequest(scope=me, subject_id="user", slot="home"),
+                    svc.GetMemoryHistoryRequest(scope=me, subject_id="user", slot="home", page_token=token),
+                    svc.GetMemoryHistoryRequest(scope=me, memory_id=victim.memory_id, page_token=token),
+                    svc.GetMemoryHistoryRequest(scope=me, memory_id=victim.memory_id)):
+        try:
+            seen.memories.extend((await stub.GetMemoryHistory(request)).memories)
+        except grpc.aio.AioRpcError as exc:  # the victim's chain is not in this scope
+            if exc.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+    return seen
 
 
 async def _forget(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message | None:

@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from npc_memory.background import watch_health
 from npc_memory.config import Config, DatabaseConfig
+from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
 from npc_memory.server import create_server
 from npc_memory.store.embedded import EmbeddedPostgres
@@ -178,3 +179,16 @@ async def test_health_flips_within_two_seconds_of_the_database_going_away_and_ba
         assert up < 10.0
     finally:
         await asyncio.to_thread(pg.stop)
+
+
+async def test_the_memory_service_is_not_serving_before_the_first_health_check(engine: MemoryEngine) -> None:
+    """Between start and the watcher's first check a probe of the memory service reads NOT_SERVING, not NOT_FOUND."""
+    server, port, _health = await create_server(engine, "127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service="npc_memory.v1.MemoryService"))
+        assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+    finally:
+        await server.stop(0)

@@ -284,3 +284,27 @@ async def test_a_request_id_reused_with_other_links_is_refused(stub: Stub, scope
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await stub.StoreMemories(request)
     assert "request_id" in _violations(err.value)
+
+
+async def test_expand_never_links_a_memory_of_an_abandoned_timeline(stub: Stub, scope: Scope) -> None:
+    """After a load, ExpandMemory finds neighbours only in the player's live timeline, not the abandoned one."""
+    memo, *_ = await _store(stub, scope, [_fact(MEMO), _fact(CORPUS[0])])
+    await stub.CreateSavePoint(svc.CreateSavePointRequest(user_id=scope.user_id, save_id="before-the-beach"))
+    (abandoned,) = await _store(stub, scope, [_fact("레티아와 바닷가에서 조개를 또 주웠다")])
+    await stub.LoadSavePoint(svc.LoadSavePointRequest(user_id=scope.user_id, save_id="before-the-beach"))
+    found = await stub.ExpandMemory(svc.ExpandMemoryRequest(scope=_scope(scope), memory_id=memo))
+    linked = [k.to_memory_id for k in found.found]
+    assert linked
+    assert abandoned not in linked
+
+
+async def test_list_links_hides_a_link_made_on_an_abandoned_timeline(stub: Stub, scope: Scope) -> None:
+    """A memory linked after the save point that was loaded is not among the older memory's links any more."""
+    (memo,) = await _store(stub, scope, [_fact(MEMO)])
+    await stub.CreateSavePoint(svc.CreateSavePointRequest(user_id=scope.user_id, save_id="before-the-link"))
+    (later,) = await _store(stub, scope, [_fact("조개로 팔찌를 만들었다", related=[_ref(memo)])])
+    before = await stub.ListLinks(svc.ListLinksRequest(scope=_scope(scope), memory_id=memo))
+    assert [k.to_memory_id for k in before.related] + [k.from_memory_id for k in before.related] != []
+    await stub.LoadSavePoint(svc.LoadSavePointRequest(user_id=scope.user_id, save_id="before-the-link"))
+    after = await stub.ListLinks(svc.ListLinksRequest(scope=_scope(scope), memory_id=memo))
+    assert later not in {k.to_memory_id for k in after.related} | {k.from_memory_id for k in after.related}

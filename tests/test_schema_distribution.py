@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -24,6 +28,7 @@ from npc_memory.store.citus import (
 from npc_memory.store.migrate import available, migrate
 from psycopg import sql
 
+NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
 KEY_RULE_VERSION = 5
 """The migration that made every key name the player."""
 
@@ -161,6 +166,24 @@ def test_distribute_for_citus_refuses_without_citus(fresh_url: str) -> None:
     migrate(fresh_url)
     with psycopg.connect(fresh_url, autocommit=True) as conn, pytest.raises(ConfigError, match="citus extension"):
         distribute_for_citus(conn)
+
+
+def test_migrate_citus_command_migrates_then_refuses_without_citus(fresh_url: str) -> None:
+    """`npc-memory migrate --citus` applies the migrations, then stops with one line naming what is missing."""
+    env = {**os.environ, "NPC_MEMORY_DATABASE_URL": fresh_url, "NPC_MEMORY_EMBEDDER": "none",
+           "NPC_MEMORY_EMBEDDING_DIM": "384", "NPC_MEMORY_LOG_LEVEL": "ERROR"}
+    done = subprocess.run([NPC_MEMORY, "migrate", "--citus", "--shard-count", "64"], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout.startswith("applied ")
+    assert done.stderr.splitlines() == [
+        "npc-memory: the citus extension is not installed in this database (CREATE EXTENSION citus first)"]
+    with psycopg.connect(fresh_url) as conn:
+        assert conn.execute("SELECT to_regclass('user_memories') IS NOT NULL").fetchone() == (True,)
+    alone = subprocess.run([NPC_MEMORY, "migrate", "--shard-count", "64"], env=env, capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert (alone.returncode, alone.stderr.strip()) == (
+        2, "npc-memory: --shard-count needs --citus and a positive number")
 
 
 # Statements that touch user_memories or store_requests without naming one player: maintenance passes over

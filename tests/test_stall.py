@@ -1,4 +1,4 @@
-"""A big write does not freeze the server: tokenising runs off the event loop."""
+"""A big write does not freeze the server: tokenising runs in worker processes, planning and checks in threads."""
 
 from __future__ import annotations
 

@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Prometheus /metrics port, 0 off (NPC_MEMORY_METRICS_PORT)")
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     _common(migrate)
+    migrate.add_argument("--citus", action="store_true",
+                         help="then distribute every table by user_id on this Citus coordinator (docs/operations.md)")
+    migrate.add_argument("--shard-count", dest="shard_count", type=int,
+                         help="with --citus: shards per distributed table (Citus's default is 32)")
     reembed = sub.add_parser("reembed", help="re-embed every row with the configured model, then record the model")
     _common(reembed)
     reembed.add_argument("--batch-size", dest="batch_size", type=int, default=64, help="rows per embed call")
@@ -114,13 +118,31 @@ async def _serve(config: Config, reuse_port: bool = False) -> None:
                                          config.server.grace_seconds)
 
 
-async def _migrate(config: Config) -> None:
-    """Apply the migrations; an embedded server started for it is stopped whatever happens."""
+async def _migrate(config: Config, citus: bool, shard_count: int | None) -> None:
+    """Apply the migrations (then, with ``citus``, distribute the tables); an embedded server is stopped after."""
     from npc_memory.runtime import database_url, migrate_database
 
+    if shard_count is not None and (not citus or shard_count < 1):
+        raise ConfigError("--shard-count needs --citus and a positive number")
     async with database_url(config.database) as url:
         applied = await migrate_database(url, config.database)
-    print(f"applied {len(applied)} migration(s)")
+        print(f"applied {len(applied)} migration(s)", flush=True)
+        if citus:
+            await asyncio.to_thread(_distribute, url, shard_count)
+            print("distributed every table by user_id")
+
+
+def _distribute(url: str, shard_count: int | None) -> None:
+    """Run the Citus distribution step on the coordinator at ``url``."""
+    import psycopg
+
+    from npc_memory.store.citus import distribute_for_citus
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            distribute_for_citus(conn, shard_count)
+    except psycopg.Error as exc:
+        raise ConfigError(f"distributing the tables failed: {exc}") from exc
 
 
 def _worker(config: Config, log_level: str) -> None:
@@ -174,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "serve":
             asyncio.run(_serve(config))
         elif args.command == "migrate":
-            asyncio.run(_migrate(config))
+            asyncio.run(_migrate(config, args.citus, args.shard_count))
         elif args.command == "reembed":
             asyncio.run(_reembed(config, args.batch_size))
         elif args.command == "retain":

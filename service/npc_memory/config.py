@@ -172,6 +172,11 @@ class WriteConfig:
 
     domain/dialogue.py; 0 embeds every turn alone. ``python -m benchmarks.conversation.run`` measures it.
     """
+    tokenize_processes: int = 1
+    """Worker processes (each with its own Kiwi, ~520 MiB RSS) that tokenise big batches off the server's GIL; 0 keeps
+    all tokenising in a thread of the server process (health checks then wait up to ~100 ms during a big batch)."""
+    tokenize_process_min_chars: int = 4000
+    """A batch with fewer characters in all is tokenised in a thread here: cheaper than a process round trip."""
 
 
 @dataclass(frozen=True)
@@ -376,6 +381,9 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             idempotency_hours=pick("idempotency_hours", WriteConfig.idempotency_hours, float),
             dialogue_context_minutes=pick(
                 "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
+            tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),
+            tokenize_process_min_chars=pick("tokenize_process_min_chars", WriteConfig.tokenize_process_min_chars,
+                                            int),
         ),
         retention=RetentionConfig(
             policies=RetentionPolicies(default=retention_default, heroines={
@@ -428,6 +436,15 @@ def _check_extraction(ex: ExtractionSettings) -> None:
         raise ConfigError("extraction lease_seconds must exceed timeout_seconds (a job must outlast its call)")
 
 
+def _check_write(write: WriteConfig) -> None:
+    if not 0.0 < write.duplicate_threshold <= 1.0:
+        raise ConfigError("duplicate_threshold must be in (0, 1]")
+    if write.dialogue_context_minutes < 0:
+        raise ConfigError("dialogue_context_minutes must be >= 0")
+    if write.tokenize_processes < 0:
+        raise ConfigError("tokenize_processes must be >= 0 (0 tokenises in a thread of the server process)")
+
+
 def _check(config: Config) -> None:
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"port {config.server.port} is outside 0-65535")
@@ -442,10 +459,7 @@ def _check(config: Config) -> None:
         raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
     if config.embedding.kind == "none" and config.embedding.dim <= 0:
         raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
-    if not 0.0 < config.write.duplicate_threshold <= 1.0:
-        raise ConfigError("duplicate_threshold must be in (0, 1]")
-    if config.write.dialogue_context_minutes < 0:
-        raise ConfigError("dialogue_context_minutes must be >= 0")
+    _check_write(config.write)
     if not 1 <= config.search.expand_per_depth <= config.search.max_limit:
         raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
     if not -1.0 < config.search.deepen_min_relevance <= 1.0:

@@ -38,7 +38,7 @@ from npc_memory.domain.model import (
     Timeline,
     Vector,
 )
-from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor
+from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
@@ -49,6 +49,8 @@ from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
 from npc_memory.text.periods import period_in
+from npc_memory.text.process_pool import AnalysisPool
+from npc_memory.text.tokenize import Analysis
 
 """The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
@@ -68,6 +70,8 @@ class MemoryEngine:
     keyword_backend: ResolvedKeywordBackend
     write_settings: WriteConfig
     search_settings: SearchConfig
+    analysis_pool: AnalysisPool | None = None
+    """Worker processes for big batches' tokenising; None analyses every batch in a thread here."""
 
     async def _embed_passages(
         self, facts: Sequence[NewMemory], source: TextSource, texts: Sequence[str] | None = None,
@@ -85,8 +89,10 @@ class MemoryEngine:
         by_index = dict(zip(missing, vectors, strict=True))
         return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 
-    def _prepare(self, fact: NewMemory, vector: Vector, now: datetime) -> PreparedMemory:
-        analysis = self.tokenizer.analyse(fact.content)
+    def _prepare(
+        self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None
+    ) -> PreparedMemory:
+        analysis = analysis or self.tokenizer.analyse(fact.content)
         return PreparedMemory(
             id=uuid.uuid4(),
             fact=fact,
@@ -116,9 +122,14 @@ class MemoryEngine:
         now = utcnow()
         vectors = await self._embed_passages(facts, "memories", await self._turn_texts(scope, facts, now))
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
-        # stalled every other call (health checks included) for seconds, so the batch is prepared in a thread.
+        # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
+        # process's GIL, so a big batch is analysed in the worker processes and only assembled here.
+        pool, texts = self.analysis_pool, [f.content for f in facts]
+        analyses: list[Analysis | None] = (
+            list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
+        )
         items = await asyncio.to_thread(
-            lambda: [self._prepare(f, v, now) for f, v in zip(facts, vectors, strict=True)]
+            lambda: [self._prepare(f, v, now, a) for f, v, a in zip(facts, vectors, analyses, strict=True)]
         )
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
@@ -144,11 +155,32 @@ class MemoryEngine:
             query = replace(query, embedding=vector)
         return query
 
+    def _keyword_terms(self, query: SearchQuery) -> list[str]:
+        """The query's morphemes, or none when the keyword side cannot count (no text, or keyword weight 0)."""
+        if not query.text or query.weights.keyword <= 0:
+            return []
+        return self.tokenizer.query_terms(query.text)
+
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
-        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip."""
-        query = self.with_period(await self._embedded(query))
-        terms = self.tokenizer.query_terms(query.text) if query.text else []
-        await self._check_view(query.scope.user_id, query.view)
+        """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip.
+
+        The model runs in a worker thread while this task tokenises the query and checks the timeline, so a
+        text search costs the embedding plus the statement, not plus the rest.
+        """
+        needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
+        embedding = asyncio.ensure_future(self._embedded(query)) if needs_vector else None
+        try:
+            if embedding is not None:
+                await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
+            terms = self._keyword_terms(query)
+            await self._check_view(query.scope.user_id, query.view)
+            if embedding is not None:
+                query = await embedding
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
+        query = self.with_period(query)
         # Not with hops: the linked rows follow the ranked ones and are not cut (store/search_links.py).
         collapse = self.search_settings.distinct_turns and query.hops == 0
         asked = replace(query, limit=query.limit * dialogue.REPEAT_HEADROOM) if collapse else query
@@ -251,15 +283,21 @@ class MemoryEngine:
             tier=tier.value if tier is not None else None, metadata=metadata, new_version=new_version,
         )
 
-    async def history(self, scope: Scope, subject_id: str, slot: str | None, view: ReadView = LIVE) -> list[Memory]:
-        """Every row of a subject or slot over time, as the view has them."""
+    async def history(
+        self, scope: Scope, subject_id: str, slot: str | None, page_size: int, after: HistoryCursor | None,
+        view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
+    ) -> tuple[list[Memory], HistoryCursor | None]:
+        """A page of a subject's or slot's rows over time, as the view has them, and the next page's cursor."""
         await self._check_view(scope.user_id, view)
-        return await reads.history(self.db, scope, subject_id, slot, view)
+        return await reads.history(self.db, scope, subject_id, slot, page_size, after, view, max_bytes)
 
-    async def chain(self, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> list[Memory]:
-        """The version chain of one memory, as the view has it."""
+    async def chain(
+        self, scope: Scope, memory_id: UUID, page_size: int, after: HistoryCursor | None, view: ReadView = LIVE,
+        max_bytes: int = MAX_PAGE_BYTES,
+    ) -> tuple[list[Memory], HistoryCursor | None]:
+        """A page of one memory's version chain, as the view has it, and the next page's cursor."""
         await self._check_view(scope.user_id, view)
-        return await reads.chain(self.db, scope, memory_id, view)
+        return await reads.chain(self.db, scope, memory_id, page_size, after, view, max_bytes)
 
     async def create_save_point(self, user_id: str, save_id: str) -> SavePoint:
         """Mark the player's memory in a save slot (every heroine at once)."""

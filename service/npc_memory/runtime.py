@@ -23,6 +23,7 @@ from npc_memory.store.pool import Database
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga
 from npc_memory.store.settings import check_embedding_model
 from npc_memory.text import Tokenizer
+from npc_memory.text.process_pool import AnalysisPool
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +88,20 @@ async def build_engine(config: Config, db: Database, embedder: Embedder) -> Memo
 
 @contextlib.asynccontextmanager
 async def open_engine(config: Config) -> AsyncIterator[MemoryEngine]:
-    """The engine on the opened database with the configured embedder; both closed on exit."""
+    """The engine on the opened database with the configured embedder and tokenising processes; all closed on exit."""
     async with open_database(config.database) as db:
         embedder = await create_embedder(config.embedding)
+        pool = None
         try:
-            yield await build_engine(config, db, embedder)
+            engine = await build_engine(config, db, embedder)
+            if config.write.tokenize_processes > 0:
+                pool = await AnalysisPool.start(
+                    config.write.tokenize_processes, config.text, config.write.tokenize_process_min_chars)
+                engine.analysis_pool = pool
+            yield engine
         finally:
+            if pool is not None:
+                await asyncio.to_thread(pool.shutdown)
             await embedder.aclose()
 
 

@@ -37,6 +37,9 @@ async def create_server(
     server = grpc.aio.server(interceptors=[interceptor], options=options)
     add_memory_service(MemoryServicer(engine, extractor), server)
     health_servicer = health.aio.HealthServicer()
+    # The memory service is NOT_SERVING until the health watcher's first check (not NOT_FOUND, which a probe
+    # reads as a misconfigured service name); "" keeps grpc's default, SERVING: the process is up.
+    await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),

@@ -3,6 +3,8 @@
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] expand USER HEROINE [MEMORY_ID]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] context USER HEROINE [UTTERANCE] [--budget N] [--language ko|en] [--shared]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] save|load USER SAVE_ID
 //
 // Connection options (any position): --ca FILE (PEM CA: TLS), --cert FILE --key FILE (client certificate for
 // mutual TLS), --tls (TLS with the system roots), --api-key KEY (or NPC_MEMORY_API_KEY in the environment).
@@ -10,9 +12,13 @@
 // store prints "memory_id<TAB>outcome" per fact; search prints
 // "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content<TAB>hops<TAB>via_memory_id" per hit, best
 // first (hops 0 and an empty via for a ranked result), after a "tier<TAB>TIER" line with --deepen; expand prints
-// "expanded<TAB>memory_id<TAB>depth<TAB>total_linked", then "memory_id<TAB>depth<TAB>via<TAB>content" per find.
+// "expanded<TAB>memory_id<TAB>depth<TAB>total_linked", then "memory_id<TAB>depth<TAB>via<TAB>content" per find;
+// context prints "context<TAB>tokens<TAB>budget<TAB>left_out<TAB>method", one
+// "section<TAB>kind<TAB>tokens<TAB>memory_id,memory_id,..." per section, then the block's text; save and load
+// print "saved|loaded<TAB>timeline_id".
 // On failure: "error <code>: <message>" and one "violation <field>: <description>" per bad field on
 // stderr; exit 2 for INVALID_ARGUMENT, 1 otherwise.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -30,6 +36,9 @@ int Usage() {
                "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
                "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]\n"
                "       npc_memory_cli [--target HOST:PORT] expand USER HEROINE [MEMORY_ID]\n"
+               "       npc_memory_cli [--target HOST:PORT] context USER HEROINE [UTTERANCE] [--budget N] "
+               "[--language ko|en] [--shared]\n"
+               "       npc_memory_cli [--target HOST:PORT] save|load USER SAVE_ID\n"
                "  connection: [--ca FILE] [--cert FILE --key FILE] [--tls] [--api-key KEY]\n");
   return 64;
 }
@@ -61,6 +70,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> positional;
   int importance = 0;
   npc_memory_client::SearchOptions options;
+  npc_memory_client::ContextOptions context;
   double timeout_seconds = 5.0;
   std::string subject = "user", slot;
   npc_memory_client::ConnectOptions connect;
@@ -78,6 +88,12 @@ int main(int argc, char** argv) {
       options.limit = std::atoi(argv[++i]);
     } else if (arg == "--hops" && has_value) {
       options.hops = std::atoi(argv[++i]);
+    } else if (arg == "--budget" && has_value) {
+      context.token_budget = std::atoi(argv[++i]);
+    } else if (arg == "--language" && has_value) {
+      context.language = argv[++i];
+    } else if (arg == "--shared") {
+      context.include_shared = true;
     } else if (arg == "--deepen") {
       options.deepen = true;
     } else if (arg == "--subject" && has_value) {
@@ -105,6 +121,29 @@ int main(int argc, char** argv) {
   npc_memory_client::MemoryClient client(
       target, std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000)), connect);
 
+  if ((command == "save" || command == "load") && positional.size() == 3) {
+    std::int64_t timeline = 0;
+    const auto status = command == "save" ? client.CreateSavePoint(user, positional[2], &timeline)
+                                          : client.LoadSavePoint(user, positional[2], &timeline);
+    if (!status.ok) return Fail(status);
+    std::printf("%s\t%lld\n", command == "save" ? "saved" : "loaded", static_cast<long long>(timeline));
+    return 0;
+  }
+  if (command == "context" && positional.size() <= 4) {
+    npc_memory_client::ContextBlock block;
+    const auto status = client.BuildContext(user, heroine, positional.size() == 4 ? positional[3] : "", context,
+                                            &block);
+    if (!status.ok) return Fail(status);
+    std::printf("context\t%d\t%d\t%d\t%s\n", block.tokens, block.token_budget, block.left_out,
+                block.token_count_method.c_str());
+    for (const auto& section : block.sections) {
+      std::string ids;
+      for (const auto& id : section.memory_ids) ids += (ids.empty() ? "" : ",") + id;
+      std::printf("section\t%s\t%d\t%s\n", section.kind.c_str(), section.tokens, ids.c_str());
+    }
+    std::printf("%s\n", block.text.c_str());
+    return 0;
+  }
   if (command == "expand" && positional.size() <= 4) {
     npc_memory_client::Expansion expansion;
     const auto status = client.Expand(user, heroine, positional.size() == 4 ? positional[3] : "", &expansion);

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from npc_memory_client import _requests as rq
 from npc_memory_client import _results as rs
 from npc_memory_client import extraction as ex
-from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
 from npc_memory_client.model import (
     Expansion,
     LinkView,
@@ -62,9 +62,10 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> Ca
     )
 
 
-def get(user_id: str, heroine_id: str, memory_id: UUID | str) -> Call[Memory]:
+def get(user_id: str, heroine_id: str, memory_id: UUID | str, view: ViewOptions) -> Call[Memory]:
     """GetMemory."""
     request = svc.GetMemoryRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id))
+    rq.read_view(request, view)
     return Call("GetMemory", request, lambda r: rs.memory(r.memory), idempotent=True)
 
 
@@ -76,11 +77,15 @@ def list_page(user_id: str, heroine_id: str, opts: ListOptions) -> Call[rs.Memor
     )
 
 
-def invalidate(user_id: str, heroine_id: str, memory_id: UUID | str, invalid_at: datetime | None) -> Call[Memory]:
+def invalidate(
+    user_id: str, heroine_id: str, memory_id: UUID | str, invalid_at: datetime | None, invalid_game_day: float | None
+) -> Call[Memory]:
     """InvalidateMemory."""
     request = svc.InvalidateMemoryRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id))
     if invalid_at is not None:
         request.invalid_at.CopyFrom(rq.timestamp(invalid_at))
+    if invalid_game_day is not None:
+        request.invalid_game_day.CopyFrom(rq.game_time(invalid_game_day))
     return Call("InvalidateMemory", request, lambda r: rs.memory(r.memory), idempotent=False)
 
 
@@ -92,11 +97,11 @@ def update(user_id: str, heroine_id: str, memory_id: UUID | str, opts: UpdateOpt
     )
 
 
-def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> Call[list[Memory]]:
-    """GetMemoryHistory, ordered by valid_at."""
+def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> Call[rs.MemoryPage]:
+    """GetMemoryHistory, one page, ordered by valid_at."""
     return Call(
-        "GetMemoryHistory", rq.history(user_id, heroine_id, opts), lambda r: [rs.memory(m) for m in r.memories],
-        idempotent=True,
+        "GetMemoryHistory", rq.history(user_id, heroine_id, opts),
+        lambda r: rs.MemoryPage([rs.memory(m) for m in r.memories], r.next_page_token), idempotent=True,
     )
 
 

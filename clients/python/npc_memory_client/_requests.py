@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
 from npc_memory_client._enums import to_wire
-from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
 from npc_memory_client.model import MemoryFilter, Visibility, Weights
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -57,6 +57,8 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
     )
     if f.valid_at is not None:
         out.valid_at.CopyFrom(timestamp(f.valid_at))
+    if f.valid_game_day is not None:
+        out.valid_game_day.CopyFrom(game_time(f.valid_game_day))
     if f.metadata:
         out.metadata.CopyFrom(struct(f.metadata))
     return out
@@ -89,6 +91,27 @@ def store(
     )
 
 
+class _ViewRequest(Protocol):
+    """A read request with the view fields."""
+
+    timeline_id: int
+
+    @property
+    def known_at(self) -> timestamp_pb2.Timestamp: ...
+
+
+def read_view(out: _ViewRequest, opts: ViewOptions) -> None:
+    """Set a read request's timeline and system time from the options given."""
+    out.timeline_id = opts.get("timeline_id", 0)
+    if (known_at := opts.get("known_at")) is not None:
+        out.known_at.CopyFrom(timestamp(known_at))
+
+
+def game_time(day: float) -> pb.GameTime:
+    """A game day (fractions are hours of it)."""
+    return pb.GameTime(day=day)
+
+
 def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> svc.SearchMemoriesRequest:
     """A SearchMemories request."""
     out = svc.SearchMemoriesRequest(
@@ -109,6 +132,11 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> sv
         out.filter.CopyFrom(memory_filter(f))
     if (fusion := opts.get("fusion")) is not None:
         out.fusion = to_wire(fusion)
+    if (day := opts.get("as_of_game_day")) is not None:
+        out.as_of_game_day.CopyFrom(game_time(day))
+    if (day := opts.get("now_game_day")) is not None:
+        out.now_game_day.CopyFrom(game_time(day))
+    read_view(out, opts)
     return out
 
 
@@ -125,6 +153,7 @@ def list_page(user_id: str, heroine_id: str, opts: ListOptions) -> svc.ListMemor
     )
     if (f := opts.get("filter")) is not None:
         out.filter.CopyFrom(memory_filter(f))
+    read_view(out, opts)
     return out
 
 
@@ -145,12 +174,17 @@ def update(user_id: str, heroine_id: str, memory_id: str, opts: UpdateOptions) -
         out.update_mask.paths.append("content")
     if "valid_at" in opts:
         out.valid_at.CopyFrom(timestamp(opts["valid_at"]))
+    if "valid_game_day" in opts:
+        out.valid_game_day.CopyFrom(game_time(opts["valid_game_day"]))
     return out
 
 
 def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> svc.GetMemoryHistoryRequest:
     """A GetMemoryHistory request."""
-    return svc.GetMemoryHistoryRequest(
+    out = svc.GetMemoryHistoryRequest(
         scope=scope(user_id, heroine_id), subject_id=opts.get("subject_id", ""), slot=opts.get("slot", ""),
-        memory_id=str(opts.get("memory_id", "")),
+        memory_id=str(opts.get("memory_id", "")), page_size=opts.get("page_size", 0),
+        page_token=opts.get("page_token", ""),
     )
+    read_view(out, opts)
+    return out

@@ -75,6 +75,8 @@ def memory(m: pb.Memory) -> Memory:
         embedding_model=m.embedding_model,
         timeline_id=m.timeline_id,
         visibility=from_wire(Visibility, m.visibility) if m.visibility else Visibility.PRIVATE,
+        valid_game_day=m.valid_game_day.day if m.HasField("valid_game_day") else None,
+        invalid_game_day=m.invalid_game_day.day if m.HasField("invalid_game_day") else None,
     )
 
 

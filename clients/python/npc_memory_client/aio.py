@@ -16,7 +16,7 @@ from npc_memory_client import _calls
 from npc_memory_client._results import MemoryPage
 from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
 from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, Turn
-from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions
+from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
 from npc_memory_client.model import (
     Expansion,
     LinkView,
@@ -103,10 +103,11 @@ class AsyncClient:
         return await self._run(_calls.search(user_id, heroine_id, query, opts), timeout)
 
     async def get(
-        self, user_id: str, heroine_id: str, memory_id: UUID | str, *, timeout: float | None = None
+        self, user_id: str, heroine_id: str, memory_id: UUID | str, *, timeout: float | None = None,
+        **view: Unpack[ViewOptions],
     ) -> Memory:
-        """One memory of the scope, valid or not."""
-        return await self._run(_calls.get(user_id, heroine_id, memory_id), timeout)
+        """One memory of the scope, valid or not (on a timeline as known at a time, if given)."""
+        return await self._run(_calls.get(user_id, heroine_id, memory_id, view), timeout)
 
     async def list_memories(
         self, user_id: str, heroine_id: str, *, timeout: float | None = None, **opts: Unpack[ListOptions]
@@ -116,10 +117,10 @@ class AsyncClient:
 
     async def invalidate(
         self, user_id: str, heroine_id: str, memory_id: UUID | str, *, invalid_at: datetime | None = None,
-        timeout: float | None = None,
+        invalid_game_day: float | None = None, timeout: float | None = None,
     ) -> Memory:
-        """Close a memory at ``invalid_at`` (default now); it stays as history."""
-        return await self._run(_calls.invalidate(user_id, heroine_id, memory_id, invalid_at), timeout)
+        """Close a memory at ``invalid_at`` or a game day (default now); it stays as history."""
+        return await self._run(_calls.invalidate(user_id, heroine_id, memory_id, invalid_at, invalid_game_day), timeout)
 
     async def update(
         self, user_id: str, heroine_id: str, memory_id: UUID | str, *, timeout: float | None = None,
@@ -130,8 +131,8 @@ class AsyncClient:
 
     async def history(
         self, user_id: str, heroine_id: str, *, timeout: float | None = None, **which: Unpack[HistoryOptions]
-    ) -> list[Memory]:
-        """A subject's (or slot's, or one memory's chain of) rows over time, by valid_at."""
+    ) -> MemoryPage:
+        """One page of a subject's (or slot's, or one memory's chain of) rows over time, by valid_at."""
         return await self._run(_calls.history(user_id, heroine_id, which), timeout)
 
     async def forget_player(self, user_id: str, *, timeout: float | None = None) -> int:

@@ -26,6 +26,8 @@ class Fact:
     slot: str = ""
     supersedes: Sequence[UUID | str] = ()
     valid_at: datetime | None = None
+    valid_game_day: float | None = None
+    """Instead of ``valid_at``: the game day the fact became true."""
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Sequence[float] = ()
     related: Sequence[UUID | str | int] = ()
@@ -36,7 +38,14 @@ class Fact:
     """Visible to every heroine of the player (when a read asks for shared memories), not only this one."""
 
 
-class SearchOptions(TypedDict, total=False):
+class ViewOptions(TypedDict, total=False):
+    """Which state a read sees: a timeline (default: the player's live one) as known at a system time (default now)."""
+
+    timeline_id: int
+    known_at: datetime
+
+
+class SearchOptions(ViewOptions, total=False):
     """Optional arguments of a search."""
 
     limit: int
@@ -51,9 +60,13 @@ class SearchOptions(TypedDict, total=False):
     hops: int
     deepen: bool
     deepen_min_relevance: float
+    as_of_game_day: float
+    """Instead of ``as_of``: the game day to search at."""
+    now_game_day: float
+    """Instead of ``now``: the game's clock, in game days (recency then decays in game days)."""
 
 
-class ListOptions(TypedDict, total=False):
+class ListOptions(ViewOptions, total=False):
     """Optional arguments of a listing."""
 
     page_size: int
@@ -71,11 +84,15 @@ class UpdateOptions(TypedDict, total=False):
     metadata: dict[str, Any]
     content: str
     valid_at: datetime
+    valid_game_day: float
+    """Instead of ``valid_at``: the game day the new version became true."""
 
 
-class HistoryOptions(TypedDict, total=False):
-    """Which rows of a history: a subject (optionally one slot), or one memory's version chain."""
+class HistoryOptions(ViewOptions, total=False):
+    """Which rows of a history: a subject (optionally one slot), or one memory's version chain; and which page."""
 
     subject_id: str
     slot: str
     memory_id: UUID | str
+    page_size: int
+    page_token: str

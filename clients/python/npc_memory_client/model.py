@@ -137,6 +137,10 @@ class Memory:
     embedding_model: str
     timeline_id: int = 1
     visibility: Visibility = Visibility.PRIVATE
+    valid_game_day: float | None = None
+    """``valid_at`` on the game's calendar, when the service has a game clock."""
+    invalid_game_day: float | None = None
+    """``invalid_at`` on the game's calendar, when closed and the service has a game clock."""
 
 
 @dataclass(frozen=True)

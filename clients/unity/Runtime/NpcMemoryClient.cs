@@ -59,14 +59,67 @@ namespace NpcMemory
         }
 
         /// <summary>The heroine's memories that matter for the query, best first, each with its scores.</summary>
+        /// <param name="hops">1 or 2: also the memories linked to the results (marked by Hops and ViaMemoryId).</param>
+        /// <param name="deepen">Search gists first, then knowledge, then sources while too few are relevant.</param>
         public async Task<IReadOnlyList<ScoredMemory>> SearchAsync(string userId, string heroineId, string query,
-            int limit = 5, CancellationToken cancellationToken = default)
+            int limit = 5, int hops = 0, bool deepen = false, CancellationToken cancellationToken = default)
         {
-            var request = new SearchMemoriesRequest { Scope = MakeScope(userId, heroineId), Query = query, Limit = limit };
+            var request = new SearchMemoriesRequest
+            {
+                Scope = MakeScope(userId, heroineId), Query = query, Limit = limit, Hops = hops, Deepen = deepen,
+            };
             var response = await Call(
                 deadline => Raw.SearchMemoriesAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
                 idempotent: true, cancellationToken).ConfigureAwait(false);
             return response.Results;
+        }
+
+        /// <summary>The heroine's context block for what the player just said, within a token budget: what she
+        /// remembers that matters now, ready for her system prompt (Text), with its sections and what was left out.</summary>
+        /// <param name="tokenBudget">0 means the server's default (400).</param>
+        /// <param name="language">"ko" (default) or "en": the section titles' language.</param>
+        public async Task<BuildContextResponse> BuildContextAsync(string userId, string heroineId, string utterance = "",
+            int tokenBudget = 0, string language = "", bool includeShared = false,
+            CancellationToken cancellationToken = default)
+        {
+            var request = new BuildContextRequest
+            {
+                Scope = MakeScope(userId, heroineId), Utterance = utterance ?? "", TokenBudget = tokenBudget,
+                Language = language ?? "", IncludeShared = includeShared,
+            };
+            return await Call(
+                deadline => Raw.BuildContextAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
+                idempotent: true, cancellationToken).ConfigureAwait(false);
+        }
+
+        /// <summary>Goes one depth further from a memory (empty: the scope's last expanded one), linking what it finds.</summary>
+        public async Task<ExpandMemoryResponse> ExpandAsync(string userId, string heroineId, string memoryId = "",
+            CancellationToken cancellationToken = default)
+        {
+            var request = new ExpandMemoryRequest { Scope = MakeScope(userId, heroineId), MemoryId = memoryId ?? "" };
+            return await Call(
+                deadline => Raw.ExpandMemoryAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
+                idempotent: false, cancellationToken).ConfigureAwait(false);
+        }
+
+        /// <summary>Marks the player's memory (every heroine) in a save slot; returns the timeline saved.</summary>
+        public async Task<long> CreateSavePointAsync(string userId, string saveId, CancellationToken cancellationToken = default)
+        {
+            var request = new CreateSavePointRequest { UserId = userId, SaveId = saveId };
+            var response = await Call(
+                deadline => Raw.CreateSavePointAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
+                idempotent: false, cancellationToken).ConfigureAwait(false);
+            return response.SavePoint.TimelineId;
+        }
+
+        /// <summary>From now on the player's memory is as it was at the save; returns the new live timeline.</summary>
+        public async Task<long> LoadSavePointAsync(string userId, string saveId, CancellationToken cancellationToken = default)
+        {
+            var request = new LoadSavePointRequest { UserId = userId, SaveId = saveId };
+            var response = await Call(
+                deadline => Raw.LoadSavePointAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
+                idempotent: false, cancellationToken).ConfigureAwait(false);
+            return response.Timeline.TimelineId;
         }
 
         static Scope MakeScope(string userId, string heroineId) => new Scope { UserId = userId, HeroineId = heroineId };

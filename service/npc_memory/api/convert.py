@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from google.protobuf import timestamp_pb2
 from npc_memory_client.v1 import extraction_pb2 as ex_pb
@@ -15,12 +15,19 @@ from npc_memory.domain.jobs import Job, JobResult
 from npc_memory.domain.links import Expansion, Link, LinkKind, LinkView
 from npc_memory.domain.model import Memory, SavePoint, Scope, ScoredMemory, StoreResult, Timeline
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
-    """A proto Timestamp of an aware datetime."""
-    ts = timestamp_pb2.Timestamp()
-    ts.FromDatetime(when)
-    return ts
+    """A proto Timestamp of a datetime (a naive one is taken as UTC)."""
+    if when.tzinfo is None:
+        ts = timestamp_pb2.Timestamp()
+        ts.FromDatetime(when)
+        return ts
+    # Integer arithmetic on the timedelta: protobuf's FromDatetime was ~2% of the server's samples under search
+    # load (it formats through several Python steps); days/seconds/microseconds are already normalised.
+    delta = when - _EPOCH
+    return timestamp_pb2.Timestamp(seconds=delta.days * 86_400 + delta.seconds, nanos=delta.microseconds * 1000)
 
 
 def memory(m: Memory, asked: Scope | None = None) -> pb.Memory:

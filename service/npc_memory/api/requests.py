@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from npc_memory_client.v1 import memory_pb2 as pb
@@ -23,7 +24,7 @@ from npc_memory.domain.model import (
     Tier,
     Visibility,
 )
-from npc_memory.domain.paging import BadPageTokenError, Cursor, decode_cursor
+from npc_memory.domain.paging import BadPageTokenError, Cursor, HistoryCursor, decode_cursor, decode_history_cursor
 
 MAX_QUERY_CHARS = 2000
 DEFAULT_PAGE_SIZE = 50
@@ -34,6 +35,7 @@ MAX_SAVE_ID = 128
 ReadRequest = (
     svc.SearchMemoriesRequest | svc.ListMemoriesRequest | svc.GetMemoryRequest | svc.GetMemoryHistoryRequest
 )
+T = TypeVar("T")
 UPDATABLE = frozenset({"importance", "tier", "metadata", "content"})
 
 
@@ -158,19 +160,30 @@ class ListRequest:
     include_shared: bool = False
 
 
+def _page_size(c: Checker, asked: int) -> int:
+    page_size = asked or DEFAULT_PAGE_SIZE
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        c.bad("page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 means {DEFAULT_PAGE_SIZE})")
+    return page_size
+
+
+def _token(c: Checker, token: str, decode: Callable[[str], T], rpc: str) -> T | None:
+    """The position a page token holds (None for the first page); a violation if it is not one of ``rpc``'s."""
+    if not token:
+        return None
+    try:
+        return decode(token)
+    except BadPageTokenError:
+        c.bad("page_token", f"is not a token from a previous {rpc} response")
+        return None
+
+
 def parse_list(request: svc.ListMemoriesRequest) -> ListRequest:
     """Validate a ListMemories request."""
     c = Checker()
     scope = c.scope("scope", request.scope, request.HasField("scope"))
-    page_size = request.page_size or DEFAULT_PAGE_SIZE
-    if not 1 <= page_size <= MAX_PAGE_SIZE:
-        c.bad("page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 means {DEFAULT_PAGE_SIZE})")
-    after = None
-    if request.page_token:
-        try:
-            after = decode_cursor(request.page_token)
-        except BadPageTokenError:
-            c.bad("page_token", "is not a token from a previous ListMemories response")
+    page_size = _page_size(c, request.page_size)
+    after = _token(c, request.page_token, decode_cursor, "ListMemories")
     flt = _filter(c, request.filter)
     view = _view(c, request)
     c.done()
@@ -254,6 +267,8 @@ class HistoryRequest:
     slot: str | None
     memory_id: UUID | None
     view: ReadView
+    page_size: int = DEFAULT_PAGE_SIZE
+    after: HistoryCursor | None = None
 
 
 def parse_history(request: svc.GetMemoryHistoryRequest) -> HistoryRequest:
@@ -266,8 +281,10 @@ def parse_history(request: svc.GetMemoryHistoryRequest) -> HistoryRequest:
     c.text("subject_id", request.subject_id, max_chars=MAX_SUBJECT_ID, required=False)
     slot = c.slot("slot", request.slot)
     view = _view(c, request)
+    page_size = _page_size(c, request.page_size)
+    after = _token(c, request.page_token, decode_history_cursor, "GetMemoryHistory")
     c.done()
-    return HistoryRequest(scope, request.subject_id, slot, memory_id, view)
+    return HistoryRequest(scope, request.subject_id, slot, memory_id, view, page_size, after)
 
 
 def parse_forget(request: svc.ForgetPlayerRequest | svc.ListSavePointsRequest) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
@@ -13,7 +14,7 @@ from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from npc_memory.api import context, convert, enums, extraction_requests, requests
 from npc_memory.api.errors import handle_errors
-from npc_memory.domain.paging import encode_cursor
+from npc_memory.domain.paging import encode_cursor, encode_history_cursor
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import FailedPreconditionError
 from npc_memory.extraction.service import Extractor
@@ -39,7 +40,8 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         self, request: svc.StoreMemoriesRequest, context: Ctx[Any, Any]
     ) -> svc.StoreMemoriesResponse:
         """Store a batch of facts atomically."""
-        parsed = requests.parse_store(request, self._engine.write_settings, self._dim)
+        # Checking 256 facts (text, metadata, vectors) is ~15 ms of Python: in a thread, not on the event loop.
+        parsed = await asyncio.to_thread(requests.parse_store, request, self._engine.write_settings, self._dim)
         results = await self._engine.store(parsed.scope, parsed.facts, parsed.request_id)
         return svc.StoreMemoriesResponse(results=[convert.store_result(r) for r in results])
 
@@ -110,10 +112,13 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         """A slot's, a subject's or a memory's rows over time."""
         p = requests.parse_history(request)
         if p.memory_id is not None:
-            rows = await self._engine.chain(p.scope, p.memory_id, p.view)
+            rows, cursor = await self._engine.chain(p.scope, p.memory_id, p.page_size, p.after, p.view)
         else:
-            rows = await self._engine.history(p.scope, p.subject_id, p.slot, p.view)
-        return svc.GetMemoryHistoryResponse(memories=[convert.memory(m) for m in rows])
+            rows, cursor = await self._engine.history(p.scope, p.subject_id, p.slot, p.page_size, p.after, p.view)
+        return svc.GetMemoryHistoryResponse(
+            memories=[convert.memory(m) for m in rows],
+            next_page_token=encode_history_cursor(cursor) if cursor else "",
+        )
 
     @handle_errors
     async def ForgetPlayer(  # noqa: N802

@@ -15,11 +15,19 @@ import numpy as np
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from npc_memory_client.v1 import memory_pb2 as pb
 
+from npc_memory.domain.fact_rules import (
+    FIXED_SUBJECT_IDS,
+    HEROINE_ID,
+    MAX_IMPORTANCE,
+    MIN_IMPORTANCE,
+    heroine_id_ok,
+    importance_ok,
+    slot_problem,
+    text_problem,
+)
 from npc_memory.domain.gametime import MAX_GAME_DAY, MIN_GAME_DAY, game_instant
 from npc_memory.domain.model import (
     DEFAULT_IMPORTANCE,
-    USER_SUBJECT_ID,
-    WORLD_SUBJECT_ID,
     ContentType,
     MemoryRef,
     Scope,
@@ -34,11 +42,8 @@ E = TypeVar("E")
 
 # Matched with fullmatch: a pattern ending in ``$`` would also accept the id followed by a newline.
 USER_ID = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
-HEROINE_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-MAX_SLOT = 128
 MAX_REQUEST_ID = 128
 MAX_METADATA_BYTES = 16_384
-RESERVED_SUBJECT_IDS = {USER_SUBJECT_ID, WORLD_SUBJECT_ID}
 # Weights are relative, so this range loses nothing; outside it PostgreSQL's float8 arithmetic on the scores
 # overflows (1e308 x 4) or underflows (5e-324 x a score < 1 rounds to zero), which it reports as an error.
 MIN_WEIGHT = 1e-6
@@ -80,12 +85,8 @@ class Checker:
 
     def text(self, path: str, value: str, *, max_chars: int, required: bool = True) -> str:
         """A string without NUL, within ``max_chars``; empty allowed unless ``required``."""
-        if required and not value.strip():
-            self.bad(path, "is required")
-        elif len(value) > max_chars:
-            self.bad(path, f"is {len(value)} characters; the maximum is {max_chars}")
-        elif "\x00" in value:
-            self.bad(path, "contains a NUL character")
+        if problem := text_problem(value, max_chars, required):
+            self.bad(path, problem)
         return value
 
     def scope(self, path: str, scope: pb.Scope, present: bool) -> Scope:
@@ -169,8 +170,8 @@ class Checker:
         """1-10; 0 means ``default``."""
         if value == 0 and default is not None:
             return default
-        if not 1 <= value <= 10:
-            self.bad(path, "must be between 1 and 10 (0 means the default 5)")
+        if not importance_ok(value):
+            self.bad(path, f"must be between {MIN_IMPORTANCE} and {MAX_IMPORTANCE} (0 means the default 5)")
         return value
 
     def vector(self, path: str, values: Sequence[float], dim: int) -> Vector | None:
@@ -224,18 +225,15 @@ class Checker:
 
     def subject_id(self, path: str, subject: Subject | None, value: str, scope: Scope) -> str:
         """The subject id matching the subject, defaulted from it when empty."""
-        if subject is Subject.USER:
-            if value not in ("", USER_SUBJECT_ID):
-                self.bad(path, f"must be '{USER_SUBJECT_ID}' (or empty) for SUBJECT_USER")
-            return USER_SUBJECT_ID
-        if subject is Subject.WORLD:
-            if value not in ("", WORLD_SUBJECT_ID):
-                self.bad(path, f"must be '{WORLD_SUBJECT_ID}' (or empty) for SUBJECT_WORLD")
-            return WORLD_SUBJECT_ID
+        if subject is not None and subject in FIXED_SUBJECT_IDS:
+            fixed = FIXED_SUBJECT_IDS[subject]
+            if value not in ("", fixed):
+                self.bad(path, f"must be '{fixed}' (or empty) for SUBJECT_{subject.name}")
+            return fixed
         if subject is Subject.HEROINE:
             if not value:
                 return scope.heroine_id
-            if value in RESERVED_SUBJECT_IDS or not HEROINE_ID.fullmatch(value):
+            if not heroine_id_ok(value):
                 self.bad(path, "must be a heroine id (a-z, 0-9, '_' or '-') for SUBJECT_HEROINE")
         return value
 
@@ -251,9 +249,8 @@ class Checker:
 
     def slot(self, path: str, value: str) -> str | None:
         """An optional slot key."""
-        self.text(path, value, max_chars=MAX_SLOT, required=False)
-        if value and value != value.strip():
-            self.bad(path, "must not start or end with whitespace")
+        if problem := slot_problem(value):
+            self.bad(path, problem)
         return value or None
 
 

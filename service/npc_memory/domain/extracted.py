@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from npc_memory.domain.fact_rules import (
+    FIXED_SUBJECT_IDS,
+    MAX_IMPORTANCE,
+    MIN_IMPORTANCE,
+    heroine_id_ok,
+    importance_ok,
+    slot_problem,
+    text_problem,
+)
 from npc_memory.domain.model import (
     DEFAULT_IMPORTANCE,
-    USER_SUBJECT_ID,
-    WORLD_SUBJECT_ID,
     ContentType,
     NewMemory,
     Speaker,
     Subject,
 )
 
-MAX_SLOT = 128
-SLOT = re.compile(r"^\S(.*\S)?$")
 E = TypeVar("E", Speaker, Subject, ContentType)
 
 
@@ -53,12 +57,12 @@ def _enum(reasons: list[str], name: str, value: object, kind: type[E]) -> E | No
 
 
 def _subject_id(reasons: list[str], subject: Subject | None, value: object, heroines: Collection[str]) -> str:
-    expected = {Subject.USER: USER_SUBJECT_ID, Subject.WORLD: WORLD_SUBJECT_ID}
-    if subject in expected:
-        if value not in (None, "", expected[subject]):
-            reasons.append(f"subject_id: must be {expected[subject]!r} for subject {subject.value!r}")
-        return expected[subject]
-    if subject is Subject.HEROINE and value not in heroines:
+    if subject is not None and subject in FIXED_SUBJECT_IDS:
+        fixed = FIXED_SUBJECT_IDS[subject]
+        if value not in (None, "", fixed):
+            reasons.append(f"subject_id: must be {fixed!r} for subject {subject.value!r}")
+        return fixed
+    if subject is Subject.HEROINE and (not isinstance(value, str) or not heroine_id_ok(value) or value not in heroines):
         reasons.append(f"subject_id: {value!r} is not a heroine the game knows ({', '.join(sorted(heroines))})")
     return str(value)
 
@@ -80,17 +84,20 @@ def check_fact(
         if "content_type" in raw else None
     subject_id = _subject_id(reasons, subject, raw.get("subject_id"), heroines) if "subject_id" in raw else ""
     content = raw.get("content")
-    if "content" in raw and (not isinstance(content, str) or not content.strip()):
-        reasons.append("content: must be non-empty text")
-    elif isinstance(content, str) and (len(content) > max_content_chars or "\x00" in content):
-        reasons.append(f"content: must be at most {max_content_chars} characters without NUL")
+    if "content" in raw:
+        problem = text_problem(content, max_content_chars) if isinstance(content, str) else "must be text"
+        if problem:
+            reasons.append(f"content: {problem}")
     importance = raw.get("importance", DEFAULT_IMPORTANCE)
     if "importance" in raw and (isinstance(importance, bool) or not isinstance(importance, int)
-                                or not 1 <= importance <= 10):
-        reasons.append(f"importance: {importance!r} is not a whole number between 1 and 10")
+                                or not importance_ok(importance)):
+        scale = f"{MIN_IMPORTANCE} and {MAX_IMPORTANCE}"
+        reasons.append(f"importance: {importance!r} is not a whole number between {scale}")
     slot = raw.get("slot")
-    if slot not in (None, "") and (not isinstance(slot, str) or len(slot) > MAX_SLOT or not SLOT.match(slot)):
-        reasons.append(f"slot: must be text of at most {MAX_SLOT} characters without surrounding spaces")
+    if slot not in (None, ""):
+        problem = slot_problem(slot) if isinstance(slot, str) else "must be text"
+        if problem:
+            reasons.append(f"slot: {problem}")
     if reasons or speaker is None or subject is None or content_type is None or not isinstance(content, str):
         return RejectedFact(index, tuple(reasons), text)
     return index, NewMemory(

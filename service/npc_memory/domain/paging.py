@@ -1,4 +1,7 @@
-"""Opaque page tokens for ListMemories: a keyset position (valid_at, id), base64-encoded."""
+"""Opaque page tokens: a keyset position, base64-encoded.
+
+(valid_at, id) for ListMemories; (valid_at, created_at, id) for GetMemoryHistory.
+"""
 
 from __future__ import annotations
 
@@ -34,30 +37,67 @@ class Cursor:
     id: UUID
 
 
-def encode_cursor(cursor: Cursor) -> str:
-    """The page token for the page after ``cursor``."""
-    raw = json.dumps({"v": cursor.valid_at.isoformat(), "i": str(cursor.id)}).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+@dataclass(frozen=True)
+class HistoryCursor:
+    """The last row of the previous GetMemoryHistory page (history runs oldest first, ties by creation)."""
+
+    valid_at: datetime
+    created_at: datetime
+    id: UUID
 
 
-def decode_cursor(token: str) -> Cursor:
-    """Parse a page token; raise BadPageTokenError if it is not one of ours."""
+def _encode(fields: dict[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(fields).encode()).decode().rstrip("=")
+
+
+def _decode(token: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """The token's fields, each a string, exactly ``keys``; BadPageTokenError otherwise."""
     if len(token) > MAX_TOKEN_CHARS:
         raise BadPageTokenError(f"longer than {MAX_TOKEN_CHARS} characters")
     try:
         data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, ValueError) as exc:
         raise BadPageTokenError(str(exc)) from exc
-    # Any JSON decodes; only our shape is a position (UUID(5) raises AttributeError, not ValueError).
-    if not isinstance(data, dict) or not isinstance(data.get("v"), str) or not isinstance(data.get("i"), str):
+    # Any JSON decodes; only our shape is a position (UUID(5) raises AttributeError, not ValueError). The exact
+    # key set also keeps a ListMemories token from being read as a history position and the other way round.
+    if not isinstance(data, dict) or set(data) != set(keys) or not all(isinstance(data[k], str) for k in keys):
         raise BadPageTokenError("not a position")
+    return data
+
+
+def _time(text: str) -> datetime:
+    when = datetime.fromisoformat(text)
+    if when.tzinfo is None:
+        raise BadPageTokenError("time without a time zone")
+    return when
+
+
+def encode_cursor(cursor: Cursor) -> str:
+    """The page token for the page after ``cursor``."""
+    return _encode({"v": cursor.valid_at.isoformat(), "i": str(cursor.id)})
+
+
+def decode_cursor(token: str) -> Cursor:
+    """Parse a ListMemories page token; raise BadPageTokenError if it is not one of ours."""
+    data = _decode(token, ("v", "i"))
     try:
-        cursor = Cursor(datetime.fromisoformat(data["v"]), UUID(data["i"]))
+        return Cursor(_time(data["v"]), UUID(data["i"]))
+    except ValueError as exc:  # BadPageTokenError is a ValueError too, and passes through unchanged
+        raise BadPageTokenError(str(exc)) from exc
+
+
+def encode_history_cursor(cursor: HistoryCursor) -> str:
+    """The GetMemoryHistory page token for the page after ``cursor``."""
+    return _encode({"v": cursor.valid_at.isoformat(), "c": cursor.created_at.isoformat(), "i": str(cursor.id)})
+
+
+def decode_history_cursor(token: str) -> HistoryCursor:
+    """Parse a GetMemoryHistory page token; raise BadPageTokenError if it is not one of ours."""
+    data = _decode(token, ("v", "c", "i"))
+    try:
+        return HistoryCursor(_time(data["v"]), _time(data["c"]), UUID(data["i"]))
     except ValueError as exc:
         raise BadPageTokenError(str(exc)) from exc
-    if cursor.valid_at.tzinfo is None:
-        raise BadPageTokenError("time without a time zone")
-    return cursor
 
 
 def fits_in_bytes(memories: Sequence[Memory], max_bytes: int) -> int:

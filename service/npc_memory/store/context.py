@@ -9,17 +9,20 @@ from psycopg import sql
 from npc_memory.domain.model import Memory, Scope
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.view import VISIBLE, view_params, with_view
+from npc_memory.store.view import view_params, visible, with_view
 
 # Facts about the player, about this heroine, and events, valid at %(at)s, most important first; the domain
 # (domain/context.py) sorts them into sections. Shared rows of other heroines only with include_shared.
-PROFILE = with_view(sql.SQL("""
+_PROFILE = """
 SELECT {columns} FROM {visible} m
 WHERE m.valid_at <= %(at)s AND (m.invalid_at IS NULL OR m.invalid_at > %(at)s)
   AND (m.subject = 'user' OR (m.subject = 'heroine' AND m.subject_id = %(heroine_id)s) OR m.content_type = 'event')
 ORDER BY m.importance DESC, m.valid_at DESC, m.id
 LIMIT %(limit)s
-""").format(columns=MEMORY_COLUMNS, visible=VISIBLE))
+"""
+PROFILE = {shared: with_view(sql.SQL(_PROFILE).format(columns=MEMORY_COLUMNS, visible=visible(shared)), shared)
+           for shared in (False, True)}
+"""The profile read, of the scope's own rows or (True) with the player's shared ones."""
 
 
 async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared: bool, limit: int) -> list[Memory]:
@@ -27,5 +30,5 @@ async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared:
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "at": at, "limit": limit}
     params |= view_params(include_shared=include_shared)
     async with db.connection() as conn:
-        cur = await conn.execute(PROFILE, params)
+        cur = await conn.execute(PROFILE[include_shared], params)
         return [memory_from_row(r) for r in await cur.fetchall()]

@@ -15,9 +15,12 @@ from npc_memory.store.changes import LOCK_SCOPE
 from npc_memory.store.link_writes import INSERT_LINK, link_params
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
+from npc_memory.store.view import VISIBLE, view_params, with_view
 from npc_memory.store.writes import scope_params
 
-EXISTS = "SELECT 1 FROM user_memories WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s"
+# Through the player's live timeline view: after a load, a memory of the abandoned timeline is not found, neither
+# as the memory to expand nor as a neighbour.
+EXISTS = with_view(sql.SQL("SELECT 1 FROM {visible} m WHERE m.id = %(id)s").format(visible=VISIBLE))
 
 STATE = "SELECT memory_id, depth FROM expand_state WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s"
 
@@ -44,12 +47,12 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND from_id = %(id)s
 # way, any kind: a memory the game already linked is not "found"):
 # those sharing the most keyword terms first (via: the first shared term, as seed 000's ABOUT), then the
 # nearest by cosine (via: the frontier memory it is nearest to). Vectors are unit length, so <#> is -cosine.
-NEIGHBOURS = """
+NEIGHBOURS = with_view(sql.SQL("""
 SELECT n.id, n.via FROM (
     SELECT DISTINCT ON (c.id) c.id, s.shared, -(c.embedding <#> f.embedding) AS cosine,
            COALESCE(s.term, f.id::text) AS via
     FROM user_memories f
-    JOIN user_memories c ON c.user_id = f.user_id AND c.heroine_id = f.heroine_id
+    JOIN {visible} c ON c.heroine_id = f.heroine_id
     CROSS JOIN LATERAL (
         SELECT count(DISTINCT t) AS shared, min(t) AS term FROM unnest(f.terms) t WHERE t = ANY(c.terms)
     ) s
@@ -63,18 +66,22 @@ SELECT n.id, n.via FROM (
 ) n
 ORDER BY n.shared DESC, n.cosine DESC, n.id
 LIMIT %(per_depth)s
-"""
+""").format(visible=VISIBLE))
 
 MEMORIES = sql.SQL("""
 SELECT {columns} FROM user_memories m
 WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = ANY(%(ids)s)
 """).format(columns=MEMORY_COLUMNS)
 
-LINKS_OF = """
+# Only links whose other end the player's live timeline sees: a link made on an abandoned timeline (to a memory
+# written after the save point that was loaded) is not shown.
+LINKS_OF = with_view(sql.SQL("""
 SELECT l.from_id, l.to_id, l.kind, l.depth, l.via, l.discovered_at FROM memory_links l
 WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s AND (l.from_id = %(id)s OR l.to_id = %(id)s)
+  AND EXISTS (SELECT 1 FROM {visible} m
+              WHERE m.id = CASE WHEN l.from_id = %(id)s THEN l.to_id ELSE l.from_id END)
 ORDER BY l.kind, l.depth, l.discovered_at, l.from_id, l.to_id
-"""
+""").format(visible=VISIBLE))
 
 
 def link_from_row(row: dict[str, Any]) -> Link:
@@ -84,7 +91,7 @@ def link_from_row(row: dict[str, Any]) -> Link:
 
 
 async def _require(conn: Connection, scope: Scope, memory_id: UUID) -> None:
-    cur = await conn.execute(EXISTS, scope_params(scope) | {"id": memory_id})
+    cur = await conn.execute(EXISTS, scope_params(scope) | view_params() | {"id": memory_id})
     if await cur.fetchone() is None:
         raise NotFoundError(f"no memory {memory_id} in this scope")
 
@@ -122,7 +129,7 @@ async def expand(db: Database, scope: Scope, memory_id: UUID | None, per_depth: 
             frontier = [r["to_id"] for r in await cur.fetchall()]
         found: list[Link] = []
         if frontier:
-            cur = await conn.execute(NEIGHBOURS, scope_params(scope) | {
+            cur = await conn.execute(NEIGHBOURS, scope_params(scope) | view_params() | {
                 "id": root, "frontier": frontier, "now": now, "per_depth": per_depth,
             })
             found = [Link(root, r["id"], LinkKind.RELATED_TO, depth, r["via"]) for r in await cur.fetchall()]
@@ -141,7 +148,7 @@ async def links_of(db: Database, scope: Scope, memory_id: UUID) -> LinkView:
     """A memory's parents (what it derives from), children (what derives from it) and related memories."""
     async with db.connection() as conn:
         await _require(conn, scope, memory_id)
-        cur = await conn.execute(LINKS_OF, scope_params(scope) | {"id": memory_id})
+        cur = await conn.execute(LINKS_OF, scope_params(scope) | view_params() | {"id": memory_id})
         links = [link_from_row(r) for r in await cur.fetchall()]
     derived = [link for link in links if link.kind is LinkKind.DERIVED_FROM]
     return LinkView(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -14,6 +15,10 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from npc_memory.errors import ConflictError, UnavailableError
 
 Connection = psycopg.AsyncConnection[DictRow]
+
+# While the last ping failed, a call waits this long for a connection, not the whole connect timeout: during an
+# outage every call hung 5 s before its UNAVAILABLE, holding the client's deadline and a server slot for nothing.
+DOWN_WAIT_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,11 @@ class Database:
     def __init__(self, url: str, settings: PoolSettings) -> None:
         self.url = url
         self._timeout = settings.connect_timeout
+        self._sizes = (settings.min_size, settings.max_size)
+        self._down = False
+        """The last ping failed (the health watcher pings every half second)."""
+        self._nudged = False
+        """A fresh connection attempt was started in this outage (see ``_reconnect_now``)."""
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url,
             min_size=settings.min_size,
@@ -68,11 +78,12 @@ class Database:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """A pooled connection; outages surface as UnavailableError, serialization races as ConflictError."""
+        wait = DOWN_WAIT_SECONDS if self._down else self._timeout
         try:
-            async with self._pool.connection() as conn:
+            async with self._pool.connection(timeout=wait) as conn:
                 yield conn
         except PoolTimeout as exc:
-            raise UnavailableError(f"no database connection within {self._timeout}s") from exc
+            raise UnavailableError(f"no database connection within {wait}s") from exc
         except psycopg.errors.SerializationFailure as exc:
             raise ConflictError(str(exc)) from exc
         except psycopg.OperationalError as exc:
@@ -85,6 +96,30 @@ class Database:
             yield conn
 
     async def ping(self) -> None:
-        """Raise UnavailableError unless a trivial query answers."""
-        async with self.connection() as conn:
-            await conn.execute("SELECT 1")
+        """Raise UnavailableError unless a trivial query answers; until one does, calls wait only briefly."""
+        try:
+            async with self.connection() as conn:
+                await conn.execute("SELECT 1")
+        except (UnavailableError, TimeoutError, asyncio.CancelledError):  # the watcher's own timeout cancels us
+            was_down, self._down = self._down, True
+            if was_down and not self._nudged:
+                await self._reconnect_now()
+            raise
+        self._down = self._nudged = False
+
+    async def _reconnect_now(self) -> None:
+        """If the database answers a connection of our own, have the pool connect now rather than after its backoff.
+
+        The pool retries a lost connection after 1, 2, 4, 8 … s: once the database is back it could sit out a
+        delay as long as the outage itself. Growing the pool by one starts a fresh attempt at once; the extra
+        connection is closed later, like any idle one above the minimum.
+        """
+        try:
+            probe = await psycopg.AsyncConnection.connect(self.url, connect_timeout=2)
+        except psycopg.OperationalError:
+            return  # still down: the pool's own attempts go on
+        await probe.close()
+        low, high = self._sizes
+        self._nudged = True
+        await self._pool.resize(low + 1, max(high, low + 1))
+        await self._pool.resize(low, high)

@@ -3,35 +3,49 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from psycopg import sql
 
 from npc_memory.domain.model import LIVE, Memory, MemoryFilter, ReadView, Scope
-from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, fits_in_bytes
+from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor, fits_in_bytes
 from npc_memory.errors import NotFoundError
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.view import VISIBLE, view_params, with_view
+from npc_memory.store.view import VISIBLE, view_params, visible, with_view
 
 GET = with_view(sql.SQL("""
 SELECT {columns} FROM {visible} m WHERE m.id = %(id)s
 """).format(columns=MEMORY_COLUMNS, visible=VISIBLE))
 
-LIST = with_view(sql.SQL("""
+_LIST = """
 SELECT {columns} FROM {visible} m
 WHERE {filter}
   AND (%(after_valid_at)s::timestamptz IS NULL OR (m.valid_at, m.id) < (%(after_valid_at)s, %(after_id)s::uuid))
 ORDER BY m.valid_at DESC, m.id DESC
 LIMIT %(limit)s
-""").format(columns=MEMORY_COLUMNS, filter=MEMORY_FILTER, visible=VISIBLE))
+"""
+LIST = {
+    shared: with_view(sql.SQL(_LIST).format(columns=MEMORY_COLUMNS, filter=MEMORY_FILTER, visible=visible(shared)),
+                      shared)
+    for shared in (False, True)
+}
+"""The listing, of the scope's own rows or (True) with the player's shared ones."""
+
+# History runs oldest first; a page starts after the previous page's last (valid_at, created_at, id).
+HISTORY_AFTER = sql.SQL("""(%(after_valid_at)s::timestamptz IS NULL
+       OR (m.valid_at, m.created_at, m.id)
+          > (%(after_valid_at)s, %(after_created_at)s::timestamptz, %(after_id)s::uuid))""")
 
 HISTORY = with_view(sql.SQL("""
 SELECT {columns} FROM {visible} m
 WHERE m.subject_id = %(subject_id)s AND (%(slot)s::text IS NULL OR m.slot = %(slot)s)
+  AND {after}
 ORDER BY m.valid_at, m.created_at, m.id
-""").format(columns=MEMORY_COLUMNS, visible=VISIBLE))
+LIMIT %(limit)s
+""").format(columns=MEMORY_COLUMNS, visible=VISIBLE, after=HISTORY_AFTER))
 
 # The versions linked through superseded_by as this view has them: a later timeline's close is not followed.
 CHAIN = with_view(sql.SQL(""",
@@ -45,8 +59,10 @@ chain AS (
     SELECT DISTINCT id FROM walk
 )
 SELECT {columns} FROM seen m JOIN chain c ON c.id = m.id
+WHERE {after}
 ORDER BY m.valid_at, m.created_at, m.id
-""").format(columns=MEMORY_COLUMNS, visible=VISIBLE))
+LIMIT %(limit)s
+""").format(columns=MEMORY_COLUMNS, visible=VISIBLE, after=HISTORY_AFTER))
 
 
 async def get_memory(db: Database, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> Memory:
@@ -60,6 +76,25 @@ async def get_memory(db: Database, scope: Scope, memory_id: UUID, view: ReadView
     return memory_from_row(row)
 
 
+def _page(rows: list[Any], page_size: int, max_bytes: int) -> tuple[list[Memory], bool]:
+    """The first ``page_size`` of ``rows`` (fetched one over) that fit in ``max_bytes``, and whether more follow."""
+    memories = [memory_from_row(r) for r in rows[:page_size]]
+    fitting = fits_in_bytes(memories, max_bytes)
+    return memories[:fitting], len(rows) > page_size or fitting < len(memories)
+
+
+def _history_params(page_size: int, after: HistoryCursor | None) -> dict[str, Any]:
+    return {
+        "limit": page_size + 1, "after_valid_at": after.valid_at if after else None,
+        "after_created_at": after.created_at if after else None, "after_id": after.id if after else None,
+    }
+
+
+def _history_cursor(memories: list[Memory], more: bool) -> HistoryCursor | None:
+    last = memories[-1] if memories and more else None
+    return HistoryCursor(last.valid_at, last.created_at, last.id) if last else None
+
+
 async def list_memories(
     db: Database, scope: Scope, flt: MemoryFilter, include_invalidated: bool, now: datetime,
     page_size: int, after: Cursor | None, view: ReadView = LIVE, include_shared: bool = False,
@@ -71,32 +106,39 @@ async def list_memories(
         "after_valid_at": after.valid_at if after else None, "after_id": after.id if after else None,
     }
     async with db.connection() as conn:
-        cur = await conn.execute(LIST, params)
+        cur = await conn.execute(LIST[include_shared], params)
         rows = await cur.fetchall()
-    memories = [memory_from_row(r) for r in rows[:page_size]]
-    fitting = fits_in_bytes(memories, max_bytes)
-    more = len(rows) > page_size or fitting < len(memories)
-    memories = memories[:fitting]
+    memories, more = _page(rows, page_size, max_bytes)
     return memories, Cursor(memories[-1].valid_at, memories[-1].id) if more else None
 
 
 async def history(
-    db: Database, scope: Scope, subject_id: str, slot: str | None, view: ReadView = LIVE
-) -> list[Memory]:
-    """Every row about a subject (or one slot of it), open and closed, by valid_at."""
+    db: Database, scope: Scope, subject_id: str, slot: str | None, page_size: int, after: HistoryCursor | None,
+    view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
+) -> tuple[list[Memory], HistoryCursor | None]:
+    """One page of the rows about a subject (or one slot of it), open and closed, by valid_at; and the next cursor."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "subject_id": subject_id, "slot": slot}
-    params |= view_params(view)
+    params |= view_params(view) | _history_params(page_size, after)
     async with db.connection() as conn:
         cur = await conn.execute(HISTORY, params)
-        return [memory_from_row(r) for r in await cur.fetchall()]
+        rows = await cur.fetchall()
+    memories, more = _page(rows, page_size, max_bytes)
+    return memories, _history_cursor(memories, more)
 
 
-async def chain(db: Database, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> list[Memory]:
-    """The versions linked to a memory through superseded_by, both ways, by valid_at."""
+async def chain(
+    db: Database, scope: Scope, memory_id: UUID, page_size: int, after: HistoryCursor | None,
+    view: ReadView = LIVE, max_bytes: int = MAX_PAGE_BYTES,
+) -> tuple[list[Memory], HistoryCursor | None]:
+    """One page of the versions linked to a memory through superseded_by, both ways, by valid_at."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id} | view_params(view)
+    params |= _history_params(page_size, after)
     async with db.connection() as conn:
         cur = await conn.execute(CHAIN, params)
         rows = await cur.fetchall()
     if not rows:
-        raise NotFoundError(f"no memory {memory_id} in this scope")
-    return [memory_from_row(r) for r in rows]
+        if after is None:
+            raise NotFoundError(f"no memory {memory_id} in this scope")
+        await get_memory(db, scope, memory_id, view)  # past the chain's end: empty, if the memory is there at all
+    memories, more = _page(rows, page_size, max_bytes)
+    return memories, _history_cursor(memories, more)

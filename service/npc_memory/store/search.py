@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from npc_memory.domain.model import ScoredMemory, Scores, SearchQuery
+from npc_memory.store.compiled import fetch_all
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import memory_from_row
-from npc_memory.store.search_sql import search_params, search_statement
+from npc_memory.store.search_sql import compiled_search, search_params
 
 
 def scored_from_row(row: dict[str, Any]) -> ScoredMemory:
@@ -34,8 +35,8 @@ async def search_ranked(
     ``per_side`` rows are taken from each candidate list; ``backend`` scores the keyword side (unused when
     ``terms`` is empty).
     """
-    statement = search_statement(query, terms, backend)
+    statement = compiled_search(query, terms, backend)
+    params = search_params(query, terms, per_side, backend)
     async with db.connection() as conn:
-        cur = await conn.execute(statement, search_params(query, terms, per_side, backend), prepare=True, binary=True)
-        rows = await cur.fetchall()
+        rows = await fetch_all(conn, statement, params)
     return [scored_from_row(r) for r in rows]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from npc_memory.store.rows import memory_columns
-from npc_memory.store.view import VISIBLE, with_view
+from npc_memory.store.view import visible, with_view
 
 # One hop from the rows of {source}: the other end of each link (either way: two index lookups, the key and
 # memory_links_to, rather than one OR that a generic plan may scan), visible to the request (timeline view, filter,
@@ -77,23 +77,26 @@ NOT_REACHED = """AND NOT EXISTS (SELECT 1 FROM top x WHERE x.id = m.id)
 
 def with_links(
     ranked: sql.Composable, filter_sql: sql.Composable, cosine: sql.Composable, recency: sql.Composable,
-    importance: sql.Composable,
+    importance: sql.Composable, shared: bool = False,
 ) -> sql.Composed:
-    """The ranked statement wrapped with the link part; the signals are expressions over ``m``."""
+    """The ranked statement wrapped with the link part; the signals are expressions over ``m``.
+
+    ``shared``: the reached memories may be the player's shared ones too, as the ranked ones may.
+    """
 
     def hop(number: int, source: str, exclude: str) -> sql.Composed:
         return sql.SQL(HOP).format(hops=sql.Literal(number), source=sql.Identifier(source), filter=filter_sql,
-                                   visible=VISIBLE,
+                                   visible=visible(shared),
                                    exclude=sql.SQL(exclude),
                                    score=sql.Identifier("s_final" if source == "top" else "path_score"))
 
     # The reached memories are read through the player's timeline view, as the ranked ones are: a link never
     # brings back a row of an abandoned timeline or one the view has closed.
     return with_view(sql.SQL(LINKED).format(
-        ranked=ranked, visible=VISIBLE, hop1=hop(1, "top", NOT_RANKED), hop2=hop(2, "hop1", NOT_REACHED),
+        ranked=ranked, visible=visible(shared), hop1=hop(1, "top", NOT_RANKED), hop2=hop(2, "hop1", NOT_REACHED),
         columns=memory_columns("m"), cosine=cosine, recency=recency, importance=importance,
         top_columns=memory_columns("t"), linked_columns=memory_columns("l"),
-    ))
+    ), shared)
 
 
 def link_places(limit: int, hops: int) -> int:

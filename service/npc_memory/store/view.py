@@ -1,7 +1,7 @@
 """The rows a read sees: one timeline's view as the service knew it at a system time, written once.
 
 A player's timeline is its own rows plus its ancestors' rows as they were at the branch points (a load
-copies nothing). ``VIEW_CTES`` resolves the lineage into one row of two small arrays (timeline ids, and the
+copies nothing). ``view_ctes`` resolves the lineage into one row of two small arrays (timeline ids, and the
 system time up to which each is seen) and the newest per-timeline change of each row; ``VISIBLE`` is the
 scope's rows in that view, with the changeable columns (importance, tier, metadata, invalid_at, close_reason,
 superseded_by) as the view has them. Every read of
@@ -24,11 +24,17 @@ ROOT_TIMELINE = 1
 """Every player's first timeline."""
 
 # view_timeline NULL means the player's live timeline (the root without a state row); known_at NULL means now.
-# Which of the player's rows a read sees: the scope's own, and with include_shared the player's shared rows of
-# every heroine. A private row of another heroine never passes it. Writes and non-sharing reads pass False.
+# Which of the player's rows a read sees: the scope's own, or (a sharing read) also the player's shared rows of
+# every heroine. A private row of another heroine never passes either. Two statements rather than one
+# predicate with an include_shared parameter: a prepared statement's generic plan cannot fold ``heroine = X OR
+# (false AND ...)`` to ``heroine = X``, so every search of a player who also talks to other heroines scanned
+# their rows too (1.2x the search time with two other heroines of 2,000 rows: benchmarks/sharing.py).
+OWN_ROWS = sql.SQL("m.heroine_id = %(heroine_id)s")
+SHARED_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR m.visibility = 'shared')")
 SCOPE_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR (%(include_shared)s AND m.visibility = 'shared'))")
+"""The same choice made by a parameter, for the PGroonga side, whose statement is written once for both."""
 
-VIEW_CTES = sql.SQL("""
+_VIEW_CTES = """
 view AS MATERIALIZED (
     WITH RECURSIVE lineage (timeline_id, upto) AS (
         SELECT COALESCE(%(view_timeline)s::bigint,
@@ -44,10 +50,10 @@ changes AS MATERIALIZED (
     SELECT DISTINCT ON (c.memory_id) c.memory_id, c.changed_at, c.importance, c.tier, c.metadata,
            c.invalid_at, c.close_reason, c.superseded_by
     FROM memory_changes c CROSS JOIN view v
-    WHERE c.user_id = %(user_id)s AND (c.heroine_id = %(heroine_id)s OR %(include_shared)s)
+    WHERE c.user_id = %(user_id)s {changes_scope}
       AND c.changed_at <= v.uptos[array_position(v.tls, c.timeline_id)]
     ORDER BY c.memory_id, c.changed_at DESC, c.seq DESC
-)""")
+)"""
 
 # A row closed in place counts only if the close was known at the view's limit on the row's timeline; a row
 # inserted already closed (history) has no closed_at and is closed from its creation.
@@ -62,7 +68,7 @@ _FIXED = """m.id, m.user_id, m.heroine_id, m.speaker, m.subject, m.subject_id, m
 # NOT IN, whose cost per row is one hash probe whatever plan the prepared statement settles on, and the few
 # changed rows are fetched by key. (A LEFT JOIN let the generic plan of the prepared search, which estimates a
 # handful of scope rows, pick a nested loop over the changes: 30,000 comparisons for a 400-row scope.)
-VISIBLE = sql.SQL("""(
+_VISIBLE = sql.SQL("""(
     SELECT {fixed}, m.importance, m.tier, m.metadata, m.updated_at,
            CASE WHEN {closed} THEN m.invalid_at END AS invalid_at,
            CASE WHEN {closed} THEN m.close_reason END AS close_reason,
@@ -77,16 +83,32 @@ VISIBLE = sql.SQL("""(
     JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = ch.memory_id
     CROSS JOIN view v
     WHERE {scope} AND m.created_at <= {upto}
-)""").format(closed=sql.SQL(_CLOSED_HERE), fixed=sql.SQL(_FIXED), upto=sql.SQL(_UPTO), scope=SCOPE_ROWS)
+)""")
 
 
-def with_view(body: sql.Composable) -> sql.Composed:
-    """``body`` (a statement reading ``VISIBLE``) preceded by the view's CTEs."""
-    return sql.Composed([sql.SQL("WITH "), VIEW_CTES, sql.SQL("\n"), body])
+def view_ctes(shared: bool = False) -> sql.Composed:
+    """The view's CTEs; a sharing read also takes the changes of the player's other scopes."""
+    return sql.SQL(_VIEW_CTES).format(
+        changes_scope=sql.SQL("" if shared else "AND c.heroine_id = %(heroine_id)s"))
+
+
+def visible(shared: bool = False) -> sql.Composed:
+    """The rows the view sees: the scope's own, or (``shared``) also the player's shared rows of other scopes."""
+    return _VISIBLE.format(closed=sql.SQL(_CLOSED_HERE), fixed=sql.SQL(_FIXED), upto=sql.SQL(_UPTO),
+                           scope=SHARED_ROWS if shared else OWN_ROWS)
+
+
+VISIBLE = visible()
+"""The scope's own rows in the view: what writes and non-sharing reads see."""
+
+
+def with_view(body: sql.Composable, shared: bool = False) -> sql.Composed:
+    """``body`` (a statement reading ``visible(shared)``) preceded by the view's CTEs."""
+    return sql.Composed([sql.SQL("WITH "), view_ctes(shared), sql.SQL("\n"), body])
 
 
 def view_params(view: ReadView = LIVE, include_shared: bool = False) -> dict[str, Any]:
-    """Parameters of VIEW_CTES and VISIBLE: a timeline as known at a time, and whether shared rows are seen.
+    """Parameters of the view's CTEs and rows: a timeline as known at a time (and the PGroonga side's sharing).
 
     The timeline None is the player's live one, ``known_at`` None is now; ``include_shared`` admits the player's
     shared rows of other heroines (SCOPE_ROWS).

@@ -657,6 +657,8 @@ class GetMemoryHistoryRequest(_message.Message):
     MEMORY_ID_FIELD_NUMBER: _builtins.int
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
     KNOWN_AT_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     subject_id: _builtins.str
     """The subject whose facts to return ("user", "world" or a heroine id)."""
     slot: _builtins.str
@@ -665,6 +667,10 @@ class GetMemoryHistoryRequest(_message.Message):
     """Instead of subject_id/slot: the version chain this memory belongs to."""
     timeline_id: _builtins.int
     """Read this timeline instead of the live one; 0 means the live one."""
+    page_size: _builtins.int
+    """At most this many rows (1-500; 0 means 50). A page also stops at about 1 MB of content and metadata."""
+    page_token: _builtins.str
+    """From a previous GetMemoryHistory response's next_page_token; empty for the first page."""
     @_builtins.property
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
@@ -680,10 +686,12 @@ class GetMemoryHistoryRequest(_message.Message):
         memory_id: _builtins.str = ...,
         timeline_id: _builtins.int = ...,
         known_at: _timestamp_pb2.Timestamp | None = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["known_at", b"known_at", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["known_at", b"known_at", "memory_id", b"memory_id", "scope", b"scope", "slot", b"slot", "subject_id", b"subject_id", "timeline_id", b"timeline_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["known_at", b"known_at", "memory_id", b"memory_id", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope", "slot", b"slot", "subject_id", b"subject_id", "timeline_id", b"timeline_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -694,18 +702,22 @@ class GetMemoryHistoryResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORIES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Pass as page_token for the next page; empty on the last page."""
     @_builtins.property
     def memories(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]:
-        """Ordered by valid_at, closed rows included."""
+        """Ordered by valid_at (then creation), closed rows included."""
 
     def __init__(
         self,
         *,
         memories: _abc.Iterable[_memory_pb2.Memory] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memories", b"memories"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memories", b"memories", "next_page_token", b"next_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

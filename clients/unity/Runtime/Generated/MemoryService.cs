@@ -89,61 +89,63 @@ namespace NpcMemory.V1 {
             "IAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1l",
             "c3RhbXASLwoOdmFsaWRfZ2FtZV9kYXkYCSABKAsyFy5ucGNfbWVtb3J5LnYx",
             "LkdhbWVUaW1lIj0KFFVwZGF0ZU1lbW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgB",
-            "IAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5IrYBChdHZXRNZW1vcnlIaXN0",
+            "IAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5It0BChdHZXRNZW1vcnlIaXN0",
             "b3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
             "cGUSEgoKc3ViamVjdF9pZBgCIAEoCRIMCgRzbG90GAMgASgJEhEKCW1lbW9y",
             "eV9pZBgEIAEoCRITCgt0aW1lbGluZV9pZBgFIAEoAxIsCghrbm93bl9hdBgG",
-            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoYR2V0TWVtb3J5",
-            "SGlzdG9yeVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9y",
-            "eS52MS5NZW1vcnkiJgoTRm9yZ2V0UGxheWVyUmVxdWVzdBIPCgd1c2VyX2lk",
-            "GAEgASgJIjAKFEZvcmdldFBsYXllclJlc3BvbnNlEhgKEGRlbGV0ZWRfbWVt",
-            "b3JpZXMYASABKAMiTQoTRXhwYW5kTWVtb3J5UmVxdWVzdBIjCgVzY29wZRgB",
-            "IAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIgASgJ",
-            "IqEBChRFeHBhbmRNZW1vcnlSZXNwb25zZRIRCgltZW1vcnlfaWQYASABKAkS",
-            "DQoFZGVwdGgYAiABKAUSKAoFZm91bmQYAyADKAsyGS5ucGNfbWVtb3J5LnYx",
-            "Lk1lbW9yeUxpbmsSJwoIbWVtb3JpZXMYBCADKAsyFS5ucGNfbWVtb3J5LnYx",
-            "Lk1lbW9yeRIUCgx0b3RhbF9saW5rZWQYBSABKAUiSgoQTGlzdExpbmtzUmVx",
-            "dWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJ",
-            "bWVtb3J5X2lkGAIgASgJIpgBChFMaXN0TGlua3NSZXNwb25zZRIqCgdwYXJl",
-            "bnRzGAEgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEisKCGNoaWxk",
-            "cmVuGAIgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEioKB3JlbGF0",
-            "ZWQYAyADKAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9yeUxpbmsyrgwKDU1lbW9y",
-            "eVNlcnZpY2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnkudjEuU3Rv",
-            "cmVNZW1vcmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3Jp",
-            "ZXNSZXNwb25zZRJdCg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEu",
-            "U2VhcmNoTWVtb3JpZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hN",
-            "ZW1vcmllc1Jlc3BvbnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEu",
-            "R2V0TWVtb3J5UmVxdWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVz",
-            "cG9uc2USVwoMTGlzdE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVt",
-            "b3JpZXNSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNw",
-            "b25zZRJjChBJbnZhbGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZh",
-            "bGlkYXRlTWVtb3J5UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0",
-            "ZU1lbW9yeVJlc3BvbnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnku",
-            "djEuVXBkYXRlTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRl",
-            "TWVtb3J5UmVzcG9uc2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1v",
-            "cnkudjEuR2V0TWVtb3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYx",
-            "LkdldE1lbW9yeUhpc3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5u",
-            "cGNfbWVtb3J5LnYxLkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5",
-            "LnYxLkZvcmdldFBsYXllclJlc3BvbnNlElcKDEV4cGFuZE1lbW9yeRIiLm5w",
-            "Y19tZW1vcnkudjEuRXhwYW5kTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnku",
-            "djEuRXhwYW5kTWVtb3J5UmVzcG9uc2USTgoJTGlzdExpbmtzEh8ubnBjX21l",
-            "bW9yeS52MS5MaXN0TGlua3NSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5MaXN0",
-            "TGlua3NSZXNwb25zZRJgCg9DcmVhdGVTYXZlUG9pbnQSJS5ucGNfbWVtb3J5",
-            "LnYxLkNyZWF0ZVNhdmVQb2ludFJlcXVlc3QaJi5ucGNfbWVtb3J5LnYxLkNy",
-            "ZWF0ZVNhdmVQb2ludFJlc3BvbnNlEloKDUxvYWRTYXZlUG9pbnQSIy5ucGNf",
-            "bWVtb3J5LnYxLkxvYWRTYXZlUG9pbnRSZXF1ZXN0GiQubnBjX21lbW9yeS52",
-            "MS5Mb2FkU2F2ZVBvaW50UmVzcG9uc2USXQoOTGlzdFNhdmVQb2ludHMSJC5u",
-            "cGNfbWVtb3J5LnYxLkxpc3RTYXZlUG9pbnRzUmVxdWVzdBolLm5wY19tZW1v",
-            "cnkudjEuTGlzdFNhdmVQb2ludHNSZXNwb25zZRJXCgxEcm9wVGltZWxpbmUS",
-            "Ii5ucGNfbWVtb3J5LnYxLkRyb3BUaW1lbGluZVJlcXVlc3QaIy5ucGNfbWVt",
-            "b3J5LnYxLkRyb3BUaW1lbGluZVJlc3BvbnNlEmAKD0V4dHJhY3RNZW1vcmll",
-            "cxIlLm5wY19tZW1vcnkudjEuRXh0cmFjdE1lbW9yaWVzUmVxdWVzdBomLm5w",
-            "Y19tZW1vcnkudjEuRXh0cmFjdE1lbW9yaWVzUmVzcG9uc2USYwoQR2V0RXh0",
-            "cmFjdGlvbkpvYhImLm5wY19tZW1vcnkudjEuR2V0RXh0cmFjdGlvbkpvYlJl",
-            "cXVlc3QaJy5ucGNfbWVtb3J5LnYxLkdldEV4dHJhY3Rpb25Kb2JSZXNwb25z",
-            "ZRJXCgxCdWlsZENvbnRleHQSIi5ucGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4",
-            "dFJlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4dFJlc3BvbnNl",
-            "QiMKEGRldi5ucGNtZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
+            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXpl",
+            "GAcgASgFEhIKCnBhZ2VfdG9rZW4YCCABKAkiXAoYR2V0TWVtb3J5SGlzdG9y",
+            "eVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9yeS52MS5N",
+            "ZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiYKE0ZvcmdldFBsYXll",
+            "clJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSIwChRGb3JnZXRQbGF5ZXJSZXNw",
+            "b25zZRIYChBkZWxldGVkX21lbW9yaWVzGAEgASgDIk0KE0V4cGFuZE1lbW9y",
+            "eVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3Bl",
+            "EhEKCW1lbW9yeV9pZBgCIAEoCSKhAQoURXhwYW5kTWVtb3J5UmVzcG9uc2US",
+            "EQoJbWVtb3J5X2lkGAEgASgJEg0KBWRlcHRoGAIgASgFEigKBWZvdW5kGAMg",
+            "AygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEicKCG1lbW9yaWVzGAQg",
+            "AygLMhUubnBjX21lbW9yeS52MS5NZW1vcnkSFAoMdG90YWxfbGlua2VkGAUg",
+            "ASgFIkoKEExpc3RMaW5rc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNf",
+            "bWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCSKYAQoRTGlzdExp",
+            "bmtzUmVzcG9uc2USKgoHcGFyZW50cxgBIAMoCzIZLm5wY19tZW1vcnkudjEu",
+            "TWVtb3J5TGluaxIrCghjaGlsZHJlbhgCIAMoCzIZLm5wY19tZW1vcnkudjEu",
+            "TWVtb3J5TGluaxIqCgdyZWxhdGVkGAMgAygLMhkubnBjX21lbW9yeS52MS5N",
+            "ZW1vcnlMaW5rMq4MCg1NZW1vcnlTZXJ2aWNlEloKDVN0b3JlTWVtb3JpZXMS",
+            "Iy5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3JpZXNSZXF1ZXN0GiQubnBjX21l",
+            "bW9yeS52MS5TdG9yZU1lbW9yaWVzUmVzcG9uc2USXQoOU2VhcmNoTWVtb3Jp",
+            "ZXMSJC5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVxdWVzdBolLm5w",
+            "Y19tZW1vcnkudjEuU2VhcmNoTWVtb3JpZXNSZXNwb25zZRJOCglHZXRNZW1v",
+            "cnkSHy5ucGNfbWVtb3J5LnYxLkdldE1lbW9yeVJlcXVlc3QaIC5ucGNfbWVt",
+            "b3J5LnYxLkdldE1lbW9yeVJlc3BvbnNlElcKDExpc3RNZW1vcmllcxIiLm5w",
+            "Y19tZW1vcnkudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBojLm5wY19tZW1vcnku",
+            "djEuTGlzdE1lbW9yaWVzUmVzcG9uc2USYwoQSW52YWxpZGF0ZU1lbW9yeRIm",
+            "Lm5wY19tZW1vcnkudjEuSW52YWxpZGF0ZU1lbW9yeVJlcXVlc3QaJy5ucGNf",
+            "bWVtb3J5LnYxLkludmFsaWRhdGVNZW1vcnlSZXNwb25zZRJXCgxVcGRhdGVN",
+            "ZW1vcnkSIi5ucGNfbWVtb3J5LnYxLlVwZGF0ZU1lbW9yeVJlcXVlc3QaIy5u",
+            "cGNfbWVtb3J5LnYxLlVwZGF0ZU1lbW9yeVJlc3BvbnNlEmMKEEdldE1lbW9y",
+            "eUhpc3RvcnkSJi5ucGNfbWVtb3J5LnYxLkdldE1lbW9yeUhpc3RvcnlSZXF1",
+            "ZXN0GicubnBjX21lbW9yeS52MS5HZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2US",
+            "VwoMRm9yZ2V0UGxheWVyEiIubnBjX21lbW9yeS52MS5Gb3JnZXRQbGF5ZXJS",
+            "ZXF1ZXN0GiMubnBjX21lbW9yeS52MS5Gb3JnZXRQbGF5ZXJSZXNwb25zZRJX",
+            "CgxFeHBhbmRNZW1vcnkSIi5ucGNfbWVtb3J5LnYxLkV4cGFuZE1lbW9yeVJl",
+            "cXVlc3QaIy5ucGNfbWVtb3J5LnYxLkV4cGFuZE1lbW9yeVJlc3BvbnNlEk4K",
+            "CUxpc3RMaW5rcxIfLm5wY19tZW1vcnkudjEuTGlzdExpbmtzUmVxdWVzdBog",
+            "Lm5wY19tZW1vcnkudjEuTGlzdExpbmtzUmVzcG9uc2USYAoPQ3JlYXRlU2F2",
+            "ZVBvaW50EiUubnBjX21lbW9yeS52MS5DcmVhdGVTYXZlUG9pbnRSZXF1ZXN0",
+            "GiYubnBjX21lbW9yeS52MS5DcmVhdGVTYXZlUG9pbnRSZXNwb25zZRJaCg1M",
+            "b2FkU2F2ZVBvaW50EiMubnBjX21lbW9yeS52MS5Mb2FkU2F2ZVBvaW50UmVx",
+            "dWVzdBokLm5wY19tZW1vcnkudjEuTG9hZFNhdmVQb2ludFJlc3BvbnNlEl0K",
+            "Dkxpc3RTYXZlUG9pbnRzEiQubnBjX21lbW9yeS52MS5MaXN0U2F2ZVBvaW50",
+            "c1JlcXVlc3QaJS5ucGNfbWVtb3J5LnYxLkxpc3RTYXZlUG9pbnRzUmVzcG9u",
+            "c2USVwoMRHJvcFRpbWVsaW5lEiIubnBjX21lbW9yeS52MS5Ecm9wVGltZWxp",
+            "bmVSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5Ecm9wVGltZWxpbmVSZXNwb25z",
+            "ZRJgCg9FeHRyYWN0TWVtb3JpZXMSJS5ucGNfbWVtb3J5LnYxLkV4dHJhY3RN",
+            "ZW1vcmllc1JlcXVlc3QaJi5ucGNfbWVtb3J5LnYxLkV4dHJhY3RNZW1vcmll",
+            "c1Jlc3BvbnNlEmMKEEdldEV4dHJhY3Rpb25Kb2ISJi5ucGNfbWVtb3J5LnYx",
+            "LkdldEV4dHJhY3Rpb25Kb2JSZXF1ZXN0GicubnBjX21lbW9yeS52MS5HZXRF",
+            "eHRyYWN0aW9uSm9iUmVzcG9uc2USVwoMQnVpbGRDb250ZXh0EiIubnBjX21l",
+            "bW9yeS52MS5CdWlsZENvbnRleHRSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5C",
+            "dWlsZENvbnRleHRSZXNwb25zZUIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxO",
+            "cGNNZW1vcnkuVjFiBnByb3RvMw=="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.ContextReflection.Descriptor, global::NpcMemory.V1.ExtractionReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
@@ -167,8 +169,8 @@ namespace NpcMemory.V1 {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.InvalidateMemoryResponse), global::NpcMemory.V1.InvalidateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryRequest), global::NpcMemory.V1.UpdateMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "UpdateMask", "Importance", "Tier", "Metadata", "Content", "ValidAt", "ValidGameDay" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.UpdateMemoryResponse), global::NpcMemory.V1.UpdateMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryResponse), global::NpcMemory.V1.GetMemoryHistoryResponse.Parser, new[]{ "Memories" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryRequest), global::NpcMemory.V1.GetMemoryHistoryRequest.Parser, new[]{ "Scope", "SubjectId", "Slot", "MemoryId", "TimelineId", "KnownAt", "PageSize", "PageToken" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryHistoryResponse), global::NpcMemory.V1.GetMemoryHistoryResponse.Parser, new[]{ "Memories", "NextPageToken" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerRequest), global::NpcMemory.V1.ForgetPlayerRequest.Parser, new[]{ "UserId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ForgetPlayerResponse), global::NpcMemory.V1.ForgetPlayerResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ExpandMemoryRequest), global::NpcMemory.V1.ExpandMemoryRequest.Parser, new[]{ "Scope", "MemoryId" }, null, null, null, null),
@@ -6071,6 +6073,8 @@ namespace NpcMemory.V1 {
       memoryId_ = other.memoryId_;
       timelineId_ = other.timelineId_;
       knownAt_ = other.knownAt_ != null ? other.knownAt_.Clone() : null;
+      pageSize_ = other.pageSize_;
+      pageToken_ = other.pageToken_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -6167,6 +6171,36 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "page_size" field.</summary>
+    public const int PageSizeFieldNumber = 7;
+    private int pageSize_;
+    /// <summary>
+    /// At most this many rows (1-500; 0 means 50). A page also stops at about 1 MB of content and metadata.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int PageSize {
+      get { return pageSize_; }
+      set {
+        pageSize_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "page_token" field.</summary>
+    public const int PageTokenFieldNumber = 8;
+    private string pageToken_ = "";
+    /// <summary>
+    /// From a previous GetMemoryHistory response's next_page_token; empty for the first page.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string PageToken {
+      get { return pageToken_; }
+      set {
+        pageToken_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -6188,6 +6222,8 @@ namespace NpcMemory.V1 {
       if (MemoryId != other.MemoryId) return false;
       if (TimelineId != other.TimelineId) return false;
       if (!object.Equals(KnownAt, other.KnownAt)) return false;
+      if (PageSize != other.PageSize) return false;
+      if (PageToken != other.PageToken) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -6201,6 +6237,8 @@ namespace NpcMemory.V1 {
       if (MemoryId.Length != 0) hash ^= MemoryId.GetHashCode();
       if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
       if (knownAt_ != null) hash ^= KnownAt.GetHashCode();
+      if (PageSize != 0) hash ^= PageSize.GetHashCode();
+      if (PageToken.Length != 0) hash ^= PageToken.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -6243,6 +6281,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(50);
         output.WriteMessage(KnownAt);
       }
+      if (PageSize != 0) {
+        output.WriteRawTag(56);
+        output.WriteInt32(PageSize);
+      }
+      if (PageToken.Length != 0) {
+        output.WriteRawTag(66);
+        output.WriteString(PageToken);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -6277,6 +6323,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(50);
         output.WriteMessage(KnownAt);
       }
+      if (PageSize != 0) {
+        output.WriteRawTag(56);
+        output.WriteInt32(PageSize);
+      }
+      if (PageToken.Length != 0) {
+        output.WriteRawTag(66);
+        output.WriteString(PageToken);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -6304,6 +6358,12 @@ namespace NpcMemory.V1 {
       }
       if (knownAt_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(KnownAt);
+      }
+      if (PageSize != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(PageSize);
+      }
+      if (PageToken.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(PageToken);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -6340,6 +6400,12 @@ namespace NpcMemory.V1 {
           KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         KnownAt.MergeFrom(other.KnownAt);
+      }
+      if (other.PageSize != 0) {
+        PageSize = other.PageSize;
+      }
+      if (other.PageToken.Length != 0) {
+        PageToken = other.PageToken;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -6386,6 +6452,14 @@ namespace NpcMemory.V1 {
             input.ReadMessage(KnownAt);
             break;
           }
+          case 56: {
+            PageSize = input.ReadInt32();
+            break;
+          }
+          case 66: {
+            PageToken = input.ReadString();
+            break;
+          }
         }
       }
     #endif
@@ -6429,6 +6503,14 @@ namespace NpcMemory.V1 {
               KnownAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(KnownAt);
+            break;
+          }
+          case 56: {
+            PageSize = input.ReadInt32();
+            break;
+          }
+          case 66: {
+            PageToken = input.ReadString();
             break;
           }
         }
@@ -6473,6 +6555,7 @@ namespace NpcMemory.V1 {
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public GetMemoryHistoryResponse(GetMemoryHistoryResponse other) : this() {
       memories_ = other.memories_.Clone();
+      nextPageToken_ = other.nextPageToken_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -6488,12 +6571,27 @@ namespace NpcMemory.V1 {
         = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.Memory.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.Memory> memories_ = new pbc::RepeatedField<global::NpcMemory.V1.Memory>();
     /// <summary>
-    /// Ordered by valid_at, closed rows included.
+    /// Ordered by valid_at (then creation), closed rows included.
     /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.Memory> Memories {
       get { return memories_; }
+    }
+
+    /// <summary>Field number for the "next_page_token" field.</summary>
+    public const int NextPageTokenFieldNumber = 2;
+    private string nextPageToken_ = "";
+    /// <summary>
+    /// Pass as page_token for the next page; empty on the last page.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string NextPageToken {
+      get { return nextPageToken_; }
+      set {
+        nextPageToken_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -6512,6 +6610,7 @@ namespace NpcMemory.V1 {
         return true;
       }
       if(!memories_.Equals(other.memories_)) return false;
+      if (NextPageToken != other.NextPageToken) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -6520,6 +6619,7 @@ namespace NpcMemory.V1 {
     public override int GetHashCode() {
       int hash = 1;
       hash ^= memories_.GetHashCode();
+      if (NextPageToken.Length != 0) hash ^= NextPageToken.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -6539,6 +6639,10 @@ namespace NpcMemory.V1 {
       output.WriteRawMessage(this);
     #else
       memories_.WriteTo(output, _repeated_memories_codec);
+      if (NextPageToken.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(NextPageToken);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -6550,6 +6654,10 @@ namespace NpcMemory.V1 {
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
       memories_.WriteTo(ref output, _repeated_memories_codec);
+      if (NextPageToken.Length != 0) {
+        output.WriteRawTag(18);
+        output.WriteString(NextPageToken);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -6561,6 +6669,9 @@ namespace NpcMemory.V1 {
     public int CalculateSize() {
       int size = 0;
       size += memories_.CalculateSize(_repeated_memories_codec);
+      if (NextPageToken.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(NextPageToken);
+      }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
       }
@@ -6574,6 +6685,9 @@ namespace NpcMemory.V1 {
         return;
       }
       memories_.Add(other.memories_);
+      if (other.NextPageToken.Length != 0) {
+        NextPageToken = other.NextPageToken;
+      }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
 
@@ -6593,6 +6707,10 @@ namespace NpcMemory.V1 {
             memories_.AddEntriesFrom(input, _repeated_memories_codec);
             break;
           }
+          case 18: {
+            NextPageToken = input.ReadString();
+            break;
+          }
         }
       }
     #endif
@@ -6610,6 +6728,10 @@ namespace NpcMemory.V1 {
             break;
           case 10: {
             memories_.AddEntriesFrom(ref input, _repeated_memories_codec);
+            break;
+          }
+          case 18: {
+            NextPageToken = input.ReadString();
             break;
           }
         }

@@ -335,9 +335,11 @@ PROTOBUF_CONSTEXPR GetMemoryHistoryRequest::GetMemoryHistoryRequest(
     /*decltype(_impl_.subject_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.slot_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.memory_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.page_token_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.known_at_)*/nullptr
   , /*decltype(_impl_.timeline_id_)*/int64_t{0}
+  , /*decltype(_impl_.page_size_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct GetMemoryHistoryRequestDefaultTypeInternal {
   PROTOBUF_CONSTEXPR GetMemoryHistoryRequestDefaultTypeInternal()
@@ -351,6 +353,7 @@ PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORIT
 PROTOBUF_CONSTEXPR GetMemoryHistoryResponse::GetMemoryHistoryResponse(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.memories_)*/{}
+  , /*decltype(_impl_.next_page_token_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct GetMemoryHistoryResponseDefaultTypeInternal {
   PROTOBUF_CONSTEXPR GetMemoryHistoryResponseDefaultTypeInternal()
@@ -654,6 +657,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.memory_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.timeline_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.known_at_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.page_size_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryRequest, _impl_.page_token_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryResponse, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -661,6 +666,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _weak_field_map_
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryResponse, _impl_.memories_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryHistoryResponse, _impl_.next_page_token_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::ForgetPlayerRequest, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -734,13 +740,13 @@ static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protode
   { 166, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
   { 181, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
   { 188, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 200, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 207, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 214, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
-  { 221, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
-  { 229, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
-  { 240, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
-  { 248, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
+  { 202, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 210, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 217, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 224, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
+  { 232, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
+  { 243, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
+  { 251, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -848,68 +854,70 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "lid_at\030\010 \001(\0132\032.google.protobuf.Timestamp"
   "\022/\n\016valid_game_day\030\t \001(\0132\027.npc_memory.v1"
   ".GameTime\"=\n\024UpdateMemoryResponse\022%\n\006mem"
-  "ory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\266\001\n\027Get"
+  "ory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\335\001\n\027Get"
   "MemoryHistoryRequest\022#\n\005scope\030\001 \001(\0132\024.np"
   "c_memory.v1.Scope\022\022\n\nsubject_id\030\002 \001(\t\022\014\n"
   "\004slot\030\003 \001(\t\022\021\n\tmemory_id\030\004 \001(\t\022\023\n\013timeli"
   "ne_id\030\005 \001(\003\022,\n\010known_at\030\006 \001(\0132\032.google.p"
-  "rotobuf.Timestamp\"C\n\030GetMemoryHistoryRes"
-  "ponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1."
-  "Memory\"&\n\023ForgetPlayerRequest\022\017\n\007user_id"
-  "\030\001 \001(\t\"0\n\024ForgetPlayerResponse\022\030\n\020delete"
-  "d_memories\030\001 \001(\003\"M\n\023ExpandMemoryRequest\022"
-  "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\t"
-  "memory_id\030\002 \001(\t\"\241\001\n\024ExpandMemoryResponse"
-  "\022\021\n\tmemory_id\030\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005fo"
-  "und\030\003 \003(\0132\031.npc_memory.v1.MemoryLink\022\'\n\010"
-  "memories\030\004 \003(\0132\025.npc_memory.v1.Memory\022\024\n"
-  "\014total_linked\030\005 \001(\005\"J\n\020ListLinksRequest\022"
-  "#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\t"
-  "memory_id\030\002 \001(\t\"\230\001\n\021ListLinksResponse\022*\n"
-  "\007parents\030\001 \003(\0132\031.npc_memory.v1.MemoryLin"
-  "k\022+\n\010children\030\002 \003(\0132\031.npc_memory.v1.Memo"
-  "ryLink\022*\n\007related\030\003 \003(\0132\031.npc_memory.v1."
-  "MemoryLink2\256\014\n\rMemoryService\022Z\n\rStoreMem"
-  "ories\022#.npc_memory.v1.StoreMemoriesReque"
-  "st\032$.npc_memory.v1.StoreMemoriesResponse"
-  "\022]\n\016SearchMemories\022$.npc_memory.v1.Searc"
-  "hMemoriesRequest\032%.npc_memory.v1.SearchM"
-  "emoriesResponse\022N\n\tGetMemory\022\037.npc_memor"
-  "y.v1.GetMemoryRequest\032 .npc_memory.v1.Ge"
-  "tMemoryResponse\022W\n\014ListMemories\022\".npc_me"
-  "mory.v1.ListMemoriesRequest\032#.npc_memory"
-  ".v1.ListMemoriesResponse\022c\n\020InvalidateMe"
-  "mory\022&.npc_memory.v1.InvalidateMemoryReq"
-  "uest\032\'.npc_memory.v1.InvalidateMemoryRes"
-  "ponse\022W\n\014UpdateMemory\022\".npc_memory.v1.Up"
-  "dateMemoryRequest\032#.npc_memory.v1.Update"
-  "MemoryResponse\022c\n\020GetMemoryHistory\022&.npc"
-  "_memory.v1.GetMemoryHistoryRequest\032\'.npc"
-  "_memory.v1.GetMemoryHistoryResponse\022W\n\014F"
-  "orgetPlayer\022\".npc_memory.v1.ForgetPlayer"
-  "Request\032#.npc_memory.v1.ForgetPlayerResp"
-  "onse\022W\n\014ExpandMemory\022\".npc_memory.v1.Exp"
-  "andMemoryRequest\032#.npc_memory.v1.ExpandM"
-  "emoryResponse\022N\n\tListLinks\022\037.npc_memory."
-  "v1.ListLinksRequest\032 .npc_memory.v1.List"
-  "LinksResponse\022`\n\017CreateSavePoint\022%.npc_m"
-  "emory.v1.CreateSavePointRequest\032&.npc_me"
-  "mory.v1.CreateSavePointResponse\022Z\n\rLoadS"
-  "avePoint\022#.npc_memory.v1.LoadSavePointRe"
-  "quest\032$.npc_memory.v1.LoadSavePointRespo"
-  "nse\022]\n\016ListSavePoints\022$.npc_memory.v1.Li"
-  "stSavePointsRequest\032%.npc_memory.v1.List"
-  "SavePointsResponse\022W\n\014DropTimeline\022\".npc"
-  "_memory.v1.DropTimelineRequest\032#.npc_mem"
-  "ory.v1.DropTimelineResponse\022`\n\017ExtractMe"
-  "mories\022%.npc_memory.v1.ExtractMemoriesRe"
-  "quest\032&.npc_memory.v1.ExtractMemoriesRes"
-  "ponse\022c\n\020GetExtractionJob\022&.npc_memory.v"
-  "1.GetExtractionJobRequest\032\'.npc_memory.v"
-  "1.GetExtractionJobResponse\022W\n\014BuildConte"
-  "xt\022\".npc_memory.v1.BuildContextRequest\032#"
-  ".npc_memory.v1.BuildContextResponseB#\n\020d"
-  "ev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
+  "rotobuf.Timestamp\022\021\n\tpage_size\030\007 \001(\005\022\022\n\n"
+  "page_token\030\010 \001(\t\"\\\n\030GetMemoryHistoryResp"
+  "onse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1.M"
+  "emory\022\027\n\017next_page_token\030\002 \001(\t\"&\n\023Forget"
+  "PlayerRequest\022\017\n\007user_id\030\001 \001(\t\"0\n\024Forget"
+  "PlayerResponse\022\030\n\020deleted_memories\030\001 \001(\003"
+  "\"M\n\023ExpandMemoryRequest\022#\n\005scope\030\001 \001(\0132\024"
+  ".npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\""
+  "\241\001\n\024ExpandMemoryResponse\022\021\n\tmemory_id\030\001 "
+  "\001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005found\030\003 \003(\0132\031.npc_"
+  "memory.v1.MemoryLink\022\'\n\010memories\030\004 \003(\0132\025"
+  ".npc_memory.v1.Memory\022\024\n\014total_linked\030\005 "
+  "\001(\005\"J\n\020ListLinksRequest\022#\n\005scope\030\001 \001(\0132\024"
+  ".npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\""
+  "\230\001\n\021ListLinksResponse\022*\n\007parents\030\001 \003(\0132\031"
+  ".npc_memory.v1.MemoryLink\022+\n\010children\030\002 "
+  "\003(\0132\031.npc_memory.v1.MemoryLink\022*\n\007relate"
+  "d\030\003 \003(\0132\031.npc_memory.v1.MemoryLink2\256\014\n\rM"
+  "emoryService\022Z\n\rStoreMemories\022#.npc_memo"
+  "ry.v1.StoreMemoriesRequest\032$.npc_memory."
+  "v1.StoreMemoriesResponse\022]\n\016SearchMemori"
+  "es\022$.npc_memory.v1.SearchMemoriesRequest"
+  "\032%.npc_memory.v1.SearchMemoriesResponse\022"
+  "N\n\tGetMemory\022\037.npc_memory.v1.GetMemoryRe"
+  "quest\032 .npc_memory.v1.GetMemoryResponse\022"
+  "W\n\014ListMemories\022\".npc_memory.v1.ListMemo"
+  "riesRequest\032#.npc_memory.v1.ListMemories"
+  "Response\022c\n\020InvalidateMemory\022&.npc_memor"
+  "y.v1.InvalidateMemoryRequest\032\'.npc_memor"
+  "y.v1.InvalidateMemoryResponse\022W\n\014UpdateM"
+  "emory\022\".npc_memory.v1.UpdateMemoryReques"
+  "t\032#.npc_memory.v1.UpdateMemoryResponse\022c"
+  "\n\020GetMemoryHistory\022&.npc_memory.v1.GetMe"
+  "moryHistoryRequest\032\'.npc_memory.v1.GetMe"
+  "moryHistoryResponse\022W\n\014ForgetPlayer\022\".np"
+  "c_memory.v1.ForgetPlayerRequest\032#.npc_me"
+  "mory.v1.ForgetPlayerResponse\022W\n\014ExpandMe"
+  "mory\022\".npc_memory.v1.ExpandMemoryRequest"
+  "\032#.npc_memory.v1.ExpandMemoryResponse\022N\n"
+  "\tListLinks\022\037.npc_memory.v1.ListLinksRequ"
+  "est\032 .npc_memory.v1.ListLinksResponse\022`\n"
+  "\017CreateSavePoint\022%.npc_memory.v1.CreateS"
+  "avePointRequest\032&.npc_memory.v1.CreateSa"
+  "vePointResponse\022Z\n\rLoadSavePoint\022#.npc_m"
+  "emory.v1.LoadSavePointRequest\032$.npc_memo"
+  "ry.v1.LoadSavePointResponse\022]\n\016ListSaveP"
+  "oints\022$.npc_memory.v1.ListSavePointsRequ"
+  "est\032%.npc_memory.v1.ListSavePointsRespon"
+  "se\022W\n\014DropTimeline\022\".npc_memory.v1.DropT"
+  "imelineRequest\032#.npc_memory.v1.DropTimel"
+  "ineResponse\022`\n\017ExtractMemories\022%.npc_mem"
+  "ory.v1.ExtractMemoriesRequest\032&.npc_memo"
+  "ry.v1.ExtractMemoriesResponse\022c\n\020GetExtr"
+  "actionJob\022&.npc_memory.v1.GetExtractionJ"
+  "obRequest\032\'.npc_memory.v1.GetExtractionJ"
+  "obResponse\022W\n\014BuildContext\022\".npc_memory."
+  "v1.BuildContextRequest\032#.npc_memory.v1.B"
+  "uildContextResponseB#\n\020dev.npcmemory.v1P"
+  "\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[6] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
@@ -921,7 +929,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 5400, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 5464, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 6, 28,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
@@ -6843,9 +6851,11 @@ GetMemoryHistoryRequest::GetMemoryHistoryRequest(const GetMemoryHistoryRequest& 
       decltype(_impl_.subject_id_){}
     , decltype(_impl_.slot_){}
     , decltype(_impl_.memory_id_){}
+    , decltype(_impl_.page_token_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.timeline_id_){}
+    , decltype(_impl_.page_size_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -6873,13 +6883,23 @@ GetMemoryHistoryRequest::GetMemoryHistoryRequest(const GetMemoryHistoryRequest& 
     _this->_impl_.memory_id_.Set(from._internal_memory_id(), 
       _this->GetArenaForAllocation());
   }
+  _impl_.page_token_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.page_token_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_page_token().empty()) {
+    _this->_impl_.page_token_.Set(from._internal_page_token(), 
+      _this->GetArenaForAllocation());
+  }
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
   if (from._internal_has_known_at()) {
     _this->_impl_.known_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.known_at_);
   }
-  _this->_impl_.timeline_id_ = from._impl_.timeline_id_;
+  ::memcpy(&_impl_.timeline_id_, &from._impl_.timeline_id_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.page_size_) -
+    reinterpret_cast<char*>(&_impl_.timeline_id_)) + sizeof(_impl_.page_size_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GetMemoryHistoryRequest)
 }
 
@@ -6891,9 +6911,11 @@ inline void GetMemoryHistoryRequest::SharedCtor(
       decltype(_impl_.subject_id_){}
     , decltype(_impl_.slot_){}
     , decltype(_impl_.memory_id_){}
+    , decltype(_impl_.page_token_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.known_at_){nullptr}
     , decltype(_impl_.timeline_id_){int64_t{0}}
+    , decltype(_impl_.page_size_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.subject_id_.InitDefault();
@@ -6907,6 +6929,10 @@ inline void GetMemoryHistoryRequest::SharedCtor(
   _impl_.memory_id_.InitDefault();
   #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
     _impl_.memory_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.page_token_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.page_token_.Set("", GetArenaForAllocation());
   #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
 }
 
@@ -6924,6 +6950,7 @@ inline void GetMemoryHistoryRequest::SharedDtor() {
   _impl_.subject_id_.Destroy();
   _impl_.slot_.Destroy();
   _impl_.memory_id_.Destroy();
+  _impl_.page_token_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.known_at_;
 }
@@ -6941,6 +6968,7 @@ void GetMemoryHistoryRequest::Clear() {
   _impl_.subject_id_.ClearToEmpty();
   _impl_.slot_.ClearToEmpty();
   _impl_.memory_id_.ClearToEmpty();
+  _impl_.page_token_.ClearToEmpty();
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
@@ -6949,7 +6977,9 @@ void GetMemoryHistoryRequest::Clear() {
     delete _impl_.known_at_;
   }
   _impl_.known_at_ = nullptr;
-  _impl_.timeline_id_ = int64_t{0};
+  ::memset(&_impl_.timeline_id_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.page_size_) -
+      reinterpret_cast<char*>(&_impl_.timeline_id_)) + sizeof(_impl_.page_size_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -7010,6 +7040,24 @@ const char* GetMemoryHistoryRequest::_InternalParse(const char* ptr, ::_pbi::Par
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 50)) {
           ptr = ctx->ParseMessage(_internal_mutable_known_at(), ptr);
           CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 page_size = 7;
+      case 7:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 56)) {
+          _impl_.page_size_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string page_token = 8;
+      case 8:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 66)) {
+          auto str = _internal_mutable_page_token();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.GetMemoryHistoryRequest.page_token"));
         } else
           goto handle_unusual;
         continue;
@@ -7092,6 +7140,22 @@ uint8_t* GetMemoryHistoryRequest::_InternalSerialize(
         _Internal::known_at(this).GetCachedSize(), target, stream);
   }
 
+  // int32 page_size = 7;
+  if (this->_internal_page_size() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(7, this->_internal_page_size(), target);
+  }
+
+  // string page_token = 8;
+  if (!this->_internal_page_token().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_page_token().data(), static_cast<int>(this->_internal_page_token().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.GetMemoryHistoryRequest.page_token");
+    target = stream->WriteStringMaybeAliased(
+        8, this->_internal_page_token(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -7129,6 +7193,13 @@ size_t GetMemoryHistoryRequest::ByteSizeLong() const {
         this->_internal_memory_id());
   }
 
+  // string page_token = 8;
+  if (!this->_internal_page_token().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_page_token());
+  }
+
   // .npc_memory.v1.Scope scope = 1;
   if (this->_internal_has_scope()) {
     total_size += 1 +
@@ -7146,6 +7217,11 @@ size_t GetMemoryHistoryRequest::ByteSizeLong() const {
   // int64 timeline_id = 5;
   if (this->_internal_timeline_id() != 0) {
     total_size += ::_pbi::WireFormatLite::Int64SizePlusOne(this->_internal_timeline_id());
+  }
+
+  // int32 page_size = 7;
+  if (this->_internal_page_size() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_page_size());
   }
 
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
@@ -7175,6 +7251,9 @@ void GetMemoryHistoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg
   if (!from._internal_memory_id().empty()) {
     _this->_internal_set_memory_id(from._internal_memory_id());
   }
+  if (!from._internal_page_token().empty()) {
+    _this->_internal_set_page_token(from._internal_page_token());
+  }
   if (from._internal_has_scope()) {
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
         from._internal_scope());
@@ -7185,6 +7264,9 @@ void GetMemoryHistoryRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg
   }
   if (from._internal_timeline_id() != 0) {
     _this->_internal_set_timeline_id(from._internal_timeline_id());
+  }
+  if (from._internal_page_size() != 0) {
+    _this->_internal_set_page_size(from._internal_page_size());
   }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
@@ -7217,9 +7299,13 @@ void GetMemoryHistoryRequest::InternalSwap(GetMemoryHistoryRequest* other) {
       &_impl_.memory_id_, lhs_arena,
       &other->_impl_.memory_id_, rhs_arena
   );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.page_token_, lhs_arena,
+      &other->_impl_.page_token_, rhs_arena
+  );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(GetMemoryHistoryRequest, _impl_.timeline_id_)
-      + sizeof(GetMemoryHistoryRequest::_impl_.timeline_id_)
+      PROTOBUF_FIELD_OFFSET(GetMemoryHistoryRequest, _impl_.page_size_)
+      + sizeof(GetMemoryHistoryRequest::_impl_.page_size_)
       - PROTOBUF_FIELD_OFFSET(GetMemoryHistoryRequest, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));
@@ -7251,9 +7337,18 @@ GetMemoryHistoryResponse::GetMemoryHistoryResponse(const GetMemoryHistoryRespons
   GetMemoryHistoryResponse* const _this = this; (void)_this;
   new (&_impl_) Impl_{
       decltype(_impl_.memories_){from._impl_.memories_}
+    , decltype(_impl_.next_page_token_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  _impl_.next_page_token_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.next_page_token_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_next_page_token().empty()) {
+    _this->_impl_.next_page_token_.Set(from._internal_next_page_token(), 
+      _this->GetArenaForAllocation());
+  }
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.GetMemoryHistoryResponse)
 }
 
@@ -7263,8 +7358,13 @@ inline void GetMemoryHistoryResponse::SharedCtor(
   (void)is_message_owned;
   new (&_impl_) Impl_{
       decltype(_impl_.memories_){arena}
+    , decltype(_impl_.next_page_token_){}
     , /*decltype(_impl_._cached_size_)*/{}
   };
+  _impl_.next_page_token_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.next_page_token_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
 }
 
 GetMemoryHistoryResponse::~GetMemoryHistoryResponse() {
@@ -7279,6 +7379,7 @@ GetMemoryHistoryResponse::~GetMemoryHistoryResponse() {
 inline void GetMemoryHistoryResponse::SharedDtor() {
   GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
   _impl_.memories_.~RepeatedPtrField();
+  _impl_.next_page_token_.Destroy();
 }
 
 void GetMemoryHistoryResponse::SetCachedSize(int size) const {
@@ -7292,6 +7393,7 @@ void GetMemoryHistoryResponse::Clear() {
   (void) cached_has_bits;
 
   _impl_.memories_.Clear();
+  _impl_.next_page_token_.ClearToEmpty();
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -7311,6 +7413,16 @@ const char* GetMemoryHistoryResponse::_InternalParse(const char* ptr, ::_pbi::Pa
             CHK_(ptr);
             if (!ctx->DataAvailable(ptr)) break;
           } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<10>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // string next_page_token = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          auto str = _internal_mutable_next_page_token();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.GetMemoryHistoryResponse.next_page_token"));
         } else
           goto handle_unusual;
         continue;
@@ -7351,6 +7463,16 @@ uint8_t* GetMemoryHistoryResponse::_InternalSerialize(
         InternalWriteMessage(1, repfield, repfield.GetCachedSize(), target, stream);
   }
 
+  // string next_page_token = 2;
+  if (!this->_internal_next_page_token().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_next_page_token().data(), static_cast<int>(this->_internal_next_page_token().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.GetMemoryHistoryResponse.next_page_token");
+    target = stream->WriteStringMaybeAliased(
+        2, this->_internal_next_page_token(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -7374,6 +7496,13 @@ size_t GetMemoryHistoryResponse::ByteSizeLong() const {
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
   }
 
+  // string next_page_token = 2;
+  if (!this->_internal_next_page_token().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_next_page_token());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -7393,6 +7522,9 @@ void GetMemoryHistoryResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_ms
   (void) cached_has_bits;
 
   _this->_impl_.memories_.MergeFrom(from._impl_.memories_);
+  if (!from._internal_next_page_token().empty()) {
+    _this->_internal_set_next_page_token(from._internal_next_page_token());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -7409,8 +7541,14 @@ bool GetMemoryHistoryResponse::IsInitialized() const {
 
 void GetMemoryHistoryResponse::InternalSwap(GetMemoryHistoryResponse* other) {
   using std::swap;
+  auto* lhs_arena = GetArenaForAllocation();
+  auto* rhs_arena = other->GetArenaForAllocation();
   _internal_metadata_.InternalSwap(&other->_internal_metadata_);
   _impl_.memories_.InternalSwap(&other->_impl_.memories_);
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.next_page_token_, lhs_arena,
+      &other->_impl_.next_page_token_, rhs_arena
+  );
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryHistoryResponse::GetMetadata() const {

@@ -103,3 +103,50 @@ void UNpcMemoryClient::SearchMemories(const FString& UserId, const FString& Hero
 		AsyncTask(ENamedThreads::GameThread, [OnDone, Hits, Status]() { OnDone.ExecuteIfBound(Hits, Status); });
 	});
 }
+
+void UNpcMemoryClient::BuildContext(const FString& UserId, const FString& HeroineId, const FString& Utterance,
+	int32 TokenBudget, const FString& Language, FOnNpcMemoryContext OnDone)
+{
+	auto Core_ = Core;
+	const std::string User = Utf8(UserId), Heroine = Utf8(HeroineId), Text = Utf8(Utterance);
+	npc_memory_client::ContextOptions Options;
+	Options.token_budget = TokenBudget;
+	Options.language = Utf8(Language);
+	Async(EAsyncExecution::ThreadPool, [Core_, User, Heroine, Text, Options, OnDone]()
+	{
+		npc_memory_client::ContextBlock Block;
+		const FNpcMemoryStatus Status = ToStatus(Core_->BuildContext(User, Heroine, Text, Options, &Block));
+		FNpcMemoryContext Context;
+		Context.Text = FromUtf8(Block.text);
+		Context.Tokens = Block.tokens;
+		Context.TokenBudget = Block.token_budget;
+		Context.LeftOut = Block.left_out;
+		AsyncTask(ENamedThreads::GameThread, [OnDone, Context, Status]() { OnDone.ExecuteIfBound(Context, Status); });
+	});
+}
+
+void UNpcMemoryClient::CreateSavePoint(const FString& UserId, const FString& SaveId, FOnNpcMemorySaved OnDone)
+{
+	auto Core_ = Core;
+	const std::string User = Utf8(UserId), Save = Utf8(SaveId);
+	Async(EAsyncExecution::ThreadPool, [Core_, User, Save, OnDone]()
+	{
+		std::int64_t Timeline = 0;
+		const FNpcMemoryStatus Status = ToStatus(Core_->CreateSavePoint(User, Save, &Timeline));
+		const int64 Id = static_cast<int64>(Timeline);
+		AsyncTask(ENamedThreads::GameThread, [OnDone, Id, Status]() { OnDone.ExecuteIfBound(Id, Status); });
+	});
+}
+
+void UNpcMemoryClient::LoadSavePoint(const FString& UserId, const FString& SaveId, FOnNpcMemorySaved OnDone)
+{
+	auto Core_ = Core;
+	const std::string User = Utf8(UserId), Save = Utf8(SaveId);
+	Async(EAsyncExecution::ThreadPool, [Core_, User, Save, OnDone]()
+	{
+		std::int64_t Timeline = 0;
+		const FNpcMemoryStatus Status = ToStatus(Core_->LoadSavePoint(User, Save, &Timeline));
+		const int64 Id = static_cast<int64>(Timeline);
+		AsyncTask(ENamedThreads::GameThread, [OnDone, Id, Status]() { OnDone.ExecuteIfBound(Id, Status); });
+	});
+}

@@ -23,6 +23,17 @@ pb::Speaker ToSpeaker(const std::string& s) {
   return s == "heroine" ? pb::SPEAKER_HEROINE : pb::SPEAKER_USER;
 }
 
+std::string SectionName(pb::ContextSectionKind k) {
+  switch (k) {
+    case pb::CONTEXT_SECTION_KIND_ABOUT_PLAYER: return "about_player";
+    case pb::CONTEXT_SECTION_KIND_ABOUT_HEROINE: return "about_heroine";
+    case pb::CONTEXT_SECTION_KIND_OPINIONS: return "opinions";
+    case pb::CONTEXT_SECTION_KIND_RELEVANT: return "relevant";
+    case pb::CONTEXT_SECTION_KIND_RECENT: return "recent";
+    default: return "unspecified";
+  }
+}
+
 std::string OutcomeName(pb::StoreOutcome o) {
   switch (o) {
     case pb::STORE_OUTCOME_CREATED: return "created";
@@ -189,6 +200,62 @@ CallStatus MemoryClient::Expand(const std::string& user_id, const std::string& h
       out->found.push_back({link.to_memory_id(), resp.memories(i).content(), link.depth(), link.via()});
     }
   }
+  return status;
+}
+
+CallStatus MemoryClient::BuildContext(const std::string& user_id, const std::string& heroine_id,
+                                      const std::string& utterance, const ContextOptions& options,
+                                      ContextBlock* out) {
+  pb::BuildContextRequest req;
+  req.mutable_scope()->set_user_id(user_id);
+  req.mutable_scope()->set_heroine_id(heroine_id);
+  req.set_utterance(utterance);
+  req.set_token_budget(options.token_budget);
+  req.set_include_shared(options.include_shared);
+  req.set_language(options.language);
+  pb::BuildContextResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  CallStatus status = FromStatus(impl_->stub->BuildContext(&ctx, req, &resp));
+  if (status.ok && out != nullptr) {
+    out->text = resp.text();
+    out->tokens = resp.tokens();
+    out->token_budget = resp.token_budget();
+    out->left_out = resp.left_out_size();
+    out->token_count_method = resp.token_count_method();
+    out->sections.clear();
+    for (const auto& s : resp.sections()) {
+      ContextSection section{SectionName(s.kind()), s.text(), s.tokens(), {}};
+      for (const auto& item : s.items()) section.memory_ids.push_back(item.memory().memory_id());
+      out->sections.push_back(section);
+    }
+  }
+  return status;
+}
+
+CallStatus MemoryClient::CreateSavePoint(const std::string& user_id, const std::string& save_id,
+                                         std::int64_t* timeline_id) {
+  pb::CreateSavePointRequest req;
+  req.set_user_id(user_id);
+  req.set_save_id(save_id);
+  pb::CreateSavePointResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  CallStatus status = FromStatus(impl_->stub->CreateSavePoint(&ctx, req, &resp));
+  if (status.ok && timeline_id != nullptr) *timeline_id = resp.save_point().timeline_id();
+  return status;
+}
+
+CallStatus MemoryClient::LoadSavePoint(const std::string& user_id, const std::string& save_id,
+                                       std::int64_t* timeline_id) {
+  pb::LoadSavePointRequest req;
+  req.set_user_id(user_id);
+  req.set_save_id(save_id);
+  pb::LoadSavePointResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  CallStatus status = FromStatus(impl_->stub->LoadSavePoint(&ctx, req, &resp));
+  if (status.ok && timeline_id != nullptr) *timeline_id = resp.timeline().timeline_id();
   return status;
 }
 

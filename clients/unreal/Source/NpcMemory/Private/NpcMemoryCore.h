@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -65,6 +66,31 @@ struct Expansion {
   std::vector<Found> found;
 };
 
+// Optional parts of a BuildContext call.
+struct ContextOptions {
+  int token_budget = 0;         // 0 means the server's default (400)
+  bool include_shared = false;  // also the player's memories other heroines stored as shared
+  std::string language;         // "ko" (default) or "en": the section titles' language
+};
+
+// One section of the heroine's context block.
+struct ContextSection {
+  std::string kind;  // "about_player", "about_heroine", "opinions", "relevant" or "recent"
+  std::string text;  // the section rendered: its title line and one line per memory
+  int tokens = 0;
+  std::vector<std::string> memory_ids;
+};
+
+// The heroine's context block, ready for a system prompt, within the token budget.
+struct ContextBlock {
+  std::string text;
+  int tokens = 0;
+  int token_budget = 0;
+  int left_out = 0;  // memories that belonged in the block but did not fit the budget
+  std::string token_count_method;
+  std::vector<ContextSection> sections;
+};
+
 // The outcome of a call: ok, or a gRPC status with the bad fields of an INVALID_ARGUMENT.
 struct CallStatus {
   bool ok = true;
@@ -109,6 +135,17 @@ class MemoryClient {
   // Goes one depth further from memory_id (empty: the scope's last expanded memory), linking what it finds.
   CallStatus Expand(const std::string& user_id, const std::string& heroine_id, const std::string& memory_id,
                     Expansion* out);
+
+  // The block of what the heroine remembers that matters now (profile sections, and the memories relevant
+  // to what the player just said), within a token budget: what goes into the heroine's prompt.
+  CallStatus BuildContext(const std::string& user_id, const std::string& heroine_id, const std::string& utterance,
+                          const ContextOptions& options, ContextBlock* out);
+
+  // Marks the player's memory (every heroine) in a save slot; timeline_id receives the timeline saved.
+  CallStatus CreateSavePoint(const std::string& user_id, const std::string& save_id, std::int64_t* timeline_id);
+
+  // From now on the player's memory is as it was at the save; timeline_id receives the new live timeline.
+  CallStatus LoadSavePoint(const std::string& user_id, const std::string& save_id, std::int64_t* timeline_id);
 
  private:
   struct Impl;

@@ -58,8 +58,24 @@ struct NPCMEMORY_API FNpcMemoryStatus
 	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") TMap<FString, FString> FieldViolations;
 };
 
+/** The heroine's context block: what she remembers that matters now, ready for her system prompt. */
+USTRUCT(BlueprintType)
+struct NPCMEMORY_API FNpcMemoryContext
+{
+	GENERATED_BODY()
+
+	/** The whole block (section titles and one line per memory). */
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") FString Text;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") int32 Tokens = 0;
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") int32 TokenBudget = 0;
+	/** Memories that belonged in the block but did not fit the budget. */
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") int32 LeftOut = 0;
+};
+
 DECLARE_DYNAMIC_DELEGATE_TwoParams(FOnNpcMemoryStored, const TArray<FString>&, MemoryIds, const FNpcMemoryStatus&, Status);
 DECLARE_DYNAMIC_DELEGATE_TwoParams(FOnNpcMemorySearched, const TArray<FNpcMemoryHit>&, Hits, const FNpcMemoryStatus&, Status);
+DECLARE_DYNAMIC_DELEGATE_TwoParams(FOnNpcMemoryContext, const FNpcMemoryContext&, Context, const FNpcMemoryStatus&, Status);
+DECLARE_DYNAMIC_DELEGATE_TwoParams(FOnNpcMemorySaved, int64, TimelineId, const FNpcMemoryStatus&, Status);
 
 /** Stores and searches NPC memories on an npc-memory server. Create one and keep it (e.g. on the GameInstance). */
 UCLASS(BlueprintType)
@@ -86,6 +102,20 @@ public:
 	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
 	void SearchMemories(const FString& UserId, const FString& HeroineId, const FString& Query, int32 Limit,
 		FOnNpcMemorySearched OnDone);
+
+	/** The heroine's context block for what the player just said (Utterance may be empty), within TokenBudget
+	 * tokens (0: the server's default). Language "ko" or "en" for the section titles. */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
+	void BuildContext(const FString& UserId, const FString& HeroineId, const FString& Utterance, int32 TokenBudget,
+		const FString& Language, FOnNpcMemoryContext OnDone);
+
+	/** Marks the player's memory (every heroine) in save slot SaveId; OnDone gets the timeline saved. */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
+	void CreateSavePoint(const FString& UserId, const FString& SaveId, FOnNpcMemorySaved OnDone);
+
+	/** The player's memory as it was at save SaveId from now on; OnDone gets the new live timeline. */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
+	void LoadSavePoint(const FString& UserId, const FString& SaveId, FOnNpcMemorySaved OnDone);
 
 private:
 	TSharedPtr<npc_memory_client::MemoryClient, ESPMode::ThreadSafe> Core;

@@ -4170,9 +4170,11 @@ class GetMemoryHistoryRequest final :
     kSubjectIdFieldNumber = 2,
     kSlotFieldNumber = 3,
     kMemoryIdFieldNumber = 4,
+    kPageTokenFieldNumber = 8,
     kScopeFieldNumber = 1,
     kKnownAtFieldNumber = 6,
     kTimelineIdFieldNumber = 5,
+    kPageSizeFieldNumber = 7,
   };
   // string subject_id = 2;
   void clear_subject_id();
@@ -4214,6 +4216,20 @@ class GetMemoryHistoryRequest final :
   const std::string& _internal_memory_id() const;
   inline PROTOBUF_ALWAYS_INLINE void _internal_set_memory_id(const std::string& value);
   std::string* _internal_mutable_memory_id();
+  public:
+
+  // string page_token = 8;
+  void clear_page_token();
+  const std::string& page_token() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_page_token(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_page_token();
+  PROTOBUF_NODISCARD std::string* release_page_token();
+  void set_allocated_page_token(std::string* page_token);
+  private:
+  const std::string& _internal_page_token() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_page_token(const std::string& value);
+  std::string* _internal_mutable_page_token();
   public:
 
   // .npc_memory.v1.Scope scope = 1;
@@ -4261,6 +4277,15 @@ class GetMemoryHistoryRequest final :
   void _internal_set_timeline_id(int64_t value);
   public:
 
+  // int32 page_size = 7;
+  void clear_page_size();
+  int32_t page_size() const;
+  void set_page_size(int32_t value);
+  private:
+  int32_t _internal_page_size() const;
+  void _internal_set_page_size(int32_t value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.GetMemoryHistoryRequest)
  private:
   class _Internal;
@@ -4272,9 +4297,11 @@ class GetMemoryHistoryRequest final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr subject_id_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr slot_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr memory_id_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr page_token_;
     ::npc_memory::v1::Scope* scope_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* known_at_;
     int64_t timeline_id_;
+    int32_t page_size_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -4404,6 +4431,7 @@ class GetMemoryHistoryResponse final :
 
   enum : int {
     kMemoriesFieldNumber = 1,
+    kNextPageTokenFieldNumber = 2,
   };
   // repeated .npc_memory.v1.Memory memories = 1;
   int memories_size() const;
@@ -4423,6 +4451,20 @@ class GetMemoryHistoryResponse final :
   const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory >&
       memories() const;
 
+  // string next_page_token = 2;
+  void clear_next_page_token();
+  const std::string& next_page_token() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_next_page_token(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_next_page_token();
+  PROTOBUF_NODISCARD std::string* release_next_page_token();
+  void set_allocated_next_page_token(std::string* next_page_token);
+  private:
+  const std::string& _internal_next_page_token() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_next_page_token(const std::string& value);
+  std::string* _internal_mutable_next_page_token();
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.GetMemoryHistoryResponse)
  private:
   class _Internal;
@@ -4432,6 +4474,7 @@ class GetMemoryHistoryResponse final :
   typedef void DestructorSkippable_;
   struct Impl_ {
     ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory > memories_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr next_page_token_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -9621,6 +9664,76 @@ inline void GetMemoryHistoryRequest::set_allocated_known_at(::PROTOBUF_NAMESPACE
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.GetMemoryHistoryRequest.known_at)
 }
 
+// int32 page_size = 7;
+inline void GetMemoryHistoryRequest::clear_page_size() {
+  _impl_.page_size_ = 0;
+}
+inline int32_t GetMemoryHistoryRequest::_internal_page_size() const {
+  return _impl_.page_size_;
+}
+inline int32_t GetMemoryHistoryRequest::page_size() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GetMemoryHistoryRequest.page_size)
+  return _internal_page_size();
+}
+inline void GetMemoryHistoryRequest::_internal_set_page_size(int32_t value) {
+  
+  _impl_.page_size_ = value;
+}
+inline void GetMemoryHistoryRequest::set_page_size(int32_t value) {
+  _internal_set_page_size(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.GetMemoryHistoryRequest.page_size)
+}
+
+// string page_token = 8;
+inline void GetMemoryHistoryRequest::clear_page_token() {
+  _impl_.page_token_.ClearToEmpty();
+}
+inline const std::string& GetMemoryHistoryRequest::page_token() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GetMemoryHistoryRequest.page_token)
+  return _internal_page_token();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void GetMemoryHistoryRequest::set_page_token(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.page_token_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.GetMemoryHistoryRequest.page_token)
+}
+inline std::string* GetMemoryHistoryRequest::mutable_page_token() {
+  std::string* _s = _internal_mutable_page_token();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.GetMemoryHistoryRequest.page_token)
+  return _s;
+}
+inline const std::string& GetMemoryHistoryRequest::_internal_page_token() const {
+  return _impl_.page_token_.Get();
+}
+inline void GetMemoryHistoryRequest::_internal_set_page_token(const std::string& value) {
+  
+  _impl_.page_token_.Set(value, GetArenaForAllocation());
+}
+inline std::string* GetMemoryHistoryRequest::_internal_mutable_page_token() {
+  
+  return _impl_.page_token_.Mutable(GetArenaForAllocation());
+}
+inline std::string* GetMemoryHistoryRequest::release_page_token() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.GetMemoryHistoryRequest.page_token)
+  return _impl_.page_token_.Release();
+}
+inline void GetMemoryHistoryRequest::set_allocated_page_token(std::string* page_token) {
+  if (page_token != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.page_token_.SetAllocated(page_token, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.page_token_.IsDefault()) {
+    _impl_.page_token_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.GetMemoryHistoryRequest.page_token)
+}
+
 // -------------------------------------------------------------------
 
 // GetMemoryHistoryResponse
@@ -9660,6 +9773,56 @@ inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::Memory
 GetMemoryHistoryResponse::memories() const {
   // @@protoc_insertion_point(field_list:npc_memory.v1.GetMemoryHistoryResponse.memories)
   return _impl_.memories_;
+}
+
+// string next_page_token = 2;
+inline void GetMemoryHistoryResponse::clear_next_page_token() {
+  _impl_.next_page_token_.ClearToEmpty();
+}
+inline const std::string& GetMemoryHistoryResponse::next_page_token() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.GetMemoryHistoryResponse.next_page_token)
+  return _internal_next_page_token();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void GetMemoryHistoryResponse::set_next_page_token(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.next_page_token_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.GetMemoryHistoryResponse.next_page_token)
+}
+inline std::string* GetMemoryHistoryResponse::mutable_next_page_token() {
+  std::string* _s = _internal_mutable_next_page_token();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.GetMemoryHistoryResponse.next_page_token)
+  return _s;
+}
+inline const std::string& GetMemoryHistoryResponse::_internal_next_page_token() const {
+  return _impl_.next_page_token_.Get();
+}
+inline void GetMemoryHistoryResponse::_internal_set_next_page_token(const std::string& value) {
+  
+  _impl_.next_page_token_.Set(value, GetArenaForAllocation());
+}
+inline std::string* GetMemoryHistoryResponse::_internal_mutable_next_page_token() {
+  
+  return _impl_.next_page_token_.Mutable(GetArenaForAllocation());
+}
+inline std::string* GetMemoryHistoryResponse::release_next_page_token() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.GetMemoryHistoryResponse.next_page_token)
+  return _impl_.next_page_token_.Release();
+}
+inline void GetMemoryHistoryResponse::set_allocated_next_page_token(std::string* next_page_token) {
+  if (next_page_token != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.next_page_token_.SetAllocated(next_page_token, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.next_page_token_.IsDefault()) {
+    _impl_.next_page_token_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.GetMemoryHistoryResponse.next_page_token)
 }
 
 // -------------------------------------------------------------------

@@ -1,0 +1,213 @@
+"""Search speed where players feel it: common words, embedder settings, CPU per request, single stores.
+
+Run by benchmarks.search_speed at its first scale.
+
+Common words: two scopes of exactly 500 and 2,000 memories, where 80% of the memories also say
+``COMMON_SUFFIX``, are searched with ``COMMON_QUERY`` (both of its terms occur in most of the scope) and a caller
+vector, over gRPC and as the bare statement.
+
+Embedder settings: for each ``embedding.threads`` setting a fresh ``npc-memory serve`` (query cache off, so
+every text reaches the model) answers, one at a time, text searches interleaved with the same texts through the
+embedder alone at that setting in this process; then ``clients`` threads saturate it with text searches, then
+with caller-vector searches. The server process's CPU time (user + system, psutil) over a saturated run divided
+by the requests it answered is the service CPU per search (the database's CPU is not in it). Single stores (one
+new memory per request, the server embedding it) are interleaved with the embedder alone on the same texts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import grpc
+import psutil
+import psycopg
+from npc_memory.embedding.local import LocalE5Embedder
+from npc_memory.text import Tokenizer
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
+
+from benchmarks.search_speed_parts import Ask, BareSql, percentiles, served_process, timed
+from loadtest.pool import Pool
+from loadtest.seed import seed
+
+COMMON_SUFFIX = " 그때 정말 좋아해."
+COMMON_QUERY = "그때 좋아해?"
+COMMON_SIZES = (500, 2000)
+COMMON_PREFIX = "common"
+# 4 in 5 memories of the common scopes get the suffix (a stable choice by id, so a rerun finds the same rows).
+MAKE_COMMON = """
+UPDATE user_memories SET content = content || %(suffix)s, terms = terms || %(terms)s::text[]
+WHERE user_id LIKE %(pattern)s AND abs(hashtext(id::text)) %% 5 <> 0
+"""
+COMMON_SCOPES = """
+SELECT user_id, heroine_id, count(*) FROM user_memories WHERE user_id LIKE %(pattern)s GROUP BY 1, 2 ORDER BY 3
+"""
+THREAD_SETTINGS = (1, 0)
+"""``embedding.threads`` compared: 1 (one core per call, the default before) and 0 (every idle core for a call
+alone, one core each when calls overlap)."""
+
+
+def ensure_common_scopes(url: str, pool: Pool, tok: Tokenizer) -> list[tuple[str, str, int]]:
+    """The common-word scopes of this database, seeded (binary COPY) and given the common words on first use."""
+    pattern = {"pattern": f"{COMMON_PREFIX}%"}
+    with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute(COMMON_SCOPES, pattern).fetchall()
+    if not found:
+        for n in COMMON_SIZES:
+            seed(url, n, prefix=f"{COMMON_PREFIX}{n}", low=n, high=n, pool=pool, progress=False)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(MAKE_COMMON, {"suffix": COMMON_SUFFIX, "terms": tok.terms(COMMON_SUFFIX), **pattern})
+            conn.execute("VACUUM ANALYZE user_memories")
+            found = conn.execute(COMMON_SCOPES, pattern).fetchall()
+    return [(u, h, int(n)) for u, h, n in found]
+
+
+def search_request(ask: Ask, with_vector: bool) -> svc.SearchMemoriesRequest:
+    """A search for the ask's text in its scope, with its query vector if ``with_vector``."""
+    req = svc.SearchMemoriesRequest(scope=pb.Scope(user_id=ask.user_id, heroine_id=ask.heroine_id), query=ask.text)
+    if with_vector:
+        req.query_embedding.extend(ask.vector.tolist())
+    return req
+
+
+def measure_common(stub: svc_grpc.MemoryServiceStub, url: str, scopes: Sequence[tuple[str, str, int]], pool: Pool,
+                   tok: Tokenizer, n: int, per_side: int, rng: random.Random) -> dict[str, Any]:
+    """Caller-vector searches for the common query in each common scope: gRPC and the bare statement."""
+    out: dict[str, Any] = {}
+    bare = BareSql(url, per_side)
+    terms = tok.query_terms(COMMON_QUERY)
+    try:
+        for user_id, heroine_id, rows in scopes:
+            asks = [Ask(user_id, heroine_id, COMMON_QUERY, pool.query_vectors[rng.randrange(len(pool.queries))])
+                    for _ in range(n)]
+            calls = [search_request(a, True) for a in asks]
+            sql_requests = [bare.request(a, terms) for a in asks]
+            for req, sql_req in zip(calls[:30], sql_requests[:30], strict=True):
+                stub.SearchMemories(req)
+                bare.run(sql_req)
+            grpc_ms: list[float] = []
+            sql_ms: list[float] = []
+            for req, sql_req in zip(calls, sql_requests, strict=True):  # interleaved: both see the same load
+                grpc_ms += timed([partial(stub.SearchMemories, req)])
+                sql_ms += timed([partial(bare.run, sql_req)])
+            out[str(rows)] = {"grpc": percentiles(grpc_ms), "sql": percentiles(sql_ms), "terms": terms}
+    finally:
+        bare.close()
+    return out
+
+
+def saturate(stub: svc_grpc.MemoryServiceStub, make: Callable[[int], svc.SearchMemoriesRequest], pid: int | None,
+             clients: int, seconds: float) -> dict[str, Any]:
+    """``clients`` threads searching for ``seconds``: requests/s, latency, CPU ms per request of process ``pid``."""
+    counter = itertools.count()
+    samples: list[float] = []
+    lock = threading.Lock()
+    server = psutil.Process(pid) if pid is not None else None
+    deadline = time.monotonic() + seconds
+
+    def run() -> None:
+        mine = []
+        while time.monotonic() < deadline:
+            request = make(next(counter))
+            start = time.perf_counter()
+            stub.SearchMemories(request, timeout=60)
+            mine.append((time.perf_counter() - start) * 1000)
+        with lock:
+            samples.extend(mine)
+
+    before = server.cpu_times() if server else None
+    started = time.perf_counter()
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    out: dict[str, Any] = {"rps": len(samples) / elapsed, "latency": percentiles(samples)}
+    if server and before:
+        after = server.cpu_times()
+        cpu_ms = ((after.user - before.user) + (after.system - before.system)) * 1000
+        out["cpu_ms_per_request"] = cpu_ms / len(samples)
+    return out
+
+
+def _store(user_id: str, text: str) -> svc.StoreMemoriesRequest:
+    request = svc.StoreMemoriesRequest(scope=pb.Scope(user_id=user_id, heroine_id="store"))
+    request.memories.add(content=text, importance=5, speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER)
+    return request
+
+
+def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks: Sequence[Ask],
+                passages: Sequence[str], clients: int, seconds: float) -> dict[str, Any]:
+    """Lone and saturated searches and single stores against a server with ``embedding.threads = threads``."""
+    out: dict[str, Any] = {"threads": threads}
+    env = {"NPC_MEMORY_EMBEDDING_THREADS": str(threads), "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
+    embedder = LocalE5Embedder(threads)
+    loop = asyncio.new_event_loop()
+    text_asks = [Ask(a.user_id, a.heroine_id, t, a.vector) for a, t in zip(itertools.cycle(asks), texts)]
+    try:
+        with served_process(url, folder / f"server-threads-{threads}.log", env=env) as (channel, pid):
+            stub = svc_grpc.MemoryServiceStub(channel)
+            for a in text_asks[:10]:  # warm-up (model pages, connections, statements)
+                stub.SearchMemories(search_request(a, False))
+                loop.run_until_complete(embedder.embed_queries([a.text]))
+            search_ms: list[float] = []
+            alone_ms: list[float] = []
+            for a in text_asks:  # the same text both ways, one after the other (the server caches no vector)
+                alone_ms += timed([partial(loop.run_until_complete, embedder.embed_queries([a.text]))])
+                search_ms += timed([partial(stub.SearchMemories, search_request(a, False))])
+            out["lone_search"], out["lone_embedder"] = percentiles(search_ms), percentiles(alone_ms)
+            out["saturated_text"] = saturate(
+                stub, lambda i: search_request(text_asks[i % len(text_asks)], False), pid, clients, seconds)
+            out["saturated_vector"] = saturate(
+                stub, lambda i: search_request(asks[i % len(asks)], True), pid, clients, seconds)
+            user_id = f"store-{threads}-{uuid.uuid4().hex[:8]}"
+            store_ms: list[float] = []
+            passage_ms: list[float] = []
+            for i, text in enumerate(passages):
+                fresh = f"{text} ({threads}-{i})"
+                passage_ms += timed([partial(loop.run_until_complete, embedder.embed_passages([fresh]))])
+                store_ms += timed([partial(stub.StoreMemories, _store(user_id, fresh), timeout=60)])
+            out["store"], out["store_embedder"] = percentiles(store_ms[5:]), percentiles(passage_ms[5:])
+    except grpc.RpcError as exc:
+        raise RuntimeError(f"a request failed: {exc}") from exc
+    finally:
+        loop.run_until_complete(embedder.aclose())
+        loop.close()
+    return out
+
+
+def report_load(result: dict[str, Any]) -> str:
+    """Markdown tables of the common-word, per-setting and CPU measurements."""
+    def f(p: dict[str, float], cols: tuple[str, ...] = ("p50", "p95", "p99")) -> str:
+        return " / ".join(f"{p[c]:.2f}" for c in cols)
+    lines = ["", f"Common words: caller vector + query {COMMON_QUERY!r} (terms in ~80% of the scope)", "",
+             "| scope rows | gRPC p50/p95/p99 | bare SQL p50/p95/p99 | gRPC p99 target 5 ms |", "|---:|---|---|---|"]
+    for rows, r in result["common"].items():
+        lines.append(f"| {int(rows):,} | {f(r['grpc'])} | {f(r['sql'])} | "
+                     f"{'met' if r['grpc']['p99'] <= 5.0 else 'missed'} |")
+    settings = result["settings"]
+    fastest = min(s["lone_embedder"]["p50"] for s in settings)
+    lines += ["", "Embedder settings (embedding.threads; query cache off):", "",
+              "| threads | lone text search p50/p95 | embedder alone p50/p95 | search p50 - fastest embedder p50 | "
+              "saturated text search req/s (p50) | CPU ms/text search | saturated caller-vector req/s | "
+              "CPU ms/vector search | single store p50 | store p50 - embedder p50 |",
+              "|---:|---|---|---:|---|---:|---:|---:|---:|---:|"]
+    for s in settings:
+        st, sv = s["saturated_text"], s["saturated_vector"]
+        lines.append(
+            f"| {s['threads']} | {f(s['lone_search'], ('p50', 'p95'))} | {f(s['lone_embedder'], ('p50', 'p95'))} | "
+            f"{s['lone_search']['p50'] - fastest:+.2f} | {st['rps']:.1f} ({st['latency']['p50']:.1f} ms) | "
+            f"{st['cpu_ms_per_request']:.2f} | {sv['rps']:.1f} | {sv['cpu_ms_per_request']:.2f} | "
+            f"{s['store']['p50']:.2f} | {s['store']['p50'] - s['store_embedder']['p50']:+.2f} |")
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""A long statement turned once into PostgreSQL's ``$n`` form, so a call only orders its parameters.
+
+psycopg parses a statement's ``%(name)s`` placeholders on every execute unless the statement is under 4 KB (its
+cache's limit); the search statements are 10-20 KB, and that parse was ~9% of the server's samples under a
+caller-vector search load (py-spy, docs/profiles/search-cpu.md). A compiled statement is run through a raw
+cursor, which sends it as is (prepared, binary, like before).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import AsyncConnection, AsyncRawCursor, sql
+
+_PLACEHOLDER = re.compile(rb"%\((\w+)\)s|%%")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A statement with ``$n`` placeholders and the parameter name each number stands for."""
+
+    query: bytes
+    names: tuple[str, ...]
+
+    def args(self, params: Mapping[str, Any]) -> list[Any]:
+        """The parameters in placeholder order."""
+        return [params[name] for name in self.names]
+
+
+def compile_statement(statement: sql.Composable) -> Compiled:
+    """``statement``'s named placeholders as ``$1``, ``$2``...; a name used twice keeps its number."""
+    names: dict[str, int] = {}
+
+    def number(match: re.Match[bytes]) -> bytes:
+        if match.group(0) == b"%%":
+            return b"%"
+        name = match.group(1).decode()
+        if name not in names:
+            names[name] = len(names) + 1
+        return b"$%d" % names[name]
+
+    query = _PLACEHOLDER.sub(number, statement.as_bytes(None))
+    return Compiled(query, tuple(names))
+
+
+async def fetch_all(conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any]) -> list[Any]:
+    """Run a compiled statement (prepared, binary results) and fetch every row, as the connection makes rows."""
+    async with AsyncRawCursor(conn) as cur:
+        await cur.execute(statement.query, statement.args(params), prepare=True, binary=True)
+        return await cur.fetchall()
