@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import grpc
+import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -158,8 +159,23 @@ async def _status_after(health_stub: health_pb2_grpc.HealthStub, wanted: int, si
             await asyncio.sleep(0.05)
 
 
+async def _refused_from(url: str) -> float:
+    """The moment a new connection to the database is first refused (polled every 50 ms)."""
+    while True:
+        try:
+            conn = await psycopg.AsyncConnection.connect(url, connect_timeout=1)
+        except psycopg.OperationalError:
+            return time.monotonic()
+        await conn.close()
+        await asyncio.sleep(0.05)
+
+
 async def test_health_flips_within_two_seconds_of_the_database_going_away_and_back(tmp_path: Path) -> None:
-    """With the default watcher and connect timeout, health is NOT_SERVING < 2 s after PostgreSQL stops."""
+    """With the default watcher and connect timeout, health is NOT_SERVING < 2 s after PostgreSQL goes away.
+
+    Counted from the first refused connection: on a loaded machine the postmaster may take seconds to act on
+    the stop (one run here: 3.3 s from pg_ctl's start to NOT_SERVING, of which the database was still up most).
+    """
     pg = EmbeddedPostgres(tmp_path / "flip")
     config = replace(Config(), database=DatabaseConfig(url=pg.url, pool_min=1, pool_max=2))
     try:
@@ -167,15 +183,19 @@ async def test_health_flips_within_two_seconds_of_the_database_going_away_and_ba
                 grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             health_stub = health_pb2_grpc.HealthStub(channel)
             await _status_after(health_stub, health_pb2.HealthCheckResponse.SERVING, time.monotonic())
+            began = time.monotonic()
+            refused = asyncio.create_task(_refused_from(pg.url))
             stopping = asyncio.create_task(asyncio.to_thread(pg.stop))
-            # The server is gone once its postmaster stops accepting; count from the stop's start (the worst case).
-            down = await _status_after(health_stub, health_pb2.HealthCheckResponse.NOT_SERVING, time.monotonic())
+            await _status_after(health_stub, health_pb2.HealthCheckResponse.NOT_SERVING, began)
+            flipped = time.monotonic()
+            gone = await refused
             await stopping
             started = time.monotonic()
             pg = await asyncio.to_thread(EmbeddedPostgres, tmp_path / "flip")
             up = await _status_after(health_stub, health_pb2.HealthCheckResponse.SERVING, started)
-        print(f"NOT_SERVING {down:.2f}s after the stop began; SERVING {up:.2f}s after the start began")
-        assert down < 2.0
+        print(f"NOT_SERVING {flipped - gone:.2f}s after the database refused connections "
+              f"({flipped - began:.2f}s after the stop began); SERVING {up:.2f}s after the start began")
+        assert flipped - gone < 2.0
         assert up < 10.0
     finally:
         await asyncio.to_thread(pg.stop)
