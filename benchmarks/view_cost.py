@@ -1,6 +1,7 @@
 """What the timeline view costs a search, beside the plain scan, on the common-word scopes (bare SQL, one run).
 
     python -m benchmarks.view_cost [--queries 300] [--data-dir DIR] [--explain] [--before-src DIR]
+                                   [--plan-cache-mode auto|force_generic_plan|force_custom_plan]
 
 The common-word scopes of benchmarks.search_speed_load (500 and 2,000 memories, both query terms in ~80% of
 them) are seeded into an embedded PostgreSQL once. Each scope is copied to a second player who saved once
@@ -12,7 +13,9 @@ branch) and for the player who saved (the view's branches: what every player pai
 ``--explain`` also prints EXPLAIN ANALYZE of both statements on the 2,000-row scope. ``--before-src`` names an
 earlier checkout (``git archive COMMIT | tar -x -C DIR``): its search statement for the same request, compiled by
 its own code in a child process, is timed too, interleaved, on a connection of its own (each connection's
-prepared statement settles on its plan as the service's do).
+prepared statement settles on its plan as the service's do). ``--plan-cache-mode`` sets PostgreSQL's choice
+between a prepared statement's generic and custom plans on every connection (the service leaves it ``auto``,
+which settles on the generic plan once that looks no costlier than the custom ones).
 """
 
 from __future__ import annotations
@@ -87,8 +90,9 @@ def ensure_saved_copies(url: str, scopes: list[tuple[str, str, int]]) -> None:
 class Statements:
     """The raw scan and the service's search statement over one connection."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, plan_cache_mode: str = "auto") -> None:
         self.conn = psycopg.connect(url, autocommit=True)
+        self.conn.execute(psycopg.sql.SQL("SET plan_cache_mode = {}").format(psycopg.sql.Literal(plan_cache_mode)))
         register_vector(self.conn)
         self.now = datetime.now(UTC)
 
@@ -120,13 +124,10 @@ class Statements:
             return cur.fetchall()
 
     def explain(self, request: tuple[Any, list[Any]]) -> str:
-        """EXPLAIN ANALYZE of the statement (its generic plan is forced, as a prepared statement settles on)."""
-        self.conn.execute("SET plan_cache_mode = force_generic_plan")
+        """EXPLAIN ANALYZE of the statement run once unprepared (a custom plan: the parameters' values known)."""
         with RawCursor(self.conn) as cur:
             cur.execute(b"EXPLAIN (ANALYZE, COSTS OFF, TIMING ON) " + request[0], request[1])
-            text = "\n".join(r[0] for r in cur.fetchall())
-        self.conn.execute("RESET plan_cache_mode")
-        return text
+            return "\n".join(r[0] for r in cur.fetchall())
 
 
 def _ms(x: dict[str, float]) -> str:
@@ -168,6 +169,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-view-cost")
     parser.add_argument("--explain", action="store_true")
     parser.add_argument("--before-src", type=Path, help="an earlier checkout whose statement is timed beside")
+    parser.add_argument("--plan-cache-mode", default="auto",
+                        choices=("auto", "force_generic_plan", "force_custom_plan"))
     args = parser.parse_args()
     pool = load_pool()
     tok = Tokenizer()
@@ -177,7 +180,7 @@ def main() -> None:
         scopes = ensure_common_scopes(pg.url, pool, tok)
         ensure_saved_copies(pg.url, scopes)
         terms = tok.query_terms(COMMON_QUERY)
-        st, old = Statements(pg.url), Statements(pg.url)
+        st, old = Statements(pg.url, args.plan_cache_mode), Statements(pg.url, args.plan_cache_mode)
         compiled = None
         if args.before_src:
             env = {**os.environ, "PYTHONPATH": str(args.before_src / "service")}
