@@ -22,7 +22,6 @@ import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.domain.model import Scope, SearchQuery, Weights
 from npc_memory.store.compiled import Compiled
-from npc_memory.store.pool import PLAN_CACHE_MODE
 from npc_memory.store.search_sql import compiled_search, search_params
 from pgvector.psycopg import register_vector
 from psycopg import RawCursor
@@ -126,7 +125,6 @@ class BareSql:
     def __init__(self, url: str, per_side: int) -> None:
         self._conn = psycopg.connect(url, autocommit=True)
         register_vector(self._conn)
-        self._conn.execute(PLAN_CACHE_MODE)  # as the service's connections (store/pool.py)
         self._per_side = per_side
         self._now = datetime.now(UTC)
 

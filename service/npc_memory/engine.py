@@ -98,18 +98,6 @@ class MemoryEngine:
             meaning=analysis.meaning,
         )
 
-    async def _analyse(self, texts: list[str]) -> list[Analysis]:
-        """Each text's terms and meaning, off the event loop.
-
-        Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
-        stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
-        process's GIL, so a big batch is analysed in the worker processes.
-        """
-        pool = self.analysis_pool
-        if pool is not None and pool.wants(texts):
-            return list(await pool.analyse(texts))
-        return await asyncio.to_thread(lambda: [self.tokenizer.analyse(t) for t in texts])
-
     async def store(
         self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
     ) -> list[StoreResult]:
@@ -125,18 +113,18 @@ class MemoryEngine:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
-        # The model runs in its thread while the batch is analysed, so a store costs the embedding plus the
-        # write, not plus the tokenising too.
-        embedding = asyncio.ensure_future(self._embed_passages(facts, "memories"))
-        try:
-            await asyncio.sleep(0)  # let the task hand the texts to the model's thread before analysing
-            analyses = await self._analyse([f.content for f in facts])
-            vectors = await embedding
-        except BaseException:
-            embedding.cancel()
-            raise
+        vectors = await self._embed_passages(facts, "memories")
         now = utcnow()
-        items = [self._prepare(f, v, now, a) for f, v, a in zip(facts, vectors, analyses, strict=True)]
+        # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
+        # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
+        # process's GIL, so a big batch is analysed in the worker processes and only assembled here.
+        pool, texts = self.analysis_pool, [f.content for f in facts]
+        analyses: list[Analysis | None] = (
+            list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
+        )
+        items = await asyncio.to_thread(
+            lambda: [self._prepare(f, v, now, a) for f, v, a in zip(facts, vectors, analyses, strict=True)]
+        )
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,

@@ -33,17 +33,8 @@ class PoolSettings:
     """Seconds to wait for a connection before answering UNAVAILABLE."""
 
 
-# Every statement is written for its generic plan (static SQL, absent filters as NULL parameters, joins that cost
-# the same whatever the row estimates), and PostgreSQL's default (auto) kept re-planning the search statement
-# per call, a custom plan of a 10-20 KB statement: forcing the cached generic plan took the common-word search on
-# a 500-row scope from 4.8 to 2.7 ms p50 (benchmarks/view_cost.py, --plan-cache-mode, one run each).
-# A SET on each new connection rather than a startup option, which poolers such as PgBouncer refuse.
-PLAN_CACHE_MODE = "SET plan_cache_mode = force_generic_plan"
-
-
 async def _configure(conn: Connection) -> None:
     await register_vector_async(conn)
-    await conn.execute(PLAN_CACHE_MODE)
 
 
 class Database:
