@@ -51,9 +51,13 @@ keyword AS (
     GROUP BY tf.id, tf.cosine
 )""")
 
+# Each term's idf is computed once, from the one statistics row, rather than again for every matching row.
 UNROLLED_CTES = """,
-stats AS MATERIALIZED (
+counts AS MATERIALIZED (
     SELECT count(*)::float8 AS n, avg(dl)::float8 AS avgdl, {dfs} FROM scope_rows
+),
+stats AS MATERIALIZED (
+    SELECT c.avgdl, {idfs} FROM counts c
 ),
 keyword AS (
     SELECT t.id, t.cosine, {score} AS score
@@ -63,8 +67,8 @@ keyword AS (
 DF = "count(*) FILTER (WHERE %({t})s = ANY(terms))::float8 AS df{i}"
 TF = "cardinality(array_positions(s.terms, %({t})s))::float8 AS tf{i}"
 # A term a row lacks has tf 0 and adds 0, as in the generic form's sum over the terms it holds.
-TERM_SCORE = """ln(1.0::float8 + (st.n - st.df{i} + 0.5::float8) / (st.df{i} + 0.5::float8))
-           * t.tf{i} / (t.tf{i} + %(k1)s * (1.0::float8 - %(b)s + %(b)s * t.dl / st.avgdl))"""
+IDF = "ln(1.0::float8 + (c.n - c.df{i} + 0.5::float8) / (c.df{i} + 0.5::float8)) AS idf{i}"
+TERM_SCORE = "st.idf{i} * t.tf{i} / (t.tf{i} + %(k1)s * (1.0::float8 - %(b)s + %(b)s * t.dl / st.avgdl))"
 
 
 def distinct_terms(terms: Sequence[str]) -> list[str]:
@@ -76,6 +80,7 @@ def _unrolled(n: int) -> sql.Composed:
     names = [(i, f"t{i}") for i in range(n)]
     return sql.SQL(UNROLLED_CTES).format(
         dfs=sql.SQL(", ").join(sql.SQL(DF.format(t=t, i=i)) for i, t in names),
+        idfs=sql.SQL(", ").join(sql.SQL(IDF.format(i=i)) for i, _ in names),
         tfs=sql.SQL(", ").join(sql.SQL(TF.format(t=t, i=i)) for i, t in names),
         score=sql.SQL(" + ").join(sql.SQL(TERM_SCORE.format(i=i)) for i, _ in names),
     )

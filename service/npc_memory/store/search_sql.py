@@ -69,48 +69,70 @@ PERIOD_TOP = """(SELECT id, cosine FROM scope_rows WHERE valid_at >= %(period_fr
 # The final join fetches the candidates' columns by key (an index scan of ~100-150 ids) instead of hashing the
 # whole scope again: at 2,000 rows that second scope scan was 3.6 of 11.9 ms (EXPLAIN ANALYZE).
 CANDIDATES = """,
-candidates AS ({dense}{keyword}{period}{prior})
+candidates AS ({dense}{keyword}{period}{prior}){scored}
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
-FROM candidates c
-{keyword_join}
+FROM {listed} c
 JOIN {visible} m ON m.id = c.id
 WHERE m.id = ANY(ARRAY(SELECT id FROM candidates))
 """
 
+# The candidates' keyword scores, by grouping the candidates together with the keyword rows rather than joining
+# them: a prepared statement's generic plan estimates a handful of rows on both sides and joined them by a
+# nested loop, which with common words (1,505 keyword rows at 2,000 rows) compared every candidate with every
+# keyword row. Grouping costs the same whatever the estimate: with the generic plan forced, 31.1 ms p50 before,
+# 14.0 ms after (benchmarks/view_cost.py --plan-cache-mode force_generic_plan --before-src).
+SCORED = """,
+scored AS (
+    SELECT x.id, max(x.cosine) AS cosine, max(x.score) AS score
+    FROM (SELECT id, cosine, NULL::float8 AS score, true AS listed FROM candidates
+          UNION ALL
+          SELECT id, NULL::float8, score, false FROM keyword) x
+    GROUP BY x.id
+    HAVING bool_or(x.listed)
+)"""
+
 # The components, each in [0, 1]: recency, importance / 10, relevance min-max over the candidates (the clipped
 # cosine when they are all equal, 0 without a query vector), keyword score over the best among the candidates.
-# Weighted fusion sums them by weight; RRF sums weight / (60 + rank), scaled so first on every side scores 1,
-# ranks breaking ties by id. Ties of the final score go to the newer fact, then the id.
-RANKED = """
+COMPONENTS = """
+    SELECT c.*, {recency} AS s_recency, {importance} AS s_importance,
+           CASE WHEN NOT %(has_vector)s THEN 0.0::float8
+                WHEN max(c.cosine) OVER w - min(c.cosine) OVER w < %(flat_range)s
+                    THEN LEAST(1.0::float8, GREATEST(0.0::float8, c.cosine))
+                ELSE (c.cosine - min(c.cosine) OVER w) / (max(c.cosine) OVER w - min(c.cosine) OVER w)
+           END AS s_relevance,
+           CASE WHEN max(c.keyword_score) OVER w <= 0 THEN 0.0::float8
+                ELSE GREATEST(c.keyword_score, 0.0::float8) / max(c.keyword_score) OVER w
+           END AS s_keyword
+    FROM ({candidates}) c
+    WINDOW w AS ()
+"""
+
+# Weighted fusion sums the components by weight. Ties of the final score go to the newer fact, then the id.
+WEIGHTED = """
+SELECT r.*, %(w_recency)s * r.s_recency + %(w_importance)s * r.s_importance
+            + %(w_relevance)s * r.s_relevance + %(w_keyword)s * r.s_keyword AS s_final
+FROM ({components}) r
+ORDER BY {period_first}s_final DESC, r.valid_at DESC, r.id
+LIMIT %(limit)s
+"""
+
+# RRF sums weight / (60 + rank), scaled so first on every side scores 1, ranks breaking ties by id. Its four
+# rankings are a sort and a window pass each over the candidates, so they are only in the RRF statement (the
+# weighted default paid ~0.6 ms for them at 2,000-row scopes, EXPLAIN ANALYZE, benchmarks/view_cost.py).
+RRF = """
 SELECT r.*,
-       CASE WHEN %(rrf)s THEN
-           (%(w_recency)s / (%(rrf_k)s + r.rank_recency)
-            + %(w_importance)s / (%(rrf_k)s + r.rank_importance)
-            + CASE WHEN %(has_vector)s THEN %(w_relevance)s / (%(rrf_k)s + r.rank_relevance) ELSE 0.0::float8 END
-            + CASE WHEN r.s_keyword > 0 THEN %(w_keyword)s / (%(rrf_k)s + r.rank_keyword) ELSE 0.0::float8 END)
-           / %(rrf_best)s
-       ELSE %(w_recency)s * r.s_recency + %(w_importance)s * r.s_importance
-            + %(w_relevance)s * r.s_relevance + %(w_keyword)s * r.s_keyword
-       END AS s_final
+       (%(w_recency)s / (%(rrf_k)s + r.rank_recency)
+        + %(w_importance)s / (%(rrf_k)s + r.rank_importance)
+        + CASE WHEN %(has_vector)s THEN %(w_relevance)s / (%(rrf_k)s + r.rank_relevance) ELSE 0.0::float8 END
+        + CASE WHEN r.s_keyword > 0 THEN %(w_keyword)s / (%(rrf_k)s + r.rank_keyword) ELSE 0.0::float8 END)
+       / %(rrf_best)s AS s_final
 FROM (
     SELECT s.*,
            row_number() OVER (ORDER BY s.s_recency DESC, s.id)::float8 AS rank_recency,
            row_number() OVER (ORDER BY s.s_importance DESC, s.id)::float8 AS rank_importance,
            row_number() OVER (ORDER BY s.s_relevance DESC, s.id)::float8 AS rank_relevance,
            row_number() OVER (ORDER BY s.s_keyword DESC, s.id)::float8 AS rank_keyword
-    FROM (
-        SELECT c.*, {recency} AS s_recency, {importance} AS s_importance,
-               CASE WHEN NOT %(has_vector)s THEN 0.0::float8
-                    WHEN max(c.cosine) OVER w - min(c.cosine) OVER w < %(flat_range)s
-                        THEN LEAST(1.0::float8, GREATEST(0.0::float8, c.cosine))
-                    ELSE (c.cosine - min(c.cosine) OVER w) / (max(c.cosine) OVER w - min(c.cosine) OVER w)
-               END AS s_relevance,
-               CASE WHEN max(c.keyword_score) OVER w <= 0 THEN 0.0::float8
-                    ELSE GREATEST(c.keyword_score, 0.0::float8) / max(c.keyword_score) OVER w
-               END AS s_keyword
-        FROM ({candidates}) c
-        WINDOW w AS ()
-    ) s
+    FROM ({components}) s
 ) r
 ORDER BY {period_first}s_final DESC, r.valid_at DESC, r.id
 LIMIT %(limit)s
@@ -153,23 +175,26 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None, period
         period=sql.SQL(PERIOD_TOP if period else ""),
         prior=sql.SQL(PRIOR_TOP),
         columns=MEMORY_COLUMNS,
-        keyword_score=sql.SQL("COALESCE(k.score, 0.0::float8)" if side else "0.0::float8"),
-        keyword_join=sql.SQL("LEFT JOIN keyword k ON k.id = c.id" if side else ""),
+        keyword_score=sql.SQL("COALESCE(c.score, 0.0::float8)" if side else "0.0::float8"),
+        scored=sql.SQL(SCORED if side else ""),
+        listed=sql.SQL("scored" if side else "candidates"),
         visible=visible(shared),
     )
     return with_view(sql.Composed([scope, side.ctes if side else sql.SQL(""), union]), shared)
 
 
-Variant = tuple[bool, ResolvedKeywordBackend | None, bool, int, bool]
+Variant = tuple[bool, ResolvedKeywordBackend | None, bool, int, bool, bool]
 """Whether the query has a vector, the keyword side it runs (None for a query without terms or with keyword
-weight 0), whether it names a period, its distinct term count (BM25 writes a statement per count), and whether
-it reads the player's shared memories too (store/view.py says why that is a statement of its own)."""
+weight 0), whether it names a period, its distinct term count (BM25 writes a statement per count), whether
+it reads the player's shared memories too (store/view.py says why that is a statement of its own), and whether
+it fuses by RRF (the only fusion that ranks each component)."""
 
 
 @cache
 def _ranked(v: Variant) -> sql.Composed:
-    return sql.SQL(RANKED).format(candidates=_candidates(*v), period_first=sql.SQL(PERIOD_FIRST if v[2] else ""),
-                                  **_signals("c"))
+    components = sql.SQL(COMPONENTS).format(candidates=_candidates(*v[:5]), **_signals("c"))
+    return sql.SQL(RRF if v[5] else WEIGHTED).format(components=components,
+                                                     period_first=sql.SQL(PERIOD_FIRST if v[2] else ""))
 
 
 @cache
@@ -187,7 +212,7 @@ def variant(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBa
     keyword = backend if terms and query.weights.keyword > 0 else None
     count = len(distinct_terms(terms)) if keyword == "bm25" else 0
     return (query.embedding is not None, keyword, query.period is not None, count if count <= UNROLLED_TERMS else 0,
-            query.include_shared)
+            query.include_shared, query.fusion is Fusion.RRF)
 
 
 def search_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
@@ -207,14 +232,14 @@ def compiled_search(query: SearchQuery, terms: Sequence[str], backend: ResolvedK
 
 def candidate_statement(query: SearchQuery, terms: Sequence[str], backend: ResolvedKeywordBackend) -> sql.Composed:
     """The unranked candidate union the search statement ranks (for checking the ranking against a reference)."""
-    return _candidates(*variant(query, terms, backend))
+    return _candidates(*variant(query, terms, backend)[:5])
 
 
 def search_params(
     query: SearchQuery, terms: Sequence[str], per_side: int, backend: ResolvedKeywordBackend
 ) -> dict[str, Any]:
     """The named parameters of either statement; ``per_side`` rows are taken from each candidate list."""
-    _, keyword, _, count, _ = variant(query, terms, backend)
+    _, keyword, _, count, _, _ = variant(query, terms, backend)
     w = query.weights
     params = filter_params(query.filter, query.as_of or query.now, query.include_invalidated) | view_params(
         query.view, query.include_shared) | {
@@ -229,7 +254,6 @@ def search_params(
         "w_importance": w.importance,
         "w_relevance": w.relevance,
         "w_keyword": w.keyword,
-        "rrf": query.fusion is Fusion.RRF,
         "has_vector": query.embedding is not None,
         "rrf_k": float(RRF_K),
         "rrf_best": (w.recency + w.importance + w.relevance + w.keyword) / (RRF_K + 1) or 1.0,
