@@ -24,10 +24,12 @@ class EmbeddingSettings:
     """Vector size; 0 asks the embedder (required for ``none``)."""
     timeout_seconds: float = 10.0
     """Per-request timeout of the HTTP embedder."""
-    threads: int = 1
-    """OpenMP threads of the local model per call; 0 means one per core. One thread leaves the other cores to
-    the event loop and PostgreSQL: on 2 cores it served ~5x more server-embedded searches under load than two,
-    at ~7 ms more per single query (docs/loadtest.md)."""
+    threads: int = 0
+    """OpenMP threads of the local model per call; 0 (the default) chooses by load (embedding/cores.py): a call
+    alone gets every core no other thread is running on, calls that overlap get one core each. N > 0 caps every
+    call at N threads (1 = one core, one call at a time: the setting before). Measured with
+    ``python -m benchmarks.embed_speed`` (docs/loadtest.md): lone p50 0.93x and 8-caller throughput 1.17x of
+    ``1`` on the busy 2-core VM; on idle cores a short question takes ~6 ms on two threads against ~11 on one."""
     query_cache_size: int = 4096
     """How many query vectors to keep (repeated queries skip the model); 0 disables."""
     query_prefix: str = ""
