@@ -11,7 +11,8 @@ import psycopg
 import pytest
 from npc_memory.cli import build_parser
 from npc_memory.config import WriteConfig, load_config
-from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn, embedding_texts
+from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn, turn_flags
+from npc_memory.domain.dialogue import embedding_texts as _texts
 from npc_memory.domain.model import (
     ContentType,
     NewMemory,
@@ -31,6 +32,11 @@ T0 = datetime(2025, 3, 4, 20, 0, tzinfo=UTC)
 WINDOW = timedelta(minutes=30)
 QUESTION = "경주 다녀왔다며? 언제 갔었어?"
 REPLY = "응, 지난 화요일에!"
+
+
+def embedding_texts(facts: list[NewMemory], now: datetime, window: timedelta, stored: StoredTurn | None) -> list[str]:
+    """The texts with the turns as a single request marks them (dialogue batches as the service's default)."""
+    return _texts(facts, turn_flags(facts, WriteConfig.dialogue_batch_min), now, window, stored)
 
 
 def _flags() -> dict[str, object]:

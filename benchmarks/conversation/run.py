@@ -64,7 +64,9 @@ class StepSettings:
     write: str
     """``knowledge``: tier knowledge, the turn's own vector (the knowledge duplicate rule, no context);
     ``source``: tier source, the turn's own vector given; ``context``: tier source, the service embeds it
-    (with the previous turn, domain/dialogue.py)."""
+    (with the previous turn, domain/dialogue.py); ``heldout``: as the held-out benchmark stores a conversation
+    (no tier named, so knowledge; every turn of a session at the session's date; no vector given), the service's
+    defaults; ``heldout-off``: the same with ``dialogue_batch_min`` 0 (no request read as a dialogue)."""
     options: TextOptions
     period: PeriodSearch
     distinct: bool = False
@@ -82,6 +84,8 @@ STEPS: dict[str, StepSettings] = {
     "+distinct-turns": StepSettings("source", _QW, "first", True),
     "+context": StepSettings("context", _QW, "first", True),
     "+half-life": StepSettings("context", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout-before": StepSettings("heldout-off", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout": StepSettings("heldout", _QW, "first", True, SearchConfig.recency_half_life_days),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
@@ -131,13 +135,15 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     ``write`` is a ``StepSettings.write`` mode: the tier the turns get and whether their vectors are given.
     """
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
-    tier = Tier.KNOWLEDGE if write == "knowledge" else Tier.SOURCE
+    heldout = write.startswith("heldout")
+    tier = Tier.KNOWLEDGE if write == "knowledge" or heldout else Tier.SOURCE
+    made_here = write == "context" or heldout
     text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:
         start = datetime.fromisoformat(session["date"])
         turns = session["turns"]
-        facts = [_memory(t, conv["companion_id"], start + timedelta(minutes=j),
-                         None if write == "context" else vectors[t["id"]], tier) for j, t in enumerate(turns)]
+        facts = [_memory(t, conv["companion_id"], start if heldout else start + timedelta(minutes=j),
+                         None if made_here else vectors[t["id"]], tier) for j, t in enumerate(turns)]
         results = await engine.store(loaded.scope, facts)
         for turn, result in zip(turns, results, strict=True):
             loaded.memory_of[turn["id"]] = result.memory_id
@@ -147,7 +153,7 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
             else:
                 loaded.vectors[result.memory_id] = vectors[turn["id"]]
                 text_of[result.memory_id] = turn["text"]
-    if write == "context":
+    if made_here:
         loaded.vectors = await stored_vectors(engine, loaded.scope)
     return loaded
 
@@ -242,7 +248,9 @@ async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str,
     engines = step_engines(asked, steps) or [Step("", asked, write)]
     loaded: dict[str, list[Loaded]] = {}
     for mode in dict.fromkeys(s.write for s in engines):
-        loaded[mode] = [await load(engine, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
+        writer = engine if mode != "heldout-off" else replace(
+            engine, write_settings=replace(engine.write_settings, dialogue_batch_min=0))
+        loaded[mode] = [await load(writer, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
     for st in engines:
         await warm_up(st.engine, loaded[st.write][0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
     answers: dict[str, list[Answer]] = {column(c, s.name): [] for s in engines for c in configs}

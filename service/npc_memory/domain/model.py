@@ -253,6 +253,8 @@ class PreparedMemory:
     content_key: str
     meaning: tuple[str, ...]
     """The grammatical morphemes that change what the text states (text/meaning.py), for the duplicate rule."""
+    turn: bool = False
+    """A dialogue turn whatever its tier (domain/dialogue.py): a repeat is kept unless resent at the same moment."""
 
 
 @dataclass(frozen=True)
