@@ -28,7 +28,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig
+from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig, WriteConfig
 from npc_memory.domain.model import (
     USER_SUBJECT_ID,
     ContentType,
@@ -86,9 +86,16 @@ STEPS: dict[str, StepSettings] = {
     "+half-life": StepSettings("context", _QW, "first", True, SearchConfig.recency_half_life_days),
     "heldout-before": StepSettings("heldout-off", _QW, "first", True, SearchConfig.recency_half_life_days),
     "heldout": StepSettings("heldout", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "+answer": StepSettings("answer", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout+answer": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
+
+
+WRITE_MODES = {"heldout-off": WriteConfig(dialogue_batch_min=0), "answer": WriteConfig(dialogue_context_answer=True),
+               "heldout-answer": WriteConfig(dialogue_context_answer=True)}
+"""Write settings of the write modes that differ from the service's defaults."""
 
 
 @dataclass
@@ -137,7 +144,7 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
     heldout = write.startswith("heldout")
     tier = Tier.KNOWLEDGE if write == "knowledge" or heldout else Tier.SOURCE
-    made_here = write == "context" or heldout
+    made_here = write in ("context", "answer") or heldout
     text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:
         start = datetime.fromisoformat(session["date"])
@@ -248,8 +255,7 @@ async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str,
     engines = step_engines(asked, steps) or [Step("", asked, write)]
     loaded: dict[str, list[Loaded]] = {}
     for mode in dict.fromkeys(s.write for s in engines):
-        writer = engine if mode != "heldout-off" else replace(
-            engine, write_settings=replace(engine.write_settings, dialogue_batch_min=0))
+        writer = replace(engine, write_settings=WRITE_MODES.get(mode, engine.write_settings))
         loaded[mode] = [await load(writer, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
     for st in engines:
         await warm_up(st.engine, loaded[st.write][0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))

@@ -172,6 +172,8 @@ class WriteConfig:
 
     domain/dialogue.py; 0 embeds every turn alone. ``python -m benchmarks.conversation.run`` measures it.
     """
+    dialogue_context_answer: bool = False
+    """A question turn of a batch is also embedded with the turn after it (its answer): domain/dialogue.py."""
     dialogue_batch_min: int = 4
     """A request of at least this many short lines, both speakers taking turns, no slot, is a dialogue whatever its
     tier: its facts get the turns' treatment (domain/dialogue.py ``dialogue_batch``); 0 turns it off."""
@@ -385,6 +387,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             dialogue_context_minutes=pick(
                 "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
             dialogue_batch_min=pick("dialogue_batch_min", WriteConfig.dialogue_batch_min, int),
+            dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, _bool),
             tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),
             tokenize_process_min_chars=pick("tokenize_process_min_chars", WriteConfig.tokenize_process_min_chars,
                                             int),

@@ -147,7 +147,7 @@ class MemoryEngine:
         if first is None or window <= timedelta(0) or not self.embedder.available:
             return None
         stored = await previous_turn(self.db, scope, first, first - window)
-        return dialogue.embedding_texts(facts, turns, now, window, stored)
+        return dialogue.embedding_texts(facts, turns, now, window, stored, self.write_settings.dialogue_context_answer)
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:

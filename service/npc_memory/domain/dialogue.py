@@ -81,13 +81,20 @@ def with_previous(previous: str | None, content: str) -> str:
     return f"{previous}\n{content}" if previous else content
 
 
+def asks(content: str) -> bool:
+    """Whether a line is a question (ends with a question mark): its answer is the turn that follows."""
+    return content.rstrip().rstrip("!~.…)").endswith(("?", "\uff1f"))
+
+
 def embedding_texts(
     facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime, window: timedelta, stored: StoredTurn | None,
+    with_answer: bool = False,
 ) -> list[str]:
     """The text each fact's vector is taken over: a turn with its predecessor within ``window``, else the content.
 
     Turns are ordered by ``valid_at`` (the request's order among equal times); a turn said more than
-    ``window`` after the one before it starts a new conversation and is embedded alone.
+    ``window`` after the one before it starts a new conversation and is embedded alone. ``with_answer``: a
+    question is also embedded with the next turn of the batch (its answer, when said within the window).
     """
     texts = [f.content for f in facts]
     if window <= timedelta(0):
@@ -99,6 +106,11 @@ def embedding_texts(
         if facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window:
             texts[i] = with_previous(prev.content, facts[i].content)
         prev = StoredTurn(facts[i].content, at)
+    if with_answer:
+        for i, j in pairwise(order):
+            gap = (facts[j].valid_at or now) - (facts[i].valid_at or now)
+            if facts[i].embedding is None and asks(facts[i].content) and gap <= window:
+                texts[i] = f"{texts[i]}\n{facts[j].content}"
     return texts
 
 
