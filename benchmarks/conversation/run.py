@@ -93,9 +93,11 @@ STEPS: dict[str, StepSettings] = {
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
 
 
-WRITE_MODES = {"heldout-off": WriteConfig(dialogue_batch_min=0), "answer": WriteConfig(dialogue_context_answer=True),
-               "heldout-answer": WriteConfig(dialogue_context_answer=True)}
-"""Write settings of the write modes that differ from the service's defaults."""
+_PLAIN = WriteConfig(dialogue_batch_min=4, dialogue_context_answer=False)
+WRITE_MODES = {"context": _PLAIN, "heldout": _PLAIN, "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
+               "answer": replace(_PLAIN, dialogue_context_answer=True),
+               "heldout-answer": replace(_PLAIN, dialogue_context_answer=True)}
+"""Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""
 
 
 @dataclass

@@ -138,9 +138,9 @@ def learned_floor(asked: Sequence[Asked]) -> float:
     return float(np.median(wrong))
 
 
-def modes(floor: float) -> tuple[list[Mode], list[Mode]]:
-    """The four side-by-side modes, and the calibrations compared for the weighted hybrid."""
-    main = [
+def modes(floor: float, extra: Sequence[Weights] = ()) -> tuple[list[Mode], list[Mode]]:
+    """The four side-by-side modes (and weighted hybrids with ``extra`` weights), and the calibrations compared."""
+    main = [*(Mode(f"weighted {w.recency}/{w.importance}/{w.relevance}/{w.keyword}", w) for w in extra),
         Mode("dense only", Weights(0.0, 0.0, 1.0, 0.0)),
         Mode("keyword only (BM25)", Weights(0.0, 0.0, 0.0, 1.0)),
         Mode("weighted hybrid (default)", Weights()),
@@ -166,14 +166,14 @@ def table(title: str, rows: Sequence[tuple[str, dict[str, float]]]) -> str:
 
 
 async def run(url: str, data: dict[str, Any], by_day: bool = False, dialogue_batch_min: int | None = None,
-              ) -> dict[str, Any]:
+              extra: Sequence[Weights] = ()) -> dict[str, Any]:
     """Load, ask, and score every mode."""
     write = WriteConfig() if dialogue_batch_min is None else WriteConfig(dialogue_batch_min=dialogue_batch_min)
     config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), write=write)
     async with open_engine(config) as engine:
         ids = await load(engine, data, by_day)
         asked = await gather(engine, data, ids)
-    main_modes, cal_modes = modes(learned_floor(asked))
+    main_modes, cal_modes = modes(learned_floor(asked), extra)
     results: dict[str, Any] = {
         "facts": len(ids), "questions": len(asked),
         "modes": {m.name: score(asked, m) for m in main_modes},
@@ -208,15 +208,18 @@ def main() -> None:
     parser.add_argument("--by-day", action="store_true",
                         help="store each game day's facts as one request the service embeds (dialogue batches)")
     parser.add_argument("--dialogue-batch-min", type=int, help="the write setting (default: the service's)")
+    parser.add_argument("--weights", nargs="*", default=[],
+                        help="more weighted hybrids to score: recency,importance,relevance,keyword")
     args = parser.parse_args()
     data = json.loads(args.dataset.read_text(encoding="utf-8"))
+    extra = [Weights(*(float(x) for x in w.split(","))) for w in args.weights]
     if args.database_url:
-        results = asyncio.run(run(args.database_url, data, args.by_day, args.dialogue_batch_min))
+        results = asyncio.run(run(args.database_url, data, args.by_day, args.dialogue_batch_min, extra))
     else:
         with tempfile.TemporaryDirectory(prefix="npc-quality-") as tmp:
             pg = EmbeddedPostgres(Path(tmp))
             try:
-                results = asyncio.run(run(pg.url, data, args.by_day, args.dialogue_batch_min))
+                results = asyncio.run(run(pg.url, data, args.by_day, args.dialogue_batch_min, extra))
             finally:
                 pg.stop()
     print(report(results))
