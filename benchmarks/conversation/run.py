@@ -93,7 +93,7 @@ STEPS: dict[str, StepSettings] = {
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
 
 
-_PLAIN = WriteConfig(dialogue_batch_min=4, dialogue_context_answer=False)
+_PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False)
 WRITE_MODES = {"context": _PLAIN, "heldout": _PLAIN, "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
                "answer": replace(_PLAIN, dialogue_context_answer=True),
                "heldout-answer": replace(_PLAIN, dialogue_context_answer=True)}

@@ -174,8 +174,8 @@ class WriteConfig:
     """
     dialogue_context_answer: bool = False
     """A question turn of a batch is also embedded with the turn after it (its answer): domain/dialogue.py."""
-    dialogue_batch_min: int = 4
-    """A request of at least this many short lines, both speakers taking turns, no slot, is a dialogue whatever its
+    dialogue_batch_min: int = 8
+    """A request of at least this many short lines, the speakers taking turns, no slot, is a dialogue whatever its
     tier: its facts get the turns' treatment (domain/dialogue.py ``dialogue_batch``); 0 turns it off."""
     tokenize_processes: int = 1
     """Worker processes (each with its own Kiwi, ~520 MiB RSS) that tokenise big batches off the server's GIL; 0 keeps
