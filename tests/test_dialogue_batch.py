@@ -28,7 +28,9 @@ from npc_memory.errors import ConfigError
 DAY = datetime(2024, 8, 3, tzinfo=UTC)
 WINDOW = timedelta(minutes=30)
 SESSION = [("heroine", "경주 다녀왔다며? 언제 갔었어?"), ("user", "응, 지난 화요일에!"),
-           ("heroine", "ㅋㅋ 좋았겠다"), ("user", "ㅋㅋ 그러게"), ("heroine", "다음엔 나도 데려가")]
+           ("heroine", "ㅋㅋ 좋았겠다"), ("user", "ㅋㅋ 그러게"), ("heroine", "다음엔 나도 데려가"),
+           ("user", "그래 꼭 같이 가자"), ("heroine", "약속한 거다?"), ("user", "응 약속!")]
+N = WriteConfig.dialogue_batch_min
 
 
 def line(speaker: str, content: str, at: datetime | None = DAY, **kw: object) -> NewMemory:
@@ -44,31 +46,36 @@ def session() -> list[NewMemory]:
 
 
 def test_a_request_of_turns_taken_by_both_speakers_is_a_dialogue() -> None:
-    """Four short lines, the speaker changing twice: a dialogue; tidy requests are not."""
-    assert dialogue_batch(session(), 4)
-    assert not dialogue_batch(session()[:3], 4)
+    """Eight short lines, the speaker changing between most: a dialogue; tidy requests are not."""
+    assert N == 8
+    assert dialogue_batch(session(), N)
+    assert not dialogue_batch(session()[:7], N)
     assert not dialogue_batch(session(), 0)
     one_speaker = [line("user", c) for _, c in SESSION]
-    assert not dialogue_batch(one_speaker, 4)
-    with_slot = [*session()[:4], line("user", "요즘은 녹차만 마셔", slot="drink")]
-    assert not dialogue_batch(with_slot, 4)
-    gist = [*session()[:4], line("user", "여행", tier=Tier.GIST)]
-    assert not dialogue_batch(gist, 4)
-    long = [*session()[:4], line("user", "가" * 401)]
-    assert not dialogue_batch(long, 4)
-    assert turn_flags(one_speaker, 4) == [False] * 5
-    assert turn_flags(session(), 4) == [True] * 5
+    assert not dialogue_batch(one_speaker, N)
+    # Speakers changing at 3 of 7 gaps (below half): notes that happen to name both, not a conversation.
+    blocks = [line("user" if i < 2 or 4 <= i < 6 else "heroine", c) for i, (_, c) in enumerate(SESSION)]
+    assert not dialogue_batch(blocks, N)
+    with_slot = [*session()[:7], line("user", "요즘은 녹차만 마셔", slot="drink")]
+    assert not dialogue_batch(with_slot, N)
+    gist = [*session()[:7], line("user", "여행", tier=Tier.GIST)]
+    assert not dialogue_batch(gist, N)
+    long = [*session()[:7], line("user", "가" * 401)]
+    assert not dialogue_batch(long, N)
+    assert turn_flags(one_speaker, N) == [False] * 8
+    assert turn_flags(session(), N) == [True] * 8
 
 
 def test_every_turn_of_a_session_at_one_moment_takes_the_previous_in_request_order() -> None:
     """The held-out client's shape: one valid_at for the session; the request's order says who spoke first."""
     facts = session()
-    texts = embedding_texts(facts, turn_flags(facts, 4), DAY, WINDOW, None)
+    texts = embedding_texts(facts, turn_flags(facts, N), DAY, WINDOW, None)
     assert texts[1] == f"{SESSION[0][1]}\n{SESSION[1][1]}"
     assert texts[0] == SESSION[0][1]
-    with_answer = embedding_texts(facts, turn_flags(facts, 4), DAY, WINDOW, None, with_answer=True)
+    with_answer = embedding_texts(facts, turn_flags(facts, N), DAY, WINDOW, None, with_answer=True)
     assert with_answer[0] == f"{SESSION[0][1]}\n{SESSION[1][1]}"
-    assert with_answer[1:] == texts[1:]
+    assert with_answer[6] == f"{texts[6]}\n{SESSION[7][1]}"
+    assert [t for i, t in enumerate(with_answer) if i not in (0, 6)] == [t for i, t in enumerate(texts) if i not in (0, 6)]
     assert asks("그거 언제야?!")
     assert asks("Why?)")
     assert not asks("응, 지난 화요일에!")
@@ -108,9 +115,9 @@ async def test_a_knowledge_dialogue_keeps_its_repeats_and_embeds_with_context(
 
 
 def test_dialogue_batch_settings_are_configurable() -> None:
-    """dialogue_batch_min defaults to 4, 0 turns it off, a negative value is refused; the answer context is off."""
+    """dialogue_batch_min defaults to 8, 0 turns it off, a negative value is refused; the answer context is off."""
     flags = vars(build_parser().parse_args(["serve"]))
-    assert load_config(flags, {}).write.dialogue_batch_min == WriteConfig.dialogue_batch_min == 4
+    assert load_config(flags, {}).write.dialogue_batch_min == WriteConfig.dialogue_batch_min == 8
     assert load_config(flags, {"NPC_MEMORY_DIALOGUE_BATCH_MIN": "0"}).write.dialogue_batch_min == 0
     with pytest.raises(ConfigError, match="dialogue_batch_min"):
         load_config(flags, {"NPC_MEMORY_DIALOGUE_BATCH_MIN": "-1"})
