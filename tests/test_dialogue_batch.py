@@ -6,7 +6,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-import psycopg
 import pytest
 from npc_memory.cli import build_parser
 from npc_memory.config import WriteConfig, load_config
@@ -24,6 +23,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
+from test_dialogue_turns import stored_vector
 
 DAY = datetime(2024, 8, 3, tzinfo=UTC)
 WINDOW = timedelta(minutes=30)
@@ -82,15 +82,6 @@ def test_every_turn_of_a_session_at_one_moment_takes_the_previous_in_request_ord
     assert not asks("응, 지난 화요일에!")
 
 
-async def _vector(database_url: str, scope: Scope, content: str) -> np.ndarray:
-    async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        cur = await conn.execute("SELECT embedding::text FROM user_memories WHERE user_id = %s AND content = %s",
-                                 (scope.user_id, content))
-        row = await cur.fetchone()
-    assert row is not None
-    return np.array([float(x) for x in row[0].strip("[]").split(",")], dtype=np.float32)
-
-
 async def test_a_knowledge_dialogue_keeps_its_repeats_and_embeds_with_context(
     engine: MemoryEngine, scope: Scope, database_url: str,
 ) -> None:
@@ -101,7 +92,7 @@ async def test_a_knowledge_dialogue_keeps_its_repeats_and_embeds_with_context(
     first = await engine.store(scope, session())
     second = await engine.store(scope, [line(s, c, DAY + timedelta(days=7)) for s, c in SESSION])
     assert all(r.outcome is StoreOutcome.CREATED for r in first + second)
-    stored = await _vector(database_url, scope, "ㅋㅋ 좋았겠다")
+    stored = await stored_vector(database_url, scope, "ㅋㅋ 좋았겠다")
     context, alone = await engine.embedder.embed_passages([f"{SESSION[1][1]}\n{SESSION[2][1]}", SESSION[2][1]])
     assert float(np.dot(stored, context)) > 0.999 > float(np.dot(stored, alone))
     query = SearchQuery(scope=scope, text="응, 지난 화요일에!", limit=10, weights=Weights(),

@@ -81,7 +81,8 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-async def _vector(database_url: str, scope: Scope, content: str) -> np.ndarray:
+async def stored_vector(database_url: str, scope: Scope, content: str) -> np.ndarray:
+    """The vector stored for a line of the scope's user (read straight from the table)."""
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         cur = await conn.execute("SELECT embedding::text FROM user_memories WHERE user_id = %s AND content = %s",
                                  (scope.user_id, content))
@@ -97,7 +98,7 @@ async def test_a_turn_stored_alone_takes_the_previous_stored_turn_as_context(
     await engine.store(scope, [turn(QUESTION, T0)])
     (reply,) = await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
     assert reply.outcome is StoreOutcome.CREATED
-    stored = await _vector(database_url, scope, REPLY)
+    stored = await stored_vector(database_url, scope, REPLY)
     with_context, alone = await engine.embedder.embed_passages([f"{QUESTION}\n{REPLY}", REPLY])
     assert _cos(stored, with_context) > 0.999 > _cos(stored, alone)
     assert await _contents(database_url, scope) == [QUESTION, REPLY]
@@ -109,7 +110,7 @@ async def test_without_context_minutes_a_turn_is_embedded_alone(engine: MemoryEn
     alone_engine = replace(engine, write_settings=replace(engine.write_settings, dialogue_context_minutes=0))
     await alone_engine.store(scope, [turn(QUESTION, T0), turn(REPLY, T0 + timedelta(minutes=1))])
     (alone,) = await engine.embedder.embed_passages([REPLY])
-    assert _cos(await _vector(database_url, scope, REPLY), alone) > 0.999
+    assert _cos(await stored_vector(database_url, scope, REPLY), alone) > 0.999
 
 
 async def test_a_repeated_turn_on_another_day_is_kept_and_a_resend_is_a_duplicate(
@@ -149,7 +150,7 @@ async def test_another_players_or_heroines_turn_is_never_context(
     await engine.store(Scope(scope.user_id, "roco"), [turn(QUESTION, T0)])
     await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
     (alone,) = await engine.embedder.embed_passages([REPLY])
-    assert _cos(await _vector(database_url, scope, REPLY), alone) > 0.999
+    assert _cos(await stored_vector(database_url, scope, REPLY), alone) > 0.999
 
 
 async def test_a_line_said_on_many_days_shows_once_in_a_search(engine: MemoryEngine, scope: Scope) -> None:
