@@ -289,6 +289,16 @@ def _table(head: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]]) -> li
     return [_row(head[0], head[1:]), "|---|" + "---:|" * (len(head) - 1)] + [_row(n, c) for n, c in rows]
 
 
+def step_table(cfg: dict[str, Any]) -> list[str]:
+    """One row per column: overall, cross-turn (multi) and its shapes, the other kinds, latency (the README's)."""
+    cols = [("all", "R@5"), ("all", "R@10"), ("by_kind", "multi"), ("by_shape", "multi/pair"),
+            ("by_shape", "multi/sessions"), ("by_kind", "single"), ("by_kind", "time"), ("by_kind", "update")]
+    return _table(["column", "R@5", "R@10", "multi R@10", "pairs", "across sessions", "single", "time", "update",
+                   "p50 ms", "p95 ms"], [
+        (n, [f"{f['all'][key]:.3f}" if group == "all" else f"{f[group][key]['R@10']:.2f}" for group, key in cols]
+         + [f"{f['latency']['p50_ms']:.1f}", f"{f['latency']['p95_ms']:.1f}"]) for n, f in cfg.items()])
+
+
 def report(results: dict[str, Any]) -> str:
     """The tables printed by the command (and copied into docs/conversation-benchmark.md)."""
     cfg: dict[str, Any] = results["configs"]
@@ -298,7 +308,7 @@ def report(results: dict[str, Any]) -> str:
         out.append(f"write {mode}: {d['turns']} turns stored, {d['dropped']} dropped as duplicates "
                    f"({d['dropped_unlike_text']} of them merged into a different text; {d['evidence_dropped']} of "
                    f"{d['evidence_turns']} evidence turns; questions hit: {d['questions_with_dropped_evidence']})")
-    out.append("")
+    out += ["", *step_table(cfg), ""]
     out += _table(["configuration", "R@5", "R@10", "MRR", "p50 ms", "p95 ms"], [
         (n, [f"{f['all']['R@5']:.3f}", f"{f['all']['R@10']:.3f}", f"{f['all']['MRR']:.3f}",
              f"{f['latency']['p50_ms']:.1f}", f"{f['latency']['p95_ms']:.1f}"]) for n, f in cfg.items()])
