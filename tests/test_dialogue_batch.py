@@ -107,10 +107,11 @@ async def test_a_knowledge_dialogue_keeps_its_repeats_and_embeds_with_context(
 
 
 def test_dialogue_batch_settings_are_configurable() -> None:
-    """dialogue_batch_min defaults to 8, 0 turns it off, a negative value is refused; the answer context is off."""
+    """dialogue_batch_min defaults to 8, 0 turns it off, a negative value is refused; the answer context is on."""
     flags = vars(build_parser().parse_args(["serve"]))
     assert load_config(flags, {}).write.dialogue_batch_min == WriteConfig.dialogue_batch_min == 8
     assert load_config(flags, {"NPC_MEMORY_DIALOGUE_BATCH_MIN": "0"}).write.dialogue_batch_min == 0
     with pytest.raises(ConfigError, match="dialogue_batch_min"):
         load_config(flags, {"NPC_MEMORY_DIALOGUE_BATCH_MIN": "-1"})
-    assert load_config(flags, {"NPC_MEMORY_DIALOGUE_CONTEXT_ANSWER": "true"}).write.dialogue_context_answer
+    assert load_config(flags, {}).write.dialogue_context_answer
+    assert not load_config(flags, {"NPC_MEMORY_DIALOGUE_CONTEXT_ANSWER": "false"}).write.dialogue_context_answer

@@ -94,7 +94,8 @@ each write mode stores the conversations once more (under its own user ids). The
 
 
 _PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False)
-WRITE_MODES = {"context": _PLAIN, "heldout": _PLAIN, "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
+WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _PLAIN, "heldout": _PLAIN,
+               "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
                "answer": replace(_PLAIN, dialogue_context_answer=True),
                "heldout-answer": replace(_PLAIN, dialogue_context_answer=True)}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""

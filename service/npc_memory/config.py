@@ -172,7 +172,7 @@ class WriteConfig:
 
     domain/dialogue.py; 0 embeds every turn alone. ``python -m benchmarks.conversation.run`` measures it.
     """
-    dialogue_context_answer: bool = False
+    dialogue_context_answer: bool = True
     """A question turn of a batch is also embedded with the turn after it (its answer): domain/dialogue.py."""
     dialogue_batch_min: int = 8
     """A request of at least this many short lines, the speakers taking turns, no slot, is a dialogue whatever its
