@@ -23,7 +23,7 @@ def test_defaults_use_the_embedded_server_under_xdg_data_home() -> None:
     assert config.database.url is None
     assert config.database.data_dir == Path("/data/npc-memory")
     assert config.embedding.kind == "local"
-    assert config.search.weights_for("letia") == Weights(0.15, 0.15, 0.50, 0.20)
+    assert config.search.weights_for("letia") == Weights(0.10, 0.15, 0.60, 0.15)
 
 
 def test_flag_beats_environment_beats_file(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import psycopg
 import pytest
 from npc_memory.cli import build_parser
 from npc_memory.config import WriteConfig, load_config
-from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn, embedding_texts
+from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn, turn_flags
+from npc_memory.domain.dialogue import embedding_texts as _texts
 from npc_memory.domain.model import (
     ContentType,
     NewMemory,
@@ -31,6 +32,11 @@ T0 = datetime(2025, 3, 4, 20, 0, tzinfo=UTC)
 WINDOW = timedelta(minutes=30)
 QUESTION = "경주 다녀왔다며? 언제 갔었어?"
 REPLY = "응, 지난 화요일에!"
+
+
+def embedding_texts(facts: list[NewMemory], now: datetime, window: timedelta, stored: StoredTurn | None) -> list[str]:
+    """The texts with the turns as a single request marks them (dialogue batches as the service's default)."""
+    return _texts(facts, turn_flags(facts, WriteConfig.dialogue_batch_min), now, window, stored)
 
 
 def _flags() -> dict[str, object]:
@@ -75,7 +81,8 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-async def _vector(database_url: str, scope: Scope, content: str) -> np.ndarray:
+async def stored_vector(database_url: str, scope: Scope, content: str) -> np.ndarray:
+    """The vector stored for a line of the scope's user (read straight from the table)."""
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         cur = await conn.execute("SELECT embedding::text FROM user_memories WHERE user_id = %s AND content = %s",
                                  (scope.user_id, content))
@@ -91,7 +98,7 @@ async def test_a_turn_stored_alone_takes_the_previous_stored_turn_as_context(
     await engine.store(scope, [turn(QUESTION, T0)])
     (reply,) = await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
     assert reply.outcome is StoreOutcome.CREATED
-    stored = await _vector(database_url, scope, REPLY)
+    stored = await stored_vector(database_url, scope, REPLY)
     with_context, alone = await engine.embedder.embed_passages([f"{QUESTION}\n{REPLY}", REPLY])
     assert _cos(stored, with_context) > 0.999 > _cos(stored, alone)
     assert await _contents(database_url, scope) == [QUESTION, REPLY]
@@ -103,7 +110,7 @@ async def test_without_context_minutes_a_turn_is_embedded_alone(engine: MemoryEn
     alone_engine = replace(engine, write_settings=replace(engine.write_settings, dialogue_context_minutes=0))
     await alone_engine.store(scope, [turn(QUESTION, T0), turn(REPLY, T0 + timedelta(minutes=1))])
     (alone,) = await engine.embedder.embed_passages([REPLY])
-    assert _cos(await _vector(database_url, scope, REPLY), alone) > 0.999
+    assert _cos(await stored_vector(database_url, scope, REPLY), alone) > 0.999
 
 
 async def test_a_repeated_turn_on_another_day_is_kept_and_a_resend_is_a_duplicate(
@@ -143,7 +150,7 @@ async def test_another_players_or_heroines_turn_is_never_context(
     await engine.store(Scope(scope.user_id, "roco"), [turn(QUESTION, T0)])
     await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
     (alone,) = await engine.embedder.embed_passages([REPLY])
-    assert _cos(await _vector(database_url, scope, REPLY), alone) > 0.999
+    assert _cos(await stored_vector(database_url, scope, REPLY), alone) > 0.999
 
 
 async def test_a_line_said_on_many_days_shows_once_in_a_search(engine: MemoryEngine, scope: Scope) -> None:

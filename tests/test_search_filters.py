@@ -169,7 +169,7 @@ async def roco_weighted_stub(engine: MemoryEngine, tmp_path: Path) -> AsyncItera
 
 @pytest.mark.parametrize(
     ("heroine", "weights"),
-    [pytest.param("roco", (0.0, 0.0, 0.0, 1.0), id="configured"), pytest.param("letia", (0.15, 0.15, 0.5, 0.2),
+    [pytest.param("roco", (0.0, 0.0, 0.0, 1.0), id="configured"), pytest.param("letia", (0.10, 0.15, 0.60, 0.15),
                                                                              id="default")],
 )
 async def test_heroine_default_weights_come_from_the_config_file(

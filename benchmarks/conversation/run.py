@@ -28,7 +28,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig
+from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig, WriteConfig
 from npc_memory.domain.model import (
     USER_SUBJECT_ID,
     ContentType,
@@ -64,7 +64,9 @@ class StepSettings:
     write: str
     """``knowledge``: tier knowledge, the turn's own vector (the knowledge duplicate rule, no context);
     ``source``: tier source, the turn's own vector given; ``context``: tier source, the service embeds it
-    (with the previous turn, domain/dialogue.py)."""
+    (with the previous turn, domain/dialogue.py); ``heldout``: as the held-out benchmark stores a conversation
+    (no tier named, so knowledge; every turn of a session at the session's date; no vector given), the service's
+    defaults; ``heldout-off``: the same with ``dialogue_batch_min`` 0 (no request read as a dialogue)."""
     options: TextOptions
     period: PeriodSearch
     distinct: bool = False
@@ -82,9 +84,21 @@ STEPS: dict[str, StepSettings] = {
     "+distinct-turns": StepSettings("source", _QW, "first", True),
     "+context": StepSettings("context", _QW, "first", True),
     "+half-life": StepSettings("context", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout-before": StepSettings("heldout-off", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout": StepSettings("heldout", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "+answer": StepSettings("answer", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout+answer": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
+
+
+_PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False)
+WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _PLAIN, "heldout": _PLAIN,
+               "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
+               "answer": replace(_PLAIN, dialogue_context_answer=True),
+               "heldout-answer": replace(_PLAIN, dialogue_context_answer=True)}
+"""Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""
 
 
 @dataclass
@@ -131,13 +145,15 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     ``write`` is a ``StepSettings.write`` mode: the tier the turns get and whether their vectors are given.
     """
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
-    tier = Tier.KNOWLEDGE if write == "knowledge" else Tier.SOURCE
+    heldout = write.startswith("heldout")
+    tier = Tier.KNOWLEDGE if write == "knowledge" or heldout else Tier.SOURCE
+    made_here = write in ("context", "answer") or heldout
     text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:
         start = datetime.fromisoformat(session["date"])
         turns = session["turns"]
-        facts = [_memory(t, conv["companion_id"], start + timedelta(minutes=j),
-                         None if write == "context" else vectors[t["id"]], tier) for j, t in enumerate(turns)]
+        facts = [_memory(t, conv["companion_id"], start if heldout else start + timedelta(minutes=j),
+                         None if made_here else vectors[t["id"]], tier) for j, t in enumerate(turns)]
         results = await engine.store(loaded.scope, facts)
         for turn, result in zip(turns, results, strict=True):
             loaded.memory_of[turn["id"]] = result.memory_id
@@ -147,7 +163,7 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
             else:
                 loaded.vectors[result.memory_id] = vectors[turn["id"]]
                 text_of[result.memory_id] = turn["text"]
-    if write == "context":
+    if made_here:
         loaded.vectors = await stored_vectors(engine, loaded.scope)
     return loaded
 
@@ -242,7 +258,8 @@ async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str,
     engines = step_engines(asked, steps) or [Step("", asked, write)]
     loaded: dict[str, list[Loaded]] = {}
     for mode in dict.fromkeys(s.write for s in engines):
-        loaded[mode] = [await load(engine, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
+        writer = replace(engine, write_settings=WRITE_MODES.get(mode, engine.write_settings))
+        loaded[mode] = [await load(writer, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
     for st in engines:
         await warm_up(st.engine, loaded[st.write][0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
     answers: dict[str, list[Answer]] = {column(c, s.name): [] for s in engines for c in configs}
@@ -273,6 +290,16 @@ def _table(head: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]]) -> li
     return [_row(head[0], head[1:]), "|---|" + "---:|" * (len(head) - 1)] + [_row(n, c) for n, c in rows]
 
 
+def step_table(cfg: dict[str, Any]) -> list[str]:
+    """One row per column: overall, cross-turn (multi) and its shapes, the other kinds, latency (the README's)."""
+    cols = [("all", "R@5"), ("all", "R@10"), ("by_kind", "multi"), ("by_shape", "multi/pair"),
+            ("by_shape", "multi/sessions"), ("by_kind", "single"), ("by_kind", "time"), ("by_kind", "update")]
+    return _table(["column", "R@5", "R@10", "multi R@10", "pairs", "across sessions", "single", "time", "update",
+                   "p50 ms", "p95 ms"], [
+        (n, [f"{f['all'][key]:.3f}" if group == "all" else f"{f[group][key]['R@10']:.2f}" for group, key in cols]
+         + [f"{f['latency']['p50_ms']:.1f}", f"{f['latency']['p95_ms']:.1f}"]) for n, f in cfg.items()])
+
+
 def report(results: dict[str, Any]) -> str:
     """The tables printed by the command (and copied into docs/conversation-benchmark.md)."""
     cfg: dict[str, Any] = results["configs"]
@@ -282,7 +309,7 @@ def report(results: dict[str, Any]) -> str:
         out.append(f"write {mode}: {d['turns']} turns stored, {d['dropped']} dropped as duplicates "
                    f"({d['dropped_unlike_text']} of them merged into a different text; {d['evidence_dropped']} of "
                    f"{d['evidence_turns']} evidence turns; questions hit: {d['questions_with_dropped_evidence']})")
-    out.append("")
+    out += ["", *step_table(cfg), ""]
     out += _table(["configuration", "R@5", "R@10", "MRR", "p50 ms", "p95 ms"], [
         (n, [f"{f['all']['R@5']:.3f}", f"{f['all']['R@10']:.3f}", f"{f['all']['MRR']:.3f}",
              f"{f['latency']['p50_ms']:.1f}", f"{f['latency']['p95_ms']:.1f}"]) for n, f in cfg.items()])

@@ -23,7 +23,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config import Config, DatabaseConfig, WriteConfig
 from npc_memory.domain.model import (
     ContentType,
     Fusion,
@@ -32,6 +32,7 @@ from npc_memory.domain.model import (
     SearchQuery,
     Speaker,
     Subject,
+    Vector,
     Weights,
 )
 from npc_memory.engine import MemoryEngine
@@ -65,23 +66,40 @@ class Asked:
     expected: set[UUID]
 
 
-async def load(engine: MemoryEngine, data: dict[str, Any]) -> dict[tuple[str, str, str], UUID]:
-    """Store every fact in game-day order (so slots supersede); map (user, heroine, key) to the memory id."""
+def _fact(f: dict[str, Any], valid_at: datetime, vec: Vector | None) -> NewMemory:
+    return NewMemory(
+        speaker=Speaker(f["speaker"]), subject=Subject(f["subject"]), subject_id=f["subject_id"],
+        content_type=ContentType(f["content_type"]), content=f["content"], importance=f["importance"],
+        slot=f["slot"], valid_at=valid_at, embedding=vec,
+    )
+
+
+async def load(engine: MemoryEngine, data: dict[str, Any], by_day: bool = False) -> dict[tuple[str, str, str], UUID]:
+    """Store every fact in game-day order (so slots supersede); map (user, heroine, key) to the memory id.
+
+    ``by_day``: each game day's facts are one request the service embeds (no vector given), so a day that
+    reads as a dialogue (domain/dialogue.py ``dialogue_batch``) gets context vectors; else one fact a request.
+    """
     start = datetime.fromisoformat(data["start"])
     ids: dict[tuple[str, str, str], UUID] = {}
     for s in data["scopes"]:
         scope = Scope(s["user_id"], s["heroine_id"])
-        vectors = await engine.embedder.embed_passages([f["content"] for f in s["facts"]])
-        for f, vec in zip(s["facts"], vectors, strict=True):
-            fact = NewMemory(
-                speaker=Speaker(f["speaker"]), subject=Subject(f["subject"]), subject_id=f["subject_id"],
-                content_type=ContentType(f["content_type"]), content=f["content"], importance=f["importance"],
-                slot=f["slot"], valid_at=start + timedelta(days=f["day"]), embedding=vec,
-            )
-            (result,) = await engine.store(scope, [fact])
-            if result.outcome.value == "duplicate":
-                print(f"warning: {f['key']} ({f['content']}) stored as a duplicate")
-            ids[(scope.user_id, scope.heroine_id, f["key"])] = result.memory_id
+        if by_day:
+            days: dict[int, list[dict[str, Any]]] = {}
+            for f in s["facts"]:
+                days.setdefault(f["day"], []).append(f)
+            batches: list[tuple[list[dict[str, Any]], list[Vector | None]]] = [
+                (fs, [None] * len(fs)) for _, fs in sorted(days.items())]
+        else:
+            vectors = await engine.embedder.embed_passages([f["content"] for f in s["facts"]])
+            batches = [([f], [v]) for f, v in zip(s["facts"], vectors, strict=True)]
+        for fs, vecs in batches:
+            results = await engine.store(scope, [_fact(f, start + timedelta(days=f["day"]), v)
+                                                 for f, v in zip(fs, vecs, strict=True)])
+            for f, result in zip(fs, results, strict=True):
+                if result.outcome.value == "duplicate":
+                    print(f"warning: {f['key']} ({f['content']}) stored as a duplicate")
+                ids[(scope.user_id, scope.heroine_id, f["key"])] = result.memory_id
     return ids
 
 
@@ -120,9 +138,9 @@ def learned_floor(asked: Sequence[Asked]) -> float:
     return float(np.median(wrong))
 
 
-def modes(floor: float) -> tuple[list[Mode], list[Mode]]:
-    """The four side-by-side modes, and the calibrations compared for the weighted hybrid."""
-    main = [
+def modes(floor: float, extra: Sequence[Weights] = ()) -> tuple[list[Mode], list[Mode]]:
+    """The four side-by-side modes (and weighted hybrids with ``extra`` weights), and the calibrations compared."""
+    main = [*(Mode(f"weighted {w.recency}/{w.importance}/{w.relevance}/{w.keyword}", w) for w in extra),
         Mode("dense only", Weights(0.0, 0.0, 1.0, 0.0)),
         Mode("keyword only (BM25)", Weights(0.0, 0.0, 0.0, 1.0)),
         Mode("weighted hybrid (default)", Weights()),
@@ -147,13 +165,15 @@ def table(title: str, rows: Sequence[tuple[str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
-async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
+async def run(url: str, data: dict[str, Any], by_day: bool = False, dialogue_batch_min: int | None = None,
+              extra: Sequence[Weights] = ()) -> dict[str, Any]:
     """Load, ask, and score every mode."""
-    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))
+    write = WriteConfig() if dialogue_batch_min is None else WriteConfig(dialogue_batch_min=dialogue_batch_min)
+    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), write=write)
     async with open_engine(config) as engine:
-        ids = await load(engine, data)
+        ids = await load(engine, data, by_day)
         asked = await gather(engine, data, ids)
-    main_modes, cal_modes = modes(learned_floor(asked))
+    main_modes, cal_modes = modes(learned_floor(asked), extra)
     results: dict[str, Any] = {
         "facts": len(ids), "questions": len(asked),
         "modes": {m.name: score(asked, m) for m in main_modes},
@@ -185,15 +205,21 @@ def main() -> None:
     parser.add_argument("--database-url", help="an empty database to load into (default: embedded, temporary)")
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--by-day", action="store_true",
+                        help="store each game day's facts as one request the service embeds (dialogue batches)")
+    parser.add_argument("--dialogue-batch-min", type=int, help="the write setting (default: the service's)")
+    parser.add_argument("--weights", nargs="*", default=[],
+                        help="more weighted hybrids to score: recency,importance,relevance,keyword")
     args = parser.parse_args()
     data = json.loads(args.dataset.read_text(encoding="utf-8"))
+    extra = [Weights(*(float(x) for x in w.split(","))) for w in args.weights]
     if args.database_url:
-        results = asyncio.run(run(args.database_url, data))
+        results = asyncio.run(run(args.database_url, data, args.by_day, args.dialogue_batch_min, extra))
     else:
         with tempfile.TemporaryDirectory(prefix="npc-quality-") as tmp:
             pg = EmbeddedPostgres(Path(tmp))
             try:
-                results = asyncio.run(run(pg.url, data))
+                results = asyncio.run(run(pg.url, data, args.by_day, args.dialogue_batch_min, extra))
             finally:
                 pg.stop()
     print(report(results))

@@ -172,6 +172,11 @@ class WriteConfig:
 
     domain/dialogue.py; 0 embeds every turn alone. ``python -m benchmarks.conversation.run`` measures it.
     """
+    dialogue_context_answer: bool = True
+    """A question turn of a batch is also embedded with the turn after it (its answer): domain/dialogue.py."""
+    dialogue_batch_min: int = 8
+    """A request of at least this many short lines, the speakers taking turns, no slot, is a dialogue whatever its
+    tier: its facts get the turns' treatment (domain/dialogue.py ``dialogue_batch``); 0 turns it off."""
     tokenize_processes: int = 1
     """Worker processes (each with its own Kiwi, ~520 MiB RSS) that tokenise big batches off the server's GIL; 0 keeps
     all tokenising in a thread of the server process (health checks then wait up to ~100 ms during a big batch)."""
@@ -381,6 +386,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             idempotency_hours=pick("idempotency_hours", WriteConfig.idempotency_hours, float),
             dialogue_context_minutes=pick(
                 "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
+            dialogue_batch_min=pick("dialogue_batch_min", WriteConfig.dialogue_batch_min, int),
+            dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, _bool),
             tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),
             tokenize_process_min_chars=pick("tokenize_process_min_chars", WriteConfig.tokenize_process_min_chars,
                                             int),
@@ -441,6 +448,8 @@ def _check_write(write: WriteConfig) -> None:
         raise ConfigError("duplicate_threshold must be in (0, 1]")
     if write.dialogue_context_minutes < 0:
         raise ConfigError("dialogue_context_minutes must be >= 0")
+    if write.dialogue_batch_min < 0:
+        raise ConfigError("dialogue_batch_min must be >= 0")
     if write.tokenize_processes < 0:
         raise ConfigError("tokenize_processes must be >= 0 (0 tokenises in a thread of the server process)")
 

@@ -120,7 +120,8 @@ class MemoryEngine:
             if first is not None:
                 return first
         now = utcnow()
-        vectors = await self._embed_passages(facts, "memories", await self._turn_texts(scope, facts, now))
+        turns = dialogue.turn_flags(facts, write.dialogue_batch_min)
+        vectors = await self._embed_passages(facts, "memories", await self._turn_texts(scope, facts, turns, now))
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
         # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
         # process's GIL, so a big batch is analysed in the worker processes and only assembled here.
@@ -129,21 +130,24 @@ class MemoryEngine:
             list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
         )
         items = await asyncio.to_thread(
-            lambda: [self._prepare(f, v, now, a) for f, v, a in zip(facts, vectors, analyses, strict=True)]
+            lambda: [replace(self._prepare(f, v, now, a), turn=t)
+                     for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
         )
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
 
-    async def _turn_texts(self, scope: Scope, facts: Sequence[NewMemory], now: datetime) -> list[str] | None:
+    async def _turn_texts(
+        self, scope: Scope, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
+    ) -> list[str] | None:
         """Dialogue turns with the turn before them (domain/dialogue.py); None when the batch has no turn."""
         window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
-        first = dialogue.first_turn_at(facts, now)
+        first = dialogue.first_turn_at(facts, turns, now)
         if first is None or window <= timedelta(0) or not self.embedder.available:
             return None
         stored = await previous_turn(self.db, scope, first, first - window)
-        return dialogue.embedding_texts(facts, now, window, stored)
+        return dialogue.embedding_texts(facts, turns, now, window, stored, self.write_settings.dialogue_context_answer)
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:

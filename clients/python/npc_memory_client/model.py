@@ -94,10 +94,10 @@ class Scope:
 class Weights:
     """Weights of the four score components."""
 
-    recency: float = 0.15
+    recency: float = 0.10
     importance: float = 0.15
-    relevance: float = 0.50
-    keyword: float = 0.20
+    relevance: float = 0.60
+    keyword: float = 0.15
 
 
 @dataclass(frozen=True)

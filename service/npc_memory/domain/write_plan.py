@@ -133,7 +133,7 @@ class _Planner:
         for cand in self.dups.get(index, []):
             if not slot_allows(slot, cand.slot) or self._closed(cand.id):
                 continue
-            if not self._repeats(index, cand.text, cand.cosine, cand.tier, cand.valid_at):
+            if not self._repeats(index, cand.text, cand.cosine, cand.valid_at):
                 continue
             exact = cand.text.key == self.texts[index].key
             if best is None or (exact, cand.cosine) > (best.text.key == self.texts[index].key, best.cosine):
@@ -149,15 +149,15 @@ class _Planner:
             ) or not slot_allows(item.fact.slot, other.fact.slot):
                 continue
             cosine = float(np.dot(item.embedding, other.embedding))
-            if self._repeats(index, self.texts[self.positions[other.id]], cosine, other.fact.tier, other.valid_at):
+            if self._repeats(index, self.texts[self.positions[other.id]], cosine, other.valid_at):
                 return other.id
         return None
 
-    def _repeats(self, index: int, old: FactText, cosine: float, old_tier: Tier, old_at: datetime | None) -> bool:
+    def _repeats(self, index: int, old: FactText, cosine: float, old_at: datetime | None) -> bool:
         """The duplicate rule: a dialogue turn repeats only itself at the same moment, other tiers by meaning."""
         item = self.items[index]
-        if item.fact.tier is Tier.SOURCE:
-            return old_at is not None and is_repeated_turn(self.texts[index], item.valid_at, old, old_at, old_tier)
+        if item.turn or item.fact.tier is Tier.SOURCE:
+            return old_at is not None and is_repeated_turn(self.texts[index], item.valid_at, old, old_at)
         return is_duplicate(self.texts[index], old, cosine, self.threshold)
 
     def _keep_higher_importance(self, row_id: UUID, importance: int) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from npc_memory.domain.model import NewMemory, Tier, Visibility
+from npc_memory.domain.model import NewMemory, Visibility
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
@@ -95,14 +95,14 @@ SAME_TURN = timedelta(seconds=60)
 """A dialogue turn sent again with the same text less than this after the stored one is the same utterance."""
 
 
-def is_repeated_turn(new: FactText, new_at: datetime, old: FactText, old_at: datetime, old_tier: Tier) -> bool:
-    """A dialogue turn (tier source) is a duplicate only of itself: the same text, a source row, the same moment.
+def is_repeated_turn(new: FactText, new_at: datetime, old: FactText, old_at: datetime) -> bool:
+    """A dialogue turn (tier source, or of a dialogue batch) is a duplicate only of itself: same text, same moment.
 
     Turns are the record of what was said: "ㅋㅋ 그러게" on another day, or "응, 지난 화요일에!" after another
     question, is another event with its own date and context (the conversation benchmark lost 11 evidence turns
     to the knowledge rule). Only a resend (a retry without request_id) is caught.
     """
-    return old_tier is Tier.SOURCE and new.key == old.key and abs(new_at - old_at) < SAME_TURN
+    return new.key == old.key and abs(new_at - old_at) < SAME_TURN
 
 
 def request_fingerprint(facts: Sequence[NewMemory]) -> str:

@@ -654,7 +654,7 @@ Global___Timeline: _TypeAlias = Timeline  # noqa: Y015
 @_typing.final
 class Weights(_message.Message):
     """Per-request weights of the four score components. An absent message means the server's
-    defaults (per heroine where configured, else 0.15/0.15/0.50/0.20).
+    defaults (per heroine where configured, else 0.10/0.15/0.60/0.15).
     """
 
     DESCRIPTOR: _descriptor.Descriptor

@@ -3912,7 +3912,7 @@ namespace NpcMemory.V1 {
 
   /// <summary>
   /// Per-request weights of the four score components. An absent message means the server's
-  /// defaults (per heroine where configured, else 0.15/0.15/0.50/0.20).
+  /// defaults (per heroine where configured, else 0.10/0.15/0.60/0.15).
   /// </summary>
   public sealed partial class Weights : pb::IMessage<Weights>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
