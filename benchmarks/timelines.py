@@ -20,17 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
-import tempfile
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import (
     ContentType,
     MemoryFilter,
@@ -41,10 +37,10 @@ from npc_memory.domain.model import (
     Subject,
     Weights,
 )
-from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine, utcnow
 from npc_memory.runtime import open_engine
 
+from benchmarks.harness import caller_vector_config, emit
 from benchmarks.search_speed_parts import percentiles
 from benchmarks.write import texts
 
@@ -117,10 +113,7 @@ async def measure(engine: MemoryEngine, players: dict[str, Scope], searches: int
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     """Build the players, warm up, measure, summarise."""
-    database = DatabaseConfig(url=args.database_url or None, data_dir=Path(tempfile.mkdtemp(prefix="npc-bench-")),
-                              pool_min=1, pool_max=2)
-    config = replace(Config(), database=database, embedding=EmbeddingSettings(kind="none", dim=DIM))
-    async with open_engine(config) as engine:
+    async with open_engine(caller_vector_config(args.database_url, DIM)) as engine:
         started = time.perf_counter()
         players = await build(engine, args.rows, args.saves, args.changed)
         built_s = time.perf_counter() - started
@@ -163,11 +156,7 @@ def main() -> None:
     parser.add_argument("--database-url", default="")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    result = asyncio.run(main_async(args))
-    text = json.dumps(result, indent=2, default=str)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    emit(asyncio.run(main_async(args)), args.json)
 
 
 if __name__ == "__main__":
