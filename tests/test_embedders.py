@@ -91,6 +91,53 @@ def test_core_budget_gives_a_lone_call_every_core_and_overlapping_calls_one_each
     assert budget.take() == 2  # alone again
 
 
+def test_core_budget_lets_a_call_start_at_once_only_when_nobody_waits() -> None:
+    """line_up grants at once what take would, else gives a ticket: a later call never starts ahead of it."""
+    budget = CoreBudget(1, idle_probe=False)
+    assert budget.line_up() == (1, None)
+    granted, ticket = budget.line_up()  # the first call holds the only core
+    assert granted == 0
+    assert ticket is not None
+    budget.give(1)
+    third = budget.line_up()  # the core is free again, but the second call is first in line
+    assert third[0] == 0
+    assert budget.wait(ticket, limit=1) == 1
+    budget.give(1)
+    assert budget.wait(third[1], limit=1) == 1
+    budget.give(1)
+    assert budget.line_up() == (1, None)  # alone again
+
+
+async def test_only_one_thread_ever_runs_the_model_on_more_than_one_core() -> None:
+    """Lone calls (every core) all run in one thread, overlapping calls on one core: OpenMP starts one team.
+
+    (A second thread's idle team halved a lone call's speed: benchmarks/embed_speed.py, docs/loadtest.md.)
+    """
+    embedder = LocalE5Embedder(threads=2)
+    embedder.cores = CoreBudget(2, idle_probe=False)
+    widths: list[tuple[str, int]] = []
+    set_threads = embedder._set_threads
+
+    def record(n: int) -> None:
+        widths.append((threading.current_thread().name, n))
+        set_threads(n)
+
+    embedder._set_threads = record
+    texts = ["좋아하는 동물이 뭐야?", "레티아의 생일은 언제야?", "고양이를 좋아함", "비 오는 날이 싫어"]
+    try:
+        for t in texts:
+            await embedder.embed_queries([t])
+        await asyncio.gather(*(embedder.embed_queries([t]) for t in texts * 2))
+        for t in texts:
+            await embedder.embed_queries([t])
+    finally:
+        await embedder.aclose()
+    wide = {name for name, n in widths if n > 1}
+    assert len(wide) == 1, widths
+    assert sum(n > 1 for _, n in widths) >= len(texts) * 2  # the lone calls did get both cores
+    assert sum(n == 1 for _, n in widths) >= 1  # and overlapping ones one each
+
+
 def test_idle_probe_sees_another_process_running() -> None:
     """While a busy-looping process runs, the probe counts at least one runnable thread besides the caller."""
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])

