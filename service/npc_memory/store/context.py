@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from psycopg import sql
-
 from npc_memory.domain.model import Memory, Scope
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.view import view_params, visible, with_view
+from npc_memory.store.view import own_and_shared, view_params
 
 # Facts about the player, about this heroine, and events, valid at %(at)s, most important first; the domain
 # (domain/context.py) sorts them into sections. Shared rows of other heroines only with include_shared.
@@ -20,8 +18,7 @@ WHERE m.valid_at <= %(at)s AND (m.invalid_at IS NULL OR m.invalid_at > %(at)s)
 ORDER BY m.importance DESC, m.valid_at DESC, m.id
 LIMIT %(limit)s
 """
-PROFILE = {shared: with_view(sql.SQL(_PROFILE).format(columns=MEMORY_COLUMNS, visible=visible(shared)), shared)
-           for shared in (False, True)}
+PROFILE = own_and_shared(_PROFILE, columns=MEMORY_COLUMNS)
 """The profile read, of the scope's own rows or (True) with the player's shared ones."""
 
 

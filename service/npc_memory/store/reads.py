@@ -14,7 +14,7 @@ from npc_memory.errors import NotFoundError
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.view import VISIBLE, view_params, visible, with_view
+from npc_memory.store.view import VISIBLE, own_and_shared, view_params, with_view
 
 GET = with_view(sql.SQL("""
 SELECT {columns} FROM {visible} m WHERE m.id = %(id)s
@@ -27,11 +27,7 @@ WHERE {filter}
 ORDER BY m.valid_at DESC, m.id DESC
 LIMIT %(limit)s
 """
-LIST = {
-    shared: with_view(sql.SQL(_LIST).format(columns=MEMORY_COLUMNS, filter=MEMORY_FILTER, visible=visible(shared)),
-                      shared)
-    for shared in (False, True)
-}
+LIST = own_and_shared(_LIST, columns=MEMORY_COLUMNS, filter=MEMORY_FILTER)
 """The listing, of the scope's own rows or (True) with the player's shared ones."""
 
 # History runs oldest first; a page starts after the previous page's last (valid_at, created_at, id).

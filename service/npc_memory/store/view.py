@@ -124,6 +124,12 @@ def with_view(body: sql.Composable, shared: bool = False) -> sql.Composed:
     return sql.Composed([sql.SQL("WITH "), view_ctes(shared), sql.SQL("\n"), body])
 
 
+def own_and_shared(body: str, **parts: sql.Composable) -> dict[bool, sql.Composed]:
+    """``body`` (reading ``{visible}``) with the view: of the scope's own rows, and (True) with the shared ones."""
+    return {shared: with_view(sql.SQL(body).format(visible=visible(shared), **parts), shared)
+            for shared in (False, True)}
+
+
 def view_params(view: ReadView = LIVE, include_shared: bool = False) -> dict[str, Any]:
     """Parameters of the view's CTEs and rows: a timeline as known at a time (and the PGroonga side's sharing).
 
