@@ -31,6 +31,24 @@ FNpcMemoryStatus ToStatus(const npc_memory_client::CallStatus& In)
 	}
 	return Out;
 }
+
+// CreateSavePoint and LoadSavePoint differ only in the core call: both answer with a timeline id.
+using FSavePointCall = npc_memory_client::CallStatus (npc_memory_client::MemoryClient::*)(
+	const std::string&, const std::string&, std::int64_t*);
+
+void CallSavePoint(const TSharedPtr<npc_memory_client::MemoryClient, ESPMode::ThreadSafe>& Core,
+	FSavePointCall Call, const FString& UserId, const FString& SaveId, FOnNpcMemorySaved OnDone)
+{
+	auto Core_ = Core;
+	const std::string User = Utf8(UserId), Save = Utf8(SaveId);
+	Async(EAsyncExecution::ThreadPool, [Core_, Call, User, Save, OnDone]()
+	{
+		std::int64_t Timeline = 0;
+		const FNpcMemoryStatus Status = ToStatus(((*Core_).*Call)(User, Save, &Timeline));
+		const int64 Id = static_cast<int64>(Timeline);
+		AsyncTask(ENamedThreads::GameThread, [OnDone, Id, Status]() { OnDone.ExecuteIfBound(Id, Status); });
+	});
+}
 }  // namespace
 
 UNpcMemoryClient* UNpcMemoryClient::CreateNpcMemoryClient(UObject* Outer, const FString& Target, float TimeoutSeconds)
@@ -127,26 +145,10 @@ void UNpcMemoryClient::BuildContext(const FString& UserId, const FString& Heroin
 
 void UNpcMemoryClient::CreateSavePoint(const FString& UserId, const FString& SaveId, FOnNpcMemorySaved OnDone)
 {
-	auto Core_ = Core;
-	const std::string User = Utf8(UserId), Save = Utf8(SaveId);
-	Async(EAsyncExecution::ThreadPool, [Core_, User, Save, OnDone]()
-	{
-		std::int64_t Timeline = 0;
-		const FNpcMemoryStatus Status = ToStatus(Core_->CreateSavePoint(User, Save, &Timeline));
-		const int64 Id = static_cast<int64>(Timeline);
-		AsyncTask(ENamedThreads::GameThread, [OnDone, Id, Status]() { OnDone.ExecuteIfBound(Id, Status); });
-	});
+	CallSavePoint(Core, &npc_memory_client::MemoryClient::CreateSavePoint, UserId, SaveId, OnDone);
 }
 
 void UNpcMemoryClient::LoadSavePoint(const FString& UserId, const FString& SaveId, FOnNpcMemorySaved OnDone)
 {
-	auto Core_ = Core;
-	const std::string User = Utf8(UserId), Save = Utf8(SaveId);
-	Async(EAsyncExecution::ThreadPool, [Core_, User, Save, OnDone]()
-	{
-		std::int64_t Timeline = 0;
-		const FNpcMemoryStatus Status = ToStatus(Core_->LoadSavePoint(User, Save, &Timeline));
-		const int64 Id = static_cast<int64>(Timeline);
-		AsyncTask(ENamedThreads::GameThread, [OnDone, Id, Status]() { OnDone.ExecuteIfBound(Id, Status); });
-	});
+	CallSavePoint(Core, &npc_memory_client::MemoryClient::LoadSavePoint, UserId, SaveId, OnDone);
 }
