@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, AsyncRawCursor, sql
 
-_PLACEHOLDER = re.compile(rb"%\((\w+)\)s|%%")
+Row = TypeVar("Row")
+_PLACEHOLDER = re.compile(rb"%\((\w+)\)[sb]|%%")
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,10 @@ class Compiled:
 
 
 def compile_statement(statement: sql.Composable) -> Compiled:
-    """``statement``'s named placeholders as ``$1``, ``$2``...; a name used twice keeps its number."""
+    """``statement``'s named placeholders as ``$1``, ``$2``...; a name used twice keeps its number.
+
+    A ``%(name)b`` placeholder becomes a plain ``$n`` too: a raw cursor chooses each parameter's format itself.
+    """
     names: dict[str, int] = {}
 
     def number(match: re.Match[bytes]) -> bytes:
@@ -44,6 +48,13 @@ def compile_statement(statement: sql.Composable) -> Compiled:
 
     query = _PLACEHOLDER.sub(number, statement.as_bytes(None))
     return Compiled(query, tuple(names))
+
+
+async def execute(conn: AsyncConnection[Row], statement: Compiled, params: Mapping[str, Any]) -> AsyncRawCursor[Row]:
+    """Send a compiled statement as ``conn.execute`` would (text results); its cursor, unfetched (pipelines)."""
+    cur = AsyncRawCursor(conn)
+    await cur.execute(statement.query, statement.args(params))
+    return cur
 
 
 async def fetch_all(conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any]) -> list[Any]:
