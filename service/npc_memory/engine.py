@@ -121,37 +121,22 @@ class MemoryEngine:
                 return first
         now = utcnow()
         turns = dialogue.turn_flags(facts, write.dialogue_batch_min)
-        # The facts are analysed while they are embedded (the model releases the GIL while it runs), so the
-        # tokenising is off a single store's critical path.
-        analysing = asyncio.ensure_future(self._analyse([f.content for f in facts]))
-        try:
-            vectors = await self._embed_passages(facts, "memories", await self._turn_texts(scope, facts, turns, now))
-            analyses = await analysing
-        finally:
-            analysing.cancel()
-
-        def prepare() -> list[PreparedMemory]:
-            return [replace(self._prepare(f, v, now, a), turn=t)
-                    for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
-
-        # Normalising a long batch's texts is left off the event loop; a few facts are not worth the thread hop.
-        items = prepare() if len(facts) <= writes.INLINE_BATCH else await asyncio.to_thread(prepare)
+        vectors = await self._embed_passages(facts, "memories", await self._turn_texts(scope, facts, turns, now))
+        # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
+        # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
+        # process's GIL, so a big batch is analysed in the worker processes and only assembled here.
+        pool, texts = self.analysis_pool, [f.content for f in facts]
+        analyses: list[Analysis | None] = (
+            list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
+        )
+        items = await asyncio.to_thread(
+            lambda: [replace(self._prepare(f, v, now, a), turn=t)
+                     for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
+        )
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
-
-    async def _analyse(self, texts: list[str]) -> list[Analysis]:
-        """Each text's terms and meaning, off the event loop.
-
-        Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop stalled
-        every other call (health checks included) for seconds. In a thread Kiwi still holds this process's GIL, so
-        a big batch is analysed in the worker processes.
-        """
-        pool = self.analysis_pool
-        if pool is not None and pool.wants(texts):
-            return list(await pool.analyse(texts))
-        return await asyncio.to_thread(lambda: [self.tokenizer.analyse(t) for t in texts])
 
     async def _turn_texts(
         self, scope: Scope, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
