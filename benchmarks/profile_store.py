@@ -26,11 +26,12 @@ from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Scope
 from npc_memory.runtime import open_engine
 
+from benchmarks.profile_search import grouped, share_table
 from benchmarks.search_speed_parts import percentiles
 from benchmarks.write import fact, seed, texts
 
 # The first group any frame of a stack (innermost first) belongs to; the last takes what is left.
-GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+GROUPS = (
     ("psycopg: statement placeholders parsed", ("_query2pg", "_split_query", "PostgresQuery.convert", "as_bytes")),
     ("psycopg: send, wait, fetch, row making", ("psycopg/", "psycopg_pool/", "pgvector/")),
     ("thread hand-offs (to_thread, executors)", ("asyncio/threads.py", "concurrent/futures", "run_in_executor")),
@@ -40,19 +41,6 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine and store code", ("engine.py", "store/")),
 )
 REST = "event loop (asyncio, selectors) and other"
-
-
-def grouped(raw: Path) -> tuple[int, dict[str, int]]:
-    """Samples in all, and per group, of a py-spy ``--format raw`` file (it only ran while the stores did)."""
-    counts: dict[str, int] = {}
-    total = 0
-    for line in raw.read_text().splitlines():
-        stack, _, n = line.rpartition(" ")
-        frames = stack.split(";")
-        total += int(n)
-        name = next((g for f in reversed(frames) for g, keys in GROUPS if any(k in f for k in keys)), REST)
-        counts[name] = counts.get(name, 0) + int(n)
-    return total, counts
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -80,14 +68,12 @@ async def run(args: argparse.Namespace) -> None:
         cpu_ms = (time.process_time() - cpu0) * 1000 / len(wall)
         spy.send_signal(signal.SIGINT)  # py-spy writes its samples on an interrupt
         await spy.wait()
-    total, counts = grouped(args.raw)
+    total, counts = grouped(args.raw, GROUPS, REST)
     p = percentiles(wall)
     kind = "text (the engine embeds)" if args.text else "caller vector"
     print(f"single stores, {kind}: {len(wall)} stores, wall p50 {p['p50']:.2f} ms, p95 {p['p95']:.2f} ms; "
           f"this process's CPU {cpu_ms:.2f} ms per store; {total} py-spy samples in the store\n")
-    print("| part of the store path | share of samples |\n|---|---:|")
-    for name in [g for g, _ in GROUPS] + [REST]:
-        print(f"| {name} | {100 * counts.get(name, 0) / max(total, 1):.1f}% |")
+    print(share_table("store path", total, counts, GROUPS, REST))
 
 
 def main() -> None:
