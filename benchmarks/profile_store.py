@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -44,9 +45,17 @@ REST = "event loop (asyncio, selectors) and other"
 
 
 async def run(args: argparse.Namespace) -> None:
-    """Seed, warm up, store one fact at a time under py-spy, print the table."""
-    database = DatabaseConfig(url=None, data_dir=Path(tempfile.mkdtemp(prefix="npc-profile-store-")),
-                              pool_min=1, pool_max=4)
+    """Profile on a fresh embedded database, removed afterwards."""
+    data_dir = Path(tempfile.mkdtemp(prefix="npc-profile-store-"))
+    database = DatabaseConfig(url=None, data_dir=data_dir, pool_min=1, pool_max=4)
+    try:
+        await profile(args, database)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)  # a fresh database each run: nothing to keep
+
+
+async def profile(args: argparse.Namespace, database: DatabaseConfig) -> None:
+    """Store one fact at a time under py-spy on a fresh database, print the table."""
     async with open_engine(replace(Config(), database=database)) as engine:
         scope = Scope(f"profile-{uuid.uuid4().hex[:8]}", "letia")
         await seed(engine, scope, args.scope_rows)
