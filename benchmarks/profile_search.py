@@ -41,21 +41,31 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 REST = "event loop and gRPC core (asyncio handles, epoll, gRPC threads)"
 
 
-def grouped(raw: Path) -> tuple[int, dict[str, int]]:
+Groups = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def grouped(raw: Path, groups: Groups = GROUPS, rest: str = REST) -> tuple[int, dict[str, int]]:
     """Samples in all, and per group, of a py-spy ``--format raw`` file."""
     counts: collections.Counter[str] = collections.Counter()
     total = 0
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
         total += int(n)
-        name = REST
+        name = rest
         for frame in reversed(stack.split(";")):
-            found = next((g for g, keys in GROUPS if any(k in frame for k in keys)), None)
+            found = next((g for g, keys in groups if any(k in frame for k in keys)), None)
             if found:
                 name = found
                 break
         counts[name] += int(n)
     return total, dict(counts)
+
+
+def share_table(path: str, total: int, counts: dict[str, int], groups: Groups = GROUPS, rest: str = REST) -> str:
+    """The Markdown table of each group's share of the samples."""
+    names = [g for g, _ in groups] + [rest]
+    rows = [f"| {name} | {100 * counts.get(name, 0) / max(total, 1):.1f}% |" for name in names]
+    return "\n".join([f"| part of the {path} | share of samples |", "|---|---:|", *rows])
 
 
 def main() -> None:
@@ -91,9 +101,7 @@ def main() -> None:
     kind = "text" if args.text else "caller-vector"
     print(f"{kind} searches, {args.clients} clients: {load['rps']:.0f} req/s, server CPU "
           f"{load['cpu_ms_per_request']:.2f} ms per search; {total} py-spy samples\n")
-    print("| part of the request path | share of samples |\n|---|---:|")
-    for name in [g for g, _ in GROUPS] + [REST]:
-        print(f"| {name} | {100 * counts.get(name, 0) / total:.1f}% |")
+    print(share_table("request path", total, counts))
 
 
 if __name__ == "__main__":

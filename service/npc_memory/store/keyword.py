@@ -18,7 +18,9 @@ class KeywordSide:
 
     ``ctes`` continues the WITH list after ``scope_rows`` (it starts with a comma) and ends with a CTE named
     ``keyword`` of ``(id, cosine, score)``: the rows holding a query term, each with its cosine taken from
-    ``scope_rows`` (so the final select never joins back over the scope) and its raw keyword score.
+    ``scope_rows`` (so the final select never joins back over the scope) and its raw keyword score. With
+    ``every_row`` it holds every scope row instead (score 0 where no term matches) with ``valid_at`` and
+    ``prior`` too, and the statement takes all its candidate lists from it.
     """
 
     scope_columns: sql.Composable
@@ -26,3 +28,5 @@ class KeywordSide:
     ctes: sql.Composable
     params: Callable[[Sequence[str]], dict[str, Any]]
     """The CTE's own named parameters for the query's terms."""
+    every_row: bool = False
+    """Whether ``keyword`` scores every scope row (so no list reads ``scope_rows`` and no scores are regrouped)."""

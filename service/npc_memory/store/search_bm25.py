@@ -4,10 +4,10 @@ Okapi BM25 with Lucene's idf ``ln(1 + (N - df + 0.5) / (df + 0.5))`` and no cons
 bm25s's "lucene" method; N, df and the average length are taken over the scope rows searched (after filters).
 
 A query of up to ``UNROLLED_TERMS`` distinct terms runs a statement written for its term count: each term is its
-own parameter, its df one more ``count(*) FILTER`` in the single statistics pass, and every matching row's score
-one expression (no per-term rows, join or grouping). Common words made that per-term work the cost: with two
-terms in 80% of a 2,000-row scope, the generic form built, joined and grouped ~2,900 term rows. Longer queries
-run the generic form.
+own parameter, its tf a column of the scope rows, its df one more ``count(*) FILTER`` in the single statistics
+pass, and every row's score one expression (no per-term rows, join or grouping). Common words made per-term
+work the cost: with two terms in 80% of a 2,000-row scope, the generic form built, joined and grouped ~2,900
+term rows. Longer queries run the generic form.
 """
 
 from __future__ import annotations
@@ -51,24 +51,35 @@ keyword AS (
     GROUP BY tf.id, tf.cosine
 )""")
 
-# Each term's idf is computed once, from the one statistics row, rather than again for every matching row.
+# A query's term frequencies are counted once per scope row while the scope is read (small float8 columns, so the
+# statistics pass is a count over numbers and the terms arrays are not carried in the materialised scope); a
+# ``= ANY`` test first (it stops at the first match and allocates nothing) spares a row without the term the
+# array_positions count (ordinary queries of rare words: 1.02x of the earlier form, benchmarks.statement_ab). Each
+# term's idf and the length normalisation's two constants are computed once, from the one statistics row; every
+# scope row then gets its score (0 for a row holding no query term), so the dense, keyword and prior lists all
+# read one CTE that carries both the cosine and the score, and the candidates never go back to the keyword rows
+# for their scores. tf / (tf + k1 (1 - b + b dl / avgdl)) is written tf / (tf + c1 + c2 dl), the same number.
 UNROLLED_CTES = """,
 counts AS MATERIALIZED (
     SELECT count(*)::float8 AS n, avg(dl)::float8 AS avgdl, {dfs} FROM scope_rows
 ),
 stats AS MATERIALIZED (
-    SELECT c.avgdl, {idfs} FROM counts c
+    SELECT %(k1)s * (1.0::float8 - %(b)s) AS c1, %(k1)s * %(b)s / NULLIF(c.avgdl, 0.0::float8) AS c2, {idfs}
+    FROM counts c
 ),
-keyword AS (
-    SELECT t.id, t.cosine, {score} AS score
-    FROM (SELECT s.id, s.cosine, s.dl, {tfs} FROM scope_rows s WHERE s.terms && %(terms)s::text[]) t
-    CROSS JOIN stats st
+keyword AS MATERIALIZED (
+    SELECT t.id, t.valid_at, t.cosine, t.prior,
+           CASE WHEN {matches} THEN {score} ELSE 0.0::float8 END AS score
+    FROM (SELECT s.*, st.*, st.c1 + st.c2 * s.dl AS norm FROM scope_rows s CROSS JOIN stats st) t
 )"""
-DF = "count(*) FILTER (WHERE %({t})s = ANY(terms))::float8 AS df{i}"
-TF = "cardinality(array_positions(s.terms, %({t})s))::float8 AS tf{i}"
+DF = "count(*) FILTER (WHERE tf{i} > 0.0::float8)::float8 AS df{i}"
+TF = ("CASE WHEN %({t})s = ANY(m.terms) THEN cardinality(array_positions(m.terms, %({t})s))::float8 "
+      "ELSE 0.0::float8 END AS tf{i},")
 # A term a row lacks has tf 0 and adds 0, as in the generic form's sum over the terms it holds.
 IDF = "ln(1.0::float8 + (c.n - c.df{i} + 0.5::float8) / (c.df{i} + 0.5::float8)) AS idf{i}"
-TERM_SCORE = "st.idf{i} * t.tf{i} / (t.tf{i} + %(k1)s * (1.0::float8 - %(b)s + %(b)s * t.dl / st.avgdl))"
+TERM_SCORE = "t.idf{i} * t.tf{i} / (t.tf{i} + t.norm)"
+MATCHES = "t.tf{i} > 0.0::float8"
+DL = "cardinality(m.terms)::float8 AS dl,"
 
 
 def distinct_terms(terms: Sequence[str]) -> list[str]:
@@ -79,11 +90,15 @@ def distinct_terms(terms: Sequence[str]) -> list[str]:
 def _unrolled(n: int) -> sql.Composed:
     names = [(i, f"t{i}") for i in range(n)]
     return sql.SQL(UNROLLED_CTES).format(
-        dfs=sql.SQL(", ").join(sql.SQL(DF.format(t=t, i=i)) for i, t in names),
+        dfs=sql.SQL(", ").join(sql.SQL(DF.format(i=i)) for i, _ in names),
         idfs=sql.SQL(", ").join(sql.SQL(IDF.format(i=i)) for i, _ in names),
-        tfs=sql.SQL(", ").join(sql.SQL(TF.format(t=t, i=i)) for i, t in names),
+        matches=sql.SQL(" OR ").join(sql.SQL(MATCHES.format(i=i)) for i, _ in names),
         score=sql.SQL(" + ").join(sql.SQL(TERM_SCORE.format(i=i)) for i, _ in names),
     )
+
+
+def _unrolled_columns(n: int) -> sql.Composed:
+    return sql.Composed([sql.SQL(DL), *(sql.SQL(TF.format(t=f"t{i}", i=i)) for i in range(n))])
 
 
 def bm25_params(terms: Sequence[str]) -> dict[str, Any]:
@@ -103,4 +118,4 @@ def bm25_side(term_count: int) -> KeywordSide:
     """The BM25 side for a query of ``term_count`` distinct terms (the generic one past ``UNROLLED_TERMS``)."""
     if term_count < 1 or term_count > UNROLLED_TERMS:
         return BM25
-    return KeywordSide(SCOPE_COLUMNS, _unrolled(term_count), bm25_params)
+    return KeywordSide(_unrolled_columns(term_count), _unrolled(term_count), bm25_params, every_row=True)

@@ -60,10 +60,13 @@ scope_rows AS MATERIALIZED (
 
 # Each list carries the cosine (one value per id, so UNION still removes repeats): the final join then never
 # goes back over the scope rows, which a generic plan (estimating one scope row) made a nested loop.
-DENSE_TOP = "(SELECT id, cosine FROM scope_rows ORDER BY cosine DESC LIMIT %(k)s) UNION "
-KEYWORD_TOP = "(SELECT id, cosine FROM keyword ORDER BY score DESC LIMIT %(k)s) UNION "
-PRIOR_TOP = "(SELECT id, cosine FROM scope_rows ORDER BY prior DESC LIMIT %(k)s)"
-PERIOD_TOP = """(SELECT id, cosine FROM scope_rows WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
+# With a keyword side that scores every scope row (KeywordSide.every_row), every list reads that side's CTE and
+# carries the score as well ({source} and {carried}).
+DENSE_TOP = "(SELECT id, cosine{carried} FROM {source} ORDER BY cosine DESC LIMIT %(k)s) UNION "
+KEYWORD_TOP = "(SELECT id, cosine{carried} FROM keyword{matching} ORDER BY score DESC LIMIT %(k)s) UNION "
+PRIOR_TOP = "(SELECT id, cosine{carried} FROM {source} ORDER BY prior DESC LIMIT %(k)s)"
+PERIOD_TOP = """(SELECT id, cosine{carried} FROM {source}
+                 WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
                  ORDER BY cosine DESC, prior DESC LIMIT %(k)s) UNION """
 
 # The final join fetches the candidates' columns by key (an index scan of ~100-150 ids) instead of hashing the
@@ -169,15 +172,19 @@ def _candidates(has_vector: bool, keyword: ResolvedKeywordBackend | None, period
         visible=visible(shared),
         **_signals("m"),
     )
+    every_row = side is not None and side.every_row
+    lists = {"source": sql.SQL("keyword" if every_row else "scope_rows"),
+             "carried": sql.SQL(", score" if every_row else ""),
+             "matching": sql.SQL(" WHERE score > 0.0::float8" if every_row else "")}
     union = sql.SQL(CANDIDATES).format(
-        dense=sql.SQL(DENSE_TOP if has_vector else ""),
-        keyword=sql.SQL(KEYWORD_TOP if side else ""),
-        period=sql.SQL(PERIOD_TOP if period else ""),
-        prior=sql.SQL(PRIOR_TOP),
+        dense=sql.SQL(DENSE_TOP if has_vector else "").format(**lists),
+        keyword=sql.SQL(KEYWORD_TOP if side else "").format(**lists),
+        period=sql.SQL(PERIOD_TOP if period else "").format(**lists),
+        prior=sql.SQL(PRIOR_TOP).format(**lists),
         columns=MEMORY_COLUMNS,
         keyword_score=sql.SQL("COALESCE(c.score, 0.0::float8)" if side else "0.0::float8"),
-        scored=sql.SQL(SCORED if side else ""),
-        listed=sql.SQL("scored" if side else "candidates"),
+        scored=sql.SQL(SCORED if side and not every_row else ""),
+        listed=sql.SQL("scored" if side and not every_row else "candidates"),
         visible=visible(shared),
     )
     return with_view(sql.Composed([scope, side.ctes if side else sql.SQL(""), union]), shared)

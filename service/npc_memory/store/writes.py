@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg import AsyncCursor, sql
+from psycopg import AsyncRawCursor, sql
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
@@ -30,6 +30,7 @@ from npc_memory.domain.write_plan import (
 )
 from npc_memory.domain.write_rules import FactText, SlotRow
 from npc_memory.store import changes, idempotency
+from npc_memory.store.compiled import compile_statement, execute
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
@@ -85,6 +86,9 @@ INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").form
 )
 
 
+INLINE_BATCH = 8
+"""Batches up to this size are planned on the event loop: a thread hop costs more than planning a few facts."""
+
 INSERT_SLICE = 32
 """Rows adapted and queued per step of a batch's insert (the event loop runs other calls between steps)."""
 
@@ -133,14 +137,18 @@ def scope_params(scope: Scope) -> dict[str, Any]:
 # Work the caller adds to the write transaction (an extraction job's completion): it commits with the rows.
 OnCommit = Callable[[Connection, list[StoreResult]], Awaitable[None]]
 
-Reads = tuple[AsyncCursor[DictRow], AsyncCursor[DictRow] | None, AsyncCursor[DictRow] | None]
+Reads = tuple[AsyncRawCursor[DictRow], AsyncRawCursor[DictRow] | None, AsyncRawCursor[DictRow] | None]
+
+# The reads are 4-7 KB with the view: psycopg re-rendered and re-split them on every store (~30% of a single
+# caller-vector store's Python samples, py-spy), so they are compiled once (store/compiled.py).
+_DUPLICATES, _SLOTS, _TARGETS = map(compile_statement, (DUPLICATE_CANDIDATES, SLOT_TIMELINES, TARGETS))
 
 
 async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
-    dup_cur = await conn.execute(DUPLICATE_CANDIDATES, scope_params(scope) | {
+    dup_cur = await execute(conn, _DUPLICATES, scope_params(scope) | {
         "idx": list(range(len(items))),
         "subjects": [i.fact.subject.value for i in items],
         "subject_ids": [i.fact.subject_id for i in items],
@@ -150,8 +158,8 @@ async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMe
         "embeddings": [i.embedding for i in items],
         "threshold": threshold,
     })
-    slot_cur = await conn.execute(SLOT_TIMELINES, scope_params(scope) | {"slots": slots}) if slots else None
-    target_cur = await conn.execute(TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
+    slot_cur = await execute(conn, _SLOTS, scope_params(scope) | {"slots": slots}) if slots else None
+    target_cur = await execute(conn, _TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
     return dup_cur, slot_cur, target_cur
 
 
@@ -238,7 +246,8 @@ async def store_memories(
         dups, timelines, targets = await _fetch_reads(reads, items)
         # Comparing every fact with the batch's earlier ones is ~70 ms of Python for 256 facts: in a thread, so
         # the event loop (health checks, other calls) gets the GIL back every switch interval meanwhile.
-        plan = await asyncio.to_thread(plan_batch, items, dups, timelines, targets, duplicate_threshold)
+        plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
+                else await asyncio.to_thread(plan_batch, items, dups, timelines, targets, duplicate_threshold))
         await _apply(conn, scope, plan, batch_links(items, plan.results, targets.keys()),
                      int(live_row["timeline_id"]) if live_row else None)
         if request_id:
