@@ -72,6 +72,8 @@ class StepSettings:
     distinct: bool = False
     """``distinct_turns``: a line said many times shows once per search."""
     half_life_days: float = OLD_HALF_LIFE
+    session_cap: int = 0
+    """``session_cap``: hits of one session in a page before other sessions' hits come first (0: off)."""
 
 
 _QW = TextOptions(question_words=True)
@@ -88,6 +90,16 @@ STEPS: dict[str, StepSettings] = {
     "heldout": StepSettings("heldout", _QW, "first", True, SearchConfig.recency_half_life_days),
     "+answer": StepSettings("answer", _QW, "first", True, SearchConfig.recency_half_life_days),
     "heldout+answer": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "+cap2": StepSettings("answer", _QW, "first", True, SearchConfig.recency_half_life_days, 2),
+    "+cap3": StepSettings("answer", _QW, "first", True, SearchConfig.recency_half_life_days, 3),
+    "+asked": StepSettings("asked", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "+asked-short": StepSettings("asked-short", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout-names-before": StepSettings("heldout-names-off", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout-names": StepSettings("heldout-names", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout-single-before": StepSettings("heldout-single-off", _QW, "first", True,
+                                          SearchConfig.recency_half_life_days),
+    "heldout-single": StepSettings("heldout-single", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout+cap2": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days, 2),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
@@ -97,7 +109,13 @@ _PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False)
 WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _PLAIN, "heldout": _PLAIN,
                "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
                "answer": replace(_PLAIN, dialogue_context_answer=True),
-               "heldout-answer": replace(_PLAIN, dialogue_context_answer=True)}
+               "heldout-answer": replace(_PLAIN, dialogue_context_answer=True),
+               "heldout-names-off": replace(_PLAIN, dialogue_batch_min=0, dialogue_context_answer=True),
+               "heldout-names": replace(_PLAIN, dialogue_context_answer=True),
+               "heldout-single-off": replace(_PLAIN, dialogue_batch_min=0, dialogue_context_answer=True),
+               "heldout-single": replace(_PLAIN, dialogue_context_answer=True),
+               "asked": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked"),
+               "asked-short": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked-or-short")}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""
 
 
@@ -121,8 +139,13 @@ async def embed_turns(engine: MemoryEngine, data: dict[str, Any]) -> dict[str, V
 
 
 def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Vector | None, tier: Tier,
-            ) -> NewMemory:
+            names: tuple[str, str] | None = None) -> NewMemory:
+    """A turn as a memory; ``names`` (player, companion): written as "Name: text", every line said by the user."""
     user = turn["speaker"] == "user"
+    if names is not None:
+        return NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id=USER_SUBJECT_ID,
+                         content_type=ContentType.FACT, content=f"{names[0 if user else 1]}: {turn['text']}",
+                         valid_at=valid_at, embedding=vector)
     return NewMemory(
         speaker=Speaker.USER if user else Speaker.HEROINE, subject=Subject.USER if user else Subject.HEROINE,
         subject_id=USER_SUBJECT_ID if user else companion, content_type=ContentType.FACT, content=turn["text"],
@@ -147,14 +170,18 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
     heldout = write.startswith("heldout")
     tier = Tier.KNOWLEDGE if write == "knowledge" or heldout else Tier.SOURCE
-    made_here = write in ("context", "answer") or heldout
+    made_here = write in ("context", "answer", "asked", "asked-short") or heldout
+    names = (conv["user_id"].removeprefix("bench-").capitalize(), conv["companion_name"]) if "names" in write else None
     text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:
         start = datetime.fromisoformat(session["date"])
         turns = session["turns"]
         facts = [_memory(t, conv["companion_id"], start if heldout else start + timedelta(minutes=j),
-                         None if made_here else vectors[t["id"]], tier) for j, t in enumerate(turns)]
-        results = await engine.store(loaded.scope, facts)
+                         None if made_here else vectors[t["id"]], tier, names) for j, t in enumerate(turns)]
+        if "single" in write:  # one request per turn, in order
+            results = [r for f in facts for r in await engine.store(loaded.scope, [f])]
+        else:
+            results = await engine.store(loaded.scope, facts)
         for turn, result in zip(turns, results, strict=True):
             loaded.memory_of[turn["id"]] = result.memory_id
             if result.outcome is StoreOutcome.DUPLICATE:
@@ -188,7 +215,7 @@ def step_engines(engine: MemoryEngine, names: Sequence[str]) -> list[Step]:
     for name in names:
         st = STEPS[name]
         search = replace(engine.search_settings, period_search=st.period, recency_half_life_days=st.half_life_days,
-                         distinct_turns=st.distinct)
+                         distinct_turns=st.distinct, session_cap=st.session_cap)
         out.append(Step(name, replace(engine, tokenizer=Tokenizer(options=st.options), search_settings=search),
                         st.write))
     return out

@@ -12,12 +12,14 @@ The stored content and keyword terms stay the line itself. Search shows a line s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
+from typing import Literal
 
-from npc_memory.domain.model import NewMemory, ScoredMemory, Tier
+from npc_memory.domain.model import NewMemory, ScoredMemory, Speaker, Tier
 from npc_memory.domain.write_rules import content_key
 
 MAX_TURN_CHARS = 400
@@ -30,6 +32,7 @@ class StoredTurn:
 
     content: str
     valid_at: datetime
+    speaker: Speaker | None = None
 
 
 def is_turn(fact: NewMemory) -> bool:
@@ -60,8 +63,59 @@ def dialogue_batch(facts: Sequence[NewMemory], min_facts: int) -> bool:
     if any(f.tier is Tier.GIST or f.slot is not None or f.supersedes or f.parents
            or len(f.content) > MAX_TURN_CHARS for f in facts):
         return False
-    changes = sum(a.speaker is not b.speaker for a, b in pairwise(facts))
+    changes = sum(a != b for a, b in pairwise(voices(facts)))
     return changes >= SPEAKER_CHANGE_SHARE * (len(facts) - 1)
+
+
+NAME_PREFIX = re.compile(r"\s*([^\s:\uff1a]{1,24}(?: [^\s:\uff1a]{1,24})?)\s*[:\uff1a]\s*\S")
+"""A transcript line's speaker written into it: "Caroline: I went ...", "민수: 응 ..." (one or two words)."""
+
+MAX_VOICES = 4
+"""A transcript has a few speakers; more distinct prefixes are labels ("직업: 간호사", "취미: ...")."""
+
+
+def name_prefix(content: str) -> str | None:
+    """The speaker's name a transcript line starts with, if any (casefolded)."""
+    found = NAME_PREFIX.match(content)
+    return found.group(1).casefold() if found else None
+
+
+def voices(facts: Sequence[NewMemory]) -> list[str]:
+    """Who says each line: the name prefix when every line has one and they are few, else the speaker field.
+
+    A client that stores a transcript without our speaker field sends one speaker for every line and writes
+    the speaker into the text.
+    """
+    names = [name_prefix(f.content) for f in facts]
+    if all(names) and len(set(names)) <= MAX_VOICES:
+        return [n or "" for n in names]
+    return [f.speaker.value for f in facts]
+
+
+def may_join(facts: Sequence[NewMemory], turns: Sequence[bool], min_batch: int) -> bool:
+    """Whether a request is one short line that could continue a dialogue stored turn by turn (no tier named).
+
+    ``min_batch`` 0 turns detection off, as for batches.
+    """
+    if min_batch <= 0 or len(facts) != 1 or turns[0]:
+        return False
+    f = facts[0]
+    return not (f.tier is Tier.GIST or f.slot is not None or f.supersedes or f.parents
+                or len(f.content) > MAX_TURN_CHARS)
+
+
+def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, window: timedelta) -> bool:
+    """Whether a lone line (``may_join``) is the next turn of the scope's latest row.
+
+    It is when said within ``window`` after that row by another voice (the speaker field, or the name prefix
+    when both lines have one).
+    """
+    if previous is None or not timedelta(0) <= (fact.valid_at or now) - previous.valid_at <= window:
+        return False
+    mine, theirs = name_prefix(fact.content), name_prefix(previous.content)
+    if mine and theirs:
+        return mine != theirs
+    return previous.speaker is not None and previous.speaker is not fact.speaker
 
 
 def turn_flags(facts: Sequence[NewMemory], min_batch: int) -> list[bool]:
@@ -91,15 +145,34 @@ def asks(content: str) -> bool:
     return content.rstrip().rstrip("!~.…)").endswith(("?", "\uff1f"))
 
 
+ContextWhen = Literal["always", "asked", "asked-or-short"]
+"""Which turns take the previous turn as context: every turn, a reply to a question, or also a short line."""
+
+SHORT_TURN_CHARS = 16
+"""A line this short ("응, 지난 화요일에!", "Sure, why not?") says little without the line before it."""
+
+
+def takes_previous(previous: str, content: str, when: ContextWhen) -> bool:
+    """Whether a turn is embedded over ``previous``: always, or when it answers a question (or is short).
+
+    A line that states something itself ("난 마을 도서관에서 일해") loses its meaning under an unrelated
+    previous line; a reply ("응, 지난 화요일에!") has none without its question.
+    """
+    if when == "always":
+        return True
+    return asks(previous) or (when == "asked-or-short" and len(content.strip()) <= SHORT_TURN_CHARS)
+
+
 def embedding_texts(
     facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime, window: timedelta, stored: StoredTurn | None,
-    with_answer: bool = False,
+    with_answer: bool = False, when: ContextWhen = "always",
 ) -> list[str]:
     """The text each fact's vector is taken over: a turn with its predecessor within ``window``, else the content.
 
     Turns are ordered by ``valid_at`` (the request's order among equal times); a turn said more than
-    ``window`` after the one before it starts a new conversation and is embedded alone. ``with_answer``: a
-    question is also embedded with the next turn of the batch (its answer, when said within the window).
+    ``window`` after the one before it starts a new conversation and is embedded alone, and ``when``
+    (``takes_previous``) picks the turns that take it. ``with_answer``: a question is also embedded with the
+    next turn of the batch (its answer, when said within the window).
     """
     texts = [f.content for f in facts]
     if window <= timedelta(0):
@@ -108,7 +181,8 @@ def embedding_texts(
     prev = stored
     for i in order:
         at = facts[i].valid_at or now
-        if facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window:
+        if (facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window
+                and takes_previous(prev.content, facts[i].content, when)):
             texts[i] = with_previous(prev.content, facts[i].content)
         prev = StoredTurn(facts[i].content, at)
     if with_answer:
