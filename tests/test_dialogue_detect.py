@@ -38,7 +38,7 @@ def transcript() -> list[NewMemory]:
 def test_a_transcript_with_alternating_name_prefixes_is_a_dialogue() -> None:
     """One speaker field, names written into the lines: a dialogue; labelled notes and one name are not."""
     assert name_prefix("Caroline: I went to the lake") == "caroline"
-    assert name_prefix("민수： 응 지난주에") == "민수"
+    assert name_prefix("민수\uff1a 응 지난주에") == "민수"
     assert name_prefix("Mr Kim: hello") == "mr kim"
     assert name_prefix("응, 지난 화요일에!") is None
     assert dialogue_batch(transcript(), N)
@@ -68,7 +68,8 @@ def test_a_lone_line_joins_when_another_voice_said_the_latest_row_within_the_win
 
 def test_context_when_asked_keeps_a_statement_alone_and_a_reply_with_its_question() -> None:
     """``asked``: only a reply to a question takes the previous line; ``asked-or-short`` also a short line."""
-    facts = [line("user", "오늘 퇴근길에 비 맞았어", DAY), line("heroine", "난 마을 도서관에서 책 정리하는 일을 해", DAY),
+    facts = [line("user", "오늘 퇴근길에 비 맞았어", DAY),
+             line("heroine", "난 마을 도서관에서 책 정리하는 일을 해", DAY),
              line("heroine", "경주 다녀왔다며? 언제 갔었어?", DAY), line("user", "응, 지난 화요일에!", DAY),
              line("heroine", "좋았겠다", DAY)]
     flags = [True] * len(facts)
