@@ -130,3 +130,20 @@ def test_dialogue_context_when_is_configurable() -> None:
     assert load_config(flags, env).write.dialogue_context_when == "asked"
     with pytest.raises(ConfigError, match="DIALOGUE_CONTEXT_WHEN"):
         load_config(flags, {"NPC_MEMORY_DIALOGUE_CONTEXT_WHEN": "sometimes"})
+
+
+def test_a_speaker_label_writes_who_said_each_line_into_the_embedded_text() -> None:
+    """``role``: 나/너 for Korean lines, Me/You for others; ``name``: her lines under the heroine's id; off: none."""
+    facts = [line("heroine", "경주 다녀왔다며? 언제 갔었어?", DAY), line("user", "Yes, last Tuesday!", DAY),
+             line("user", "민준: 응", DAY)]
+    flags = [True] * 3
+    role = embedding_texts(facts, flags, DAY, WINDOW, None, with_answer=True, label="role", heroine="letia")
+    assert role[0] == role[1] == "너: 경주 다녀왔다며? 언제 갔었어?\nMe: Yes, last Tuesday!"
+    assert role[2] == "Me: Yes, last Tuesday!\n민준: 응"
+    name = embedding_texts(facts, flags, DAY, WINDOW, None, label="name", heroine="letia")
+    assert name[1] == "Letia: 경주 다녀왔다며? 언제 갔었어?\nMe: Yes, last Tuesday!"
+    stored = StoredTurn("뭐 해?", DAY, Speaker.HEROINE)
+    alone = embedding_texts([facts[1]], [True], DAY, WINDOW, stored, label="role")
+    assert alone == ["You: 뭐 해?\nMe: Yes, last Tuesday!"]
+    assert embedding_texts(facts, flags, DAY, WINDOW, None)[1] == "경주 다녀왔다며? 언제 갔었어?\nYes, last Tuesday!"
+    assert embedding_texts(facts, [False] * 3, DAY, WINDOW, None, label="role") == [f.content for f in facts]

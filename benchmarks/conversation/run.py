@@ -99,6 +99,11 @@ STEPS: dict[str, StepSettings] = {
     "heldout-single-before": StepSettings("heldout-single-off", _QW, "first", True,
                                           SearchConfig.recency_half_life_days),
     "heldout-single": StepSettings("heldout-single", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "+label-role": StepSettings("label-role", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "+label-name": StepSettings("label-name", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout+label": StepSettings("heldout-label", _QW, "first", True, SearchConfig.recency_half_life_days),
+    "heldout-single+label": StepSettings("heldout-single-label", _QW, "first", True,
+                                         SearchConfig.recency_half_life_days),
     "heldout+cap2": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days, 2),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
@@ -114,6 +119,10 @@ WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _P
                "heldout-names": replace(_PLAIN, dialogue_context_answer=True),
                "heldout-single-off": replace(_PLAIN, dialogue_batch_min=0, dialogue_context_answer=True),
                "heldout-single": replace(_PLAIN, dialogue_context_answer=True),
+               "label-role": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
+               "label-name": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
+               "heldout-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
+               "heldout-single-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
                "asked": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked"),
                "asked-short": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked-or-short")}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""
@@ -170,7 +179,7 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
     heldout = write.startswith("heldout")
     tier = Tier.KNOWLEDGE if write == "knowledge" or heldout else Tier.SOURCE
-    made_here = write in ("context", "answer", "asked", "asked-short") or heldout
+    made_here = write in ("context", "answer", "asked", "asked-short", "label-role", "label-name") or heldout
     names = (conv["user_id"].removeprefix("bench-").capitalize(), conv["companion_name"]) if "names" in write else None
     text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from npc_memory.domain.dialogue import ContextWhen
+from npc_memory.domain.dialogue import ContextWhen, SpeakerLabel
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
 from npc_memory.domain.scoring import RECENCY_HALF_LIFE_DAYS
@@ -181,6 +181,9 @@ class WriteConfig:
     dialogue_context_when: ContextWhen = "always"
     """Which turns take the previous turn as context: ``always``, ``asked`` (it asks a question) or
     ``asked-or-short`` (or the turn is at most 16 characters): domain/dialogue.py ``takes_previous``."""
+    dialogue_speaker_label: SpeakerLabel = "off"
+    """A turn's speaker written before its line in the embedded text: ``off``, ``role`` (나/너, Me/You) or
+    ``name`` (the heroine's id for her lines): domain/dialogue.py ``speaker_label``."""
     dialogue_batch_min: int = 8
     """A request of at least this many short lines, the speakers taking turns, no slot, is a dialogue whatever its
     tier: its facts get the turns' treatment (domain/dialogue.py ``dialogue_batch``); 0 turns it off."""
@@ -303,6 +306,12 @@ def _context_when(value: str) -> ContextWhen:
     return value  # type: ignore[return-value]
 
 
+def _speaker_label(value: str) -> SpeakerLabel:
+    if value not in ("off", "role", "name"):
+        raise ValueError("must be off, role or name")
+    return value  # type: ignore[return-value]
+
+
 def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     """Build the configuration from parsed flags, an environment mapping and the optional TOML file."""
     path = flags.get("config") or env.get(ENV_PREFIX + "CONFIG")
@@ -403,6 +412,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             dialogue_batch_min=pick("dialogue_batch_min", WriteConfig.dialogue_batch_min, int),
             dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, _bool),
             dialogue_context_when=pick("dialogue_context_when", WriteConfig.dialogue_context_when, _context_when),
+            dialogue_speaker_label=pick("dialogue_speaker_label", WriteConfig.dialogue_speaker_label, _speaker_label),
             tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),
             tokenize_process_min_chars=pick("tokenize_process_min_chars", WriteConfig.tokenize_process_min_chars,
                                             int),

@@ -161,8 +161,9 @@ class MemoryEngine:
             return None
         if stored is None:
             stored = await previous_turn(self.db, scope, first, first - window)
-        return dialogue.embedding_texts(facts, turns, now, window, stored, self.write_settings.dialogue_context_answer,
-                                        self.write_settings.dialogue_context_when)
+        write = self.write_settings
+        return dialogue.embedding_texts(facts, turns, now, window, stored, write.dialogue_context_answer,
+                                        write.dialogue_context_when, write.dialogue_speaker_label, scope.heroine_id)
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:

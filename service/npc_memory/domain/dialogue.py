@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Literal
@@ -163,33 +163,63 @@ def takes_previous(previous: str, content: str, when: ContextWhen) -> bool:
     return asks(previous) or (when == "asked-or-short" and len(content.strip()) <= SHORT_TURN_CHARS)
 
 
+SpeakerLabel = Literal["off", "role", "name"]
+"""How a turn's speaker is written before its line in the embedded text (``speaker_label``)."""
+
+HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+def speaker_label(speaker: Speaker | None, content: str, label: SpeakerLabel, heroine: str) -> str:
+    """The line as embedded, its speaker written before it.
+
+    ``role``: "나: ..." / "너: ..." (or "Me:" / "You:", by the line's script), as the player says and hears
+    it; ``name``: the heroine's id for her lines. A line that names its speaker stays as it is.
+    """
+    if label == "off" or speaker is None or name_prefix(content) is not None:
+        return content
+    korean = HANGUL.search(content) is not None
+    if speaker is Speaker.USER:
+        who = "나" if korean else "Me"
+    elif label == "name" and heroine:
+        who = heroine[:1].upper() + heroine[1:]
+    else:
+        who = "너" if korean else "You"
+    return f"{who}: {content}"
+
+
 def embedding_texts(
     facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime, window: timedelta, stored: StoredTurn | None,
-    with_answer: bool = False, when: ContextWhen = "always",
+    with_answer: bool = False, when: ContextWhen = "always", label: SpeakerLabel = "off", heroine: str = "",
 ) -> list[str]:
     """The text each fact's vector is taken over: a turn with its predecessor within ``window``, else the content.
 
     Turns are ordered by ``valid_at`` (the request's order among equal times); a turn said more than
     ``window`` after the one before it starts a new conversation and is embedded alone, and ``when``
     (``takes_previous``) picks the turns that take it. ``with_answer``: a question is also embedded with the
-    next turn of the batch (its answer, when said within the window).
+    next turn of the batch (its answer, when said within the window). ``label``: each turn's lines are
+    written with their speaker (``speaker_label``; ``heroine`` is the scope's heroine id).
     """
     texts = [f.content for f in facts]
     if window <= timedelta(0):
         return texts
+    said = [speaker_label(f.speaker, f.content, label, heroine) if t else f.content for f, t in zip(facts, turns,
+                                                                                                     strict=True)]
     order = sorted((i for i, t in enumerate(turns) if t), key=lambda i: (facts[i].valid_at or now, i))
-    prev = stored
+    prev = None if stored is None else replace(
+        stored, content=speaker_label(stored.speaker, stored.content, label, heroine))
     for i in order:
         at = facts[i].valid_at or now
+        if facts[i].embedding is None:
+            texts[i] = said[i]
         if (facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window
                 and takes_previous(prev.content, facts[i].content, when)):
-            texts[i] = with_previous(prev.content, facts[i].content)
-        prev = StoredTurn(facts[i].content, at)
+            texts[i] = with_previous(prev.content, said[i])
+        prev = StoredTurn(said[i], at)
     if with_answer:
         for i, j in pairwise(order):
             gap = (facts[j].valid_at or now) - (facts[i].valid_at or now)
             if facts[i].embedding is None and asks(facts[i].content) and gap <= window:
-                texts[i] = f"{texts[i]}\n{facts[j].content}"
+                texts[i] = f"{texts[i]}\n{said[j]}"
     return texts
 
 
