@@ -144,6 +144,6 @@ def test_a_speaker_label_writes_who_said_each_line_into_the_embedded_text() -> N
     assert name[1] == "Letia: 경주 다녀왔다며? 언제 갔었어?\nMe: Yes, last Tuesday!"
     stored = StoredTurn("뭐 해?", DAY, Speaker.HEROINE)
     alone = embedding_texts([facts[1]], [True], DAY, WINDOW, stored, label="role")
-    assert alone == ["You: 뭐 해?\nMe: Yes, last Tuesday!"]
+    assert alone == ["너: 뭐 해?\nMe: Yes, last Tuesday!"]
     assert embedding_texts(facts, flags, DAY, WINDOW, None)[1] == "경주 다녀왔다며? 언제 갔었어?\nYes, last Tuesday!"
     assert embedding_texts(facts, [False] * 3, DAY, WINDOW, None, label="role") == [f.content for f in facts]
