@@ -12,6 +12,7 @@ from npc_memory.config import WriteConfig, load_config
 from npc_memory.domain.dialogue import (
     SHORT_TURN_CHARS,
     StoredTurn,
+    TurnContext,
     dialogue_batch,
     embedding_texts,
     joins_dialogue,
@@ -22,6 +23,7 @@ from npc_memory.domain.dialogue import (
 from npc_memory.domain.model import NewMemory, Scope, Speaker, StoreOutcome
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
+from npc_memory.store.reembed import reembed_all
 from test_dialogue_batch import SESSION, line
 from test_dialogue_turns import stored_vector
 
@@ -147,3 +149,21 @@ def test_a_speaker_label_writes_who_said_each_line_into_the_embedded_text() -> N
     assert alone == ["너: 뭐 해?\nMe: Yes, last Tuesday!"]
     assert embedding_texts(facts, flags, DAY, WINDOW, None)[1] == "경주 다녀왔다며? 언제 갔었어?\nYes, last Tuesday!"
     assert embedding_texts(facts, [False] * 3, DAY, WINDOW, None, label="role") == [f.content for f in facts]
+
+
+async def test_reembed_gives_a_knowledge_dialogue_the_write_paths_vectors(
+    engine: MemoryEngine, scope: Scope, database_url: str,
+) -> None:
+    """A dialogue request stored as knowledge (turns a minute apart, labels, answers): a re-embed keeps each vector.
+
+    Before, such rows were re-embedded alone (only tier source rows took context, none their answer).
+    """
+    labelled = replace(engine, write_settings=replace(engine.write_settings, dialogue_speaker_label="role"))
+    one_moment = Scope(scope.user_id + "-moment", scope.heroine_id)  # every turn at the session's date
+    await labelled.store(scope, [line(s, c, DAY + timedelta(minutes=i)) for i, (s, c) in enumerate(SESSION)])
+    await labelled.store(one_moment, [line(s, c, DAY) for s, c in SESSION])
+    before = {(sc, c): await stored_vector(database_url, sc, c) for sc in (scope, one_moment) for _, c in SESSION}
+    shape = TurnContext(with_answer=True, label="role")
+    await reembed_all(engine.db, engine.embedder, 64, lambda _: None, WINDOW, shape)
+    for (sc, c), vector in before.items():
+        assert float(np.dot(await stored_vector(database_url, sc, c), vector)) > 0.999, c

@@ -112,10 +112,29 @@ def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, 
     """
     if previous is None or not timedelta(0) <= (fact.valid_at or now) - previous.valid_at <= window:
         return False
-    mine, theirs = name_prefix(fact.content), name_prefix(previous.content)
+    return other_voice(fact.content, fact.speaker, previous.content, previous.speaker)
+
+
+def other_voice(content: str, speaker: Speaker, previous: str, previous_speaker: Speaker | None) -> bool:
+    """Whether two lines have different speakers: by their name prefixes when both have one, else the field."""
+    mine, theirs = name_prefix(content), name_prefix(previous)
     if mine and theirs:
         return mine != theirs
-    return previous.speaker is not None and previous.speaker is not fact.speaker
+    return previous_speaker is not None and previous_speaker is not speaker
+
+
+def stored_turn(content: str, speaker: Speaker, tier: Tier, previous: tuple[str, Speaker] | None,
+                following: tuple[str, Speaker] | None = None) -> bool:
+    """Whether a stored short row is a turn for a re-embed: a source row, or a knowledge row next to another voice.
+
+    Next to: after a line another speaker said within the window, or before one (a dialogue request's first
+    line). A dialogue request's rows and lone lines were read as
+    turns at write time; that reading is not stored, so this is its approximation from the rows.
+    """
+    if tier is Tier.SOURCE:
+        return True
+    return tier is Tier.KNOWLEDGE and any(
+        n is not None and other_voice(content, speaker, *n) for n in (previous, following))
 
 
 def turn_flags(facts: Sequence[NewMemory], min_batch: int) -> list[bool]:
@@ -221,6 +240,30 @@ def embedding_texts(
             if facts[i].embedding is None and asks(facts[i].content) and gap <= window:
                 texts[i] = f"{texts[i]}\n{said[j]}"
     return texts
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """The write settings that shape a turn's embedded text, for a re-embed to take the write path's text."""
+
+    with_answer: bool = False
+    when: ContextWhen = "always"
+    label: SpeakerLabel = "off"
+
+
+def turn_text(content: str, speaker: Speaker, previous: tuple[str, Speaker] | None,
+              following: tuple[str, Speaker] | None, shape: TurnContext, heroine: str) -> str:
+    """One stored turn's embedded text from its neighbours, as ``embedding_texts`` made it at write time.
+
+    ``previous``: the line said before it within the window; ``following``: the line said after it.
+    """
+    said = speaker_label(speaker, content, shape.label, heroine)
+    text = said
+    if previous is not None and takes_previous(previous[0], content, shape.when):
+        text = with_previous(speaker_label(previous[1], previous[0], shape.label, heroine), said)
+    if shape.with_answer and following is not None and asks(content):
+        text = f"{text}\n{speaker_label(following[1], following[0], shape.label, heroine)}"
+    return text
 
 
 REPEAT_HEADROOM = 2
