@@ -110,7 +110,8 @@ STEPS: dict[str, StepSettings] = {
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
 
 
-_PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False)
+_PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False, dialogue_context_when="always",
+                     dialogue_speaker_label="off")
 WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _PLAIN, "heldout": _PLAIN,
                "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
                "answer": replace(_PLAIN, dialogue_context_answer=True),
