@@ -102,7 +102,7 @@ async def test_one_line_per_request_without_a_tier_gets_the_turns_treatment(
     (again,) = await engine.store(scope, [line("user", reply, DAY + timedelta(days=7))])
     assert (first.outcome, again.outcome) == (StoreOutcome.CREATED, StoreOutcome.CREATED)
     first_ctx, second_ctx, alone = await engine.embedder.embed_passages(
-        [f"{question}\n{reply}", f"설악산 다녀왔다며? 언제야?\n{reply}", reply])
+        [f"Letia: {question}\n나: {reply}", f"Letia: 설악산 다녀왔다며? 언제야?\n나: {reply}", reply])
     stored = await stored_vector(database_url, scope, reply)  # either copy: each has its own question
     assert max(float(np.dot(stored, first_ctx)), float(np.dot(stored, second_ctx))) > 0.999
     assert float(np.dot(stored, alone)) < 0.999
@@ -124,14 +124,18 @@ async def test_a_tidy_fact_after_the_same_speaker_stays_a_fact(engine: MemoryEng
     assert again.outcome is StoreOutcome.DUPLICATE
 
 
-def test_dialogue_context_when_is_configurable() -> None:
-    """Default ``always``; ``asked`` and ``asked-or-short`` accepted; anything else refused with the name."""
+def test_dialogue_context_when_and_speaker_label_are_configurable() -> None:
+    """Defaults ``always`` and ``name``; the other values accepted; anything else refused with the name."""
     flags = vars(build_parser().parse_args(["serve"]))
     assert load_config(flags, {}).write.dialogue_context_when == WriteConfig.dialogue_context_when == "always"
     env = {"NPC_MEMORY_DIALOGUE_CONTEXT_WHEN": "asked"}
     assert load_config(flags, env).write.dialogue_context_when == "asked"
     with pytest.raises(ConfigError, match="DIALOGUE_CONTEXT_WHEN"):
         load_config(flags, {"NPC_MEMORY_DIALOGUE_CONTEXT_WHEN": "sometimes"})
+    assert load_config(flags, {}).write.dialogue_speaker_label == WriteConfig.dialogue_speaker_label == "name"
+    assert load_config(flags, {"NPC_MEMORY_DIALOGUE_SPEAKER_LABEL": "off"}).write.dialogue_speaker_label == "off"
+    with pytest.raises(ConfigError, match="DIALOGUE_SPEAKER_LABEL"):
+        load_config(flags, {"NPC_MEMORY_DIALOGUE_SPEAKER_LABEL": "full"})
 
 
 def test_a_speaker_label_writes_who_said_each_line_into_the_embedded_text() -> None:

@@ -99,7 +99,8 @@ async def test_a_turn_stored_alone_takes_the_previous_stored_turn_as_context(
     (reply,) = await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
     assert reply.outcome is StoreOutcome.CREATED
     stored = await stored_vector(database_url, scope, REPLY)
-    with_context, alone = await engine.embedder.embed_passages([f"{QUESTION}\n{REPLY}", REPLY])
+    # Both lines are the player's: each written after "나: " (dialogue_speaker_label, default name).
+    with_context, alone = await engine.embedder.embed_passages([f"나: {QUESTION}\n나: {REPLY}", REPLY])
     assert _cos(stored, with_context) > 0.999 > _cos(stored, alone)
     assert await _contents(database_url, scope) == [QUESTION, REPLY]
 
@@ -149,7 +150,7 @@ async def test_another_players_or_heroines_turn_is_never_context(
     await engine.store(Scope(scope.user_id + "-other", scope.heroine_id), [turn(QUESTION, T0)])
     await engine.store(Scope(scope.user_id, "roco"), [turn(QUESTION, T0)])
     await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
-    (alone,) = await engine.embedder.embed_passages([REPLY])
+    (alone,) = await engine.embedder.embed_passages([f"나: {REPLY}"])  # labelled, no context
     assert _cos(await stored_vector(database_url, scope, REPLY), alone) > 0.999
 
 

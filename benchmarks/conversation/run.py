@@ -122,8 +122,8 @@ WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _P
                "heldout-single": replace(_PLAIN, dialogue_context_answer=True),
                "label-role": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
                "label-name": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
-               "heldout-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
-               "heldout-single-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
+               "heldout-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
+               "heldout-single-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
                "asked": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked"),
                "asked-short": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked-or-short")}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""

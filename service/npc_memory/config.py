@@ -181,7 +181,7 @@ class WriteConfig:
     dialogue_context_when: ContextWhen = "always"
     """Which turns take the previous turn as context: ``always``, ``asked`` (it asks a question) or
     ``asked-or-short`` (or the turn is at most 16 characters): domain/dialogue.py ``takes_previous``."""
-    dialogue_speaker_label: SpeakerLabel = "off"
+    dialogue_speaker_label: SpeakerLabel = "name"
     """A turn's speaker written before its line in the embedded text: ``off``, ``role`` (나/너, Me/You) or
     ``name`` (the heroine's id for her lines): domain/dialogue.py ``speaker_label``."""
     dialogue_batch_min: int = 8
