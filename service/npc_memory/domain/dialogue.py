@@ -5,9 +5,13 @@ A turn often means nothing alone ("응, 지난 화요일에!" answers "경주 �
 whose vector the service makes is embedded together with the turn before it in the same scope, when that turn
 was said at most the context window earlier: the previous turn of the same batch (a session stored in one
 request), or the scope's latest stored turn (one turn per request).
+Each line of that text carries its speaker ("나: …" / "Me: …" for the player, the heroine's id for her:
+``speaker_label``), unless the line already starts with a name ("Caroline: …"). A transcript stored with one
+speaker field and the names in the text is read by those names (``voices``), and a request of one line with
+no tier is a turn when it answers another voice's latest row (``joins_dialogue``).
 The stored content and keyword terms stay the line itself. Search shows a line said many times once
 (``distinct_turns``): every turn is kept as its own event, but ten copies of "ㅋㅋ 그러게" are no answer.
-``python -m benchmarks.conversation.run`` measures both (docs/conversation-benchmark.md).
+``python -m benchmarks.conversation.run`` measures each (docs/conversation-benchmark.md).
 """
 
 from __future__ import annotations
