@@ -93,7 +93,8 @@ async def test_a_knowledge_dialogue_keeps_its_repeats_and_embeds_with_context(
     second = await engine.store(scope, [line(s, c, DAY + timedelta(days=7)) for s, c in SESSION])
     assert all(r.outcome is StoreOutcome.CREATED for r in first + second)
     stored = await stored_vector(database_url, scope, "ㅋㅋ 좋았겠다")
-    context, alone = await engine.embedder.embed_passages([f"{SESSION[1][1]}\n{SESSION[2][1]}", SESSION[2][1]])
+    context, alone = await engine.embedder.embed_passages([f"나: {SESSION[1][1]}\nLetia: {SESSION[2][1]}",
+                                                           SESSION[2][1]])
     assert float(np.dot(stored, context)) > 0.999 > float(np.dot(stored, alone))
     query = SearchQuery(scope=scope, text="응, 지난 화요일에!", limit=10, weights=Weights(),
                         now=DAY + timedelta(days=8))

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from npc_memory.cli import build_parser
 from npc_memory.config import WriteConfig, load_config
-from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn, turn_flags
+from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn, TurnContext, turn_flags
 from npc_memory.domain.dialogue import embedding_texts as _texts
 from npc_memory.domain.model import (
     ContentType,
@@ -26,7 +26,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
-from npc_memory.store.reembed import PAGE
+from npc_memory.store.reembed import PAGE, _text
 
 T0 = datetime(2025, 3, 4, 20, 0, tzinfo=UTC)
 WINDOW = timedelta(minutes=30)
@@ -99,7 +99,8 @@ async def test_a_turn_stored_alone_takes_the_previous_stored_turn_as_context(
     (reply,) = await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
     assert reply.outcome is StoreOutcome.CREATED
     stored = await stored_vector(database_url, scope, REPLY)
-    with_context, alone = await engine.embedder.embed_passages([f"{QUESTION}\n{REPLY}", REPLY])
+    # Both lines are the player's: each written after "나: " (dialogue_speaker_label, default name).
+    with_context, alone = await engine.embedder.embed_passages([f"나: {QUESTION}\n나: {REPLY}", REPLY])
     assert _cos(stored, with_context) > 0.999 > _cos(stored, alone)
     assert await _contents(database_url, scope) == [QUESTION, REPLY]
 
@@ -149,7 +150,7 @@ async def test_another_players_or_heroines_turn_is_never_context(
     await engine.store(Scope(scope.user_id + "-other", scope.heroine_id), [turn(QUESTION, T0)])
     await engine.store(Scope(scope.user_id, "roco"), [turn(QUESTION, T0)])
     await engine.store(scope, [turn(REPLY, T0 + timedelta(minutes=1))])
-    (alone,) = await engine.embedder.embed_passages([REPLY])
+    (alone,) = await engine.embedder.embed_passages([f"나: {REPLY}"])  # labelled, no context
     assert _cos(await stored_vector(database_url, scope, REPLY), alone) > 0.999
 
 
@@ -175,5 +176,10 @@ async def test_reembed_takes_the_same_previous_turn_as_the_write(engine: MemoryE
               "window": WINDOW}
     async with engine.db.connection() as conn:
         cur = await conn.execute(PAGE, params)
-        previous = {r["content"]: r["previous"] for r in await cur.fetchall() if r["user_id"] == scope.user_id}
-    assert previous == {QUESTION: None, REPLY: QUESTION, "고양이를 좋아함": None, "ㅋㅋ 그러게": None}
+        rows = [r for r in await cur.fetchall() if r["user_id"] == scope.user_id]
+    previous = {r["content"]: r["previous"] for r in rows}
+    assert previous == {QUESTION: None, REPLY: QUESTION, "고양이를 좋아함": REPLY, "ㅋㅋ 그러게": None}
+    # The knowledge note follows a line of the same speaker: not a turn, embedded as its content.
+    texts = {r["content"]: _text(r, TurnContext()) for r in rows}
+    assert texts == {QUESTION: QUESTION, REPLY: f"{QUESTION}\n{REPLY}", "고양이를 좋아함": "고양이를 좋아함",
+                     "ㅋㅋ 그러게": "ㅋㅋ 그러게"}

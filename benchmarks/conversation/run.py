@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import tempfile
 import time
 from collections.abc import Sequence
@@ -28,7 +27,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig, WriteConfig
+from npc_memory.config import Config, DatabaseConfig, SearchConfig
 from npc_memory.domain.model import (
     USER_SUBJECT_ID,
     ContentType,
@@ -50,55 +49,10 @@ from benchmarks.conversation import metrics
 from benchmarks.conversation.generate import DATASET
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.metrics import SearchConfig as Asking
+from benchmarks.conversation.steps import STEPS, WRITE_MODES
 
 LIMIT = 10
 DEFAULT_CONFIGS = ("default", "rel.7+kw.3")
-OLD_HALF_LIFE = 30.0 * math.log(2)
-"""The recency half-life before the archive step (days): exp(-age / 30 days)."""
-
-
-@dataclass(frozen=True)
-class StepSettings:
-    """How the turns are stored and the service settings the questions are asked under."""
-
-    write: str
-    """``knowledge``: tier knowledge, the turn's own vector (the knowledge duplicate rule, no context);
-    ``source``: tier source, the turn's own vector given; ``context``: tier source, the service embeds it
-    (with the previous turn, domain/dialogue.py); ``heldout``: as the held-out benchmark stores a conversation
-    (no tier named, so knowledge; every turn of a session at the session's date; no vector given), the service's
-    defaults; ``heldout-off``: the same with ``dialogue_batch_min`` 0 (no request read as a dialogue)."""
-    options: TextOptions
-    period: PeriodSearch
-    distinct: bool = False
-    """``distinct_turns``: a line said many times shows once per search."""
-    half_life_days: float = OLD_HALF_LIFE
-
-
-_QW = TextOptions(question_words=True)
-STEPS: dict[str, StepSettings] = {
-    "base": StepSettings("knowledge", TextOptions(question_words=False), "off"),
-    "+qw": StepSettings("knowledge", _QW, "off"),
-    "+period-cand": StepSettings("knowledge", _QW, "candidates"),
-    "+period-first": StepSettings("knowledge", _QW, "first"),
-    "+turn-dedup": StepSettings("source", _QW, "first"),
-    "+distinct-turns": StepSettings("source", _QW, "first", True),
-    "+context": StepSettings("context", _QW, "first", True),
-    "+half-life": StepSettings("context", _QW, "first", True, SearchConfig.recency_half_life_days),
-    "heldout-before": StepSettings("heldout-off", _QW, "first", True, SearchConfig.recency_half_life_days),
-    "heldout": StepSettings("heldout", _QW, "first", True, SearchConfig.recency_half_life_days),
-    "+answer": StepSettings("answer", _QW, "first", True, SearchConfig.recency_half_life_days),
-    "heldout+answer": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days),
-}
-"""Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
-each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
-
-
-_PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False)
-WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _PLAIN, "heldout": _PLAIN,
-               "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
-               "answer": replace(_PLAIN, dialogue_context_answer=True),
-               "heldout-answer": replace(_PLAIN, dialogue_context_answer=True)}
-"""Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""
 
 
 @dataclass
@@ -121,8 +75,13 @@ async def embed_turns(engine: MemoryEngine, data: dict[str, Any]) -> dict[str, V
 
 
 def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Vector | None, tier: Tier,
-            ) -> NewMemory:
+            names: tuple[str, str] | None = None) -> NewMemory:
+    """A turn as a memory; ``names`` (player, companion): written as "Name: text", every line said by the user."""
     user = turn["speaker"] == "user"
+    if names is not None:
+        return NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id=USER_SUBJECT_ID,
+                         content_type=ContentType.FACT, content=f"{names[0 if user else 1]}: {turn['text']}",
+                         valid_at=valid_at, embedding=vector)
     return NewMemory(
         speaker=Speaker.USER if user else Speaker.HEROINE, subject=Subject.USER if user else Subject.HEROINE,
         subject_id=USER_SUBJECT_ID if user else companion, content_type=ContentType.FACT, content=turn["text"],
@@ -147,14 +106,18 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
     heldout = write.startswith("heldout")
     tier = Tier.KNOWLEDGE if write == "knowledge" or heldout else Tier.SOURCE
-    made_here = write in ("context", "answer") or heldout
+    made_here = write in ("context", "answer", "asked", "asked-short", "label-role", "label-name") or heldout
+    names = (conv["user_id"].removeprefix("bench-").capitalize(), conv["companion_name"]) if "names" in write else None
     text_of: dict[UUID, str] = {}
     for session in conv["sessions"]:
         start = datetime.fromisoformat(session["date"])
         turns = session["turns"]
         facts = [_memory(t, conv["companion_id"], start if heldout else start + timedelta(minutes=j),
-                         None if made_here else vectors[t["id"]], tier) for j, t in enumerate(turns)]
-        results = await engine.store(loaded.scope, facts)
+                         None if made_here else vectors[t["id"]], tier, names) for j, t in enumerate(turns)]
+        if "single" in write:  # one request per turn, in order
+            results = [r for f in facts for r in await engine.store(loaded.scope, [f])]
+        else:
+            results = await engine.store(loaded.scope, facts)
         for turn, result in zip(turns, results, strict=True):
             loaded.memory_of[turn["id"]] = result.memory_id
             if result.outcome is StoreOutcome.DUPLICATE:
@@ -188,7 +151,7 @@ def step_engines(engine: MemoryEngine, names: Sequence[str]) -> list[Step]:
     for name in names:
         st = STEPS[name]
         search = replace(engine.search_settings, period_search=st.period, recency_half_life_days=st.half_life_days,
-                         distinct_turns=st.distinct)
+                         distinct_turns=st.distinct, session_cap=st.session_cap)
         out.append(Step(name, replace(engine, tokenizer=Tokenizer(options=st.options), search_settings=search),
                         st.write))
     return out

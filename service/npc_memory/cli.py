@@ -70,6 +70,7 @@ async def _reembed(config: Config, batch_size: int) -> None:
     """Re-embed every row, then record the model so that ``serve`` starts again."""
     from tqdm import tqdm
 
+    from npc_memory.domain.dialogue import TurnContext
     from npc_memory.embedding import create_embedder
     from npc_memory.runtime import open_database
     from npc_memory.store.reembed import count_rows, reembed_all
@@ -83,7 +84,9 @@ async def _reembed(config: Config, batch_size: int) -> None:
             total = await count_rows(db)
             with tqdm(total=total, unit="row", desc=f"re-embedding with {embedder.name}") as bar:
                 window = timedelta(minutes=config.write.dialogue_context_minutes)
-                done = await reembed_all(db, embedder, batch_size, bar.update, window)
+                shape = TurnContext(config.write.dialogue_context_answer, config.write.dialogue_context_when,
+                                    config.write.dialogue_speaker_label)
+                done = await reembed_all(db, embedder, batch_size, bar.update, window, shape)
             await set_embedding_model(db, embedder.name, embedder.dim)
         print(f"re-embedded {done} row(s) with {embedder.name} ({embedder.dim}-d)")
     finally:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from npc_memory.domain.dialogue import ContextWhen, SpeakerLabel
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
 from npc_memory.domain.scoring import RECENCY_HALF_LIFE_DAYS
@@ -136,6 +137,9 @@ class SearchConfig:
     """Per-heroine recency half-life ([search.heroines.X] recency_half_life_days)."""
     distinct_turns: bool = True
     """Show a dialogue line said many times once per search: the best-ranked copy (domain/dialogue.py)."""
+    session_cap: int = 0
+    """Hits of one conversation session in a page before the other sessions' hits come first (domain/sessions.py);
+    0 keeps the ranked order."""
     period_search: PeriodSearch = "first"
     """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
     ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
@@ -174,6 +178,12 @@ class WriteConfig:
     """
     dialogue_context_answer: bool = True
     """A question turn of a batch is also embedded with the turn after it (its answer): domain/dialogue.py."""
+    dialogue_context_when: ContextWhen = "always"
+    """Which turns take the previous turn as context: ``always``, ``asked`` (it asks a question) or
+    ``asked-or-short`` (or the turn is at most 16 characters): domain/dialogue.py ``takes_previous``."""
+    dialogue_speaker_label: SpeakerLabel = "name"
+    """A turn's speaker written before its line in the embedded text: ``off``, ``role`` (나/너, Me/You) or
+    ``name`` (the heroine's id for her lines): domain/dialogue.py ``speaker_label``."""
     dialogue_batch_min: int = 8
     """A request of at least this many short lines, the speakers taking turns, no slot, is a dialogue whatever its
     tier: its facts get the turns' treatment (domain/dialogue.py ``dialogue_batch``); 0 turns it off."""
@@ -290,6 +300,18 @@ def _period_search(value: str) -> PeriodSearch:
     return value  # type: ignore[return-value]
 
 
+def _context_when(value: str) -> ContextWhen:
+    if value not in ("always", "asked", "asked-or-short"):
+        raise ValueError("must be always, asked or asked-or-short")
+    return value  # type: ignore[return-value]
+
+
+def _speaker_label(value: str) -> SpeakerLabel:
+    if value not in ("off", "role", "name"):
+        raise ValueError("must be off, role or name")
+    return value  # type: ignore[return-value]
+
+
 def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     """Build the configuration from parsed flags, an environment mapping and the optional TOML file."""
     path = flags.get("config") or env.get(ENV_PREFIX + "CONFIG")
@@ -379,6 +401,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),
             period_search=pick("search_period", SearchConfig.period_search, _period_search),
             distinct_turns=pick("search_distinct_turns", SearchConfig.distinct_turns, _bool),
+            session_cap=pick("search_session_cap", SearchConfig.session_cap, int),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),
@@ -388,6 +411,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
                 "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
             dialogue_batch_min=pick("dialogue_batch_min", WriteConfig.dialogue_batch_min, int),
             dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, _bool),
+            dialogue_context_when=pick("dialogue_context_when", WriteConfig.dialogue_context_when, _context_when),
+            dialogue_speaker_label=pick("dialogue_speaker_label", WriteConfig.dialogue_speaker_label, _speaker_label),
             tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),
             tokenize_process_min_chars=pick("tokenize_process_min_chars", WriteConfig.tokenize_process_min_chars,
                                             int),
@@ -473,6 +498,8 @@ def _check(config: Config) -> None:
         raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
     if not -1.0 < config.search.deepen_min_relevance <= 1.0:
         raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
+    if config.search.session_cap < 0:
+        raise ConfigError("search_session_cap must be >= 0 (0: off)")
     _check_extraction(config.extraction)
     policies = config.retention.policies
     for name, policy in {"default": policies.default, **policies.heroines}.items():

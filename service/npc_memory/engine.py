@@ -11,9 +11,10 @@ from typing import Any
 from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
-from npc_memory.domain import dialogue
+from npc_memory.domain import dialogue, sessions
 from npc_memory.domain.context import ContextBlock, assemble
 from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed, passing
+from npc_memory.domain.dialogue import StoredTurn
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import (
     ContentEditNeedsEmbedderError,
@@ -121,7 +122,15 @@ class MemoryEngine:
                 return first
         now = utcnow()
         turns = dialogue.turn_flags(facts, write.dialogue_batch_min)
-        vectors = await self._embed_passages(facts, "memories", await self._turn_texts(scope, facts, turns, now))
+        window = timedelta(minutes=write.dialogue_context_minutes)
+        stored: StoredTurn | None = None
+        if window > timedelta(0) and dialogue.may_join(facts, turns, write.dialogue_batch_min):
+            # One line per request, no tier named: a turn when it answers the scope's latest row (another voice).
+            at = facts[0].valid_at or now
+            stored = await previous_turn(self.db, scope, at, at - window)
+            turns = [dialogue.joins_dialogue(facts[0], stored, now, window)]
+        texts = await self._turn_texts(scope, facts, turns, now, stored)
+        vectors = await self._embed_passages(facts, "memories", texts)
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
         # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
         # process's GIL, so a big batch is analysed in the worker processes and only assembled here.
@@ -140,14 +149,21 @@ class MemoryEngine:
 
     async def _turn_texts(
         self, scope: Scope, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
+        stored: StoredTurn | None = None,
     ) -> list[str] | None:
-        """Dialogue turns with the turn before them (domain/dialogue.py); None when the batch has no turn."""
+        """Dialogue turns with the turn before them (domain/dialogue.py); None when the batch has no turn.
+
+        ``stored``: the scope's latest row when the caller already read it (a lone line).
+        """
         window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
         first = dialogue.first_turn_at(facts, turns, now)
         if first is None or window <= timedelta(0) or not self.embedder.available:
             return None
-        stored = await previous_turn(self.db, scope, first, first - window)
-        return dialogue.embedding_texts(facts, turns, now, window, stored, self.write_settings.dialogue_context_answer)
+        if stored is None:
+            stored = await previous_turn(self.db, scope, first, first - window)
+        write = self.write_settings
+        return dialogue.embedding_texts(facts, turns, now, window, stored, write.dialogue_context_answer,
+                                        write.dialogue_context_when, write.dialogue_speaker_label, scope.heroine_id)
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
@@ -187,9 +203,17 @@ class MemoryEngine:
         query = self.with_period(query)
         # Not with hops: the linked rows follow the ranked ones and are not cut (store/search_links.py).
         collapse = self.search_settings.distinct_turns and query.hops == 0
-        asked = replace(query, limit=query.limit * dialogue.REPEAT_HEADROOM) if collapse else query
+        cap = self.search_settings.session_cap if query.hops == 0 else 0
+        wanted = query.limit * sessions.SPREAD_HEADROOM if cap else query.limit
+        headroom = dialogue.REPEAT_HEADROOM if collapse else 1
+        asked = replace(query, limit=wanted * headroom) if collapse or cap else query
         hits = await search.search_ranked(self.db, asked, terms, self.search_settings.candidates, self.keyword_backend)
-        return dialogue.distinct_turns(hits, query.limit) if collapse else hits
+        if collapse:
+            hits = dialogue.distinct_turns(hits, wanted)
+        if cap:
+            window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
+            hits = sessions.spread_sessions(hits, query.limit, cap, window)
+        return hits
 
     async def build_context(
         self, scope: Scope, utterance: str, budget: int, include_shared: bool, language: str, now: datetime,

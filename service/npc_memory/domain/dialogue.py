@@ -5,19 +5,25 @@ A turn often means nothing alone ("응, 지난 화요일에!" answers "경주 �
 whose vector the service makes is embedded together with the turn before it in the same scope, when that turn
 was said at most the context window earlier: the previous turn of the same batch (a session stored in one
 request), or the scope's latest stored turn (one turn per request).
+Each line of that text carries its speaker ("나: …" / "Me: …" for the player, the heroine's id for her:
+``speaker_label``), unless the line already starts with a name ("Caroline: …"). A transcript stored with one
+speaker field and the names in the text is read by those names (``voices``), and a request of one line with
+no tier is a turn when it answers another voice's latest row (``joins_dialogue``).
 The stored content and keyword terms stay the line itself. Search shows a line said many times once
 (``distinct_turns``): every turn is kept as its own event, but ten copies of "ㅋㅋ 그러게" are no answer.
-``python -m benchmarks.conversation.run`` measures both (docs/conversation-benchmark.md).
+``python -m benchmarks.conversation.run`` measures each (docs/conversation-benchmark.md).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
+from typing import Literal
 
-from npc_memory.domain.model import NewMemory, ScoredMemory, Tier
+from npc_memory.domain.model import NewMemory, ScoredMemory, Speaker, Tier
 from npc_memory.domain.write_rules import content_key
 
 MAX_TURN_CHARS = 400
@@ -30,6 +36,7 @@ class StoredTurn:
 
     content: str
     valid_at: datetime
+    speaker: Speaker | None = None
 
 
 def is_turn(fact: NewMemory) -> bool:
@@ -60,8 +67,78 @@ def dialogue_batch(facts: Sequence[NewMemory], min_facts: int) -> bool:
     if any(f.tier is Tier.GIST or f.slot is not None or f.supersedes or f.parents
            or len(f.content) > MAX_TURN_CHARS for f in facts):
         return False
-    changes = sum(a.speaker is not b.speaker for a, b in pairwise(facts))
+    changes = sum(a != b for a, b in pairwise(voices(facts)))
     return changes >= SPEAKER_CHANGE_SHARE * (len(facts) - 1)
+
+
+NAME_PREFIX = re.compile(r"\s*([^\s:\uff1a]{1,24}(?: [^\s:\uff1a]{1,24})?)\s*[:\uff1a]\s*\S")
+"""A transcript line's speaker written into it: "Caroline: I went ...", "민수: 응 ..." (one or two words)."""
+
+MAX_VOICES = 4
+"""A transcript has a few speakers; more distinct prefixes are labels ("직업: 간호사", "취미: ...")."""
+
+
+def name_prefix(content: str) -> str | None:
+    """The speaker's name a transcript line starts with, if any (casefolded)."""
+    found = NAME_PREFIX.match(content)
+    return found.group(1).casefold() if found else None
+
+
+def voices(facts: Sequence[NewMemory]) -> list[str]:
+    """Who says each line: the name prefix when every line has one and they are few, else the speaker field.
+
+    A client that stores a transcript without our speaker field sends one speaker for every line and writes
+    the speaker into the text.
+    """
+    names = [name_prefix(f.content) for f in facts]
+    if all(names) and len(set(names)) <= MAX_VOICES:
+        return [n or "" for n in names]
+    return [f.speaker.value for f in facts]
+
+
+def may_join(facts: Sequence[NewMemory], turns: Sequence[bool], min_batch: int) -> bool:
+    """Whether a request is one short line that could continue a dialogue stored turn by turn (no tier named).
+
+    ``min_batch`` 0 turns detection off, as for batches.
+    """
+    if min_batch <= 0 or len(facts) != 1 or turns[0]:
+        return False
+    f = facts[0]
+    return not (f.tier is Tier.GIST or f.slot is not None or f.supersedes or f.parents
+                or len(f.content) > MAX_TURN_CHARS)
+
+
+def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, window: timedelta) -> bool:
+    """Whether a lone line (``may_join``) is the next turn of the scope's latest row.
+
+    It is when said within ``window`` after that row by another voice (the speaker field, or the name prefix
+    when both lines have one).
+    """
+    if previous is None or not timedelta(0) <= (fact.valid_at or now) - previous.valid_at <= window:
+        return False
+    return other_voice(fact.content, fact.speaker, previous.content, previous.speaker)
+
+
+def other_voice(content: str, speaker: Speaker, previous: str, previous_speaker: Speaker | None) -> bool:
+    """Whether two lines have different speakers: by their name prefixes when both have one, else the field."""
+    mine, theirs = name_prefix(content), name_prefix(previous)
+    if mine and theirs:
+        return mine != theirs
+    return previous_speaker is not None and previous_speaker is not speaker
+
+
+def stored_turn(content: str, speaker: Speaker, tier: Tier, previous: tuple[str, Speaker] | None,
+                following: tuple[str, Speaker] | None = None) -> bool:
+    """Whether a stored short row is a turn for a re-embed: a source row, or a knowledge row next to another voice.
+
+    Next to: after a line another speaker said within the window, or before one (a dialogue request's first
+    line). A dialogue request's rows and lone lines were read as
+    turns at write time; that reading is not stored, so this is its approximation from the rows.
+    """
+    if tier is Tier.SOURCE:
+        return True
+    return tier is Tier.KNOWLEDGE and any(
+        n is not None and other_voice(content, speaker, *n) for n in (previous, following))
 
 
 def turn_flags(facts: Sequence[NewMemory], min_batch: int) -> list[bool]:
@@ -91,32 +168,106 @@ def asks(content: str) -> bool:
     return content.rstrip().rstrip("!~.…)").endswith(("?", "\uff1f"))
 
 
+ContextWhen = Literal["always", "asked", "asked-or-short"]
+"""Which turns take the previous turn as context: every turn, a reply to a question, or also a short line."""
+
+SHORT_TURN_CHARS = 16
+"""A line this short ("응, 지난 화요일에!", "Sure, why not?") says little without the line before it."""
+
+
+def takes_previous(previous: str, content: str, when: ContextWhen) -> bool:
+    """Whether a turn is embedded over ``previous``: always, or when it answers a question (or is short).
+
+    A line that states something itself ("난 마을 도서관에서 일해") loses its meaning under an unrelated
+    previous line; a reply ("응, 지난 화요일에!") has none without its question.
+    """
+    if when == "always":
+        return True
+    return asks(previous) or (when == "asked-or-short" and len(content.strip()) <= SHORT_TURN_CHARS)
+
+
+SpeakerLabel = Literal["off", "role", "name"]
+"""How a turn's speaker is written before its line in the embedded text (``speaker_label``)."""
+
+HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+def speaker_label(speaker: Speaker | None, content: str, label: SpeakerLabel, heroine: str) -> str:
+    """The line as embedded, its speaker written before it.
+
+    ``role``: "나: ..." / "너: ..." (or "Me:" / "You:", by the line's script), as the player says and hears
+    it; ``name``: the heroine's id for her lines. A line that names its speaker stays as it is.
+    """
+    if label == "off" or speaker is None or name_prefix(content) is not None:
+        return content
+    korean = HANGUL.search(content) is not None
+    if speaker is Speaker.USER:
+        who = "나" if korean else "Me"
+    elif label == "name" and heroine:
+        who = heroine[:1].upper() + heroine[1:]
+    else:
+        who = "너" if korean else "You"
+    return f"{who}: {content}"
+
+
 def embedding_texts(
     facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime, window: timedelta, stored: StoredTurn | None,
-    with_answer: bool = False,
+    with_answer: bool = False, when: ContextWhen = "always", label: SpeakerLabel = "off", heroine: str = "",
 ) -> list[str]:
     """The text each fact's vector is taken over: a turn with its predecessor within ``window``, else the content.
 
     Turns are ordered by ``valid_at`` (the request's order among equal times); a turn said more than
-    ``window`` after the one before it starts a new conversation and is embedded alone. ``with_answer``: a
-    question is also embedded with the next turn of the batch (its answer, when said within the window).
+    ``window`` after the one before it starts a new conversation and is embedded alone, and ``when``
+    (``takes_previous``) picks the turns that take it. ``with_answer``: a question is also embedded with the
+    next turn of the batch (its answer, when said within the window). ``label``: each turn's lines are
+    written with their speaker (``speaker_label``; ``heroine`` is the scope's heroine id).
     """
     texts = [f.content for f in facts]
     if window <= timedelta(0):
         return texts
+    said = [speaker_label(f.speaker, f.content, label, heroine) if t else f.content for f, t in zip(facts, turns,
+                                                                                                     strict=True)]
     order = sorted((i for i, t in enumerate(turns) if t), key=lambda i: (facts[i].valid_at or now, i))
-    prev = stored
+    prev = None if stored is None else replace(
+        stored, content=speaker_label(stored.speaker, stored.content, label, heroine))
     for i in order:
         at = facts[i].valid_at or now
-        if facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window:
-            texts[i] = with_previous(prev.content, facts[i].content)
-        prev = StoredTurn(facts[i].content, at)
+        if facts[i].embedding is None:
+            texts[i] = said[i]
+        if (facts[i].embedding is None and prev is not None and timedelta(0) <= at - prev.valid_at <= window
+                and takes_previous(prev.content, facts[i].content, when)):
+            texts[i] = with_previous(prev.content, said[i])
+        prev = StoredTurn(said[i], at)
     if with_answer:
         for i, j in pairwise(order):
             gap = (facts[j].valid_at or now) - (facts[i].valid_at or now)
             if facts[i].embedding is None and asks(facts[i].content) and gap <= window:
-                texts[i] = f"{texts[i]}\n{facts[j].content}"
+                texts[i] = f"{texts[i]}\n{said[j]}"
     return texts
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """The write settings that shape a turn's embedded text, for a re-embed to take the write path's text."""
+
+    with_answer: bool = False
+    when: ContextWhen = "always"
+    label: SpeakerLabel = "off"
+
+
+def turn_text(content: str, speaker: Speaker, previous: tuple[str, Speaker] | None,
+              following: tuple[str, Speaker] | None, shape: TurnContext, heroine: str) -> str:
+    """One stored turn's embedded text from its neighbours, as ``embedding_texts`` made it at write time.
+
+    ``previous``: the line said before it within the window; ``following``: the line said after it.
+    """
+    said = speaker_label(speaker, content, shape.label, heroine)
+    text = said
+    if previous is not None and takes_previous(previous[0], content, shape.when):
+        text = with_previous(speaker_label(previous[1], previous[0], shape.label, heroine), said)
+    if shape.with_answer and following is not None and asks(content):
+        text = f"{text}\n{speaker_label(following[1], following[0], shape.label, heroine)}"
+    return text
 
 
 REPEAT_HEADROOM = 2
