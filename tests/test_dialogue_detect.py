@@ -16,6 +16,7 @@ from npc_memory.domain.dialogue import (
     dialogue_batch,
     embedding_texts,
     joins_dialogue,
+    may_join,
     name_prefix,
     takes_previous,
     turn_flags,
@@ -56,16 +57,29 @@ def test_a_transcript_with_alternating_name_prefixes_is_a_dialogue() -> None:
 
 
 def test_a_lone_line_joins_when_another_voice_said_the_latest_row_within_the_window() -> None:
-    """Speaker field or name prefix; not after the window, not the same voice, not without a previous row."""
-    reply = line("user", "응, 지난 화요일에!", DAY + timedelta(minutes=1))
+    """Speaker field or name prefix; not after the window, not the same voice, not without a previous row.
+
+    Without names only a line said at the previous row's moment joins it (a session stored at its date): lines
+    said a minute apart by turns are how a game stores tidy facts one by one.
+    """
+    reply = line("user", "응, 지난 화요일에!", DAY)
     asked = StoredTurn("경주 다녀왔다며? 언제 갔었어?", DAY, Speaker.HEROINE)
     assert joins_dialogue(reply, asked, DAY, WINDOW)
+    assert not joins_dialogue(replace(reply, valid_at=DAY + timedelta(minutes=1)), asked, DAY, WINDOW)
     assert not joins_dialogue(reply, None, DAY, WINDOW)
     assert not joins_dialogue(reply, replace(asked, speaker=Speaker.USER), DAY, WINDOW)
     assert not joins_dialogue(reply, replace(asked, valid_at=DAY - WINDOW), DAY, WINDOW)
-    named = line("user", "민준: 응, 지난 화요일에!", DAY)
+    named = line("user", "민준: 응, 지난 화요일에!", DAY + timedelta(minutes=1))
     assert joins_dialogue(named, StoredTurn("레티아: 언제 갔었어?", DAY, Speaker.USER), DAY, WINDOW)
     assert not joins_dialogue(named, StoredTurn("민준: 경주 갔었어", DAY, Speaker.HEROINE), DAY, WINDOW)
+
+
+def test_a_lone_line_said_now_without_a_name_skips_the_previous_row_read() -> None:
+    """Only a dated or named lone line can join a stored row, so only then is the scope's latest row read."""
+    assert may_join([line("user", "응, 지난 화요일에!")], [False], N)
+    assert may_join([line("user", "민준: 응, 지난 화요일에!", None)], [False], N)
+    assert not may_join([line("user", "응, 지난 화요일에!", None)], [False], N)
+    assert not may_join([line("user", "응, 지난 화요일에!")], [False], 0)
 
 
 def test_context_when_asked_keeps_a_statement_alone_and_a_reply_with_its_question() -> None:
@@ -114,6 +128,17 @@ async def test_one_line_per_request_without_a_tier_gets_the_turns_treatment(
     (off_again,) = await off.store(other, [line("user", reply, DAY + timedelta(days=7))])
     assert (off_again.outcome, off_again.memory_id) == (StoreOutcome.DUPLICATE, off_first.memory_id)
     assert float(np.dot(await stored_vector(database_url, other, reply), alone)) > 0.999
+
+
+async def test_tidy_facts_stored_by_turns_one_per_request_keep_the_duplicate_rule(
+    engine: MemoryEngine, scope: Scope,
+) -> None:
+    """The heroine's fact, then the player's, each at its own moment: facts, so a restated one is a duplicate."""
+    await engine.store(scope, [line("heroine", "레티아는 도서관에서 일함", DAY)])
+    (first,) = await engine.store(scope, [line("user", "커피를 좋아함", DAY + timedelta(minutes=1))])
+    await engine.store(scope, [line("heroine", "레티아는 비 오는 날을 싫어함", DAY + timedelta(minutes=2))])
+    (again,) = await engine.store(scope, [line("user", "커피를 좋아함", DAY + timedelta(minutes=3))])
+    assert (again.outcome, again.memory_id) == (StoreOutcome.DUPLICATE, first.memory_id)
 
 
 async def test_a_tidy_fact_after_the_same_speaker_stays_a_fact(engine: MemoryEngine, scope: Scope) -> None:

@@ -8,7 +8,7 @@ request), or the scope's latest stored turn (one turn per request).
 Each line of that text carries its speaker ("나: …" / "Me: …" for the player, the heroine's id for her:
 ``speaker_label``), unless the line already starts with a name ("Caroline: …"). A transcript stored with one
 speaker field and the names in the text is read by those names (``voices``), and a request of one line with
-no tier is a turn when it answers another voice's latest row (``joins_dialogue``).
+no tier is a turn when it answers another voice's latest row, said at the same moment or named (``joins_dialogue``).
 The stored content and keyword terms stay the line itself. Search shows a line said many times once
 (``distinct_turns``): every turn is kept as its own event, but ten copies of "ㅋㅋ 그러게" are no answer.
 ``python -m benchmarks.conversation.run`` measures each (docs/conversation-benchmark.md).
@@ -104,6 +104,8 @@ def may_join(facts: Sequence[NewMemory], turns: Sequence[bool], min_batch: int) 
     if min_batch <= 0 or len(facts) != 1 or turns[0]:
         return False
     f = facts[0]
+    if f.valid_at is None and name_prefix(f.content) is None:
+        return False  # said now and unnamed: no stored row shares its moment (``joins_dialogue``), so no read
     return not (f.tier is Tier.GIST or f.slot is not None or f.supersedes or f.parents
                 or len(f.content) > MAX_TURN_CHARS)
 
@@ -112,11 +114,17 @@ def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, 
     """Whether a lone line (``may_join``) is the next turn of the scope's latest row.
 
     It is when said within ``window`` after that row by another voice (the speaker field, or the name prefix
-    when both lines have one).
+    when both lines have one), and the two read as one transcript: both name their speakers, or both were said
+    at the same moment (a session stored line by line at its date). A game also stores tidy facts one per
+    request, each at its own moment and often by turns of the player and the heroine; read as turns they
+    would lose the meaning duplicate rule.
     """
-    if previous is None or not timedelta(0) <= (fact.valid_at or now) - previous.valid_at <= window:
+    at = fact.valid_at or now
+    if previous is None or not timedelta(0) <= at - previous.valid_at <= window:
         return False
-    return other_voice(fact.content, fact.speaker, previous.content, previous.speaker)
+    if not other_voice(fact.content, fact.speaker, previous.content, previous.speaker):
+        return False
+    return at == previous.valid_at or bool(name_prefix(fact.content) and name_prefix(previous.content))
 
 
 def other_voice(content: str, speaker: Speaker, previous: str, previous_speaker: Speaker | None) -> bool:
