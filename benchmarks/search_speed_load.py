@@ -8,10 +8,11 @@ vector, over gRPC and as the bare statement.
 
 Embedder settings: for each ``embedding.threads`` setting a fresh ``npc-memory serve`` (query cache off, so
 every text reaches the model) answers, one at a time, text searches interleaved with the same texts through the
-embedder alone at that setting in this process; then ``clients`` threads saturate it with text searches, then
-with caller-vector searches. The server process's CPU time (user + system, psutil) over a saturated run divided
-by the requests it answered is the service CPU per search (the database's CPU is not in it). Single stores (one
-new memory per request, the server embedding it) are interleaved with the embedder alone on the same texts.
+embedder alone at that setting in this process (``LONE_REQUESTS``, each after a pause of ``LONE_GAP_S``);
+then ``clients`` threads saturate it with text searches, then with caller-vector searches. The server
+process's CPU time (user + system, psutil) over a saturated run divided by the requests it answered is the
+service CPU per search (the database's CPU is not in it). Single stores (one new memory per request, the
+server embedding it) are interleaved with the embedder alone on the same texts, with the same pauses.
 """
 
 from __future__ import annotations
@@ -141,6 +142,15 @@ def saturate(stub: svc_grpc.MemoryServiceStub, make: Callable[[int], svc.SearchM
     return out
 
 
+LONE_REQUESTS = 100
+"""Lone text searches (and as many embedder-alone calls) timed per setting."""
+LONE_GAP_S = 0.25
+"""Pause before each lone call: a player's requests come seconds apart, and with ``embedding.threads = 0`` the
+embedder gives a lone call every core that other processes left idle over the last 0.2 s
+(``embedding.cores.OtherLoad``). Back to back, the server's work for the previous search (or this process's
+embedding) counted as the other side's load and held both to one core."""
+
+
 def _store(user_id: str, text: str) -> svc.StoreMemoriesRequest:
     request = svc.StoreMemoriesRequest(scope=pb.Scope(user_id=user_id, heroine_id="store"))
     request.memories.add(content=text, importance=5, speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER)
@@ -163,8 +173,10 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
                 loop.run_until_complete(embedder.embed_queries([a.text]))
             search_ms: list[float] = []
             alone_ms: list[float] = []
-            for a in text_asks:  # the same text both ways, one after the other (the server caches no vector)
+            for a in text_asks[:LONE_REQUESTS]:  # the same text both ways (the server caches no vector)
+                time.sleep(LONE_GAP_S)
                 alone_ms += timed([partial(loop.run_until_complete, embedder.embed_queries([a.text]))])
+                time.sleep(LONE_GAP_S)
                 search_ms += timed([partial(stub.SearchMemories, search_request(a, False))])
             out["lone_search"], out["lone_embedder"] = percentiles(search_ms), percentiles(alone_ms)
             out["saturated_text"] = saturate(
@@ -176,7 +188,9 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
             passage_ms: list[float] = []
             for i, text in enumerate(passages):
                 fresh = f"{text} ({threads}-{i})"
+                time.sleep(LONE_GAP_S)
                 passage_ms += timed([partial(loop.run_until_complete, embedder.embed_passages([fresh]))])
+                time.sleep(LONE_GAP_S)
                 store_ms += timed([partial(stub.StoreMemories, _store(user_id, fresh), timeout=60)])
             out["store"], out["store_embedder"] = percentiles(store_ms[5:]), percentiles(passage_ms[5:])
     except grpc.RpcError as exc:

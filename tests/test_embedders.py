@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding import create_embedder
 from npc_memory.embedding.cache import QueryCache
-from npc_memory.embedding.cores import CoreBudget, runnable_elsewhere
+from npc_memory.embedding.cores import CoreBudget, OtherLoad
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.embedding.settings import EmbeddingSettings
@@ -138,17 +139,30 @@ async def test_only_one_thread_ever_runs_the_model_on_more_than_one_core() -> No
     assert sum(n == 1 for _, n in widths) >= 1  # and overlapping ones one each
 
 
-def test_idle_probe_sees_another_process_running() -> None:
-    """While a busy-looping process runs, the probe counts at least one runnable thread besides the caller."""
+def test_idle_probe_counts_another_process_but_not_this_one() -> None:
+    """A busy-looping process shows as about a core kept busy; a thread of this process spinning does not."""
+    probe = OtherLoad(window=0.3)
+    probe.busy_cores()
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        seen = 0
-        for _ in range(20):  # a busy loop is runnable at nearly every instant; a few samples settle it
-            seen = max(seen, runnable_elsewhere())
+        time.sleep(0.4)
+        elsewhere = probe.busy_cores()
     finally:
         busy.kill()
         busy.wait()
-    assert seen >= 1
+    probe.busy_cores()
+    stop = time.monotonic() + 0.4
+
+    def spin() -> None:
+        while time.monotonic() < stop:
+            pass
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    spinner.join()
+    here = probe.busy_cores()
+    assert elsewhere >= 0.6
+    assert here < 0.6
 
 
 async def test_concurrent_local_calls_give_the_vectors_of_sequential_calls() -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import deque
 
-_LOADAVG = "/proc/loadavg"  # fourth field: threads runnable now / all threads (Linux)
+_STAT = "/proc/stat"  # first line: the machine's CPU time by state since boot, in clock ticks (Linux)
+PROBE_WINDOW = 0.2
+"""Seconds of history the estimate of other processes' load is taken over (/proc/stat counts 10 ms ticks)."""
 
 
 def usable_cores() -> int:
@@ -17,21 +20,47 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def runnable_elsewhere() -> int:
-    """Threads of any process runnable right now besides the caller (0 where the kernel does not say)."""
+def busy_elsewhere_seconds() -> float | None:
+    """CPU seconds the machine was busy since boot, less this process's own (None where the kernel does not say)."""
     try:
-        with open(_LOADAVG, "rb") as fh:
-            runnable = int(fh.read().split()[3].split(b"/")[0])
-    except (OSError, IndexError, ValueError):
-        return 0
-    return max(runnable - 1, 0)
+        with open(_STAT, "rb") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    busy = sum(ticks) - ticks[3] - ticks[4]  # every state but idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK") - time.process_time()
+
+
+class OtherLoad:
+    """How many cores other processes kept busy over the last ``window`` seconds or more (0 where unknown).
+
+    Time-averaged rather than a count of threads runnable at one instant: on this VM /proc/loadavg showed one
+    runnable thread besides the reader on an idle machine, and this process's own OpenMP threads spin runnable
+    for a while after each call, so that count kept lone calls on one core. This process's own time is left out.
+    """
+
+    def __init__(self, window: float = PROBE_WINDOW) -> None:
+        self._window = window
+        self._at = time.monotonic()
+        self._busy = busy_elsewhere_seconds()
+        self._cores = 0.0
+
+    def busy_cores(self) -> float:
+        """The estimate, refreshed when a window has passed since the last refresh (callers hold a lock)."""
+        now = time.monotonic()
+        if now - self._at >= self._window:
+            busy = busy_elsewhere_seconds()
+            if busy is not None and self._busy is not None:
+                self._cores = max(busy - self._busy, 0.0) / (now - self._at)
+            self._at, self._busy = now, busy
+        return self._cores
 
 
 class CoreBudget:
     """Hands out cores to model calls, first come first served (thread-safe; calls block in worker threads).
 
-    A call that is the only one in flight gets every core of the budget that no other thread of the machine is
-    running on at that moment (lowest latency); calls that overlap get one core each (most throughput). Both
+    A call that is the only one in flight gets every core of the budget that other processes have left idle
+    lately (``OtherLoad``; lowest latency); calls that overlap get one core each (most throughput). Both
     rules keep an OpenMP team off cores that other work holds: its threads meet at ~100 barriers a call, and one
     thread waiting for a core stalls the team each time (measured here: a lone 2-thread call took 50-100 ms at
     p50 and 1-2 s at p99 while other processes kept the cores busy, against 20-35 ms on one thread).
@@ -40,6 +69,7 @@ class CoreBudget:
     def __init__(self, total: int, idle_probe: bool = True) -> None:
         self.total = max(total, 1)
         self._idle_probe = idle_probe
+        self._others = OtherLoad()
         self._free = self.total
         self._calls = 0
         self._queue: deque[object] = deque()
@@ -48,7 +78,7 @@ class CoreBudget:
     def _alone_width(self) -> int:
         if not self._idle_probe or self.total == 1:
             return self.total
-        return max(1, min(self.total, usable_cores() - runnable_elsewhere()))
+        return max(1, min(self.total, int(usable_cores() - self._others.busy_cores() + 0.5)))
 
     def _grant(self, limit: int) -> int:
         """Cores for the call at the head of the line (counted in ``_calls``), or 0 while it must wait."""

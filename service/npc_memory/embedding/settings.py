@@ -26,10 +26,11 @@ class EmbeddingSettings:
     """Per-request timeout of the HTTP embedder."""
     threads: int = 0
     """OpenMP threads of the local model per call; 0 (the default) chooses by load (embedding/cores.py): a call
-    alone gets every core no other thread is running on, calls that overlap get one core each. N > 0 caps every
-    call at N threads (1 = one core, one call at a time: the setting before). Measured with
-    ``python -m benchmarks.embed_speed`` (docs/loadtest.md): lone p50 0.93x and 8-caller throughput 1.17x of
-    ``1`` on the busy 2-core VM; on idle cores a short question takes ~6 ms on two threads against ~11 on one."""
+    alone gets every core other processes left idle over the last 0.2 s, calls that overlap get one core each,
+    and only one thread of the process ever runs a call on more than one core. N > 0 caps every call at N
+    threads (1 = one core, one call at a time: the setting before). Measured on the quiet 2-core VM with
+    ``python -m benchmarks.embed_speed``: lone p50 7.9 ms against 14.5 ms on one thread (0.54x), 8-caller
+    throughput 1.58x (docs/loadtest.md)."""
     query_cache_size: int = 4096
     """How many query vectors to keep (repeated queries skip the model); 0 disables."""
     query_prefix: str = ""
