@@ -20,7 +20,7 @@ from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding import create_embedder
 from npc_memory.embedding.cache import QueryCache
-from npc_memory.embedding.cores import CoreBudget, OtherLoad
+from npc_memory.embedding.cores import CoreBudget, MachineWide, OtherLoad
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.embedding.settings import EmbeddingSettings
@@ -137,6 +137,20 @@ async def test_only_one_thread_ever_runs_the_model_on_more_than_one_core() -> No
     assert len(wide) == 1, widths
     assert sum(n > 1 for _, n in widths) >= len(texts) * 2  # the lone calls did get both cores
     assert sum(n == 1 for _, n in widths) >= 1  # and overlapping ones one each
+
+
+def test_only_one_budget_of_the_machine_runs_a_wide_call_at_a_time(tmp_path: Path) -> None:
+    """Two budgets (as two processes) both alone: the first gets both cores, the second one until it is given back."""
+    first, second = CoreBudget(2), CoreBudget(2)
+    first._machine = MachineWide(tmp_path / "wide.lock")
+    second._machine = MachineWide(tmp_path / "wide.lock")
+    first._alone_width = second._alone_width = lambda: 2  # type: ignore[method-assign]  # idle machine assumed
+    assert first.take() == 2
+    assert second.take() == 1
+    second.give(1)
+    first.give(2)
+    assert second.take() == 2
+    second.give(2)
 
 
 def test_idle_probe_counts_another_process_but_not_this_one() -> None:
