@@ -7,7 +7,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from npc_memory.domain.dialogue import ContextWhen, SpeakerLabel
 from npc_memory.domain.model import Weights
@@ -288,28 +288,21 @@ def _bool(value: str) -> bool:
     raise ValueError("must be true or false")
 
 
-def _backend(value: str) -> KeywordBackend:
-    if value not in ("auto", "bm25", "pgroonga"):
-        raise ValueError("must be auto, bm25 or pgroonga")
-    return value  # type: ignore[return-value]
+def _one_of(kind: Any) -> Callable[[str], Any]:
+    """A parser admitting the values of the Literal type ``kind`` ("must be a, b or c" for anything else)."""
+    allowed: tuple[str, ...] = get_args(kind)
+
+    def parse(value: str) -> Any:
+        if value not in allowed:
+            raise ValueError(f"must be {', '.join(allowed[:-1])} or {allowed[-1]}")
+        return value
+    return parse
 
 
-def _period_search(value: str) -> PeriodSearch:
-    if value not in ("off", "candidates", "first"):
-        raise ValueError("must be off, candidates or first")
-    return value  # type: ignore[return-value]
-
-
-def _context_when(value: str) -> ContextWhen:
-    if value not in ("always", "asked", "asked-or-short"):
-        raise ValueError("must be always, asked or asked-or-short")
-    return value  # type: ignore[return-value]
-
-
-def _speaker_label(value: str) -> SpeakerLabel:
-    if value not in ("off", "role", "name"):
-        raise ValueError("must be off, role or name")
-    return value  # type: ignore[return-value]
+_backend = _one_of(KeywordBackend)
+_period_search = _one_of(PeriodSearch)
+_context_when = _one_of(ContextWhen)
+_speaker_label = _one_of(SpeakerLabel)
 
 
 def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
