@@ -270,12 +270,6 @@ def _policy(raw: Mapping[str, Any], where: str, base: RetentionPolicy) -> Retent
         raise ConfigError(f"{where}: {exc}") from exc
 
 
-def _kind(value: str) -> EmbedderKind:
-    if value not in ("local", "openai", "none"):
-        raise ValueError("must be local, openai or none")
-    return value  # type: ignore[return-value]
-
-
 def _path(value: str) -> Path | None:
     return Path(value).expanduser() if value else None
 
@@ -299,6 +293,7 @@ def _one_of(kind: Any) -> Callable[[str], Any]:
     return parse
 
 
+_kind = _one_of(EmbedderKind)
 _backend = _one_of(KeywordBackend)
 _period_search = _one_of(PeriodSearch)
 _context_when = _one_of(ContextWhen)
