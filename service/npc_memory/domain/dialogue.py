@@ -51,6 +51,15 @@ The conversation benchmark's sessions change at 0.62-1.0 (mean 0.87) of their ga
 """
 
 
+def may_be_said(fact: NewMemory) -> bool:
+    """Whether a fact could be a spoken line: short, not a gist, no slot, supersedes list or parents.
+
+    Those are what a client or the extraction states as a fact, never a line of dialogue.
+    """
+    return not (fact.tier is Tier.GIST or fact.slot is not None or fact.supersedes or fact.parents
+                or len(fact.content) > MAX_TURN_CHARS)
+
+
 def dialogue_batch(facts: Sequence[NewMemory], min_facts: int) -> bool:
     """Whether a request reads as a stored conversation, whatever tier it names: turn by turn, both speaking.
 
@@ -64,8 +73,7 @@ def dialogue_batch(facts: Sequence[NewMemory], min_facts: int) -> bool:
     """
     if min_facts <= 0 or len(facts) < min_facts:
         return False
-    if any(f.tier is Tier.GIST or f.slot is not None or f.supersedes or f.parents
-           or len(f.content) > MAX_TURN_CHARS for f in facts):
+    if not all(may_be_said(f) for f in facts):
         return False
     changes = sum(a != b for a, b in pairwise(voices(facts)))
     return changes >= SPEAKER_CHANGE_SHARE * (len(facts) - 1)
@@ -106,8 +114,7 @@ def may_join(facts: Sequence[NewMemory], turns: Sequence[bool], min_batch: int) 
     f = facts[0]
     if f.valid_at is None and name_prefix(f.content) is None:
         return False  # said now and unnamed: no stored row shares its moment (``joins_dialogue``), so no read
-    return not (f.tier is Tier.GIST or f.slot is not None or f.supersedes or f.parents
-                or len(f.content) > MAX_TURN_CHARS)
+    return may_be_said(f)
 
 
 def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, window: timedelta) -> bool:
