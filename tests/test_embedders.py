@@ -109,6 +109,24 @@ def test_core_budget_lets_a_call_start_at_once_only_when_nobody_waits() -> None:
     assert budget.line_up() == (1, None)  # alone again
 
 
+async def test_a_cancelled_call_gives_its_cores_and_its_place_in_line_back() -> None:
+    """A caller cancelled while its call waits (a deadline) leaves the line: later calls still run.
+
+    One core: the first call runs, the second waits behind it in the executor and is cancelled there.
+    """
+    embedder = LocalE5Embedder(threads=1)
+    try:
+        first = asyncio.ensure_future(embedder.embed_queries(["좋아하는 동물이 뭐야?"]))
+        second = asyncio.ensure_future(embedder.embed_queries(["레티아의 생일은 언제야?"]))
+        await asyncio.sleep(0)
+        second.cancel()
+        await first
+        (after,) = await asyncio.wait_for(embedder.embed_queries(["고양이를 좋아함"]), timeout=30)
+    finally:
+        await embedder.aclose()
+    assert after.shape == (384,)
+
+
 async def test_only_one_thread_ever_runs_the_model_on_more_than_one_core() -> None:
     """Lone calls (every core) all run in one thread, overlapping calls on one core: OpenMP starts one team.
 

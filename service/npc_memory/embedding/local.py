@@ -80,7 +80,10 @@ class LocalE5Embedder:
         granted, ticket = self.cores.line_up()
         pool = _WIDE if granted > 1 else self._pool
         loop = asyncio.get_running_loop()
-        matrix = await loop.run_in_executor(pool, self._encode, list(texts), is_query, granted, ticket)
+        # Shielded: a cancelled caller (a deadline) must not cancel the work item before it runs, or the cores
+        # it was granted, or its place in the line, would never be given back and every later call would wait.
+        matrix = await asyncio.shield(
+            loop.run_in_executor(pool, self._encode, list(texts), is_query, granted, ticket))
         return normalise(matrix.reshape(len(texts), self._dim))
 
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
