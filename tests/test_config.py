@@ -126,3 +126,25 @@ def test_extraction_lease_must_outlast_the_call() -> None:
     with pytest.raises(ConfigError, match="lease_seconds"):
         load_config(_flags(), {"NPC_MEMORY_EXTRACTION_TIMEOUT_SECONDS": "60",
                                "NPC_MEMORY_EXTRACTION_LEASE_SECONDS": "30"})
+
+
+def test_event_loop_setting_chooses_the_loop_serve_runs_on() -> None:
+    """auto/uvloop give uvloop's loop (installed here), asyncio the standard one; anything else fails at start."""
+    import asyncio
+
+    import uvloop
+    from npc_memory.ops.loop import loop_factory, run
+
+    assert load_config(_flags(), {}).server.event_loop == "auto"
+    assert load_config(_flags("--event-loop", "asyncio"), {}).server.event_loop == "asyncio"
+    assert load_config(_flags(), {"NPC_MEMORY_EVENT_LOOP": "uvloop"}).server.event_loop == "uvloop"
+    with pytest.raises(ConfigError, match="NPC_MEMORY_EVENT_LOOP"):
+        load_config(_flags(), {"NPC_MEMORY_EVENT_LOOP": "trio"})
+    assert loop_factory("auto") is uvloop.new_event_loop
+    assert loop_factory("asyncio") is asyncio.new_event_loop
+
+    async def loop_type() -> type[asyncio.AbstractEventLoop]:
+        return type(asyncio.get_running_loop())
+
+    assert run(loop_type(), "uvloop") is uvloop.Loop
+    assert run(loop_type(), "asyncio") is not uvloop.Loop

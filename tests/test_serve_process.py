@@ -122,6 +122,9 @@ async def test_metrics_and_json_logs(served: Served) -> None:
     assert 'npc_memory_embed_seconds_count{kind="query"}' in text
     assert "npc_memory_pool_connections" in text
     records = json_lines(served.log)
+    listening = [str(r["message"]) for r in records if str(r.get("message", "")).startswith("npc-memory listening")]
+    assert listening, records
+    assert listening[0].endswith("event loop uvloop)"), listening  # the default, auto
     access = [r for r in records if r.get("message") == "rpc"]
     assert {"rpc": "StoreMemories", "code": "OK", "request_id": "rid-store-1"}.items() <= access[0].items()
     assert all(r["request_id"] for r in access)

@@ -17,6 +17,7 @@ from typing import Any
 from npc_memory.config import Config, load_config
 from npc_memory.errors import ConfigError, NpcMemoryError
 from npc_memory.ops.logs import configure_logging
+from npc_memory.ops.loop import run as run_loop
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="interface to bind (NPC_MEMORY_HOST; default [::] with API keys, else localhost)")
     serve.add_argument("--port", type=int, help="port (NPC_MEMORY_PORT, default 50051; 0 picks one)")
     serve.add_argument("--workers", type=int, help="processes sharing the port (NPC_MEMORY_WORKERS, default 1)")
+    serve.add_argument("--event-loop", choices=["auto", "uvloop", "asyncio"],
+                       help="asyncio loop implementation (NPC_MEMORY_EVENT_LOOP, default auto: uvloop if installed)")
     serve.add_argument("--api-keys-file", dest="api_keys_file", help="TOML [[keys]] file (NPC_MEMORY_API_KEYS_FILE)")
     serve.add_argument("--tls-cert", dest="tls_cert", help="PEM certificate chain (NPC_MEMORY_TLS_CERT)")
     serve.add_argument("--tls-key", dest="tls_key", help="PEM private key (NPC_MEMORY_TLS_KEY)")
@@ -153,7 +156,7 @@ def _worker(config: Config, log_level: str) -> None:
     from npc_memory.ops.logs import configure_logging
 
     configure_logging(log_level, config.security.log_json)
-    asyncio.run(_serve(config, reuse_port=True))
+    run_loop(_serve(config, reuse_port=True), config.server.event_loop)
 
 
 async def _serve_workers(config: Config, log_level: str) -> None:
@@ -195,9 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(vars(args), os.environ)
         configure_logging(args.log_level, config.security.log_json)
         if args.command == "serve" and config.server.workers > 1:
-            asyncio.run(_serve_workers(config, args.log_level))
+            run_loop(_serve_workers(config, args.log_level), config.server.event_loop)
         elif args.command == "serve":
-            asyncio.run(_serve(config))
+            run_loop(_serve(config), config.server.event_loop)
         elif args.command == "migrate":
             asyncio.run(_migrate(config, args.citus, args.shard_count))
         elif args.command == "reembed":

@@ -5,10 +5,23 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal
 
+from npc_memory.config_checks import check
+from npc_memory.config_values import (
+    ENV_PREFIX,
+    HALF_LIFE_KEY,
+    T,
+    boolean,
+    half_life_days,
+    one_of,
+    optional_path,
+    pick_setting,
+    retention_policy,
+    weights_table,
+)
 from npc_memory.domain.dialogue import ContextWhen, SpeakerLabel
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
@@ -21,8 +34,7 @@ from npc_memory.text import TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
 PeriodSearch = Literal["off", "candidates", "first"]
-ENV_PREFIX = "NPC_MEMORY_"
-T = TypeVar("T")
+EventLoop = Literal["auto", "uvloop", "asyncio"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,8 @@ class ServerConfig:
     """How long in-flight calls may finish on SIGTERM."""
     workers: int = 1
     """Server processes sharing the port (SO_REUSEPORT), each with its own pool and model."""
+    event_loop: EventLoop = "auto"
+    """``uvloop`` (libuv; less CPU per call), ``asyncio`` (the standard loop) or ``auto`` (uvloop where installed)."""
     health_interval_seconds: float = 0.5
     """How often the health watcher pings the database and embedder."""
     health_timeout_seconds: float = 0.8
@@ -222,82 +236,12 @@ class Config:
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
     start against the database (runtime.resolve_backend)."""
 
-
-def _pick(
-    name: str, flags: Mapping[str, Any], env: Mapping[str, str], file: Mapping[str, Any],
-    default: T, parse: Callable[[str], T],
-) -> T:
-    """Flag, then ``NPC_MEMORY_<NAME>``, then the TOML file, then the default."""
-    if flags.get(name) is not None:
-        return parse(str(flags[name]))
-    env_value = env.get(ENV_PREFIX + name.upper())
-    if env_value not in (None, ""):
-        try:
-            return parse(env_value)
-        except ValueError as exc:
-            raise ConfigError(f"{ENV_PREFIX}{name.upper()}={env_value!r}: {exc}") from exc
-    if name in file:
-        return parse(str(file[name]))
-    return default
-
-
-HALF_LIFE_KEY = "recency_half_life_days"
-
-
-def _weights(raw: Mapping[str, Any], where: str) -> Weights:
-    try:
-        return Weights(**{k: float(v) for k, v in raw.items() if k != HALF_LIFE_KEY})
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
-
-
-def _half_life(raw: Mapping[str, Any], where: str, default: float) -> float:
-    """A recency half-life in days from a TOML table (``recency_half_life_days``), positive."""
-    try:
-        value = float(raw.get(HALF_LIFE_KEY, default))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: {exc}") from exc
-    if not value > 0:
-        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: must be a positive number of days")
-    return value
-
-
-def _policy(raw: Mapping[str, Any], where: str, base: RetentionPolicy) -> RetentionPolicy:
-    """A heroine's retention policy from its TOML table; missing keys come from ``base``."""
-    try:
-        return replace(base, **{k: int(v) for k, v in raw.items()})
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
-
-
-def _path(value: str) -> Path | None:
-    return Path(value).expanduser() if value else None
-
-
-def _bool(value: str) -> bool:
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
-
-
-def _one_of(kind: Any) -> Callable[[str], Any]:
-    """A parser admitting the values of the Literal type ``kind`` ("must be a, b or c" for anything else)."""
-    allowed: tuple[str, ...] = get_args(kind)
-
-    def parse(value: str) -> Any:
-        if value not in allowed:
-            raise ValueError(f"must be {', '.join(allowed[:-1])} or {allowed[-1]}")
-        return value
-    return parse
-
-
-_kind = _one_of(EmbedderKind)
-_backend = _one_of(KeywordBackend)
-_period_search = _one_of(PeriodSearch)
-_context_when = _one_of(ContextWhen)
-_speaker_label = _one_of(SpeakerLabel)
+_kind = one_of(EmbedderKind)
+_backend = one_of(KeywordBackend)
+_period_search = one_of(PeriodSearch)
+_context_when = one_of(ContextWhen)
+_speaker_label = one_of(SpeakerLabel)
+_event_loop = one_of(EventLoop)
 
 
 def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
@@ -314,16 +258,16 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     data_home = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
 
     def pick(name: str, default: T, parse: Callable[[str], T]) -> T:
-        return _pick(name, flags, env, flat, default, parse)
+        return pick_setting(name, flags, env, flat, default, parse)
 
     search_file = file.get("search", {})
-    default_weights = _weights(search_file.get("weights", {}), "search.weights")
+    default_weights = weights_table(search_file.get("weights", {}), "search.weights")
     heroine_weights = {
-        hid: _weights(w, f"search.heroines.{hid}") for hid, w in search_file.get("heroines", {}).items()
+        hid: weights_table(w, f"search.heroines.{hid}") for hid, w in search_file.get("heroines", {}).items()
     }
-    half_life = _half_life(search_file, "search", SearchConfig.recency_half_life_days)
+    half_life = half_life_days(search_file, "search", SearchConfig.recency_half_life_days)
     heroine_half_lives = {
-        hid: _half_life(h, f"search.heroines.{hid}", half_life)
+        hid: half_life_days(h, f"search.heroines.{hid}", half_life)
         for hid, h in search_file.get("heroines", {}).items() if HALF_LIFE_KEY in h
     }
     url = pick("database_url", "", str) or None
@@ -340,6 +284,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             port=pick("port", ServerConfig.port, int),
             grace_seconds=pick("grace_seconds", ServerConfig.grace_seconds, float),
             workers=pick("workers", ServerConfig.workers, int),
+            event_loop=pick("event_loop", ServerConfig.event_loop, _event_loop),
             health_interval_seconds=pick("health_interval", ServerConfig.health_interval_seconds, float),
             health_timeout_seconds=pick("health_timeout", ServerConfig.health_timeout_seconds, float),
             max_concurrent_streams=pick("max_concurrent_streams", ServerConfig.max_concurrent_streams, int),
@@ -352,13 +297,13 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
                 "max_connection_age_grace_seconds", ServerConfig.max_connection_age_grace_seconds, float),
         ),
         security=SecurityConfig(
-            api_keys_file=pick("api_keys_file", None, _path),
-            tls_cert=pick("tls_cert", None, _path),
-            tls_key=pick("tls_key", None, _path),
-            tls_client_ca=pick("tls_client_ca", None, _path),
+            api_keys_file=pick("api_keys_file", None, optional_path),
+            tls_cert=pick("tls_cert", None, optional_path),
+            tls_key=pick("tls_key", None, optional_path),
+            tls_client_ca=pick("tls_client_ca", None, optional_path),
             metrics_port=pick("metrics_port", SecurityConfig.metrics_port, int),
-            log_json=pick("log_json", SecurityConfig.log_json, _bool),
-            log_user_ids=pick("log_user_ids", SecurityConfig.log_user_ids, _bool),
+            log_json=pick("log_json", SecurityConfig.log_json, boolean),
+            log_user_ids=pick("log_user_ids", SecurityConfig.log_user_ids, boolean),
         ),
         database=DatabaseConfig(
             url=url,
@@ -388,7 +333,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             deepen_min_relevance=pick("deepen_min_relevance", SearchConfig.deepen_min_relevance, float),
             expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),
             period_search=pick("search_period", SearchConfig.period_search, _period_search),
-            distinct_turns=pick("search_distinct_turns", SearchConfig.distinct_turns, _bool),
+            distinct_turns=pick("search_distinct_turns", SearchConfig.distinct_turns, boolean),
             session_cap=pick("search_session_cap", SearchConfig.session_cap, int),
         ),
         write=WriteConfig(
@@ -398,7 +343,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             dialogue_context_minutes=pick(
                 "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
             dialogue_batch_min=pick("dialogue_batch_min", WriteConfig.dialogue_batch_min, int),
-            dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, _bool),
+            dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, boolean),
             dialogue_context_when=pick("dialogue_context_when", WriteConfig.dialogue_context_when, _context_when),
             dialogue_speaker_label=pick("dialogue_speaker_label", WriteConfig.dialogue_speaker_label, _speaker_label),
             tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),
@@ -407,28 +352,21 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         ),
         retention=RetentionConfig(
             policies=RetentionPolicies(default=retention_default, heroines={
-                hid: _policy(p, f"retention.heroines.{hid}", retention_default)
+                hid: retention_policy(p, f"retention.heroines.{hid}", retention_default)
                 for hid, p in retention_file.get("heroines", {}).items()
             }),
             interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
                 "interval_minutes", RetentionConfig.interval_minutes)), float),
         ),
         text=TextOptions(**{
-            name: pick(f"text_{name}", getattr(TextOptions, name), _bool)
+            name: pick(f"text_{name}", getattr(TextOptions, name), boolean)
             for name in ("latin_words", "stem_latin", "function_words", "honorifics", "question_words")
         }),
         extraction=_extraction(pick, file.get("extraction", {})),
         keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )
-    _check(config)
+    check(config)
     return config
-
-
-def _check_limits(server: ServerConfig) -> None:
-    if server.health_interval_seconds <= 0 or server.health_timeout_seconds <= 0:
-        raise ConfigError("health_interval and health_timeout must be positive")
-    if server.max_concurrent_streams < 1 or server.max_send_message_bytes < 1024:
-        raise ConfigError("max_concurrent_streams must be >= 1 and max_send_message_bytes >= 1024")
 
 
 def _extraction(pick: Callable[[str, Any, Callable[[str], Any]], Any], raw: Mapping[str, Any]) -> ExtractionSettings:
@@ -449,47 +387,3 @@ def _extraction(pick: Callable[[str, Any, Callable[[str], Any]], Any], raw: Mapp
     )
 
 
-def _check_extraction(ex: ExtractionSettings) -> None:
-    if ex.max_attempts < 1 or min(ex.timeout_seconds, ex.lease_seconds, ex.poll_seconds) <= 0:
-        raise ConfigError("extraction needs max_attempts >= 1 and positive timeout, lease and poll seconds")
-    if ex.lease_seconds <= ex.timeout_seconds:
-        raise ConfigError("extraction lease_seconds must exceed timeout_seconds (a job must outlast its call)")
-
-
-def _check_write(write: WriteConfig) -> None:
-    if not 0.0 < write.duplicate_threshold <= 1.0:
-        raise ConfigError("duplicate_threshold must be in (0, 1]")
-    if write.dialogue_context_minutes < 0:
-        raise ConfigError("dialogue_context_minutes must be >= 0")
-    if write.dialogue_batch_min < 0:
-        raise ConfigError("dialogue_batch_min must be >= 0")
-    if write.tokenize_processes < 0:
-        raise ConfigError("tokenize_processes must be >= 0 (0 tokenises in a thread of the server process)")
-
-
-def _check(config: Config) -> None:
-    if not 0 <= config.server.port <= 65535:
-        raise ConfigError(f"port {config.server.port} is outside 0-65535")
-    if config.server.workers < 1:
-        raise ConfigError("workers must be at least 1")
-    if (config.security.tls_cert is None) != (config.security.tls_key is None):
-        raise ConfigError("tls_cert and tls_key go together")
-    if config.security.tls_client_ca is not None and not config.security.tls:
-        raise ConfigError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
-    _check_limits(config.server)
-    if config.database.pool_min < 1 or config.database.pool_max < config.database.pool_min:
-        raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
-    if config.embedding.kind == "none" and config.embedding.dim <= 0:
-        raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")
-    _check_write(config.write)
-    if not 1 <= config.search.expand_per_depth <= config.search.max_limit:
-        raise ConfigError(f"expand_per_depth must be in 1-{config.search.max_limit}")
-    if not -1.0 < config.search.deepen_min_relevance <= 1.0:
-        raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
-    if config.search.session_cap < 0:
-        raise ConfigError("search_session_cap must be >= 0 (0: off)")
-    _check_extraction(config.extraction)
-    policies = config.retention.policies
-    for name, policy in {"default": policies.default, **policies.heroines}.items():
-        if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:
-            raise ConfigError(f"retention {name}: max_valid must be >= 0 and importance_floor in 1-11")

@@ -91,8 +91,9 @@ async def serving(config: Config, reuse_port: bool = False) -> AsyncIterator[tup
                 engine.db, config.retention.interval_minutes, config.retention.policies,
                 config.write.idempotency_hours,
             )))
-        log.info("npc-memory listening on %s:%d (embedder %s, %d-d, tls %s, api keys %s)", host, port,
-                 engine.embedder.name, engine.embedder.dim, config.security.tls, keys.enabled)
+        log.info("npc-memory listening on %s:%d (embedder %s, %d-d, tls %s, api keys %s, event loop %s)", host, port,
+                 engine.embedder.name, engine.embedder.dim, config.security.tls, keys.enabled,
+                 type(asyncio.get_running_loop()).__module__.split(".")[0])
         try:
             yield port, health_servicer
         finally:
