@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,12 +19,20 @@ from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
 from npc_memory.extraction.settings import ExtractionSettings
+from npc_memory.ops.loop import loop_factory
 from npc_memory.runtime import open_engine
 from npc_memory.server import create_server
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Every async test and fixture runs on the loop ``serve`` runs on by default (ops/loop.py: uvloop here)."""
+    return {"serve-default": loop_factory("auto")}
 
 
 @pytest.fixture(scope="session")

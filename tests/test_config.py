@@ -148,3 +148,12 @@ def test_event_loop_setting_chooses_the_loop_serve_runs_on() -> None:
 
     assert run(loop_type(), "uvloop") is uvloop.Loop
     assert run(loop_type(), "asyncio") is not uvloop.Loop
+
+
+async def test_the_suite_runs_on_the_loop_serve_runs_on() -> None:
+    """The suite's loop factory (conftest): these async tests exercise uvloop, as ``serve`` does by default."""
+    import asyncio
+
+    import uvloop
+
+    assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
