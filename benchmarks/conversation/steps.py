@@ -26,7 +26,8 @@ class StepSettings:
     (no tier named, so knowledge; every turn of a session at the session's date; no vector given), the service's
     defaults; ``heldout-off``: the same with ``dialogue_batch_min`` 0 (no request read as a dialogue);
     ``heldout-names[-off]``: held-out storing with one speaker for every line and "Name: text" content;
-    ``heldout-single[-off]``: held-out storing, one request per turn; ``asked``/``asked-short``/``label-*``:
+    ``heldout-single[-off]``: held-out storing, one request per turn (``-answered``: a question re-embedded with
+    the answer a later request brings, ``-label``: without); ``asked``/``asked-short``/``label-*``:
     as ``answer`` with ``dialogue_context_when`` / ``dialogue_speaker_label`` set (``WRITE_MODES``)."""
     options: TextOptions
     period: PeriodSearch
@@ -65,6 +66,8 @@ STEPS: dict[str, StepSettings] = {
     "heldout+label": StepSettings("heldout-label", _QW, "first", True, SearchConfig.recency_half_life_days),
     "heldout-single+label": StepSettings("heldout-single-label", _QW, "first", True,
                                          SearchConfig.recency_half_life_days),
+    "heldout-single+answer-later": StepSettings("heldout-single-answered", _QW, "first", True,
+                                                SearchConfig.recency_half_life_days),
     "heldout+cap2": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days, 2),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
@@ -84,7 +87,9 @@ WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _P
                "label-role": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
                "label-name": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
                "heldout-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
-               "heldout-single-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
+               # Answers off: as every one-line request was embedded before a later answer re-embedded its question.
+               "heldout-single-label": replace(_PLAIN, dialogue_speaker_label="name"),
+               "heldout-single-answered": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
                "asked": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked"),
                "asked-short": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked-or-short")}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Literal
+from uuid import UUID
 
 from npc_memory.domain.model import NewMemory, ScoredMemory, Speaker, Tier
 from npc_memory.domain.write_rules import content_key
@@ -37,6 +38,9 @@ class StoredTurn:
     content: str
     valid_at: datetime
     speaker: Speaker | None = None
+    id: UUID | None = None
+    previous: tuple[str, Speaker] | None = None
+    """The line said before it within the window (its own context), when read for ``answered_text``."""
 
 
 def is_turn(fact: NewMemory) -> bool:
@@ -283,6 +287,26 @@ def turn_text(content: str, speaker: Speaker, previous: tuple[str, Speaker] | No
     if shape.with_answer and following is not None and asks(content):
         text = f"{text}\n{speaker_label(following[1], following[0], shape.label, heroine)}"
     return text
+
+
+def answered_text(stored: StoredTurn | None, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
+                  window: timedelta, shape: TurnContext, heroine: str) -> str | None:
+    """The stored question's new embedded text when this request's first turn answers it; else None.
+
+    A question stored last in its request (one request per turn) was embedded without its answer, which a
+    dialogue request gives it (``embedding_texts`` with ``with_answer``); when the answer arrives said within
+    ``window``, the question takes the same text a dialogue request would have given it (``turn_text``).
+    Only when the answer's vector is made here: a caller that gives vectors made the question's too.
+    """
+    if not shape.with_answer or stored is None or stored.id is None or stored.speaker is None:
+        return None
+    order = sorted((i for i, t in enumerate(turns) if t), key=lambda i: (facts[i].valid_at or now, i))
+    if not order or not asks(stored.content):
+        return None
+    first = facts[order[0]]
+    if first.embedding is not None or not timedelta(0) <= (first.valid_at or now) - stored.valid_at <= window:
+        return None
+    return turn_text(stored.content, stored.speaker, stored.previous, (first.content, first.speaker), shape, heroine)
 
 
 REPEAT_HEADROOM = 2
