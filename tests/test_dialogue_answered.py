@@ -1,4 +1,4 @@
-"""A question stored alone (one request per turn) takes a vector over its answer when the answer arrives."""
+"""One turn per request: a question takes a vector over its answer when it comes; a second line in a row is a turn."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from npc_memory.domain.dialogue import StoredTurn, TurnContext, answered_text
-from npc_memory.domain.model import Scope, Speaker
+import psycopg
+from npc_memory.domain.dialogue import StoredTurn, TurnContext, answered_text, joins_dialogue
+from npc_memory.domain.model import Scope, Speaker, StoreOutcome
 from npc_memory.engine import MemoryEngine
 from test_dialogue_batch import line
 from test_dialogue_turns import stored_vector
@@ -59,3 +60,37 @@ async def test_one_turn_per_request_a_question_is_embedded_again_with_its_answer
     for speaker, content in (("user", "안녕!"), ("heroine", QUESTION), ("user", ANSWER)):
         await off.store(other, [line(speaker, content)])
     assert float(np.dot(await stored_vector(database_url, other, QUESTION), unanswered)) > 0.999
+
+
+def test_the_same_voice_again_joins_only_a_moment_another_voice_spoke_at() -> None:
+    """The heroine's second line in a row of a session stored at its date; not notes of one speaker or moment."""
+    second = line("heroine", "다음엔 나도 데려가", DAY)
+    said = StoredTurn("ㅋㅋ 좋았겠다", DAY, Speaker.HEROINE, uuid.uuid4(), moment_voices=True)
+    assert joins_dialogue(second, said, DAY, WINDOW)
+    assert not joins_dialogue(second, replace(said, moment_voices=False), DAY, WINDOW)
+    assert not joins_dialogue(replace(second, valid_at=DAY + timedelta(minutes=1)), said, DAY, WINDOW)
+    assert not joins_dialogue(second, said, DAY, WINDOW, same_voice=False)
+
+
+async def test_one_turn_per_request_a_second_line_of_the_same_speaker_is_a_turn(
+    engine: MemoryEngine, scope: Scope, database_url: str,
+) -> None:
+    """A session stored line by line at its date, the heroine saying two lines in a row.
+
+    Her second line is a turn: embedded over her first, and kept when she said it on an earlier day too (it
+    was a knowledge fact before: embedded alone and merged into the earlier line as a duplicate).
+    """
+    week = DAY - timedelta(days=7)
+    for speaker, content, at in (("user", "안녕!", week), ("heroine", "경주 언제 갔었어?", week),
+                                 ("user", "응, 월요일에", DAY), ("heroine", "좋았겠다", DAY),
+                                 ("heroine", "경주 언제 갔었어?", DAY)):
+        (result,) = await engine.store(scope, [line(speaker, content, at)])
+    assert result.outcome is StoreOutcome.CREATED
+    (expected,) = await engine.embedder.embed_passages(["Letia: 좋았겠다\nLetia: 경주 언제 갔었어?"])
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        cur = await conn.execute("SELECT embedding::text FROM user_memories WHERE user_id = %s AND id = %s",
+                                 (scope.user_id, result.memory_id))
+        row = await cur.fetchone()
+    assert row is not None
+    stored = np.array([float(x) for x in row[0].strip("[]").split(",")], dtype=np.float32)
+    assert float(np.dot(stored, expected)) > 0.999

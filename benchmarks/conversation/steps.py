@@ -27,7 +27,8 @@ class StepSettings:
     defaults; ``heldout-off``: the same with ``dialogue_batch_min`` 0 (no request read as a dialogue);
     ``heldout-names[-off]``: held-out storing with one speaker for every line and "Name: text" content;
     ``heldout-single[-off]``: held-out storing, one request per turn (``-answered``: a question re-embedded with
-    the answer a later request brings, ``-label``: without); ``asked``/``asked-short``/``label-*``:
+    the answer a later request brings, ``-label``: without; ``-voices``: also a speaker's second line in a
+    row joins, ``dialogue_same_voice``); ``asked``/``asked-short``/``label-*``:
     as ``answer`` with ``dialogue_context_when`` / ``dialogue_speaker_label`` set (``WRITE_MODES``)."""
     options: TextOptions
     period: PeriodSearch
@@ -68,6 +69,8 @@ STEPS: dict[str, StepSettings] = {
                                          SearchConfig.recency_half_life_days),
     "heldout-single+answer-later": StepSettings("heldout-single-answered", _QW, "first", True,
                                                 SearchConfig.recency_half_life_days),
+    "heldout-single+same-voice": StepSettings("heldout-single-voices", _QW, "first", True,
+                                              SearchConfig.recency_half_life_days),
     "heldout+cap2": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days, 2),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
@@ -75,7 +78,7 @@ each write mode stores the conversations once more (under its own user ids). The
 
 
 _PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False, dialogue_context_when="always",
-                     dialogue_speaker_label="off")
+                     dialogue_speaker_label="off", dialogue_same_voice=False)
 WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _PLAIN, "heldout": _PLAIN,
                "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
                "answer": replace(_PLAIN, dialogue_context_answer=True),
@@ -90,6 +93,8 @@ WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _P
                # Answers off: as every one-line request was embedded before a later answer re-embedded its question.
                "heldout-single-label": replace(_PLAIN, dialogue_speaker_label="name"),
                "heldout-single-answered": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
+               "heldout-single-voices": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name",
+                                                dialogue_same_voice=True),
                "asked": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked"),
                "asked-short": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked-or-short")}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""

@@ -134,7 +134,7 @@ class MemoryEngine:
             # One line per request, no tier named: a turn when it answers the scope's latest row (another voice).
             at = facts[0].valid_at or now
             stored = await previous_turn(self.db, scope, at, at - window)
-            turns = [dialogue.joins_dialogue(facts[0], stored, now, window)]
+            turns = [dialogue.joins_dialogue(facts[0], stored, now, window, write.dialogue_same_voice)]
         texts, answered = await self._turn_texts(scope, facts, turns, now, stored)
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
         if answered is not None:

@@ -41,6 +41,8 @@ class StoredTurn:
     id: UUID | None = None
     previous: tuple[str, Speaker] | None = None
     """The line said before it within the window (its own context), when read for ``answered_text``."""
+    moment_voices: bool = False
+    """Whether another speaker said a line at the same moment: its session is stored line by line at one date."""
 
 
 def is_turn(fact: NewMemory) -> bool:
@@ -121,20 +123,23 @@ def may_join(facts: Sequence[NewMemory], turns: Sequence[bool], min_batch: int) 
     return may_be_said(f)
 
 
-def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, window: timedelta) -> bool:
+def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, window: timedelta,
+                   same_voice: bool = True) -> bool:
     """Whether a lone line (``may_join``) is the next turn of the scope's latest row.
 
     It is when said within ``window`` after that row by another voice (the speaker field, or the name prefix
     when both lines have one), and the two read as one transcript: both name their speakers, or both were said
     at the same moment (a session stored line by line at its date). A game also stores tidy facts one per
     request, each at its own moment and often by turns of the player and the heroine; read as turns they
-    would lose the meaning duplicate rule.
+    would lose the meaning duplicate rule. The same voice again joins only at a moment where another voice
+    already spoke (``moment_voices``): the heroine's second line in a row of a session stored at its date
+    (``same_voice``; off, only another voice's line joins).
     """
     at = fact.valid_at or now
     if previous is None or not timedelta(0) <= at - previous.valid_at <= window:
         return False
     if not other_voice(fact.content, fact.speaker, previous.content, previous.speaker):
-        return False
+        return same_voice and at == previous.valid_at and previous.moment_voices
     return at == previous.valid_at or bool(name_prefix(fact.content) and name_prefix(previous.content))
 
 

@@ -22,9 +22,14 @@ from npc_memory.store.writes import scope_params
 # dialogue stored without tier source is knowledge (domain/dialogue.py). The scope index (user_id,
 # heroine_id, valid_at DESC) orders it. Closed rows are not context: an invalidated line was taken back.
 # With it, the row said before it within the window (the same rule, one more index probe): its own context,
-# which a question answered by the new turn is embedded over again (domain/dialogue.py ``answered_text``).
+# which a question answered by the new turn is embedded over again (domain/dialogue.py ``answered_text``);
+# and whether another speaker said a line at its moment (a session stored line by line at its date), so the
+# same speaker's next line there is a turn too (``joins_dialogue``).
 PREVIOUS_TURN = with_view(sql.SQL("""
-SELECT m.id, m.content, m.valid_at, m.speaker, p.content AS previous, p.speaker AS previous_speaker
+SELECT m.id, m.content, m.valid_at, m.speaker, p.content AS previous, p.speaker AS previous_speaker,
+       EXISTS (SELECT 1 FROM {visible} o
+               WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
+                 AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s) AS moment_voices
 FROM {visible} m
 LEFT JOIN LATERAL (
     SELECT p.content, p.speaker FROM {visible} p
@@ -57,7 +62,8 @@ async def previous_turn(db: Database, scope: Scope, before: datetime, since: dat
 
 def _stored(row: DictRow) -> StoredTurn:
     previous = None if row["previous"] is None else (row["previous"], Speaker(row["previous_speaker"]))
-    return StoredTurn(row["content"], row["valid_at"], Speaker(row["speaker"]), row["id"], previous)
+    return StoredTurn(row["content"], row["valid_at"], Speaker(row["speaker"]), row["id"], previous,
+                      row["moment_voices"])
 
 
 async def set_turn_vector(conn: Connection, scope: Scope, memory_id: UUID, vector: Vector,
