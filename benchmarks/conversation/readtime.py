@@ -20,16 +20,11 @@ None of these changes the service; the one that wins would be built into the sea
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -39,12 +34,10 @@ from npc_memory.domain.dialogue import asks
 from npc_memory.domain.model import Fusion, SearchQuery, Vector, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
-from npc_memory.store.embedded import EmbeddedPostgres
 
 from benchmarks.conversation import metrics
-from benchmarks.conversation.generate import DATASET
 from benchmarks.conversation.metrics import Answer
-from benchmarks.conversation.run import Loaded, embed_turns, load, step_engines
+from benchmarks.conversation.run import Loaded, embed_turns, experiment_main, load, step_engines
 from benchmarks.conversation.steps import WRITE_MODES
 
 MODE = "heldout-label"
@@ -166,19 +159,7 @@ def report(results: dict[str, Any]) -> str:
 
 def main() -> None:
     """Run against a temporary embedded PostgreSQL and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args()
-    data = json.loads(DATASET.read_text(encoding="utf-8"))
-    with tempfile.TemporaryDirectory(prefix="npc-readtime-") as tmp:
-        pg = EmbeddedPostgres(Path(tmp))
-        try:
-            results = asyncio.run(run(pg.url, data))
-        finally:
-            pg.stop()
-    print(report(results))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    experiment_main(__doc__ or "", "npc-readtime-", run, report)
 
 
 if __name__ == "__main__":
