@@ -94,3 +94,27 @@ async def test_one_turn_per_request_a_second_line_of_the_same_speaker_is_a_turn(
     assert row is not None
     stored = np.array([float(x) for x in row[0].strip("[]").split(",")], dtype=np.float32)
     assert float(np.dot(stored, expected)) > 0.999
+
+
+async def test_a_sessions_first_line_that_repeats_a_dialogue_line_is_a_turn(engine: MemoryEngine, scope: Scope) -> None:
+    """Two sessions stored line by line at their dates, both opened with the same greeting.
+
+    The second greeting is kept (a turn; it was merged into the first as a restated fact before, and then the
+    reply found no row at its moment); with ``dialogue_repeated_lines`` off it is merged, and a fact restated
+    by one speaker outside any dialogue stays a duplicate.
+    """
+    week = DAY - timedelta(days=7)
+    for speaker, content in (("user", "안녕! 왔어"), ("heroine", "어서 와")):
+        await engine.store(scope, [line(speaker, content, week)])
+    (again,) = await engine.store(scope, [line("user", "안녕! 왔어", DAY)])
+    assert again.outcome is StoreOutcome.CREATED
+    off = replace(engine, write_settings=replace(engine.write_settings, dialogue_repeated_lines=False))
+    other = Scope(scope.user_id + "-off", scope.heroine_id)
+    for speaker, content in (("user", "안녕! 왔어"), ("heroine", "어서 와")):
+        await off.store(other, [line(speaker, content, week)])
+    (merged,) = await off.store(other, [line("user", "안녕! 왔어", DAY)])
+    assert merged.outcome is StoreOutcome.DUPLICATE
+    notes = Scope(scope.user_id + "-notes", scope.heroine_id)
+    await engine.store(notes, [line("user", "커피를 좋아함", week)])
+    (restated,) = await engine.store(notes, [line("user", "커피를 좋아함", DAY)])
+    assert restated.outcome is StoreOutcome.DUPLICATE

@@ -118,3 +118,5 @@ def test_dialogue_batch_settings_are_configurable() -> None:
     assert not load_config(flags, {"NPC_MEMORY_DIALOGUE_CONTEXT_ANSWER": "false"}).write.dialogue_context_answer
     assert load_config(flags, {}).write.dialogue_same_voice
     assert not load_config(flags, {"NPC_MEMORY_DIALOGUE_SAME_VOICE": "false"}).write.dialogue_same_voice
+    assert load_config(flags, {}).write.dialogue_repeated_lines
+    assert not load_config(flags, {"NPC_MEMORY_DIALOGUE_REPEATED_LINES": "0"}).write.dialogue_repeated_lines

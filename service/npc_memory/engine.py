@@ -45,7 +45,7 @@ from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import EMBED_SECONDS
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
-from npc_memory.store.dialogue import previous_turn, set_turn_vector
+from npc_memory.store.dialogue import previous_turn, said_in_dialogue, set_turn_vector
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Connection, Database
 from npc_memory.text import Tokenizer
@@ -135,6 +135,9 @@ class MemoryEngine:
             at = facts[0].valid_at or now
             stored = await previous_turn(self.db, scope, at, at - window)
             turns = [dialogue.joins_dialogue(facts[0], stored, now, window, write.dialogue_same_voice)]
+            if stored is None and write.dialogue_repeated_lines:
+                # Nothing said just before: a conversation's first line, a turn if it repeats a dialogue's line.
+                turns = [await said_in_dialogue(self.db, scope, facts[0].content, facts[0].speaker)]
         texts, answered = await self._turn_texts(scope, facts, turns, now, stored)
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
         if answered is not None:

@@ -13,6 +13,7 @@ from psycopg.rows import DictRow
 
 from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn
 from npc_memory.domain.model import Scope, Speaker, Vector
+from npc_memory.domain.write_rules import content_key
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.view import VISIBLE, with_view
 from npc_memory.store.writes import scope_params
@@ -44,6 +45,20 @@ ORDER BY m.valid_at DESC, m.created_at DESC
 LIMIT 1
 """).format(visible=VISIBLE))
 
+# Whether the speaker said this line before in a dialogue: a valid row of the same text (the content_key index)
+# at a moment that holds another speaker's line. A session's first line stored alone (no row said before it
+# within the window) that repeats such a line is a turn, not a restated fact (domain/dialogue.py).
+SAID_IN_DIALOGUE = with_view(sql.SQL("""
+SELECT EXISTS (
+    SELECT 1 FROM {visible} m
+    WHERE md5(m.content_key) = md5(%(content_key)s) AND m.content_key = %(content_key)s
+      AND m.speaker = %(speaker)s AND m.tier <> 'gist' AND m.invalid_at IS NULL
+      AND EXISTS (SELECT 1 FROM {visible} o
+                  WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
+                    AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s)
+) AS said
+""").format(visible=VISIBLE))
+
 # A question's vector taken again over its answer; only while the row is valid (a taken-back line stays as it was).
 SET_TURN_VECTOR = """
 UPDATE user_memories SET embedding = %(embedding)s, embedding_model = %(model)s, updated_at = clock_timestamp()
@@ -58,6 +73,15 @@ async def previous_turn(db: Database, scope: Scope, before: datetime, since: dat
             "before": before, "since": since, "max_chars": MAX_TURN_CHARS, "window": before - since})
         row = await cur.fetchone()
     return None if row is None else _stored(row)
+
+
+async def said_in_dialogue(db: Database, scope: Scope, content: str, speaker: Speaker) -> bool:
+    """Whether ``speaker`` said ``content`` (the same normalised text) before as a line of a dialogue."""
+    async with db.connection() as conn:
+        cur = await conn.execute(SAID_IN_DIALOGUE, scope_params(scope) | {
+            "content_key": content_key(content), "speaker": speaker.value, "max_chars": MAX_TURN_CHARS})
+        row = await cur.fetchone()
+    return bool(row and row["said"])
 
 
 def _stored(row: DictRow) -> StoredTurn:
