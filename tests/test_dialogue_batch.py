@@ -116,3 +116,7 @@ def test_dialogue_batch_settings_are_configurable() -> None:
         load_config(flags, {"NPC_MEMORY_DIALOGUE_BATCH_MIN": "-1"})
     assert load_config(flags, {}).write.dialogue_context_answer
     assert not load_config(flags, {"NPC_MEMORY_DIALOGUE_CONTEXT_ANSWER": "false"}).write.dialogue_context_answer
+    assert load_config(flags, {}).write.dialogue_same_voice
+    assert not load_config(flags, {"NPC_MEMORY_DIALOGUE_SAME_VOICE": "false"}).write.dialogue_same_voice
+    assert load_config(flags, {}).write.dialogue_repeated_lines
+    assert not load_config(flags, {"NPC_MEMORY_DIALOGUE_REPEATED_LINES": "0"}).write.dialogue_repeated_lines

@@ -13,15 +13,10 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -30,13 +25,11 @@ from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Fusion, ScoredMemory, SearchQuery, Vector, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
-from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text.periods import period_in
 
 from benchmarks.conversation import metrics
-from benchmarks.conversation.generate import DATASET
 from benchmarks.conversation.metrics import Answer
-from benchmarks.conversation.run import Loaded, embed_turns, load
+from benchmarks.conversation.run import Loaded, embed_turns, experiment_main, load
 
 WIDE = 100
 DEFAULT = Weights()
@@ -185,19 +178,7 @@ def report(results: dict[str, Any]) -> str:
 
 def main() -> None:
     """Run the experiments against a temporary embedded PostgreSQL and print R@5 / R@10."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args()
-    data = json.loads(DATASET.read_text(encoding="utf-8"))
-    with tempfile.TemporaryDirectory(prefix="npc-experiments-") as tmp:
-        pg = EmbeddedPostgres(Path(tmp))
-        try:
-            results = asyncio.run(run(pg.url, data))
-        finally:
-            pg.stop()
-    print(report(results))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    experiment_main(__doc__ or "", "npc-experiments-", run, report)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,11 @@ import asyncio
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import numpy as np
@@ -52,6 +52,7 @@ from benchmarks.conversation.metrics import SearchConfig as Asking
 from benchmarks.conversation.steps import STEPS, WRITE_MODES
 
 LIMIT = 10
+T = TypeVar("T")
 DEFAULT_CONFIGS = ("default", "rel.7+kw.3")
 
 
@@ -243,6 +244,29 @@ async def run(url: str, data: dict[str, Any], configs: Sequence[Asking], candida
     async with open_engine(config) as engine:
         vectors = await embed_turns(engine, data)
         return await measure(engine, data, vectors, configs, steps=steps)
+
+
+def on_embedded(prefix: str, work: Callable[[str], Coroutine[Any, Any, T]]) -> T:
+    """``work(url)`` run against a temporary embedded PostgreSQL, stopped afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        pg = EmbeddedPostgres(Path(tmp))
+        try:
+            return asyncio.run(work(pg.url))
+        finally:
+            pg.stop()
+
+
+def experiment_main(doc: str, prefix: str, work: Callable[[str, dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]],
+                    report: Callable[[dict[str, Any]], str]) -> None:
+    """An emulation command: ``work(url, dataset)`` on a temporary database, ``report`` printed, ``--json``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    data = json.loads(DATASET.read_text(encoding="utf-8"))
+    results = on_embedded(prefix, lambda url: work(url, data))
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
 def _row(name: str, cells: Sequence[str]) -> str:

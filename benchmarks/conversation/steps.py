@@ -26,7 +26,10 @@ class StepSettings:
     (no tier named, so knowledge; every turn of a session at the session's date; no vector given), the service's
     defaults; ``heldout-off``: the same with ``dialogue_batch_min`` 0 (no request read as a dialogue);
     ``heldout-names[-off]``: held-out storing with one speaker for every line and "Name: text" content;
-    ``heldout-single[-off]``: held-out storing, one request per turn; ``asked``/``asked-short``/``label-*``:
+    ``heldout-single[-off]``: held-out storing, one request per turn (``-answered``: a question re-embedded with
+    the answer a later request brings, ``-label``: without; ``-voices``: also a speaker's second line in a
+    row joins, ``dialogue_same_voice``; ``-repeats``: also a session's first line that repeats a dialogue's line,
+    ``dialogue_repeated_lines``); ``asked``/``asked-short``/``label-*``:
     as ``answer`` with ``dialogue_context_when`` / ``dialogue_speaker_label`` set (``WRITE_MODES``)."""
     options: TextOptions
     period: PeriodSearch
@@ -65,6 +68,12 @@ STEPS: dict[str, StepSettings] = {
     "heldout+label": StepSettings("heldout-label", _QW, "first", True, SearchConfig.recency_half_life_days),
     "heldout-single+label": StepSettings("heldout-single-label", _QW, "first", True,
                                          SearchConfig.recency_half_life_days),
+    "heldout-single+answer-later": StepSettings("heldout-single-answered", _QW, "first", True,
+                                                SearchConfig.recency_half_life_days),
+    "heldout-single+same-voice": StepSettings("heldout-single-voices", _QW, "first", True,
+                                              SearchConfig.recency_half_life_days),
+    "heldout-single+repeats": StepSettings("heldout-single-repeats", _QW, "first", True,
+                                           SearchConfig.recency_half_life_days),
     "heldout+cap2": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days, 2),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
@@ -72,7 +81,7 @@ each write mode stores the conversations once more (under its own user ids). The
 
 
 _PLAIN = WriteConfig(dialogue_batch_min=8, dialogue_context_answer=False, dialogue_context_when="always",
-                     dialogue_speaker_label="off")
+                     dialogue_speaker_label="off", dialogue_same_voice=False, dialogue_repeated_lines=False)
 WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _PLAIN, "heldout": _PLAIN,
                "heldout-off": replace(_PLAIN, dialogue_batch_min=0),
                "answer": replace(_PLAIN, dialogue_context_answer=True),
@@ -84,7 +93,13 @@ WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _P
                "label-role": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="role"),
                "label-name": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
                "heldout-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
-               "heldout-single-label": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
+               # Answers off: as every one-line request was embedded before a later answer re-embedded its question.
+               "heldout-single-label": replace(_PLAIN, dialogue_speaker_label="name"),
+               "heldout-single-answered": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name"),
+               "heldout-single-voices": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name",
+                                                dialogue_same_voice=True),
+               "heldout-single-repeats": replace(_PLAIN, dialogue_context_answer=True, dialogue_speaker_label="name",
+                                                 dialogue_same_voice=True, dialogue_repeated_lines=True),
                "asked": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked"),
                "asked-short": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked-or-short")}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""

@@ -198,6 +198,10 @@ class WriteConfig:
     dialogue_speaker_label: SpeakerLabel = "name"
     """A turn's speaker written before its line in the embedded text: ``off``, ``role`` (나/너, Me/You) or
     ``name`` (the heroine's id for her lines): domain/dialogue.py ``speaker_label``."""
+    dialogue_same_voice: bool = True
+    """A lone line by the latest row's speaker joins it when another voice spoke at that moment (``joins_dialogue``)."""
+    dialogue_repeated_lines: bool = True
+    """A dated lone line with nothing said just before it is a turn if its speaker said it in a dialogue before."""
     dialogue_batch_min: int = 8
     """A request of at least this many short lines, the speakers taking turns, no slot, is a dialogue whatever its
     tier: its facts get the turns' treatment (domain/dialogue.py ``dialogue_batch``); 0 turns it off."""
@@ -344,6 +348,8 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
                 "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
             dialogue_batch_min=pick("dialogue_batch_min", WriteConfig.dialogue_batch_min, int),
             dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, boolean),
+            dialogue_same_voice=pick("dialogue_same_voice", WriteConfig.dialogue_same_voice, boolean),
+            dialogue_repeated_lines=pick("dialogue_repeated_lines", WriteConfig.dialogue_repeated_lines, boolean),
             dialogue_context_when=pick("dialogue_context_when", WriteConfig.dialogue_context_when, _context_when),
             dialogue_speaker_label=pick("dialogue_speaker_label", WriteConfig.dialogue_speaker_label, _speaker_label),
             tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),

@@ -45,9 +45,9 @@ from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import EMBED_SECONDS
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
-from npc_memory.store.dialogue import previous_turn
+from npc_memory.store.dialogue import previous_turn, said_in_dialogue, set_turn_vector
 from npc_memory.store.keyword import ResolvedKeywordBackend
-from npc_memory.store.pool import Database
+from npc_memory.store.pool import Connection, Database
 from npc_memory.text import Tokenizer
 from npc_memory.text.periods import period_in
 from npc_memory.text.process_pool import AnalysisPool
@@ -76,19 +76,25 @@ class MemoryEngine:
 
     async def _embed_passages(
         self, facts: Sequence[NewMemory], source: TextSource, texts: Sequence[str] | None = None,
-    ) -> list[Vector]:
-        """The caller's vectors, and the embedder's for the rest (over ``texts`` when given, else the content)."""
+        extra: Sequence[str] = (),
+    ) -> tuple[list[Vector], list[Vector]]:
+        """The caller's vectors, and the embedder's for the rest (over ``texts`` when given, else the content).
+
+        Second: vectors of ``extra`` texts, embedded in the same model call (a stored turn's new text).
+        """
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
         if missing and not self.embedder.available:
             raise EmbeddingRequiredError(missing[0])
         over = texts if texts is not None else [f.content for f in facts]
+        wanted = [over[i] for i in missing] + list(extra)
         try:
             with EMBED_SECONDS.labels("passages").time():
-                vectors = await self.embedder.embed_passages([over[i] for i in missing]) if missing else []
+                vectors = await self.embedder.embed_passages(wanted) if wanted else []
         except InputRejectedError as exc:
             raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
-        by_index = dict(zip(missing, vectors, strict=True))
-        return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
+        by_index = dict(zip(missing, vectors, strict=False))
+        return ([f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)],
+                list(vectors[len(missing):]))
 
     def _prepare(
         self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None
@@ -128,9 +134,14 @@ class MemoryEngine:
             # One line per request, no tier named: a turn when it answers the scope's latest row (another voice).
             at = facts[0].valid_at or now
             stored = await previous_turn(self.db, scope, at, at - window)
-            turns = [dialogue.joins_dialogue(facts[0], stored, now, window)]
-        texts = await self._turn_texts(scope, facts, turns, now, stored)
-        vectors = await self._embed_passages(facts, "memories", texts)
+            turns = [dialogue.joins_dialogue(facts[0], stored, now, window, write.dialogue_same_voice)]
+            if stored is None and write.dialogue_repeated_lines:
+                # Nothing said just before: a conversation's first line, a turn if it repeats a dialogue's line.
+                turns = [await said_in_dialogue(self.db, scope, facts[0].content, facts[0].speaker)]
+        texts, answered = await self._turn_texts(scope, facts, turns, now, stored)
+        vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
+        if answered is not None:
+            on_commit = self._with_answer(scope, answered[0], extra[0], on_commit)
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
         # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
         # process's GIL, so a big batch is analysed in the worker processes and only assembled here.
@@ -150,20 +161,34 @@ class MemoryEngine:
     async def _turn_texts(
         self, scope: Scope, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
         stored: StoredTurn | None = None,
-    ) -> list[str] | None:
+    ) -> tuple[list[str] | None, tuple[UUID, str] | None]:
         """Dialogue turns with the turn before them (domain/dialogue.py); None when the batch has no turn.
 
-        ``stored``: the scope's latest row when the caller already read it (a lone line).
+        ``stored``: the scope's latest row when the caller already read it (a lone line). Second: the stored
+        question this batch's first turn answers and its new embedded text (``dialogue.answered_text``).
         """
         window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
         first = dialogue.first_turn_at(facts, turns, now)
         if first is None or window <= timedelta(0) or not self.embedder.available:
-            return None
+            return None, None
         if stored is None:
             stored = await previous_turn(self.db, scope, first, first - window)
         write = self.write_settings
-        return dialogue.embedding_texts(facts, turns, now, window, stored, write.dialogue_context_answer,
-                                        write.dialogue_context_when, write.dialogue_speaker_label, scope.heroine_id)
+        shape = dialogue.TurnContext(write.dialogue_context_answer, write.dialogue_context_when,
+                                     write.dialogue_speaker_label)
+        texts = dialogue.embedding_texts(facts, turns, now, window, stored, shape.with_answer, shape.when,
+                                         shape.label, scope.heroine_id)
+        answered = dialogue.answered_text(stored, facts, turns, now, window, shape, scope.heroine_id)
+        return texts, None if answered is None or stored is None or stored.id is None else (stored.id, answered)
+
+    def _with_answer(self, scope: Scope, question: UUID, vector: Vector, then: writes.OnCommit | None,
+                     ) -> writes.OnCommit:
+        """The write transaction's last step: the answered question takes its new vector (then the caller's)."""
+        async def hook(conn: Connection, results: list[StoreResult]) -> None:
+            await set_turn_vector(conn, scope, question, vector, self.embedder.name)
+            if then is not None:
+                await then(conn, results)
+        return hook
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
@@ -304,7 +329,7 @@ class MemoryEngine:
             if not self.embedder.available:  # UpdateMemory carries no vector, so the server must make one
                 raise ContentEditNeedsEmbedderError(memory_id)
             fact = version_fact(current, content, valid_at)
-            (vector,) = await self._embed_passages([fact], "content")
+            (vector,), _ = await self._embed_passages([fact], "content")
             new_version = await asyncio.to_thread(self._prepare, fact, vector, utcnow())
         return await lifecycle.update(
             self.db, scope, memory_id, importance=importance,

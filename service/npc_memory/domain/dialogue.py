@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Literal
+from uuid import UUID
 
 from npc_memory.domain.model import NewMemory, ScoredMemory, Speaker, Tier
 from npc_memory.domain.write_rules import content_key
@@ -37,6 +38,11 @@ class StoredTurn:
     content: str
     valid_at: datetime
     speaker: Speaker | None = None
+    id: UUID | None = None
+    previous: tuple[str, Speaker] | None = None
+    """The line said before it within the window (its own context), when read for ``answered_text``."""
+    moment_voices: bool = False
+    """Whether another speaker said a line at the same moment: its session is stored line by line at one date."""
 
 
 def is_turn(fact: NewMemory) -> bool:
@@ -117,20 +123,23 @@ def may_join(facts: Sequence[NewMemory], turns: Sequence[bool], min_batch: int) 
     return may_be_said(f)
 
 
-def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, window: timedelta) -> bool:
+def joins_dialogue(fact: NewMemory, previous: StoredTurn | None, now: datetime, window: timedelta,
+                   same_voice: bool = True) -> bool:
     """Whether a lone line (``may_join``) is the next turn of the scope's latest row.
 
     It is when said within ``window`` after that row by another voice (the speaker field, or the name prefix
     when both lines have one), and the two read as one transcript: both name their speakers, or both were said
     at the same moment (a session stored line by line at its date). A game also stores tidy facts one per
     request, each at its own moment and often by turns of the player and the heroine; read as turns they
-    would lose the meaning duplicate rule.
+    would lose the meaning duplicate rule. The same voice again joins only at a moment where another voice
+    already spoke (``moment_voices``): the heroine's second line in a row of a session stored at its date
+    (``same_voice``; off, only another voice's line joins).
     """
     at = fact.valid_at or now
     if previous is None or not timedelta(0) <= at - previous.valid_at <= window:
         return False
     if not other_voice(fact.content, fact.speaker, previous.content, previous.speaker):
-        return False
+        return same_voice and at == previous.valid_at and previous.moment_voices
     return at == previous.valid_at or bool(name_prefix(fact.content) and name_prefix(previous.content))
 
 
@@ -283,6 +292,26 @@ def turn_text(content: str, speaker: Speaker, previous: tuple[str, Speaker] | No
     if shape.with_answer and following is not None and asks(content):
         text = f"{text}\n{speaker_label(following[1], following[0], shape.label, heroine)}"
     return text
+
+
+def answered_text(stored: StoredTurn | None, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
+                  window: timedelta, shape: TurnContext, heroine: str) -> str | None:
+    """The stored question's new embedded text when this request's first turn answers it; else None.
+
+    A question stored last in its request (one request per turn) was embedded without its answer, which a
+    dialogue request gives it (``embedding_texts`` with ``with_answer``); when the answer arrives said within
+    ``window``, the question takes the same text a dialogue request would have given it (``turn_text``).
+    Only when the answer's vector is made here: a caller that gives vectors made the question's too.
+    """
+    if not shape.with_answer or stored is None or stored.id is None or stored.speaker is None:
+        return None
+    order = sorted((i for i, t in enumerate(turns) if t), key=lambda i: (facts[i].valid_at or now, i))
+    if not order or not asks(stored.content):
+        return None
+    first = facts[order[0]]
+    if first.embedding is not None or not timedelta(0) <= (first.valid_at or now) - stored.valid_at <= window:
+        return None
+    return turn_text(stored.content, stored.speaker, stored.previous, (first.content, first.speaker), shape, heroine)
 
 
 REPEAT_HEADROOM = 2

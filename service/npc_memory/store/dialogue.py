@@ -1,14 +1,20 @@
-"""The scope's latest stored dialogue turn before a time: the context of a turn stored alone (domain/dialogue.py)."""
+"""The scope's latest stored dialogue turn before a time: the context of a turn stored alone (domain/dialogue.py).
+
+And the one write a later turn makes to an earlier one: a question stored alone takes a vector over its answer.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from uuid import UUID
 
 from psycopg import sql
+from psycopg.rows import DictRow
 
 from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn
-from npc_memory.domain.model import Scope, Speaker
-from npc_memory.store.pool import Database
+from npc_memory.domain.model import Scope, Speaker, Vector
+from npc_memory.domain.write_rules import content_key
+from npc_memory.store.pool import Connection, Database
 from npc_memory.store.view import VISIBLE, with_view
 from npc_memory.store.writes import scope_params
 
@@ -16,19 +22,77 @@ from npc_memory.store.writes import scope_params
 # turn before it, e.g. every turn of a session dated with the session's date); any tier but gist, since a
 # dialogue stored without tier source is knowledge (domain/dialogue.py). The scope index (user_id,
 # heroine_id, valid_at DESC) orders it. Closed rows are not context: an invalidated line was taken back.
+# With it, the row said before it within the window (the same rule, one more index probe): its own context,
+# which a question answered by the new turn is embedded over again (domain/dialogue.py ``answered_text``);
+# and whether another speaker said a line at its moment (a session stored line by line at its date), so the
+# same speaker's next line there is a turn too (``joins_dialogue``).
 PREVIOUS_TURN = with_view(sql.SQL("""
-SELECT m.content, m.valid_at, m.speaker FROM {visible} m
+SELECT m.id, m.content, m.valid_at, m.speaker, p.content AS previous, p.speaker AS previous_speaker,
+       EXISTS (SELECT 1 FROM {visible} o
+               WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
+                 AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s) AS moment_voices
+FROM {visible} m
+LEFT JOIN LATERAL (
+    SELECT p.content, p.speaker FROM {visible} p
+    WHERE p.tier <> 'gist' AND p.invalid_at IS NULL AND char_length(p.content) <= %(max_chars)s
+      AND p.valid_at >= m.valid_at - %(window)s::interval
+      AND (p.valid_at < m.valid_at OR (p.valid_at = m.valid_at AND p.created_at < m.created_at))
+    ORDER BY p.valid_at DESC, p.created_at DESC
+    LIMIT 1) p ON true
 WHERE m.tier <> 'gist' AND m.invalid_at IS NULL AND char_length(m.content) <= %(max_chars)s
   AND m.valid_at <= %(before)s AND m.valid_at >= %(since)s
 ORDER BY m.valid_at DESC, m.created_at DESC
 LIMIT 1
 """).format(visible=VISIBLE))
 
+# Whether the speaker said this line before in a dialogue: a valid row of the same text (the content_key index)
+# at a moment that holds another speaker's line. A session's first line stored alone (no row said before it
+# within the window) that repeats such a line is a turn, not a restated fact (domain/dialogue.py).
+SAID_IN_DIALOGUE = with_view(sql.SQL("""
+SELECT EXISTS (
+    SELECT 1 FROM {visible} m
+    WHERE md5(m.content_key) = md5(%(content_key)s) AND m.content_key = %(content_key)s
+      AND m.speaker = %(speaker)s AND m.tier <> 'gist' AND m.invalid_at IS NULL
+      AND EXISTS (SELECT 1 FROM {visible} o
+                  WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
+                    AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s)
+) AS said
+""").format(visible=VISIBLE))
+
+# A question's vector taken again over its answer; only while the row is valid (a taken-back line stays as it was).
+SET_TURN_VECTOR = """
+UPDATE user_memories SET embedding = %(embedding)s, embedding_model = %(model)s, updated_at = clock_timestamp()
+WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND invalid_at IS NULL
+"""
+
 
 async def previous_turn(db: Database, scope: Scope, before: datetime, since: datetime) -> StoredTurn | None:
-    """The scope's latest valid short row (not a gist) said in ``[since, before]``, if any."""
+    """The scope's latest valid short row (not a gist) said in ``[since, before]``, if any, with its predecessor."""
     async with db.connection() as conn:
         cur = await conn.execute(PREVIOUS_TURN, scope_params(scope) | {
-            "before": before, "since": since, "max_chars": MAX_TURN_CHARS})
+            "before": before, "since": since, "max_chars": MAX_TURN_CHARS, "window": before - since})
         row = await cur.fetchone()
-    return StoredTurn(row["content"], row["valid_at"], Speaker(row["speaker"])) if row is not None else None
+    return None if row is None else _stored(row)
+
+
+async def said_in_dialogue(db: Database, scope: Scope, content: str, speaker: Speaker) -> bool:
+    """Whether ``speaker`` said ``content`` (the same normalised text) before as a line of a dialogue."""
+    async with db.connection() as conn:
+        cur = await conn.execute(SAID_IN_DIALOGUE, scope_params(scope) | {
+            "content_key": content_key(content), "speaker": speaker.value, "max_chars": MAX_TURN_CHARS})
+        row = await cur.fetchone()
+    return bool(row and row["said"])
+
+
+def _stored(row: DictRow) -> StoredTurn:
+    previous = None if row["previous"] is None else (row["previous"], Speaker(row["previous_speaker"]))
+    return StoredTurn(row["content"], row["valid_at"], Speaker(row["speaker"]), row["id"], previous,
+                      row["moment_voices"])
+
+
+async def set_turn_vector(conn: Connection, scope: Scope, memory_id: UUID, vector: Vector,
+                          model: str) -> None:
+    """Give a stored turn a new vector (inside the caller's write transaction)."""
+    await conn.execute(SET_TURN_VECTOR, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id,
+                                         "embedding": vector, "model": model})
+

@@ -20,8 +20,8 @@ COUNT = "SELECT count(*) AS n FROM user_memories"
 # latest short row (not a gist) said within the window before it (closed rows included: it was context when
 # stored), and the next one after it (a question's answer). Rows said at one moment are ordered by created_at,
 # the clock at insert: a request's rows are inserted in request order, the order the write path used. Which
-# rows are turns is decided from these (domain/dialogue.py ``stored_turn``). Unlike the write path, a question
-# stored alone takes an answer stored by a later request.
+# rows are turns is decided from these (domain/dialogue.py ``stored_turn``). A question stored alone takes the
+# answer a later request stored, as the write path gives it when that answer arrives (``answered_text``).
 PAGE = """
 SELECT m.user_id, m.heroine_id, m.id, m.content, m.speaker, m.tier, char_length(m.content) <= %(max_chars)s AS short,
        p.content AS previous, p.speaker AS previous_speaker, n.content AS following, n.speaker AS following_speaker
