@@ -5,12 +5,11 @@ One round of ``python -m benchmarks.crash``, against a database of its own on th
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
+from own_database import separate_database
 
 from benchmarks.crash import crash_round
 
@@ -18,12 +17,8 @@ from benchmarks.crash import crash_round
 @pytest.fixture
 def crash_database(database_url: str) -> Iterator[str]:
     """A database of its own on the test server: the killed service's restarts touch nothing else."""
-    name = f"npc_memory_crash_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # a generated name, not input
-    yield psycopg.conninfo.make_conninfo(database_url, dbname=name)
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with separate_database(database_url, "npc_memory_crash") as url:
+        yield url
 
 
 async def test_kill_9_under_write_load_loses_nothing_acknowledged(crash_database: str, tmp_path: Path) -> None:

@@ -11,19 +11,18 @@ import os
 import re
 import signal
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
-import psycopg
 import pytest
 from chat_endpoint import ChatEndpoint, Step, facts_answer, serve_chat
 from npc_memory_client.v1 import extraction_pb2 as ex
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
+from own_database import separate_database
 from test_extraction import SEED_FACTS, SEED_TURNS
 
 NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
@@ -34,12 +33,8 @@ SCOPE = pb.Scope(user_id="kill-9-player", heroine_id="letia")
 @pytest.fixture(scope="module")
 def own_database(database_url: str) -> Iterator[str]:
     """A database of its own on the test server: no other test's extraction worker may take this job."""
-    name = f"npc_memory_kill9_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # a generated name, not input
-    yield psycopg.conninfo.make_conninfo(database_url, dbname=name)
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with separate_database(database_url, "npc_memory_kill9") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from npc_memory.store.citus import (
     violations,
 )
 from npc_memory.store.migrate import available, migrate
+from own_database import separate_database
 from psycopg import sql
 
 NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
@@ -36,12 +37,8 @@ KEY_RULE_VERSION = 5
 @pytest.fixture
 def fresh_url(database_url: str) -> Iterator[str]:
     """A new, empty database on the test server, dropped afterwards."""
-    name = f"npc_schema_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield psycopg.conninfo.make_conninfo(database_url, dbname=name)
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    with separate_database(database_url, "npc_schema") as url:
+        yield url
 
 
 def _migrate_before_key_rule(url: str) -> None:
@@ -191,8 +188,9 @@ def test_migrate_citus_command_migrates_then_refuses_without_citus(fresh_url: st
 ALL_PLAYERS = {
     "retention.SCOPES_OVER": "the maintenance pass finds the scopes over their retention limit",
     "idempotency.PRUNE": "the maintenance pass deletes expired idempotency keys of every player",
-    "reembed.COUNT": "`npc-memory reembed` counts every row",
+    "sweep.COUNT": "`npc-memory reembed` and `npc-memory retokenize` count every row",
     "reembed.PAGE": "`npc-memory reembed` walks every row in key order",
+    "retokenize.PAGE": "`npc-memory retokenize` walks every row in key order",
 }
 
 _TABLE_REF = re.compile(r"\b(?:FROM|JOIN|UPDATE)\s+(?:user_memories|store_requests)\b", re.IGNORECASE)

@@ -49,7 +49,7 @@ from benchmarks.conversation import metrics
 from benchmarks.conversation.generate import DATASET
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.metrics import SearchConfig as Asking
-from benchmarks.conversation.steps import STEPS, WRITE_MODES
+from benchmarks.conversation.steps import STEPS, WRITE_MODES, WRITE_TEXT
 
 LIMIT = 10
 T = TypeVar("T")
@@ -223,6 +223,8 @@ async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str,
     loaded: dict[str, list[Loaded]] = {}
     for mode in dict.fromkeys(s.write for s in engines):
         writer = replace(engine, write_settings=WRITE_MODES.get(mode, engine.write_settings))
+        if mode in WRITE_TEXT:
+            writer = replace(writer, tokenizer=Tokenizer(options=WRITE_TEXT[mode]))
         loaded[mode] = [await load(writer, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
     for st in engines:
         await warm_up(st.engine, loaded[st.write][0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))

@@ -75,6 +75,12 @@ STEPS: dict[str, StepSettings] = {
     "heldout-single+repeats": StepSettings("heldout-single-repeats", _QW, "first", True,
                                            SearchConfig.recency_half_life_days),
     "heldout+cap2": StepSettings("heldout-answer", _QW, "first", True, SearchConfig.recency_half_life_days, 2),
+    "heldout+latin": StepSettings("heldout-label-latin", replace(_QW, stem_latin=True), "first", True,
+                                  SearchConfig.recency_half_life_days),
+    "heldout+function-words": StepSettings("heldout-label-function", replace(_QW, stem_latin=True, function_words=True),
+                                           "first", True, SearchConfig.recency_half_life_days),
+    "heldout+honorifics": StepSettings("heldout-label-honorifics", replace(_QW, stem_latin=True, honorifics=True),
+                                       "first", True, SearchConfig.recency_half_life_days),
 }
 """Service settings measured one after another (cumulative). Steps with the same ``write`` share stored rows;
 each write mode stores the conversations once more (under its own user ids). The last step is the defaults."""
@@ -103,3 +109,6 @@ WRITE_MODES = {"knowledge": replace(_PLAIN, dialogue_batch_min=0), "context": _P
                "asked": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked"),
                "asked-short": replace(_PLAIN, dialogue_context_answer=True, dialogue_context_when="asked-or-short")}
 """Write settings of the modes whose vectors the service makes, spelled out (not the defaults of the day)."""
+WRITE_TEXT = {step.write: step.options for step in STEPS.values() if step.write.startswith("heldout-label-")}
+"""Modes that store their turns' terms with other text options than the defaults (the step's own)."""
+WRITE_MODES.update(dict.fromkeys(WRITE_TEXT, WRITE_MODES["heldout-label"]))

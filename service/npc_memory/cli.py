@@ -1,4 +1,4 @@
-"""The ``npc-memory`` command: serve, migrate, reembed, retain. Configuration is read here, once."""
+"""The ``npc-memory`` command: serve, migrate, reembed, retokenize, retain. Configuration is read here, once."""
 
 from __future__ import annotations
 
@@ -64,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     reembed = sub.add_parser("reembed", help="re-embed every row with the configured model, then record the model")
     _common(reembed)
     reembed.add_argument("--batch-size", dest="batch_size", type=int, default=64, help="rows per embed call")
+    retokenize = sub.add_parser("retokenize", help="re-make every row's keyword terms with the configured text "
+                                "options (NPC_MEMORY_TEXT_*), then record them")
+    _common(retokenize)
+    retokenize.add_argument("--batch-size", dest="batch_size", type=int, default=500, help="rows per transaction")
     retain = sub.add_parser("retain", help="apply the retention policies and prune expired idempotency keys")
     _common(retain)
     return parser
@@ -76,8 +80,9 @@ async def _reembed(config: Config, batch_size: int) -> None:
     from npc_memory.domain.dialogue import TurnContext
     from npc_memory.embedding import create_embedder
     from npc_memory.runtime import open_database
-    from npc_memory.store.reembed import count_rows, reembed_all
+    from npc_memory.store.reembed import reembed_all
     from npc_memory.store.settings import set_embedding_model
+    from npc_memory.store.sweep import count_rows
 
     embedder = await create_embedder(config.embedding)
     try:
@@ -94,6 +99,26 @@ async def _reembed(config: Config, batch_size: int) -> None:
         print(f"re-embedded {done} row(s) with {embedder.name} ({embedder.dim}-d)")
     finally:
         await embedder.aclose()
+
+
+async def _retokenize(config: Config, batch_size: int) -> None:
+    """Re-make every row's terms, then record the text options so that ``serve`` starts with them."""
+    from tqdm import tqdm
+
+    from npc_memory.runtime import open_database
+    from npc_memory.store.retokenize import retokenize_all
+    from npc_memory.store.settings import set_text_terms
+    from npc_memory.store.sweep import count_rows
+    from npc_memory.text import Tokenizer
+
+    tokenizer = await asyncio.to_thread(Tokenizer, options=config.text)
+    label = config.text.terms_label()
+    async with open_database(config.database) as db:
+        total = await count_rows(db)
+        with tqdm(total=total, unit="row", desc=f"re-tokenising with {label}") as bar:
+            done = await retokenize_all(db, tokenizer, batch_size, bar.update)
+        await set_text_terms(db, label)
+    print(f"re-tokenised {done} row(s) with text options {label}")
 
 
 async def _retain(config: Config) -> None:
@@ -205,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_migrate(config, args.citus, args.shard_count))
         elif args.command == "reembed":
             asyncio.run(_reembed(config, args.batch_size))
+        elif args.command == "retokenize":
+            asyncio.run(_retokenize(config, args.batch_size))
         elif args.command == "retain":
             asyncio.run(_retain(config))
     except NpcMemoryError as exc:

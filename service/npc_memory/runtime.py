@@ -21,7 +21,7 @@ from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.migrate import migrate
 from npc_memory.store.pool import Database
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga
-from npc_memory.store.settings import check_embedding_model
+from npc_memory.store.settings import check_embedding_model, check_text_terms
 from npc_memory.text import Tokenizer
 from npc_memory.text.process_pool import AnalysisPool
 
@@ -78,8 +78,9 @@ async def keyword_backend(db: Database, configured: KeywordBackend) -> ResolvedK
 
 
 async def build_engine(config: Config, db: Database, embedder: Embedder) -> MemoryEngine:
-    """The engine over an open database and embedder, once they agree on the model."""
+    """The engine over an open database and embedder, once they agree on the model and the text options."""
     await check_embedding_model(db, embedder.name, embedder.dim)
+    await check_text_terms(db, config.text.terms_label())
     backend = await keyword_backend(db, config.keyword_backend)
     tokenizer = await asyncio.to_thread(Tokenizer, options=config.text)
     return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, keyword_backend=backend,

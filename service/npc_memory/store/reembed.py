@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
-from uuid import UUID
 
 from npc_memory.domain.dialogue import MAX_TURN_CHARS, TurnContext, stored_turn, turn_text
 from npc_memory.domain.model import Speaker, Tier
 from npc_memory.embedding.base import Embedder
 from npc_memory.store.pool import Database
-
-COUNT = "SELECT count(*) AS n FROM user_memories"
+from npc_memory.store.sweep import pages
 
 # Keyset pages over every row in primary-key order, history included: a closed fact is still searched with
 # include_invalidated. This is maintenance over all players (on Citus, a scan of every shard per page).
@@ -53,14 +51,6 @@ WHERE user_id = %(user_id)s AND id = %(id)s
 """
 
 
-async def count_rows(db: Database) -> int:
-    """How many rows a re-embed will rewrite."""
-    async with db.connection() as conn:
-        cur = await conn.execute(COUNT)
-        row = await cur.fetchone()
-    return int(row["n"]) if row else 0
-
-
 async def reembed_all(
     db: Database, embedder: Embedder, batch: int, progress: Callable[[int], object],
     context_window: timedelta = timedelta(0), context: TurnContext | None = None,
@@ -71,26 +61,18 @@ async def reembed_all(
     the write settings in ``context`` (answer, which turns, speaker label) as the write path does.
     """
     shape = context or TurnContext()
-    after: tuple[str, UUID] | None = None
     done = 0
-    while True:
-        async with db.connection() as conn:
-            cur = await conn.execute(PAGE, {
-                "after_user": after[0] if after else None, "after_id": after[1] if after else None, "limit": batch,
-                "max_chars": MAX_TURN_CHARS if context_window > timedelta(0) else -1, "window": context_window,
-            })
-            rows = await cur.fetchall()
-        if not rows:
-            return done
+    params = {"max_chars": MAX_TURN_CHARS if context_window > timedelta(0) else -1, "window": context_window}
+    async for rows in pages(db, PAGE, batch, params):
         vectors = await embedder.embed_passages([_text(r, shape) for r in rows])
         async with db.transaction() as conn, conn.cursor() as write:
             await write.executemany(SET_EMBEDDING, [
                 {"user_id": r["user_id"], "id": r["id"], "embedding": v, "model": embedder.name}
                 for r, v in zip(rows, vectors, strict=True)
             ])
-        after = (rows[-1]["user_id"], rows[-1]["id"])
         done += len(rows)
         progress(len(rows))
+    return done
 
 
 def _text(row: dict[str, Any], shape: TurnContext) -> str:

@@ -46,6 +46,20 @@ class TextOptions:
     """Drop the words of asking ("remember", 기억나다, 말하다) from query terms only (on: measured no loss on the
     Korean fact set, +0.1 point R@10 on the conversation benchmark; docs/conversation-benchmark.md)."""
 
+    def terms_label(self) -> str:
+        """The options that shape stored terms, as recorded beside the rows they made (``plain``: none).
+
+        ``stem_latin`` implies ``latin_words``, so both spell the same label; ``question_words`` is query-side.
+        """
+        stored = [name for name, on in (("latin_words", self.latin_words or self.stem_latin),
+                                        ("stem_latin", self.stem_latin), ("function_words", self.function_words),
+                                        ("honorifics", self.honorifics)) if on]
+        return "+".join(stored) or PLAIN_TERMS
+
+
+PLAIN_TERMS = "plain"
+"""The label of terms made with no stored-side option: every row stored before the label was recorded."""
+
 
 def _tag(token: Any) -> str:
     return str(token.tag).split("-")[0]  # irregular conjugations come tagged "VV-I"
