@@ -13,6 +13,9 @@ then ``clients`` threads saturate it with text searches, then with caller-vector
 process's CPU time (user + system, psutil) over a saturated run divided by the requests it answered is the
 service CPU per search (the database's CPU is not in it). Single stores (one new memory per request, the
 server embedding it) are interleaved with the embedder alone on the same texts, with the same pauses.
+Where a lone text search's time goes is read from the server's own /metrics around the lone searches: the
+handler's mean (``npc_memory_rpc_seconds``, SearchMemories) and the model's mean per query
+(``npc_memory_embed_seconds``, query), beside the client's mean and the embedder alone in this process.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import itertools
 import random
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -36,8 +40,9 @@ from npc_memory.text import Tokenizer
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
+from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.search_speed_parts import Ask, BareSql, percentiles, served_process, timed
+from benchmarks.search_speed_parts import Ask, BareSql, free_port, percentiles, served_process, timed
 from loadtest.pool import Pool
 from loadtest.seed import seed
 
@@ -157,11 +162,34 @@ def _store(user_id: str, text: str) -> svc.StoreMemoriesRequest:
     return request
 
 
+def scrape(port: int) -> dict[str, tuple[float, float]]:
+    """(sum of seconds, count) of the server's SearchMemories handler and query-embedding histograms."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode("utf-8")
+    found = {"handler": [0.0, 0.0], "model": [0.0, 0.0]}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            part = ("handler" if sample.name.startswith("npc_memory_rpc_seconds")
+                    and sample.labels.get("method", "").endswith("SearchMemories")
+                    else "model" if sample.name.startswith("npc_memory_embed_seconds")
+                    and sample.labels.get("kind") == "query" else None)
+            if part is not None and sample.name.endswith(("_sum", "_count")):
+                found[part][sample.name.endswith("_count")] += sample.value
+    return {k: (v[0], v[1]) for k, v in found.items()}
+
+
+def server_means(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """Mean milliseconds per call of each histogram between two scrapes."""
+    return {f"{k}_ms": 1000 * (after[k][0] - before[k][0]) / max(1.0, after[k][1] - before[k][1]) for k in after}
+
+
 def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks: Sequence[Ask],
                 passages: Sequence[str], clients: int, seconds: float) -> dict[str, Any]:
     """Lone and saturated searches and single stores against a server with ``embedding.threads = threads``."""
     out: dict[str, Any] = {"threads": threads}
-    env = {"NPC_MEMORY_EMBEDDING_THREADS": str(threads), "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
+    metrics_port = free_port()
+    env = {"NPC_MEMORY_EMBEDDING_THREADS": str(threads), "NPC_MEMORY_QUERY_CACHE_SIZE": "0",
+           "NPC_MEMORY_METRICS_PORT": str(metrics_port)}
     embedder = LocalE5Embedder(threads)
     loop = asyncio.new_event_loop()
     text_asks = [Ask(a.user_id, a.heroine_id, t, a.vector) for a, t in zip(itertools.cycle(asks), texts)]
@@ -173,12 +201,14 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
                 loop.run_until_complete(embedder.embed_queries([a.text]))
             search_ms: list[float] = []
             alone_ms: list[float] = []
+            before = scrape(metrics_port)
             for a in text_asks[:LONE_REQUESTS]:  # the same text both ways (the server caches no vector)
                 time.sleep(LONE_GAP_S)
                 alone_ms += timed([partial(loop.run_until_complete, embedder.embed_queries([a.text]))])
                 time.sleep(LONE_GAP_S)
                 search_ms += timed([partial(stub.SearchMemories, search_request(a, False))])
             out["lone_search"], out["lone_embedder"] = percentiles(search_ms), percentiles(alone_ms)
+            out["lone_server"] = server_means(before, scrape(metrics_port))
             out["saturated_text"] = saturate(
                 stub, lambda i: search_request(text_asks[i % len(text_asks)], False), pid, clients, seconds)
             out["saturated_vector"] = saturate(
@@ -224,4 +254,12 @@ def report_load(result: dict[str, Any]) -> str:
             f"{s['lone_search']['p50'] - fastest:+.2f} | {st['rps']:.1f} ({st['latency']['p50']:.1f} ms) | "
             f"{st['cpu_ms_per_request']:.2f} | {sv['rps']:.1f} | {sv['cpu_ms_per_request']:.2f} | "
             f"{s['store']['p50']:.2f} | {s['store']['p50'] - s['store_embedder']['p50']:+.2f} |")
+    lines += ["", "Where a lone text search goes (means, ms; the server's own /metrics):", "",
+              "| threads | client sees | server handler | of it the model | handler less model | transport and client "
+              "| embedder alone here |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in settings:
+        client, server = s["lone_search"]["mean"], s["lone_server"]
+        lines.append(f"| {s['threads']} | {client:.2f} | {server['handler_ms']:.2f} | {server['model_ms']:.2f} | "
+                     f"{server['handler_ms'] - server['model_ms']:.2f} | {client - server['handler_ms']:.2f} | "
+                     f"{s['lone_embedder']['mean']:.2f} |")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -141,11 +141,29 @@ def show(s: dict[str, Any]) -> None:
           f"(ratio {s['store_over_embed_p50']:.2f}); batch-32 ratio {s['batch_store_over_embed_p50']:.2f}")
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    """Start the database (embedded in a fresh directory unless a URL is given) and the engine, run, clean up."""
+def bench_config(args: argparse.Namespace) -> Config:
+    """The defaults on ``--database-url``, or on an embedded PostgreSQL in a fresh directory."""
     database = DatabaseConfig(url=args.database_url or None, data_dir=Path(tempfile.mkdtemp(prefix="npc-bench-")),
                               pool_min=1, pool_max=4)
-    config = replace(Config(), database=database)
+    return replace(Config(), database=database)
+
+
+def run_main(parser: argparse.ArgumentParser,
+             measure: Callable[[argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]],
+             show_summary: Callable[[dict[str, Any]], None]) -> None:
+    """Add ``--database-url`` and ``--json`` to ``parser``, parse, measure, print, optionally write JSON."""
+    parser.add_argument("--database-url", dest="database_url", help="PostgreSQL DSN; default: embedded")
+    parser.add_argument("--json", help="write the summary here")
+    args = parser.parse_args()
+    summary = asyncio.run(measure(args))
+    show_summary(summary)
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    """Start the database (embedded in a fresh directory unless a URL is given) and the engine, run, clean up."""
+    config = bench_config(args)
     if args.duplicate_threshold is not None:
         config = replace(config, write=replace(config.write, duplicate_threshold=args.duplicate_threshold))
     async with open_engine(config) as engine:
@@ -159,15 +177,9 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=200, help="single stores measured (each also embedded alone)")
     parser.add_argument("--batches", type=int, default=10, help="batches of 32 measured")
     parser.add_argument("--scope-rows", dest="scope_rows", type=int, default=300, help="memories already in scope")
-    parser.add_argument("--database-url", dest="database_url", help="PostgreSQL DSN; default: embedded")
     parser.add_argument("--duplicate-threshold", dest="duplicate_threshold", type=float,
                         help="override the configured threshold (to compare with older code)")
-    parser.add_argument("--json", help="write the summary here")
-    args = parser.parse_args()
-    summary = asyncio.run(main_async(args))
-    show(summary)
-    if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    run_main(parser, main_async, show)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from npc_memory.embedding.local import MODEL_NAME as MODEL
 from npc_memory.store import settings
 from npc_memory.store.migrate import migrate
 from npc_memory.store.writes import INSERT_COLUMNS, insert_params
-from npc_memory.text import Analysis, Tokenizer
+from npc_memory.text import Analysis, TextOptions, Tokenizer
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from tqdm import tqdm
@@ -88,10 +88,10 @@ class ScopeInfo:
 class _Texts:
     """Terms and content keys of the pool's passages, computed once; day-prefixed variants composed."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, options: TextOptions) -> None:
         self.pool = pool
         self.index = pool.passage_index()
-        self._tok = Tokenizer()
+        self._tok = Tokenizer(options=options)
         self._analyses: dict[str, Analysis] = {}
 
     def _analysis(self, text: str) -> Analysis:
@@ -185,6 +185,14 @@ def plan_scopes(
     return out
 
 
+def recorded_options(url: str) -> TextOptions:
+    """The text options the database's terms are made with (a new database records the defaults, as serve would)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(settings.CLAIM, {"key": settings.TERMS_KEY, "value": TextOptions().terms_label()})
+        row = conn.execute(settings.GET, {"key": settings.TERMS_KEY}).fetchone()
+    return TextOptions() if row is None else TextOptions.from_label(str(row[0]))
+
+
 def seed(
     url: str, total: int, *, prefix: str = "lt", seed_value: int = 42, pool: Pool | None = None,
     low: int = MIN_SCOPE, high: int = MAX_SCOPE, progress: bool = True, migrate_first: bool = True,
@@ -193,7 +201,7 @@ def seed(
     if migrate_first:
         migrate(url)
     pool = pool or load_pool()
-    texts = _Texts(pool)
+    texts = _Texts(pool, recorded_options(url))
     plan = plan_scopes(total, prefix, seed_value, low, high)
     rng = random.Random(seed_value)
     now = datetime.now(UTC)

@@ -99,8 +99,11 @@ def test_text_options_and_period_search_come_from_the_environment() -> None:
                                     "NPC_MEMORY_SEARCH_PERIOD": "candidates"})
     assert config.text.question_words
     assert config.text.honorifics
-    assert not config.text.stem_latin
+    assert config.text.stem_latin  # the default
+    assert not config.text.function_words
+    assert config.text_set
     assert config.search.period_search == "candidates"
+    assert not load_config(_flags(), {"NPC_MEMORY_TEXT_QUESTION_WORDS": "false"}).text_set  # query-side only
 
 
 @pytest.mark.parametrize("env", [{"NPC_MEMORY_TEXT_STEM_LATIN": "maybe"}, {"NPC_MEMORY_SEARCH_PERIOD": "always"}])

@@ -21,19 +21,21 @@ from npc_memory.errors import ConfigError
 from npc_memory.runtime import build_engine, open_database
 from npc_memory.store.migrate import migrate
 from npc_memory.store.settings import TERMS_KEY
-from npc_memory.text import TextOptions, Tokenizer
+from npc_memory.text import PLAIN, TextOptions, Tokenizer
 from own_database import separate_database
 
-STEMS = TextOptions(stem_latin=True)
+STEMS = TextOptions(stem_latin=True, honorifics=False)
 TRIP = "We traveled to Busan last spring, and the cats there followed us."
 SCOPE = Scope("retokenize-player", "letia")
 
 
 @asynccontextmanager
-async def _engine(config: Config, shared: MemoryEngine, url: str, options: TextOptions) -> AsyncIterator[MemoryEngine]:
-    """An engine on ``url`` with these text options, built as ``serve`` builds it (the shared model)."""
+async def _engine(config: Config, shared: MemoryEngine, url: str, options: TextOptions | None
+                  ) -> AsyncIterator[MemoryEngine]:
+    """An engine on ``url`` built as ``serve`` builds it (the shared model): ``options`` set, or None for unset."""
+    configured = replace(config, text=options or TextOptions(), text_set=options is not None)
     async with open_database(replace(config.database, url=url)) as db:
-        yield await build_engine(replace(config, text=options), db, shared.embedder)
+        yield await build_engine(configured, db, shared.embedder)
 
 
 async def _recorded(url: str) -> str | None:
@@ -59,10 +61,14 @@ async def _keyword_hits(engine: MemoryEngine, text: str) -> list[str]:
 
 def test_the_label_names_what_shapes_stored_terms() -> None:
     """Stems imply whole Latin words; question words are query-side; no stored-side option reads as plain."""
-    assert TextOptions().terms_label() == "plain"
-    assert TextOptions(question_words=False).terms_label() == "plain"
-    assert STEMS.terms_label() == TextOptions(latin_words=True, stem_latin=True).terms_label()
-    assert TextOptions(honorifics=True, function_words=True).terms_label() == "function_words+honorifics"
+    assert PLAIN.terms_label() == "plain"
+    assert replace(PLAIN, question_words=False).terms_label() == "plain"
+    assert STEMS.terms_label() == replace(STEMS, latin_words=True).terms_label() == "latin_words+stem_latin"
+    assert TextOptions().terms_label() == "latin_words+stem_latin+honorifics"
+    for options in (PLAIN, STEMS, TextOptions(), replace(PLAIN, function_words=True, honorifics=True)):
+        assert TextOptions.from_label(options.terms_label()).terms_label() == options.terms_label()
+    with pytest.raises(ValueError, match="stemming"):
+        TextOptions.from_label("latin_words+stemming")
 
 
 async def test_retokenize_remakes_every_row_and_start_up_follows_the_record(
@@ -70,7 +76,7 @@ async def test_retokenize_remakes_every_row_and_start_up_follows_the_record(
 ) -> None:
     """Rows stored plain refuse a stemming start; the command re-makes their terms; then the other way round."""
     with separate_database(database_url, "npc_retokenize") as url:
-        async with _engine(config, engine, url, TextOptions()) as plain:
+        async with _engine(config, engine, url, PLAIN) as plain:
             await plain.store(SCOPE, [NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id="user",
                                                 content_type=ContentType.EVENT, content=TRIP)])
             assert await _keyword_hits(plain, "travelling") == []  # "traveled" was stored as it is written
@@ -80,6 +86,7 @@ async def test_retokenize_remakes_every_row_and_start_up_follows_the_record(
                 pass
 
         monkeypatch.setenv("NPC_MEMORY_TEXT_STEM_LATIN", "true")
+        monkeypatch.setenv("NPC_MEMORY_TEXT_HONORIFICS", "false")
         assert await asyncio.to_thread(main, ["retokenize", "--database-url", url, "--batch-size", "1"]) == 0
         assert await _recorded(url) == STEMS.terms_label()
         expected = Tokenizer(options=STEMS).analyse(TRIP)
@@ -88,13 +95,29 @@ async def test_retokenize_remakes_every_row_and_start_up_follows_the_record(
         async with _engine(config, engine, url, STEMS) as stemmed:
             assert await _keyword_hits(stemmed, "travelling") == [TRIP]
         with pytest.raises(ConfigError, match="latin_words\\+stem_latin"):
-            async with _engine(config, engine, url, TextOptions()):
+            async with _engine(config, engine, url, PLAIN):
                 pass
 
-        monkeypatch.delenv("NPC_MEMORY_TEXT_STEM_LATIN")
+        monkeypatch.setenv("NPC_MEMORY_TEXT_STEM_LATIN", "false")
         assert await asyncio.to_thread(main, ["retokenize", "--database-url", url]) == 0
         assert await _recorded(url) == "plain"
-        assert await _terms(url) == list(Tokenizer().analyse(TRIP).terms)
+        assert await _terms(url) == list(Tokenizer(options=PLAIN).analyse(TRIP).terms)
+
+
+async def test_unset_options_follow_the_database_and_a_new_one_records_the_defaults(
+    config: Config, engine: MemoryEngine, database_url: str
+) -> None:
+    """An upgraded database keeps the options its terms were made with until retokenized; a new one takes today's."""
+    with separate_database(database_url, "npc_terms_follow") as url:
+        async with _engine(config, engine, url, PLAIN):
+            pass
+        async with _engine(config, engine, url, None) as upgraded:
+            assert upgraded.tokenizer.options == PLAIN
+        assert await _recorded(url) == "plain"
+    with separate_database(database_url, "npc_terms_fresh") as url:
+        async with _engine(config, engine, url, None) as fresh:
+            assert fresh.tokenizer.options == TextOptions()
+        assert await _recorded(url) == TextOptions().terms_label()
 
 
 def test_a_database_with_rows_from_before_the_record_reads_as_plain(database_url: str) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from npc_memory.text import TextOptions, Tokenizer
+from npc_memory.text import PLAIN, TextOptions, Tokenizer
 
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Tokenizer:
-    """One kiwipiepy tokenizer for the module (loading the model takes a second)."""
+    """One kiwipiepy tokenizer with the default options for the module (loading the model takes a second)."""
     return Tokenizer()
 
 
@@ -45,15 +47,15 @@ def test_spacing_does_not_change_compound_nouns(tokenizer: Tokenizer) -> None:
     assert tokenizer.terms("딸기케이크") == tokenizer.terms("딸기 케이크") == ["딸기", "케이크"]
 
 
-def test_other_scripts_are_lower_cased_words(tokenizer: Tokenizer) -> None:
-    """Latin words are lower-cased, punctuation dropped, no stemming."""
-    assert tokenizer.terms("Coffee and TEA, café!") == ["coffee", "and", "tea", "café"]
-    assert tokenizer.terms("Cats") == ["cats"]
+def test_other_scripts_are_lower_cased_stemmed_words(tokenizer: Tokenizer) -> None:
+    """Latin words are lower-cased, punctuation dropped, and stemmed (Snowball English) by default."""
+    assert tokenizer.terms("Coffee and TEA, café!") == ["coffe", "and", "tea", "café"]
+    assert tokenizer.terms("Cats") == tokenizer.terms("cat") == ["cat"]
 
 
 def test_full_width_and_mixed_text(tokenizer: Tokenizer) -> None:
     """NFKC folds full-width letters; Korean and Latin mix in one text; numbers are terms."""
-    assert tokenizer.terms("\uff23\uff2f\uff26\uff26\uff25\uff25") == ["coffee"]  # full-width COFFEE
+    assert tokenizer.terms("\uff23\uff2f\uff26\uff26\uff25\uff25") == tokenizer.terms("coffee")  # full-width
     assert tokenizer.terms("레티아는 Java를 3년 배웠다") == ["레티아", "java", "3", "배우다"]
 
 
@@ -84,22 +86,23 @@ def english() -> Tokenizer:
     return Tokenizer(options=TextOptions(stem_latin=True, function_words=True, honorifics=True, question_words=True))
 
 
-def test_default_options_keep_the_stored_terms(tokenizer: Tokenizer) -> None:
-    """Without options, Latin tokens stay as Kiwi cut them, so rows stored before keep matching."""
+def test_plain_options_keep_latin_tokens_as_kiwi_cut_them(tokenizer: Tokenizer) -> None:
+    """PLAIN (the terms of databases older than the recorded options) keeps "now." whole; the defaults do not."""
+    assert Tokenizer(options=PLAIN).terms("I quit, it's tea now.") == ["i", "quit", "it", "s", "tea", "now."]
     assert tokenizer.options == TextOptions()
-    assert tokenizer.terms("I quit, it's tea now.") == ["i", "quit", "it", "s", "tea", "now."]
+    assert tokenizer.terms("I quit, it's tea now.") == ["i", "quit", "it", "s", "tea", "now"]
 
 
 def test_latin_words_drop_edge_punctuation() -> None:
     """latin_words: a sentence-final "now." is the word "now", as in the middle of a sentence."""
-    words = Tokenizer(options=TextOptions(latin_words=True))
+    words = Tokenizer(options=replace(PLAIN, latin_words=True))
     assert words.terms("It's tea now.") == ["it", "s", "tea", "now"]
     assert words.terms("now.") == words.terms("now")
 
 
 def test_latin_words_are_whole_where_kiwi_splits_them() -> None:
     """latin_words: Kiwi reads "coffee." as "c" + "offee."; the term is the word "coffee", once."""
-    words = Tokenizer(options=TextOptions(latin_words=True))
+    words = Tokenizer(options=replace(PLAIN, latin_words=True))
     assert words.terms("I drink coffee.") == ["i", "drink", "coffee"]
     assert words.terms("U.S. e-mail, Java를") == ["u", "s", "e", "mail", "java"]
 
@@ -135,9 +138,10 @@ def test_honorific_lemmas_meet_the_plain_words(english: Tokenizer, polite: str, 
     assert english.terms(polite) == english.terms(plain)
 
 
-def test_honorifics_are_off_by_default(tokenizer: Tokenizer) -> None:
-    """Without the option 드시다 stays its own lemma (Kiwi's reading)."""
-    assert tokenizer.terms("뭘 드셨어요?") == ["드시다"]
+def test_honorifics_are_on_by_default(tokenizer: Tokenizer) -> None:
+    """By default 드시다 reads as 먹다; without the option (PLAIN) it stays its own lemma (Kiwi's reading)."""
+    assert tokenizer.terms("뭘 드셨어요?") == tokenizer.terms("뭘 먹었어?") == ["먹다"]
+    assert Tokenizer(options=PLAIN).terms("뭘 드셨어요?") == ["드시다"]
 
 
 def test_question_words_leave_query_terms_only(english: Tokenizer) -> None:

@@ -43,7 +43,7 @@ from npc_memory.domain.model import (
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.text import TextOptions, Tokenizer
+from npc_memory.text import PLAIN, Tokenizer
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.generate import DATASET
@@ -240,8 +240,8 @@ async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str,
 
 async def run(url: str, data: dict[str, Any], configs: Sequence[Asking], candidates: int, steps: Sequence[str],
               ) -> dict[str, Any]:
-    """Open the engine on ``url`` (stored text tokenised as by default), embed, load and measure."""
-    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), text=TextOptions(),
+    """Open the engine on ``url`` (stored text tokenised as ``PLAIN``; steps name their own), embed, load, measure."""
+    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), text=PLAIN, text_set=True,
                     search=SearchConfig(candidates=candidates))
     async with open_engine(config) as engine:
         vectors = await embed_turns(engine, data)

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, replace
 
 from npc_memory.config import PeriodSearch, SearchConfig, WriteConfig
-from npc_memory.text import TextOptions
+from npc_memory.text import PLAIN, TextOptions
 
 OLD_HALF_LIFE = 30.0 * math.log(2)
 """The recency half-life before the archive step (days): exp(-age / 30 days)."""
@@ -40,9 +40,10 @@ class StepSettings:
     """``session_cap``: hits of one session in a page before other sessions' hits come first (0: off)."""
 
 
-_QW = TextOptions(question_words=True)
+_QW = PLAIN
+"""The text options of every step before the English and honorific ones (the defaults of the time)."""
 STEPS: dict[str, StepSettings] = {
-    "base": StepSettings("knowledge", TextOptions(question_words=False), "off"),
+    "base": StepSettings("knowledge", replace(PLAIN, question_words=False), "off"),
     "+qw": StepSettings("knowledge", _QW, "off"),
     "+period-cand": StepSettings("knowledge", _QW, "candidates"),
     "+period-first": StepSettings("knowledge", _QW, "first"),

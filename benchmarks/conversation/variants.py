@@ -23,7 +23,7 @@ from npc_memory.config import Config, DatabaseConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import build_engine, open_database, open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.text import TextOptions, Tokenizer
+from npc_memory.text import PLAIN, TextOptions, Tokenizer
 from psycopg import sql
 
 from benchmarks.conversation import metrics
@@ -49,18 +49,19 @@ class Variant:
     stored_as_query: bool = False
 
 
-_WORDS = TextOptions(latin_words=True)
+_OFF = replace(PLAIN, question_words=False)
+_WORDS = replace(_OFF, latin_words=True)
 _STEM = replace(_WORDS, stem_latin=True)
 _FUNCTION = replace(_STEM, function_words=True)
 _QUESTION = replace(_FUNCTION, question_words=True)
 VARIANTS = {
-    "base": Variant(TextOptions()),
+    "base": Variant(_OFF),
     "latin-words": Variant(_WORDS),
     "stem": Variant(_STEM),
     "stem+function-words": Variant(_FUNCTION),
     "+question-words (query only)": Variant(_QUESTION),
     "+question-words (both sides)": Variant(_QUESTION, stored_as_query=True),
-    "question-words only (query)": Variant(TextOptions(question_words=True)),
+    "question-words only (query)": Variant(PLAIN),
     "+honorifics": Variant(replace(_QUESTION, honorifics=True)),
 }
 

@@ -30,7 +30,7 @@ from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store.pool import PoolSettings
-from npc_memory.text import TextOptions
+from npc_memory.text import STORED_SIDE, TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
 PeriodSearch = Literal["off", "candidates", "first"]
@@ -235,6 +235,9 @@ class Config:
     retention: RetentionConfig = RetentionConfig()
     text: TextOptions = TextOptions()  # noqa: RUF009  (frozen, so sharing it is safe)
     """How text becomes BM25 terms (text/tokenize.py); options that change stored terms need re-tokenising."""
+    text_set: bool = False
+    """Whether a stored-side text option was set (flag, environment or file). Unset, a database that records
+    other options than the defaults keeps its own (runtime.text_options); set, start-up refuses a mismatch."""
     extraction: ExtractionSettings = ExtractionSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     keyword_backend: KeywordBackend = "auto"
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
@@ -264,6 +267,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     def pick(name: str, default: T, parse: Callable[[str], T]) -> T:
         return pick_setting(name, flags, env, flat, default, parse)
 
+    text_given: dict[str, bool | None] = {name: pick(f"text_{name}", None, boolean) for name in STORED_SIDE}
     search_file = file.get("search", {})
     default_weights = weights_table(search_file.get("weights", {}), "search.weights")
     heroine_weights = {
@@ -364,10 +368,11 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
                 "interval_minutes", RetentionConfig.interval_minutes)), float),
         ),
-        text=TextOptions(**{
-            name: pick(f"text_{name}", getattr(TextOptions, name), boolean)
-            for name in ("latin_words", "stem_latin", "function_words", "honorifics", "question_words")
-        }),
+        text=TextOptions(
+            **{name: getattr(TextOptions, name) if value is None else value for name, value in text_given.items()},
+            question_words=pick("text_question_words", TextOptions.question_words, boolean),
+        ),
+        text_set=any(value is not None for value in text_given.values()),
         extraction=_extraction(pick, file.get("extraction", {})),
         keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
     )

@@ -21,8 +21,8 @@ from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.migrate import migrate
 from npc_memory.store.pool import Database
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga
-from npc_memory.store.settings import check_embedding_model, check_text_terms
-from npc_memory.text import Tokenizer
+from npc_memory.store.settings import check_embedding_model, check_text_terms, recorded_text_terms
+from npc_memory.text import TextOptions, Tokenizer
 from npc_memory.text.process_pool import AnalysisPool
 
 log = logging.getLogger(__name__)
@@ -77,12 +77,32 @@ async def keyword_backend(db: Database, configured: KeywordBackend) -> ResolvedK
     return backend
 
 
+async def text_options(db: Database, config: Config) -> TextOptions:
+    """The text options to serve with: the configured ones, or, none set, those the database's terms were made with.
+
+    A database whose terms older defaults made keeps working after an upgrade that changed the defaults; set
+    options must match the record (ConfigError otherwise); a new database records what is configured.
+    """
+    recorded = await recorded_text_terms(db)
+    if recorded is not None and not config.text_set and recorded != config.text.terms_label():
+        try:
+            options = TextOptions.from_label(recorded, config.text.question_words)
+        except ValueError as exc:
+            raise ConfigError(f"service_settings.text_terms: {exc}") from exc
+        log.info("keyword terms: this database's were made with text options '%s' (the defaults are '%s'); "
+                 "serving with its own (`npc-memory retokenize` moves them to the defaults)",
+                 recorded, config.text.terms_label())
+        return options
+    await check_text_terms(db, config.text.terms_label())
+    return config.text
+
+
 async def build_engine(config: Config, db: Database, embedder: Embedder) -> MemoryEngine:
     """The engine over an open database and embedder, once they agree on the model and the text options."""
     await check_embedding_model(db, embedder.name, embedder.dim)
-    await check_text_terms(db, config.text.terms_label())
+    options = await text_options(db, config)
     backend = await keyword_backend(db, config.keyword_backend)
-    tokenizer = await asyncio.to_thread(Tokenizer, options=config.text)
+    tokenizer = await asyncio.to_thread(Tokenizer, options=options)
     return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, keyword_backend=backend,
                         write_settings=config.write, search_settings=config.search)
 
@@ -97,7 +117,7 @@ async def open_engine(config: Config) -> AsyncIterator[MemoryEngine]:
             engine = await build_engine(config, db, embedder)
             if config.write.tokenize_processes > 0:
                 pool = await AnalysisPool.start(
-                    config.write.tokenize_processes, config.text, config.write.tokenize_process_min_chars)
+                    config.write.tokenize_processes, engine.tokenizer.options, config.write.tokenize_process_min_chars)
                 engine.analysis_pool = pool
             yield engine
         finally:

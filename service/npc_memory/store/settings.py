@@ -53,6 +53,14 @@ async def set_embedding_model(db: Database, name: str, dim: int) -> None:
     await _put(db, MODEL_KEY, model_label(name, dim))
 
 
+async def recorded_text_terms(db: Database) -> str | None:
+    """The text options the stored terms were made with, or None before the first start records them."""
+    async with db.connection() as conn:
+        cur = await conn.execute(GET, {"key": TERMS_KEY})
+        row = await cur.fetchone()
+    return None if row is None else str(row["value"])
+
+
 async def check_text_terms(db: Database, label: str) -> None:
     """Record the text options on first start; refuse to serve rows whose terms other options made.
 

@@ -1,5 +1,5 @@
 """Tokenisation for keyword search: Korean morphemes, lower-cased words in other scripts."""
 
-from npc_memory.text.tokenize import Analysis, TextOptions, Tokenizer
+from npc_memory.text.tokenize import PLAIN, STORED_SIDE, Analysis, TextOptions, Tokenizer
 
-__all__ = ["Analysis", "TextOptions", "Tokenizer"]
+__all__ = ["PLAIN", "STORED_SIDE", "Analysis", "TextOptions", "Tokenizer"]

@@ -28,19 +28,23 @@ _LATIN_WORD = re.compile(r"[^\W_\uac00-\ud7a3\u3130-\u318f]+")
 
 @dataclass(frozen=True)
 class TextOptions:
-    """How text becomes terms; the defaults give the terms stored rows were made with.
+    """How text becomes terms.
 
     Changing an option that applies to stored text changes the terms of new rows, so rows stored before
-    need re-tokenising to match; ``question_words`` applies to queries only.
+    need re-tokenising to match (``npc-memory retokenize``); ``question_words`` applies to queries only.
+    The defaults are the options a new database records; ``PLAIN`` made the terms of databases older than
+    that record (docs/conversation-benchmark.md measures each).
     """
 
     latin_words: bool = False
-    """Split Latin tokens into their runs of letters and digits ("now." -> "now")."""
-    stem_latin: bool = False
+    """Split Latin tokens into their runs of letters and digits ("now." -> "now", not Kiwi's "now."; "coffee."
+    -> "coffee", not "c" + "offee.")."""
+    stem_latin: bool = True
     """Snowball English stems for Latin words ("traveled" -> "travel"); implies ``latin_words``."""
     function_words: bool = False
-    """Drop English function words ("the", "did", "my") from stored and query terms alike."""
-    honorifics: bool = False
+    """Drop English function words ("the", "did", "my") from stored and query terms alike (off: "I" and "my"
+    tell the player's own lines apart, and updates lost 6 points R@10 with it on)."""
+    honorifics: bool = True
     """Korean honorific lemmas as the plain word (드시다 -> 먹다, 생신 -> 생일), stored and query terms alike."""
     question_words: bool = True
     """Drop the words of asking ("remember", 기억나다, 말하다) from query terms only (on: measured no loss on the
@@ -56,9 +60,22 @@ class TextOptions:
                                         ("honorifics", self.honorifics)) if on]
         return "+".join(stored) or PLAIN_TERMS
 
+    @classmethod
+    def from_label(cls, label: str, question_words: bool = True) -> TextOptions:
+        """The options a ``terms_label`` names (with the query-side ``question_words`` given)."""
+        names = set() if label == PLAIN_TERMS else set(label.split("+"))
+        unknown = names - set(STORED_SIDE)
+        if unknown:
+            raise ValueError(f"unknown text option(s) {sorted(unknown)} in {label!r}")
+        return cls(**{name: name in names for name in STORED_SIDE}, question_words=question_words)
+
 
 PLAIN_TERMS = "plain"
 """The label of terms made with no stored-side option: every row stored before the label was recorded."""
+STORED_SIDE = ("latin_words", "stem_latin", "function_words", "honorifics")
+"""The options that shape stored terms (``question_words`` shapes queries only)."""
+PLAIN = TextOptions(stem_latin=False, honorifics=False)
+"""No stored-side option: how the terms of a database older than the recorded options were made."""
 
 
 def _tag(token: Any) -> str:
