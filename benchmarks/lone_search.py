@@ -1,0 +1,117 @@
+"""Where a lone text search's time goes, in-process (no gRPC): each part timed, beside the whole search and the model.
+
+    python -m benchmarks.lone_search [--rows 4000] [--queries 250] [--database-url DSN] [--json out]
+
+A fresh embedded PostgreSQL (or the given empty database) is seeded with ``--rows`` memories by loadtest.seed
+(scopes of ~100 to ~2,000 rows, real e5 vectors). For each distinct question, after a player's pause (0.25 s),
+the engine's own steps run one after another and are timed: the query's terms, the timeline check, the model
+(``MemoryEngine._embedded``), the period read from the text, and the search statement with the headroom the
+defaults ask for; then, each after its own pause, ``MemoryEngine.search`` as the service runs it (the model
+overlapped with the terms and the check) on the same question, and the embedder alone. The query cache is
+off, and the three calls use different spellings of the question, so none reaches a cached vector or terms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import random
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from npc_memory.domain import dialogue
+from npc_memory.domain.model import Scope, SearchQuery, Weights
+from npc_memory.engine import MemoryEngine
+from npc_memory.runtime import database_url, open_engine
+from npc_memory.store import search as store_search
+
+from benchmarks.search_speed_parts import distinct_questions
+from benchmarks.write import bench_config, percentiles, run_main
+from loadtest.pool import load_pool
+from loadtest.seed import ScopeInfo, seed
+
+PAUSE_S = 0.25
+PARTS = ("terms", "timeline check", "model", "period", "statement", "parts in a row", "search (service)",
+         "embedder alone")
+
+
+async def one(engine: MemoryEngine, query: SearchQuery) -> dict[str, float]:
+    """The parts of one search run one after another, in milliseconds."""
+    marks = [time.perf_counter()]
+    terms = engine._keyword_terms(query)
+    marks.append(time.perf_counter())
+    await engine._check_view(query.scope.user_id, query.view)
+    marks.append(time.perf_counter())
+    query = await engine._embedded(query)
+    marks.append(time.perf_counter())
+    query = engine.with_period(query)
+    asked = replace(query, limit=query.limit * dialogue.REPEAT_HEADROOM)
+    marks.append(time.perf_counter())
+    await store_search.search_ranked(engine.db, asked, terms, engine.search_settings.candidates, engine.keyword_backend)
+    marks.append(time.perf_counter())
+    ms = [(b - a) * 1000 for a, b in itertools.pairwise(marks)]
+    return dict(zip(PARTS, [*ms, (marks[-1] - marks[0]) * 1000], strict=False))
+
+
+async def measure(engine: MemoryEngine, scopes: list[ScopeInfo], texts: list[str]) -> dict[str, Any]:
+    """Every question: the parts, the service's search, the embedder alone; each after a pause."""
+    samples: dict[str, list[float]] = {p: [] for p in PARTS}
+    for i, text in enumerate(texts):
+        s = scopes[i % len(scopes)]
+        query = SearchQuery(scope=Scope(s.user_id, s.heroine_id), text=text, limit=10, weights=Weights(),
+                            now=datetime.now(UTC))
+        await asyncio.sleep(PAUSE_S)
+        for part, ms in (await one(engine, query)).items():
+            samples[part].append(ms)
+        await asyncio.sleep(PAUSE_S)
+        started = time.perf_counter()
+        await engine.search(replace(query, text=text + " !"))
+        samples["search (service)"].append((time.perf_counter() - started) * 1000)
+        await asyncio.sleep(PAUSE_S)
+        started = time.perf_counter()
+        await engine.embedder.embed_queries([text + " ?"])
+        samples["embedder alone"].append((time.perf_counter() - started) * 1000)
+    return {part: percentiles(ms) for part, ms in samples.items()}
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    """Seed a fresh database, open the engine with the query cache off, measure."""
+    config = bench_config(args)
+    config = replace(config, embedding=replace(config.embedding, query_cache_size=0),
+                     write=replace(config.write, tokenize_processes=0))
+    pool = load_pool()
+    texts = distinct_questions(pool.queries)
+    random.Random(2).shuffle(texts)
+    async with database_url(config.database) as url:
+        scopes = await asyncio.to_thread(seed, url, args.rows, progress=False)
+        async with open_engine(replace(config, database=replace(config.database, url=url))) as engine:
+            summary = await measure(engine, scopes, texts[:args.queries])
+    summary["rows"], summary["scopes"] = args.rows, len(scopes)
+    return summary
+
+
+def show(s: dict[str, Any]) -> None:
+    """Print the table."""
+    print(f"lone text searches in-process, {s['rows']:,} rows in {s['scopes']} scopes, "
+          f"{s['terms']['n']} questions, {PAUSE_S} s apart\n")
+    print(f"{'part':<18}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
+    for part in PARTS:
+        r = s[part]
+        print(f"{part:<18}{r['p50']:>9.2f}{r['p95']:>9.2f}{r['mean']:>9.2f}")
+    gap = s["search (service)"]["p50"] - s["embedder alone"]["p50"]
+    print(f"\nsearch (service) p50 - embedder alone p50: {gap:+.2f} ms; statement p50 {s['statement']['p50']:.2f} ms")
+
+
+def main() -> None:
+    """Parse options, run, print, optionally write JSON."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--rows", type=int, default=4000, help="memories seeded (scopes of ~100 to ~2,000)")
+    parser.add_argument("--queries", type=int, default=250, help="distinct questions asked")
+    run_main(parser, main_async, show)
+
+
+if __name__ == "__main__":
+    main()
