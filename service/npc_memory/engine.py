@@ -127,17 +127,7 @@ class MemoryEngine:
             if first is not None:
                 return first
         now = utcnow()
-        turns = dialogue.turn_flags(facts, write.dialogue_batch_min)
-        window = timedelta(minutes=write.dialogue_context_minutes)
-        stored: StoredTurn | None = None
-        if window > timedelta(0) and dialogue.may_join(facts, turns, write.dialogue_batch_min):
-            # One line per request, no tier named: a turn when it answers the scope's latest row (another voice).
-            at = facts[0].valid_at or now
-            stored = await previous_turn(self.db, scope, at, at - window)
-            turns = [dialogue.joins_dialogue(facts[0], stored, now, window, write.dialogue_same_voice)]
-            if stored is None and write.dialogue_repeated_lines:
-                # Nothing said just before: a conversation's first line, a turn if it repeats a dialogue's line.
-                turns = [await said_in_dialogue(self.db, scope, facts[0].content, facts[0].speaker)]
+        turns, stored = await self._turns(scope, facts, now)
         texts, answered = await self._turn_texts(scope, facts, turns, now, stored)
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
         if answered is not None:
@@ -157,6 +147,23 @@ class MemoryEngine:
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
+
+    async def _turns(
+        self, scope: Scope, facts: Sequence[NewMemory], now: datetime
+    ) -> tuple[list[bool], StoredTurn | None]:
+        """Which facts are dialogue turns (domain/dialogue.py), and the scope's latest row when a lone line read it."""
+        write = self.write_settings
+        turns = dialogue.turn_flags(facts, write.dialogue_batch_min)
+        window = timedelta(minutes=write.dialogue_context_minutes)
+        if window <= timedelta(0) or not dialogue.may_join(facts, turns, write.dialogue_batch_min):
+            return turns, None
+        # One line per request, no tier named: a turn when it answers the scope's latest row (another voice).
+        at = facts[0].valid_at or now
+        stored = await previous_turn(self.db, scope, at, at - window)
+        if stored is None and write.dialogue_repeated_lines:
+            # Nothing said just before: a conversation's first line, a turn if it repeats a dialogue's line.
+            return [await said_in_dialogue(self.db, scope, facts[0].content, facts[0].speaker)], None
+        return [dialogue.joins_dialogue(facts[0], stored, now, window, write.dialogue_same_voice)], stored
 
     async def _turn_texts(
         self, scope: Scope, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
