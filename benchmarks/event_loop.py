@@ -1,17 +1,21 @@
-"""The server's event loop: the standard asyncio loop beside uvloop, CPU per search and throughput, in one run.
+"""The server's event loop (or two versions of the code): CPU per search and throughput, side by side in one run.
 
     python -m benchmarks.event_loop [--rows 10000] [--rounds 3] [--clients 4] [--seconds 8] [--lone 200]
+                                    [--before-src DIR]
 
 Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale. Each round starts one
 ``npc-memory serve`` per loop (``NPC_MEMORY_EVENT_LOOP`` asyncio, then uvloop; the order flips every round so
 slow drift of the shared machine falls on both), times ``--lone`` caller-vector searches from one client one
 after another, then saturates the server with ``--clients`` threads for ``--seconds``: requests/s, latency,
 and the server process's CPU ms per search (psutil user + system; PostgreSQL's CPU is not in it).
+With ``--before-src DIR`` (an earlier checkout, e.g. ``git worktree add DIR <commit>``) the two servers are that
+code and this one, both on uvloop: DIR/service is put first on the server's PYTHONPATH.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import tempfile
@@ -26,14 +30,21 @@ from benchmarks.search_speed_load import saturate, search_request
 from benchmarks.search_speed_parts import percentiles, served_process, timed
 from loadtest.pool import load_pool
 
-LOOPS = ("asyncio", "uvloop")
-BASELINE = "asyncio"
+
+def variants(before_src: Path | None) -> dict[str, dict[str, str]]:
+    """The two servers' environments, the baseline first: the two loops, or the earlier code and this one."""
+    common = {"NPC_MEMORY_EMBEDDING_THREADS": "0", "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
+    if before_src is None:
+        return {loop: {**common, "NPC_MEMORY_EVENT_LOOP": loop} for loop in ("asyncio", "uvloop")}
+    path = os.pathsep.join(filter(None, [str(before_src.resolve() / "service"), os.environ.get("PYTHONPATH", "")]))
+    return {"before": {**common, "NPC_MEMORY_EVENT_LOOP": "uvloop", "PYTHONPATH": path},
+            "after": {**common, "NPC_MEMORY_EVENT_LOOP": "uvloop"}}
 
 
-def one_round(url: str, folder: Path, loop: str, asks: list[Any], args: argparse.Namespace) -> dict[str, Any]:
-    """One server on ``loop``: lone caller-vector latency, then the saturated figures."""
-    env = {"NPC_MEMORY_EVENT_LOOP": loop, "NPC_MEMORY_EMBEDDING_THREADS": "0", "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
-    with served_process(url, folder / f"event-loop-{loop}.log", env=env) as (channel, pid):
+def one_round(url: str, folder: Path, name: str, env: dict[str, str], asks: list[Any], args: argparse.Namespace,
+              ) -> dict[str, Any]:
+    """One server: lone caller-vector latency, then the saturated figures."""
+    with served_process(url, folder / f"event-loop-{name}.log", env=env) as (channel, pid):
         stub = svc_grpc.MemoryServiceStub(channel)
         for a in asks[:50]:  # warm-up: prepared statements, pool connections
             stub.SearchMemories(search_request(a, True))
@@ -52,35 +63,40 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--lone", type=int, default=200)
+    parser.add_argument("--before-src", dest="before_src", type=Path,
+                        help="compare this earlier checkout's server with this code's (both on uvloop)")
     args = parser.parse_args()
+    servers = variants(args.before_src)
+    names = list(servers)
+    base, other = names
     folder = args.data_dir / str(args.rows)
     pg, scopes = ensure_seeded(folder, args.rows, load_pool())
     asks = plan(random.Random(5), scopes, load_pool(), 400)
-    rounds: dict[str, list[dict[str, Any]]] = {loop: [] for loop in LOOPS}
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     try:
         for r in range(args.rounds):
-            for loop in LOOPS if r % 2 == 0 else LOOPS[::-1]:
-                got = one_round(pg.url, folder, loop, asks, args)
-                rounds[loop].append(got)
-                print(f"round {r + 1} {loop}: lone p50 {got['lone']['p50']:.2f} ms, {got['rps']:.0f} req/s, "
+            for name in names if r % 2 == 0 else names[::-1]:
+                got = one_round(pg.url, folder, name, servers[name], asks, args)
+                rounds[name].append(got)
+                print(f"round {r + 1} {name}: lone p50 {got['lone']['p50']:.2f} ms, {got['rps']:.0f} req/s, "
                       f"CPU {got['cpu_ms']:.2f} ms per search", flush=True)
     finally:
         pg.stop()
 
-    def med(loop: str, pick: str) -> float:
+    def med(name: str, pick: str) -> float:
         return float(statistics.median(
-            r["lone"][pick.split(".")[1]] if pick.startswith("lone.") else r[pick] for r in rounds[loop]))
+            r["lone"][pick.split(".")[1]] if pick.startswith("lone.") else r[pick] for r in rounds[name]))
 
     print(f"\nmedian of {args.rounds} rounds, {args.clients} clients saturating, {args.lone} lone searches per round\n")
-    print("| event loop | lone p50 ms | lone p95 ms | saturated req/s | server CPU ms per search |")
+    print("| server | lone p50 ms | lone p95 ms | saturated req/s | server CPU ms per search |")
     print("|---|---:|---:|---:|---:|")
-    for loop in LOOPS:
-        print(f"| {loop} | {med(loop, 'lone.p50'):.2f} | {med(loop, 'lone.p95'):.2f} | {med(loop, 'rps'):.0f} | "
-              f"{med(loop, 'cpu_ms'):.2f} |")
-    print(f"| uvloop / {BASELINE} | {med('uvloop', 'lone.p50') / med(BASELINE, 'lone.p50'):.2f}x | "
-          f"{med('uvloop', 'lone.p95') / med(BASELINE, 'lone.p95'):.2f}x | "
-          f"{med('uvloop', 'rps') / med(BASELINE, 'rps'):.2f}x | "
-          f"{med('uvloop', 'cpu_ms') / med(BASELINE, 'cpu_ms'):.2f}x |")
+    for name in names:
+        print(f"| {name} | {med(name, 'lone.p50'):.2f} | {med(name, 'lone.p95'):.2f} | {med(name, 'rps'):.0f} | "
+              f"{med(name, 'cpu_ms'):.2f} |")
+    print(f"| {other} / {base} | {med(other, 'lone.p50') / med(base, 'lone.p50'):.2f}x | "
+          f"{med(other, 'lone.p95') / med(base, 'lone.p95'):.2f}x | "
+          f"{med(other, 'rps') / med(base, 'rps'):.2f}x | "
+          f"{med(other, 'cpu_ms') / med(base, 'cpu_ms'):.2f}x |")
 
 
 if __name__ == "__main__":

@@ -56,10 +56,13 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
             hits, tier = await self._engine.search_deep(query)
         else:
             hits = await self._engine.search(query)
-        return svc.SearchMemoriesResponse(
-            results=[convert.scored(h, query.scope) for h in hits], embedding_model=self._engine.embedder.name,
-            answered_tier=enums.to_proto(enums.TIERS, tier) if tier else pb.TIER_UNSPECIFIED,
+        response = svc.SearchMemoriesResponse(
+            embedding_model=self._engine.embedder.name,
+            answered_tier=enums.TIER_NUMBERS[tier] if tier else pb.TIER_UNSPECIFIED,
         )
+        for hit in hits:
+            convert.fill_scored(response.results.add(), hit, query.scope)
+        return response
 
     @handle_errors
     async def GetMemory(  # noqa: N802
@@ -79,10 +82,10 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
             parsed.scope, parsed.filter, parsed.include_invalidated, parsed.page_size, parsed.after, parsed.view,
             parsed.include_shared,
         )
-        return svc.ListMemoriesResponse(
-            memories=[convert.memory(m, parsed.scope) for m in memories],
-            next_page_token=encode_cursor(cursor) if cursor else "",
-        )
+        response = svc.ListMemoriesResponse(next_page_token=encode_cursor(cursor) if cursor else "")
+        for m in memories:
+            convert.fill_memory(response.memories.add(), m, parsed.scope)
+        return response
 
     @handle_errors
     async def InvalidateMemory(  # noqa: N802
@@ -115,10 +118,10 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
             rows, cursor = await self._engine.chain(p.scope, p.memory_id, p.page_size, p.after, p.view)
         else:
             rows, cursor = await self._engine.history(p.scope, p.subject_id, p.slot, p.page_size, p.after, p.view)
-        return svc.GetMemoryHistoryResponse(
-            memories=[convert.memory(m) for m in rows],
-            next_page_token=encode_history_cursor(cursor) if cursor else "",
-        )
+        response = svc.GetMemoryHistoryResponse(next_page_token=encode_history_cursor(cursor) if cursor else "")
+        for m in rows:
+            convert.fill_memory(response.memories.add(), m)
+        return response
 
     @handle_errors
     async def ForgetPlayer(  # noqa: N802
