@@ -18,6 +18,11 @@ from npc_memory.store.pool import Connection, Database
 from npc_memory.store.view import VISIBLE, with_view
 from npc_memory.store.writes import scope_params
 
+# Whether another speaker said a short line at row m's moment (its session stored line by line at one date).
+OTHER_VOICE = sql.SQL("""EXISTS (SELECT 1 FROM {visible} o
+    WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
+      AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s)""").format(visible=VISIBLE)
+
 # The newest valid short row said in [since, before] (a row said at the same moment was stored earlier: the
 # turn before it, e.g. every turn of a session dated with the session's date); any tier but gist, since a
 # dialogue stored without tier source is knowledge (domain/dialogue.py). The scope index (user_id,
@@ -28,9 +33,7 @@ from npc_memory.store.writes import scope_params
 # same speaker's next line there is a turn too (``joins_dialogue``).
 PREVIOUS_TURN = with_view(sql.SQL("""
 SELECT m.id, m.content, m.valid_at, m.speaker, p.content AS previous, p.speaker AS previous_speaker,
-       EXISTS (SELECT 1 FROM {visible} o
-               WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
-                 AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s) AS moment_voices
+       {other_voice} AS moment_voices
 FROM {visible} m
 LEFT JOIN LATERAL (
     SELECT p.content, p.speaker FROM {visible} p
@@ -43,7 +46,7 @@ WHERE m.tier <> 'gist' AND m.invalid_at IS NULL AND char_length(m.content) <= %(
   AND m.valid_at <= %(before)s AND m.valid_at >= %(since)s
 ORDER BY m.valid_at DESC, m.created_at DESC
 LIMIT 1
-""").format(visible=VISIBLE))
+""").format(visible=VISIBLE, other_voice=OTHER_VOICE))
 
 # Whether the speaker said this line before in a dialogue: a valid row of the same text (the content_key index)
 # at a moment that holds another speaker's line. A session's first line stored alone (no row said before it
@@ -53,11 +56,9 @@ SELECT EXISTS (
     SELECT 1 FROM {visible} m
     WHERE md5(m.content_key) = md5(%(content_key)s) AND m.content_key = %(content_key)s
       AND m.speaker = %(speaker)s AND m.tier <> 'gist' AND m.invalid_at IS NULL
-      AND EXISTS (SELECT 1 FROM {visible} o
-                  WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
-                    AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s)
+      AND {other_voice}
 ) AS said
-""").format(visible=VISIBLE))
+""").format(visible=VISIBLE, other_voice=OTHER_VOICE))
 
 # A question's vector taken again over its answer; only while the row is valid (a taken-back line stays as it was).
 SET_TURN_VECTOR = """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from npc_memory.errors import ConfigError
-from npc_memory.store.pool import Database
+from npc_memory.store.pool import Connection, Database
 
 GET = "SELECT value FROM service_settings WHERE key = %(key)s"
 PUT = """
@@ -23,13 +23,18 @@ def model_label(name: str, dim: int) -> str:
     return f"{name}/{dim}"
 
 
+async def _read(conn: Connection, key: str) -> str | None:
+    cur = await conn.execute(GET, {"key": key})
+    row = await cur.fetchone()
+    return None if row is None else str(row["value"])
+
+
 async def _claim(db: Database, key: str, value: str) -> str:
     """Record ``value`` under ``key`` unless something is recorded already; return what is recorded."""
     async with db.connection() as conn:
         await conn.execute(CLAIM, {"key": key, "value": value})
-        cur = await conn.execute(GET, {"key": key})
-        row = await cur.fetchone()
-    return str(row["value"]) if row else value
+        recorded = await _read(conn, key)
+    return value if recorded is None else recorded
 
 
 async def _put(db: Database, key: str, value: str) -> None:
@@ -56,9 +61,7 @@ async def set_embedding_model(db: Database, name: str, dim: int) -> None:
 async def recorded_text_terms(db: Database) -> str | None:
     """The text options the stored terms were made with, or None before the first start records them."""
     async with db.connection() as conn:
-        cur = await conn.execute(GET, {"key": TERMS_KEY})
-        row = await cur.fetchone()
-    return None if row is None else str(row["value"])
+        return await _read(conn, TERMS_KEY)
 
 
 async def check_text_terms(db: Database, label: str) -> None:
