@@ -6,7 +6,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kiwipiepy import Kiwi
@@ -55,10 +55,8 @@ class TextOptions:
 
         ``stem_latin`` implies ``latin_words``, so both spell the same label; ``question_words`` is query-side.
         """
-        stored = [name for name, on in (("latin_words", self.latin_words or self.stem_latin),
-                                        ("stem_latin", self.stem_latin), ("function_words", self.function_words),
-                                        ("honorifics", self.honorifics)) if on]
-        return "+".join(stored) or PLAIN_TERMS
+        effective = replace(self, latin_words=self.latin_words or self.stem_latin)
+        return "+".join(name for name in STORED_SIDE if getattr(effective, name)) or PLAIN_TERMS
 
     @classmethod
     def from_label(cls, label: str, question_words: bool = True) -> TextOptions:
