@@ -23,12 +23,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
+from npc_memory.store.pool import PlanCacheMode
 
 from benchmarks.dedup_pairs import ANIMALS, FOODS, HOBBIES, PLACES, obj
 
@@ -144,15 +145,17 @@ def show(s: dict[str, Any]) -> None:
 def bench_config(args: argparse.Namespace) -> Config:
     """The defaults on ``--database-url``, or on an embedded PostgreSQL in a fresh directory."""
     database = DatabaseConfig(url=args.database_url or None, data_dir=Path(tempfile.mkdtemp(prefix="npc-bench-")),
-                              pool_min=1, pool_max=4)
+                              pool_min=1, pool_max=4, plan_cache_mode=args.plan_cache_mode)
     return replace(Config(), database=database)
 
 
 def run_main(parser: argparse.ArgumentParser,
              measure: Callable[[argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]],
              show_summary: Callable[[dict[str, Any]], None]) -> None:
-    """Add ``--database-url`` and ``--json`` to ``parser``, parse, measure, print, optionally write JSON."""
+    """Add ``--database-url``, ``--plan-cache-mode`` and ``--json`` to ``parser``; parse, measure, print, write."""
     parser.add_argument("--database-url", dest="database_url", help="PostgreSQL DSN; default: embedded")
+    parser.add_argument("--plan-cache-mode", default=DatabaseConfig.plan_cache_mode, choices=get_args(PlanCacheMode),
+                        help="the pool's plan_cache_mode (default: the service's)")
     parser.add_argument("--json", help="write the summary here")
     args = parser.parse_args()
     summary = asyncio.run(measure(args))

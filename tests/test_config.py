@@ -106,8 +106,16 @@ def test_text_options_and_period_search_come_from_the_environment() -> None:
     assert not load_config(_flags(), {"NPC_MEMORY_TEXT_QUESTION_WORDS": "false"}).text_set  # query-side only
 
 
-@pytest.mark.parametrize("env", [{"NPC_MEMORY_TEXT_STEM_LATIN": "maybe"}, {"NPC_MEMORY_SEARCH_PERIOD": "always"}])
-def test_bad_text_or_period_setting_names_the_setting(env: dict[str, str]) -> None:
+def test_plan_cache_mode_comes_from_the_environment_and_reaches_the_pool() -> None:
+    """NPC_MEMORY_PLAN_CACHE_MODE sets PostgreSQL's plan_cache_mode on the pool's connections; generic by default."""
+    assert load_config(_flags(), {}).database.pool().plan_cache_mode == "force_generic_plan"
+    config = load_config(_flags(), {"NPC_MEMORY_PLAN_CACHE_MODE": "auto"})
+    assert config.database.pool().plan_cache_mode == "auto"
+
+
+@pytest.mark.parametrize("env", [{"NPC_MEMORY_TEXT_STEM_LATIN": "maybe"}, {"NPC_MEMORY_SEARCH_PERIOD": "always"},
+                                 {"NPC_MEMORY_PLAN_CACHE_MODE": "generic"}])
+def test_bad_choice_setting_names_the_setting(env: dict[str, str]) -> None:
     """An unreadable option value stops the start with the environment variable named."""
     with pytest.raises(ConfigError, match=next(iter(env))):
         load_config(_flags(), env)

@@ -13,7 +13,10 @@ the defaults. Then, on the same hits:
   centroid of the hit's session)`` (the mean vector of the session's turns; rank, not the final score, so
   the period a question names still orders first);
 - the answer pulled in: a hit whose own text is a question is followed by the turn after it in its session,
-  inside the same top 10 (for every hit, or the top 5 only).
+  inside the same top 10 (for every hit, or the top 5 only);
+- sessions capped (seventh round): the first search's top 100 taken in order with at most ``c`` hits from any
+  one session until the list is full, the skipped ones after them (turns embedded with their neighbours look
+  alike, so one session can fill the top 10 where a question's answers lie in two or three).
 
 None of these changes the service; the one that wins would be built into the search statement.
 """
@@ -44,6 +47,7 @@ MODE = "heldout-label"
 WIDE = 100
 PRF = [(k, beta) for k in (3, 5, 10) for beta in (0.5, 1.0)]
 SESSION_GAIN = (0.5, 1.0, 2.0)
+SESSION_CAPS = (1, 2, 3, 4)
 
 
 def unit(v: Vector) -> Vector:
@@ -68,6 +72,18 @@ def pull_answers(ranked: Sequence[UUID], text: dict[UUID, str], after: dict[UUID
             if x is not None and x not in out:
                 out.append(x)
     return out
+
+
+def capped(ranked: Sequence[UUID], session_of: dict[UUID, int], cap: int) -> list[UUID]:
+    """``ranked`` with at most ``cap`` hits of any one session first, in order, then the hits skipped."""
+    taken: dict[int, int] = {}
+    first: list[UUID] = []
+    rest: list[UUID] = []
+    for m in ranked:
+        s = session_of.get(m, -1)
+        (first if taken.get(s, 0) < cap else rest).append(m)
+        taken[s] = taken.get(s, 0) + 1
+    return first + rest
 
 
 class Collected:
@@ -124,6 +140,8 @@ async def conversation(engine: MemoryEngine, conv: dict[str, Any], lo: Loaded, o
         for g in SESSION_GAIN:
             raised = {m: -r / WIDE + g * float(np.dot(vec, centroid[session_of[m]])) for r, m in enumerate(wide)}
             out.add(f"session match, gain {g}", answer(sorted(raised, key=lambda m: -raised[m])))
+        for c in SESSION_CAPS:
+            out.add(f"at most {c} per session", answer(capped(wide, session_of, c)))
         out.add("answer pulled, every question hit", answer(pull_answers(first, text, after, 15)))
         out.add("answer pulled, top 5 question hits", answer(pull_answers(first, text, after, 5)))
 

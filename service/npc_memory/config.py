@@ -29,7 +29,7 @@ from npc_memory.domain.scoring import RECENCY_HALF_LIFE_DAYS
 from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.extraction.settings import ExtractionSettings
-from npc_memory.store.pool import PoolSettings
+from npc_memory.store.pool import PlanCacheMode, PoolSettings
 from npc_memory.text import STORED_SIDE, TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
@@ -121,10 +121,13 @@ class DatabaseConfig:
     """Upper bound on open connections."""
     connect_timeout: float = 5.0
     """Seconds to wait for a connection before answering UNAVAILABLE."""
+    plan_cache_mode: PlanCacheMode = PoolSettings.plan_cache_mode
+    """PostgreSQL's ``plan_cache_mode`` on the pool's connections (store/pool.py says why generic)."""
 
     def pool(self) -> PoolSettings:
         """The connection pool's part of these settings."""
-        return PoolSettings(min_size=self.pool_min, max_size=self.pool_max, connect_timeout=self.connect_timeout)
+        return PoolSettings(min_size=self.pool_min, max_size=self.pool_max, connect_timeout=self.connect_timeout,
+                            plan_cache_mode=self.plan_cache_mode)
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,7 @@ _period_search = one_of(PeriodSearch)
 _context_when = one_of(ContextWhen)
 _speaker_label = one_of(SpeakerLabel)
 _event_loop = one_of(EventLoop)
+_plan_cache_mode = one_of(PlanCacheMode)
 
 
 def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
@@ -319,6 +323,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             pool_min=pick("pool_min", DatabaseConfig.pool_min, int),
             pool_max=pick("pool_max", DatabaseConfig.pool_max, int),
             connect_timeout=pick("connect_timeout", DatabaseConfig.connect_timeout, float),
+            plan_cache_mode=pick("plan_cache_mode", DatabaseConfig.plan_cache_mode, _plan_cache_mode),
         ),
         embedding=EmbeddingSettings(
             kind=pick("embedder", EmbeddingSettings.kind, _kind),
