@@ -11,10 +11,8 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.store import search as store_search
 from npc_memory.store.pool import Database, PlanCacheMode, PoolSettings
 
-PLAN_COUNTS = """
-SELECT COALESCE(sum(generic_plans), 0) AS generic, COALESCE(sum(custom_plans), 0) AS custom
-FROM pg_prepared_statements WHERE statement LIKE '%scope_rows%'
-"""
+from benchmarks.plan_cache import plan_counts
+
 SEARCHES = 8
 
 
@@ -30,12 +28,11 @@ async def _searches_and_plans(url: str, mode: PlanCacheMode, scopes: list[Scope]
             await store_search.search_ranked(db, query, ["산책"], 20, "bm25")
         async with db.connection() as conn:
             shown = await (await conn.execute("SHOW plan_cache_mode")).fetchone()
-            plans = await (await conn.execute(PLAN_COUNTS)).fetchone()
+        generic, custom = await plan_counts(db)
     finally:
         await db.close()
     assert shown is not None
-    assert plans is not None
-    return str(shown["plan_cache_mode"]), int(plans["generic"]), int(plans["custom"])
+    return str(shown["plan_cache_mode"]), generic, custom
 
 
 @pytest.mark.parametrize(("mode", "generic", "custom"), [("force_generic_plan", SEARCHES, 0),
