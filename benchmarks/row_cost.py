@@ -1,0 +1,102 @@
+"""What each column of the search statement's scope scan costs per row, on the common-word scopes (bare SQL).
+
+    python -m benchmarks.row_cost [--queries 240] [--data-dir DIR]
+
+The scope scan (store/search_sql.py, SCOPE_ROWS and the BM25 side's columns) computes, for every row of the
+scope, the cosine with the query vector, the recency and importance prior, the row's length and each query
+term's count. Here each is added in turn to a bare aggregate over the scope's rows (the same row filter,
+prepared, binary, generic plan, as the service runs statements), so the differences between lines are what a
+column costs over all the scope's rows; the common query's two terms occur in ~80% of them (the common-word
+scopes of benchmarks.search_speed_load, seeded once into an embedded PostgreSQL). Requests interleave the lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from npc_memory.domain.scoring import RECENCY_EXPONENT_CAP
+from npc_memory.store.compiled import Compiled, compile_statement
+from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.store.migrate import migrate
+from npc_memory.store.search_sql import COSINE, IMPORTANCE, RECENCY
+from npc_memory.text import Tokenizer
+from pgvector.psycopg import register_vector
+from psycopg import RawCursor, sql
+
+from benchmarks.search_speed_load import COMMON_QUERY, ensure_common_scopes
+from benchmarks.search_speed_parts import percentiles, timed
+from loadtest.pool import load_pool
+
+ROWS = "FROM user_memories m WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.timeline_id = 1"
+TF = ("CASE WHEN %({t})s = ANY(m.terms) THEN cardinality(array_positions(m.terms, %({t})s))::float8 "
+      "ELSE 0.0::float8 END")
+PRIOR = f"0.1::float8 * {RECENCY} + 0.15::float8 * {IMPORTANCE}"
+COLUMNS: dict[str, list[str]] = {
+    "the rows alone (max id)": ["max(m.id::text)"],
+    "+ cosine": ["max(m.id::text)", f"max({COSINE})"],
+    "+ recency and importance prior": ["max(m.id::text)", f"max({COSINE})", f"max({PRIOR})"],
+    "+ length and two terms' counts": ["max(m.id::text)", f"max({COSINE})", f"max({PRIOR})",
+                                       "max(cardinality(m.terms))", f"sum({TF.format(t='t0')})",
+                                       f"sum({TF.format(t='t1')})"],
+}
+
+
+def statement(columns: list[str]) -> Compiled:
+    """The aggregate over the scope's rows, compiled to ``$n`` as the service's statements are."""
+    return compile_statement(sql.SQL("SELECT {} " + ROWS).format(sql.SQL(", ").join(
+        sql.SQL(c).format(valid_at=sql.Identifier("m", "valid_at"), importance=sql.Identifier("m", "importance"))
+        for c in columns)))
+
+
+def main() -> None:
+    """Seed the common scopes once, time every line on the largest, print the table."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--queries", type=int, default=240)
+    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-view-cost")
+    args = parser.parse_args()
+    pool = load_pool()
+    tok = Tokenizer()
+    pg = EmbeddedPostgres(args.data_dir)
+    try:
+        migrate(pg.url)
+        user_id, heroine_id, n = max(ensure_common_scopes(pg.url, pool, tok), key=lambda s: s[2])
+        terms = list(dict.fromkeys(tok.query_terms(COMMON_QUERY)))
+        with psycopg.connect(pg.url, autocommit=True) as conn:
+            register_vector(conn)
+            conn.execute("SET plan_cache_mode = force_generic_plan")
+            rng = random.Random(3)
+            times: dict[str, list[float]] = {name: [] for name in COLUMNS}
+            statements = {name: statement(columns) for name, columns in COLUMNS.items()}
+            for i in range(args.queries + 20):
+                params: dict[str, Any] = {
+                    "user_id": user_id, "heroine_id": heroine_id, "t0": terms[0], "t1": terms[1],
+                    "embedding": pool.query_vectors[rng.randrange(len(pool.queries))], "now_epoch": 1.8e9,
+                    "recency_seconds": 30 * 86400.0, "recency_cap": RECENCY_EXPONENT_CAP}
+
+                def run(compiled: Compiled, params: dict[str, Any] = params) -> None:
+                    with RawCursor(conn) as cur:
+                        cur.execute(compiled.query, compiled.args(params), prepare=True, binary=True)
+                        cur.fetchall()
+                for name, compiled in (statements.items() if i % 2 else reversed(statements.items())):
+                    ms = timed([lambda c=compiled: run(c)])  # type: ignore[misc]
+                    if i >= 20:
+                        times[name] += ms
+        print(f"scope of {n:,} rows, terms {terms}; p50 / p95 ms over {args.queries} requests\n")
+        print("| columns computed for every scope row | p50 / p95 ms | p50 over the line above |\n|---|---|---:|")
+        last = None
+        for name, t in times.items():
+            p = percentiles(t)
+            step = "" if last is None else f"+{p['p50'] - last:.2f}"
+            print(f"| {name} | {p['p50']:.2f} / {p['p95']:.2f} | {step} |")
+            last = p["p50"]
+    finally:
+        pg.stop()
+
+
+if __name__ == "__main__":
+    main()
