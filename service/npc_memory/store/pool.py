@@ -58,7 +58,7 @@ async def _configure(conn: Connection, plan_cache_mode: PlanCacheMode) -> None:
 
 
 class Database:
-    """An async pool of autocommit connections with pgvector adapters registered on each."""
+    """An async pool of autocommit connections, each with pgvector adapters registered and its plan cache mode set."""
 
     def __init__(self, url: str, settings: PoolSettings) -> None:
         self.url = url
