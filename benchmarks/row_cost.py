@@ -23,6 +23,7 @@ from npc_memory.domain.scoring import RECENCY_EXPONENT_CAP
 from npc_memory.store.compiled import Compiled, compile_statement
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.store.migrate import migrate
+from npc_memory.store.search_bm25 import bm25_side
 from npc_memory.store.search_sql import COSINE, IMPORTANCE, RECENCY
 from npc_memory.text import Tokenizer
 from pgvector.psycopg import register_vector
@@ -33,24 +34,24 @@ from benchmarks.search_speed_parts import percentiles, timed
 from loadtest.pool import load_pool
 
 ROWS = "FROM user_memories m WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.timeline_id = 1"
-TF = ("CASE WHEN %({t})s = ANY(m.terms) THEN cardinality(array_positions(m.terms, %({t})s))::float8 "
-      "ELSE 0.0::float8 END")
-PRIOR = f"0.1::float8 * {RECENCY} + 0.15::float8 * {IMPORTANCE}"
-COLUMNS: dict[str, list[str]] = {
-    "the rows alone (max id)": ["max(m.id::text)"],
-    "+ cosine": ["max(m.id::text)", f"max({COSINE})"],
-    "+ recency and importance prior": ["max(m.id::text)", f"max({COSINE})", f"max({PRIOR})"],
-    "+ length and two terms' counts": ["max(m.id::text)", f"max({COSINE})", f"max({PRIOR})",
-                                       "max(cardinality(m.terms))", f"sum({TF.format(t='t0')})",
-                                       f"sum({TF.format(t='t1')})"],
+PRIOR = sql.SQL(f"0.1::float8 * {RECENCY} + 0.15::float8 * {IMPORTANCE} AS prior,").format(
+    valid_at=sql.Identifier("m", "valid_at"), importance=sql.Identifier("m", "importance"))
+# Each line: the columns the scope scan computes per row (the statement's own pieces), and what is aggregated.
+LINES: dict[str, tuple[list[sql.Composable], str]] = {
+    "the rows alone (max id)": ([], "max(x.id::text)"),
+    "+ cosine": ([sql.SQL(COSINE + " AS cosine,")], "max(x.id::text), max(x.cosine)"),
+    "+ recency and importance prior": ([sql.SQL(COSINE + " AS cosine,"), PRIOR],
+                                       "max(x.id::text), max(x.cosine), max(x.prior)"),
+    "+ length and two terms' counts": ([sql.SQL(COSINE + " AS cosine,"), PRIOR, bm25_side(2).scope_columns],
+                                       "max(x.id::text), max(x.cosine), max(x.prior), max(x.dl), sum(x.tf0), "
+                                       "sum(x.tf1)"),
 }
 
 
-def statement(columns: list[str]) -> Compiled:
+def statement(columns: list[sql.Composable], aggregates: str) -> Compiled:
     """The aggregate over the scope's rows, compiled to ``$n`` as the service's statements are."""
-    return compile_statement(sql.SQL("SELECT {} " + ROWS).format(sql.SQL(", ").join(
-        sql.SQL(c).format(valid_at=sql.Identifier("m", "valid_at"), importance=sql.Identifier("m", "importance"))
-        for c in columns)))
+    inner = sql.SQL("SELECT {} m.id " + ROWS).format(sql.Composed(columns))
+    return compile_statement(sql.SQL("SELECT {} FROM ({}) x").format(sql.SQL(aggregates), inner))
 
 
 def main() -> None:
@@ -70,8 +71,8 @@ def main() -> None:
             register_vector(conn)
             conn.execute("SET plan_cache_mode = force_generic_plan")
             rng = random.Random(3)
-            times: dict[str, list[float]] = {name: [] for name in COLUMNS}
-            statements = {name: statement(columns) for name, columns in COLUMNS.items()}
+            times: dict[str, list[float]] = {name: [] for name in LINES}
+            statements = {name: statement(*line) for name, line in LINES.items()}
             for i in range(args.queries + 20):
                 params: dict[str, Any] = {
                     "user_id": user_id, "heroine_id": heroine_id, "t0": terms[0], "t1": terms[1],
