@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import argparse
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from npc_memory.domain.scoring import RECENCY_EXPONENT_CAP
 from npc_memory.store.compiled import Compiled, compile_statement
-from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.store.migrate import migrate
 from npc_memory.store.search_bm25 import bm25_side
 from npc_memory.store.search_sql import COSINE, IMPORTANCE, RECENCY
-from npc_memory.text import Tokenizer
 from pgvector.psycopg import register_vector
 from psycopg import RawCursor, sql
 
-from benchmarks.search_speed_load import COMMON_QUERY, ensure_common_scopes
+from benchmarks.search_speed_load import COMMON_DATA_DIR, COMMON_QUERY, common_database
 from benchmarks.search_speed_parts import percentiles, timed
-from loadtest.pool import load_pool
 
 ROWS = "FROM user_memories m WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.timeline_id = 1"
 PRIOR = sql.SQL(f"0.1::float8 * {RECENCY} + 0.15::float8 * {IMPORTANCE} AS prior,").format(
@@ -58,16 +53,12 @@ def main() -> None:
     """Seed the common scopes once, time every line on the largest, print the table."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--queries", type=int, default=240)
-    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-view-cost")
+    parser.add_argument("--data-dir", type=Path, default=COMMON_DATA_DIR)
     args = parser.parse_args()
-    pool = load_pool()
-    tok = Tokenizer()
-    pg = EmbeddedPostgres(args.data_dir)
-    try:
-        migrate(pg.url)
-        user_id, heroine_id, n = max(ensure_common_scopes(pg.url, pool, tok), key=lambda s: s[2])
+    with common_database(args.data_dir) as (url, scopes, pool, tok):
+        user_id, heroine_id, n = max(scopes, key=lambda s: s[2])
         terms = list(dict.fromkeys(tok.query_terms(COMMON_QUERY)))
-        with psycopg.connect(pg.url, autocommit=True) as conn:
+        with psycopg.connect(url, autocommit=True) as conn:
             register_vector(conn)
             conn.execute("SET plan_cache_mode = force_generic_plan")
             rng = random.Random(3)
@@ -95,8 +86,6 @@ def main() -> None:
             step = "" if last is None else f"+{p['p50'] - last:.2f}"
             print(f"| {name} | {p['p50']:.2f} / {p['p95']:.2f} | {step} |")
             last = p["p50"]
-    finally:
-        pg.stop()
 
 
 if __name__ == "__main__":

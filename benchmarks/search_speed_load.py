@@ -23,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import tempfile
 import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,8 @@ import grpc
 import psutil
 import psycopg
 from npc_memory.embedding.local import LocalE5Embedder
+from npc_memory.store.embedded import EmbeddedPostgres
+from npc_memory.store.migrate import migrate
 from npc_memory.text import Tokenizer
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -43,13 +47,15 @@ from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.search_speed_parts import Ask, BareSql, free_port, percentiles, served_process, timed
-from loadtest.pool import Pool
+from loadtest.pool import Pool, load_pool
 from loadtest.seed import seed
 
 COMMON_SUFFIX = " 그때 정말 좋아해."
 COMMON_QUERY = "그때 좋아해?"
 COMMON_SIZES = (500, 2000)
 COMMON_PREFIX = "common"
+COMMON_DATA_DIR = Path(tempfile.gettempdir()) / "npc-memory-view-cost"
+"""Where the bare-SQL benchmarks of the common-word scopes keep their embedded PostgreSQL."""
 # 4 in 5 memories of the common scopes get the suffix (a stable choice by id, so a rerun finds the same rows).
 MAKE_COMMON = """
 UPDATE user_memories SET content = content || %(suffix)s, terms = terms || %(terms)s::text[]
@@ -76,6 +82,22 @@ def ensure_common_scopes(url: str, pool: Pool, tok: Tokenizer) -> list[tuple[str
             conn.execute("VACUUM ANALYZE user_memories")
             found = conn.execute(COMMON_SCOPES, pattern).fetchall()
     return [(u, h, int(n)) for u, h, n in found]
+
+
+@contextmanager
+def common_database(data_dir: Path) -> Iterator[tuple[str, list[tuple[str, str, int]], Pool, Tokenizer]]:
+    """An embedded PostgreSQL in ``data_dir``, migrated, its common-word scopes seeded on first use; stopped after.
+
+    Yields its URL, the scopes (user, heroine, rows), the vector pool and a tokenizer.
+    """
+    pool = load_pool()
+    tok = Tokenizer()
+    pg = EmbeddedPostgres(data_dir)
+    try:
+        migrate(pg.url)
+        yield pg.url, ensure_common_scopes(pg.url, pool, tok), pool, tok
+    finally:
+        pg.stop()
 
 
 def search_request(ask: Ask, with_vector: bool) -> svc.SearchMemoriesRequest:

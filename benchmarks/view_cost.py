@@ -26,25 +26,21 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import psycopg
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.store.migrate import migrate
+from npc_memory.store.pool import PlanCacheMode
 from npc_memory.store.search_sql import compiled_search, search_params
-from npc_memory.text import Tokenizer
 from pgvector.psycopg import register_vector
 from psycopg import RawCursor
 
-from benchmarks.search_speed_load import COMMON_QUERY, ensure_common_scopes
+from benchmarks.search_speed_load import COMMON_DATA_DIR, COMMON_QUERY, common_database
 from benchmarks.search_speed_parts import percentiles, timed
-from loadtest.pool import load_pool
 
 PER_SIDE = 50
 # Parameters an earlier statement may name that this code no longer passes, with the value the request means.
@@ -54,6 +50,7 @@ import json, sys
 from datetime import UTC, datetime
 import numpy as np
 from npc_memory.domain.model import Scope, SearchQuery, Weights
+from npc_memory.store.pool import PlanCacheMode
 from npc_memory.store.search_sql import compiled_search
 q = SearchQuery(scope=Scope("u", "h"), text="t", limit=10, weights=Weights(), now=datetime.now(UTC),
                 embedding=np.zeros(384, dtype=np.float32))
@@ -169,21 +166,15 @@ def main() -> None:
     """Seed once, time the statements interleaved per scope, print p50/p95/p99 (ms)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-view-cost")
+    parser.add_argument("--data-dir", type=Path, default=COMMON_DATA_DIR)
     parser.add_argument("--explain", action="store_true")
     parser.add_argument("--before-src", type=Path, help="an earlier checkout whose statement is timed beside")
-    parser.add_argument("--plan-cache-mode", default="auto",
-                        choices=("auto", "force_generic_plan", "force_custom_plan"))
+    parser.add_argument("--plan-cache-mode", default="auto", choices=get_args(PlanCacheMode))
     args = parser.parse_args()
-    pool = load_pool()
-    tok = Tokenizer()
-    pg = EmbeddedPostgres(args.data_dir)
-    try:
-        migrate(pg.url)
-        scopes = ensure_common_scopes(pg.url, pool, tok)
-        ensure_saved_copies(pg.url, scopes)
+    with common_database(args.data_dir) as (url, scopes, pool, tok):
+        ensure_saved_copies(url, scopes)
         terms = tok.query_terms(COMMON_QUERY)
-        st, old = Statements(pg.url, args.plan_cache_mode), Statements(pg.url, args.plan_cache_mode)
+        st, old = Statements(url, args.plan_cache_mode), Statements(url, args.plan_cache_mode)
         compiled = None
         if args.before_src:
             env = {**os.environ, "PYTHONPATH": str(args.before_src / "service")}
@@ -199,8 +190,6 @@ def main() -> None:
             time_scope(st, old, compiled, scope, terms, vectors, args.explain and scope[2] == max(s[2] for s in scopes))
         st.conn.close()
         old.conn.close()
-    finally:
-        pg.stop()
 
 
 if __name__ == "__main__":
