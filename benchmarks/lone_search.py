@@ -8,9 +8,10 @@ the engine's own steps run one after another and are timed: the query's terms, t
 (``MemoryEngine._embedded``), the period read from the text, and the search statement with the headroom the
 defaults ask for, then the same statement once more at once (warm: what back-to-back benchmarks see). Each
 after its own pause, ``MemoryEngine.search`` runs as the service runs it (the model overlapped with the terms
-and the check) on the same question, and the embedder alone; the three take turns at going first, second and
-third. The query cache is off, and the three use different spellings of the question, so none reaches a cached
-vector or terms.
+and the check) on the same question, the embedder alone, and a trivial round trip to the database (``SELECT 1``,
+then the same again at once: how much of "cold" is the machine waking up rather than the statement's own work);
+the four take turns at going first to last. The query cache is off, and the three that embed use different
+spellings of the question, so none reaches a cached vector or terms.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from loadtest.seed import ScopeInfo, seed
 
 PAUSE_S = 0.25
 PARTS = ("terms", "timeline check", "model", "period", "statement", "parts in a row", "search (service)",
-         "embedder alone", "statement again at once")
+         "embedder alone", "statement again at once", "SELECT 1 after the pause", "SELECT 1 at once")
 
 
 async def one(engine: MemoryEngine, query: SearchQuery) -> dict[str, float]:
@@ -79,12 +80,18 @@ async def measure(engine: MemoryEngine, scopes: list[ScopeInfo], texts: list[str
         await engine.embedder.embed_queries([query.text + " ?"])
         samples["embedder alone"].append((time.perf_counter() - started) * 1000)
 
-    steps = [parts, whole, alone]
+    async def ping(_: SearchQuery) -> None:
+        for part in ("SELECT 1 after the pause", "SELECT 1 at once"):
+            started = time.perf_counter()
+            await engine.db.ping()
+            samples[part].append((time.perf_counter() - started) * 1000)
+
+    steps = [parts, whole, alone, ping]
     for i, text in enumerate(texts):
         s = scopes[i % len(scopes)]
         query = SearchQuery(scope=Scope(s.user_id, s.heroine_id), text=text, limit=10, weights=Weights(),
                             now=datetime.now(UTC))
-        for step in steps[i % 3:] + steps[:i % 3]:  # each in every position alike
+        for step in steps[i % len(steps):] + steps[:i % len(steps)]:  # each in every position alike
             await asyncio.sleep(PAUSE_S)
             await step(query)
     return {part: percentiles(ms) for part, ms in samples.items()}
@@ -116,6 +123,9 @@ def show(s: dict[str, Any]) -> None:
         print(f"{part:<26}{r['p50']:>9.2f}{r['p95']:>9.2f}{r['mean']:>9.2f}")
     gap = s["search (service)"]["p50"] - s["embedder alone"]["p50"]
     print(f"\nsearch (service) p50 - embedder alone p50: {gap:+.2f} ms; statement p50 {s['statement']['p50']:.2f} ms")
+    wake = s["SELECT 1 after the pause"]["p50"] - s["SELECT 1 at once"]["p50"]
+    print(f"a round trip after the pause costs {wake:+.2f} ms p50 more than at once (the machine waking up); "
+          f"the statement after the pause {s['statement']['p50'] - s['statement again at once']['p50']:+.2f} ms")
 
 
 def main() -> None:

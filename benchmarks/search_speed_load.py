@@ -15,7 +15,9 @@ service CPU per search (the database's CPU is not in it). Single stores (one new
 server embedding it) are interleaved with the embedder alone on the same texts, with the same pauses.
 Where a lone text search's time goes is read from the server's own /metrics around the lone searches: the
 handler's mean (``npc_memory_rpc_seconds``, SearchMemories) and the model's mean per query
-(``npc_memory_embed_seconds``, query), beside the client's mean and the embedder alone in this process.
+(``npc_memory_embed_seconds``, query), beside the client's mean and the embedder alone in this process, and a
+trivial RPC (a health check) after the same pause and again at once: what waking the idle processes (the client,
+the server's threads, PostgreSQL) costs a lone request on this machine before any work of the search's own.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 import grpc
 import psutil
 import psycopg
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.store.migrate import migrate
@@ -178,6 +181,23 @@ embedder gives a lone call every core that other processes left idle over the la
 embedding) counted as the other side's load and held both to one core."""
 
 
+RPC_PROBES = 40
+"""Health checks timed after a pause and at once, per setting."""
+
+
+def wake_cost(channel: grpc.Channel) -> dict[str, dict[str, float]]:
+    """A health check's round trip after ``LONE_GAP_S`` of quiet and the same again at once."""
+    health = health_pb2_grpc.HealthStub(channel)
+    check = partial(health.Check, health_pb2.HealthCheckRequest())
+    paused: list[float] = []
+    at_once: list[float] = []
+    for _ in range(RPC_PROBES):
+        time.sleep(LONE_GAP_S)
+        paused += timed([check])
+        at_once += timed([check])
+    return {"after_pause": percentiles(paused), "at_once": percentiles(at_once)}
+
+
 def _store(user_id: str, text: str) -> svc.StoreMemoriesRequest:
     request = svc.StoreMemoriesRequest(scope=pb.Scope(user_id=user_id, heroine_id="store"))
     request.memories.add(content=text, importance=5, speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER)
@@ -221,6 +241,7 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
             for a in text_asks[:10]:  # warm-up (model pages, connections, statements)
                 stub.SearchMemories(search_request(a, False))
                 loop.run_until_complete(embedder.embed_queries([a.text]))
+            out["lone_rpc"] = wake_cost(channel)
             search_ms: list[float] = []
             alone_ms: list[float] = []
             before = scrape(metrics_port)
@@ -278,10 +299,12 @@ def report_load(result: dict[str, Any]) -> str:
             f"{s['store']['p50']:.2f} | {s['store']['p50'] - s['store_embedder']['p50']:+.2f} |")
     lines += ["", "Where a lone text search goes (means, ms; the server's own /metrics):", "",
               "| threads | client sees | server handler | of it the model | handler less model | transport and client "
-              "| embedder alone here |", "|---:|---:|---:|---:|---:|---:|---:|"]
+              "| embedder alone here | health check p50 after the pause / at once |",
+              "|---:|---:|---:|---:|---:|---:|---:|---|"]
     for s in settings:
         client, server = s["lone_search"]["mean"], s["lone_server"]
         lines.append(f"| {s['threads']} | {client:.2f} | {server['handler_ms']:.2f} | {server['model_ms']:.2f} | "
                      f"{server['handler_ms'] - server['model_ms']:.2f} | {client - server['handler_ms']:.2f} | "
-                     f"{s['lone_embedder']['mean']:.2f} |")
+                     f"{s['lone_embedder']['mean']:.2f} | {s['lone_rpc']['after_pause']['p50']:.2f} / "
+                     f"{s['lone_rpc']['at_once']['p50']:.2f} |")
     return "\n".join(lines)
