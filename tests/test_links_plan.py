@@ -2,7 +2,7 @@
 
 The generic plan of a prepared statement estimates a handful of rows everywhere. The second hop once joined the
 first hop's links to the view's rows so that every link was looked up again for every row joined (4,356 lookups
-for 33 first-hop memories: 48 ms instead of 5 at 10k rows; benchmarks.search_speed's hops = 2 line). This test
+for 33 first-hop memories: 60.6 ms p50 instead of 6.4 at 10k rows, benchmarks.search_speed's hops = 2 line). This test
 fails on that form of the statement.
 """
 
