@@ -28,7 +28,7 @@ from npc_memory.runtime import database_url, open_engine
 from npc_memory.store import context
 
 from benchmarks.search_speed_parts import distinct_questions
-from benchmarks.write import bench_config, percentiles, run_main
+from benchmarks.write import bench_config, percentiles, print_latencies, run_main
 from loadtest.pool import load_pool
 from loadtest.seed import seed
 
@@ -77,9 +77,7 @@ def show(s: dict[str, Any]) -> None:
     """Print the table."""
     print(f"BuildContext in-process, {s['rows']:,} rows in {s['scopes']} scopes, {s['queries']} utterances "
           f"(vectors cached), budget {BUDGET}\n")
-    print(f"{'the two reads':<30}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
-    for form in FORMS:
-        print(f"{form:<30}{s[form]['p50']:>9.2f}{s[form]['p95']:>9.2f}{s[form]['mean']:>9.2f}")
+    print_latencies("the two reads", {form: s[form] for form in FORMS}, width=30)
     print(f"\nside by side / one after another, p50: {s[FORMS[1]]['p50'] / s[FORMS[0]]['p50']:.2f}x")
 
 

@@ -32,7 +32,7 @@ from npc_memory.runtime import database_url, open_engine
 from npc_memory.store import search as store_search
 
 from benchmarks.search_speed_parts import distinct_questions
-from benchmarks.write import bench_config, percentiles, run_main
+from benchmarks.write import bench_config, percentiles, print_latencies, run_main
 from loadtest.pool import load_pool
 from loadtest.seed import ScopeInfo, seed
 
@@ -117,10 +117,7 @@ def show(s: dict[str, Any]) -> None:
     """Print the table."""
     print(f"lone text searches in-process, {s['rows']:,} rows in {s['scopes']} scopes, "
           f"{s['terms']['n']} questions, {PAUSE_S} s apart\n")
-    print(f"{'part':<26}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
-    for part in PARTS:
-        r = s[part]
-        print(f"{part:<26}{r['p50']:>9.2f}{r['p95']:>9.2f}{r['mean']:>9.2f}")
+    print_latencies("part", {part: s[part] for part in PARTS})
     gap = s["search (service)"]["p50"] - s["embedder alone"]["p50"]
     print(f"\nsearch (service) p50 - embedder alone p50: {gap:+.2f} ms; statement p50 {s['statement']['p50']:.2f} ms")
     wake = s["SELECT 1 after the pause"]["p50"] - s["SELECT 1 at once"]["p50"]

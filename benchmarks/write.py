@@ -20,7 +20,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
@@ -65,6 +65,13 @@ def percentiles(ms: Sequence[float]) -> dict[str, float]:
     """p50/p95/p99 and mean of a sample in milliseconds."""
     q = statistics.quantiles(ms, n=100, method="inclusive")
     return {"p50": q[49], "p95": q[94], "p99": q[98], "mean": statistics.fmean(ms), "n": len(ms)}
+
+
+def print_latencies(title: str, rows: Mapping[str, Mapping[str, float]], width: int = 26) -> None:
+    """A p50 / p95 / mean table: one line per named sample of ``percentiles``."""
+    print(f"{title:<{width}}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
+    for name, r in rows.items():
+        print(f"{name:<{width}}{r['p50']:>9.2f}{r['p95']:>9.2f}{r['mean']:>9.2f}")
 
 
 async def timed(call: Callable[[], Awaitable[Any]]) -> float:
