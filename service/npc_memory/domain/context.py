@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from uuid import UUID
 
 from npc_memory.domain.model import ContentType, Memory, Scope, ScoredMemory, Speaker, Subject
@@ -58,6 +59,9 @@ LANGUAGES = tuple(TEMPLATES)
 COUNTING_METHOD = "estimate: 1 per Hangul/CJK/kana character, 1 per 4 other non-space characters, 1 per line"
 
 
+# A heroine's profile lines come back in every block she is given, turn after turn: counting a line once (~6 us a
+# line of 22 characters here, character by character) is enough. Bounded, so a game's distinct lines cannot grow it.
+@lru_cache(maxsize=16384)
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free estimate, deliberately on the high side for Korean.
 
