@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -25,3 +28,10 @@ def emit(result: dict[str, Any], json_path: Path | None) -> None:
     if json_path:
         json_path.write_text(text + "\n", encoding="utf-8")
     print(text)
+
+
+def in_checkout(src: Path, code: str, *argv: str) -> str:
+    """What ``python -c code argv`` prints with an earlier checkout's ``service/`` (``git archive`` tree) importable."""
+    env = {**os.environ, "PYTHONPATH": str(src / "service")}
+    return subprocess.run([sys.executable, "-c", code, *argv], env=env, check=True, capture_output=True,
+                          text=True).stdout

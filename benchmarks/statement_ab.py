@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import subprocess
-import sys
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -26,6 +23,7 @@ from typing import Any
 
 from npc_memory.text import Tokenizer
 
+from benchmarks.harness import in_checkout
 from benchmarks.search_speed import ensure_seeded, plan
 from benchmarks.search_speed_parts import percentiles, timed
 from benchmarks.view_cost import BEFORE_STATEMENT, Statements
@@ -34,10 +32,7 @@ from loadtest.pool import load_pool
 
 def before_statement(src: Path, terms: list[str]) -> dict[str, Any]:
     """The earlier checkout's compiled statement for a query of ``terms``."""
-    env = {**os.environ, "PYTHONPATH": str(src / "service")}
-    out = subprocess.run([sys.executable, "-c", BEFORE_STATEMENT, json.dumps(terms)], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return dict(json.loads(out))
+    return dict(json.loads(in_checkout(src, BEFORE_STATEMENT, json.dumps(terms))))
 
 
 def main() -> None:

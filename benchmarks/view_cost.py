@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -39,6 +36,7 @@ from npc_memory.store.search_sql import compiled_search, search_params
 from pgvector.psycopg import register_vector
 from psycopg import RawCursor
 
+from benchmarks.harness import in_checkout
 from benchmarks.search_speed_load import COMMON_DATA_DIR, COMMON_QUERY, common_database
 from benchmarks.search_speed_parts import percentiles, timed
 
@@ -177,10 +175,7 @@ def main() -> None:
         st, old = Statements(url, args.plan_cache_mode), Statements(url, args.plan_cache_mode)
         compiled = None
         if args.before_src:
-            env = {**os.environ, "PYTHONPATH": str(args.before_src / "service")}
-            out = subprocess.run([sys.executable, "-c", BEFORE_STATEMENT, json.dumps(terms)], env=env, check=True,
-                                 capture_output=True, text=True).stdout
-            compiled = json.loads(out)
+            compiled = json.loads(in_checkout(args.before_src, BEFORE_STATEMENT, json.dumps(terms)))
         rng = random.Random(7)
         print("| scope rows | raw cosine scan, top 50 | search, never saved (plain branch) | "
               "search, saved (view branches) | plain / view p50 | before-src statement, never saved | "
