@@ -41,9 +41,8 @@ from npc_memory.runtime import open_engine
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.metrics import Answer
-from benchmarks.conversation.readtime import MODE, WIDE
-from benchmarks.conversation.run import embed_turns, experiment_main, load, step_engines
-from benchmarks.conversation.steps import WRITE_MODES
+from benchmarks.conversation.readtime import WIDE, stored_as_defaults
+from benchmarks.conversation.run import experiment_main
 from benchmarks.quality import run as quality
 from benchmarks.quality.generate import DATASET as FACTS
 from benchmarks.reference_scoring import DEFAULT_CALIBRATION, rank
@@ -118,12 +117,9 @@ def finals(hits: Sequence[ScoredMemory]) -> np.ndarray:
 
 async def conversations(engine: MemoryEngine, data: dict[str, Any], latent: Latent) -> dict[str, list[Answer]]:
     """Each question's top 100 re-ranked with latent terms (of the line, or with the turn before) or for diversity."""
-    vectors = await embed_turns(engine, data)
-    writer = replace(engine, write_settings=WRITE_MODES[MODE])
-    asked = step_engines(engine, ["heldout+label"])[0].engine
+    asked, loaded = await stored_as_defaults(engine, data, "latent:")
     answers: dict[str, list[Answer]] = {}
-    for conv in data["conversations"]:
-        lo = await load(writer, conv, vectors, "latent:", MODE)
+    for conv, lo in loaded:
         before: dict[UUID, str] = {}
         for s in conv["sessions"]:
             for prev, turn in zip([None, *s["turns"]], s["turns"], strict=False):

@@ -146,15 +146,22 @@ async def conversation(engine: MemoryEngine, conv: dict[str, Any], lo: Loaded, o
         out.add("answer pulled, top 5 question hits", answer(pull_answers(first, text, after, 5)))
 
 
+async def stored_as_defaults(engine: MemoryEngine, data: dict[str, Any],
+                             prefix: str) -> tuple[MemoryEngine, list[tuple[dict[str, Any], Loaded]]]:
+    """Every conversation stored as the defaults store it (``MODE``), and the engine that asks as they do."""
+    vectors = await embed_turns(engine, data)
+    writer = replace(engine, write_settings=WRITE_MODES[MODE])
+    asked = step_engines(engine, ["heldout+label"])[0].engine
+    return asked, [(conv, await load(writer, conv, vectors, prefix, MODE)) for conv in data["conversations"]]
+
+
 async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
     """Store the conversations as the defaults do, then ask and emulate every step."""
     async with open_engine(Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))) as engine:
-        vectors = await embed_turns(engine, data)
-        writer = replace(engine, write_settings=WRITE_MODES[MODE])
-        asked = step_engines(engine, ["heldout+label"])[0].engine
+        asked, loaded = await stored_as_defaults(engine, data, "readtime:")
         out = Collected()
-        for conv in data["conversations"]:
-            await conversation(asked, conv, await load(writer, conv, vectors, "readtime:", MODE), out)
+        for conv, lo in loaded:
+            await conversation(asked, conv, lo, out)
     figures = {name: metrics.figures(a) for name, a in out.answers.items()}
     return {"figures": figures, "latency_ms": {name: {"p50": 1000 * float(np.percentile(s, 50)),
                                                       "p95": 1000 * float(np.percentile(s, 95))}
