@@ -52,12 +52,11 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND from_id = %(id)s
 # cosine is computed before the pairs are sorted, so the sort does not carry two vectors a row (it took 44 ms).
 NEIGHBOURS = with_view(sql.SQL(""",
 frontier AS MATERIALIZED (
-    SELECT f.id, f.embedding FROM user_memories f
+    SELECT f.id, f.embedding, f.terms FROM user_memories f
     WHERE f.user_id = %(user_id)s AND f.heroine_id = %(heroine_id)s AND f.id = ANY(%(frontier)s)
 ),
 frontier_terms AS MATERIALIZED (
-    SELECT DISTINCT f.id, t.term FROM user_memories f CROSS JOIN unnest(f.terms) AS t(term)
-    WHERE f.user_id = %(user_id)s AND f.heroine_id = %(heroine_id)s AND f.id = ANY(%(frontier)s)
+    SELECT DISTINCT f.id, t.term FROM frontier f CROSS JOIN unnest(f.terms) AS t(term)
 ),
 found AS MATERIALIZED (
     SELECT c.id, c.embedding, c.terms FROM {visible} c
