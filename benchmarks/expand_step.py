@@ -20,16 +20,12 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import psycopg
 from npc_memory.store.links import NEIGHBOURS
 from npc_memory.store.view import view_params
-from pgvector.psycopg import register_vector
 from psycopg import sql
-from psycopg.rows import dict_row
 
-from benchmarks.harness import in_checkout
+from benchmarks.harness import generic_connection, in_checkout
 from benchmarks.search_speed import ensure_seeded
 from benchmarks.search_speed_parts import percentiles
 from loadtest.pool import load_pool
@@ -48,13 +44,6 @@ def before_statement(src: Path) -> sql.SQL:
     return sql.SQL(in_checkout(src, BEFORE_STATEMENT))  # read from our own earlier checkout, not from input
 
 
-def connect(url: str) -> psycopg.Connection[dict[str, Any]]:
-    """A connection planning prepared statements generically, as the service's pool does."""
-    conn = psycopg.connect(url, autocommit=True, row_factory=dict_row)
-    register_vector(conn)
-    conn.execute("SET plan_cache_mode = force_generic_plan")
-    return conn
-
 
 def main() -> None:
     """Seed if needed, run both statements interleaved, print p50/p95 per frontier size and the ratios."""
@@ -71,7 +60,7 @@ def main() -> None:
     ms: dict[str, list[float]] = {f"{name} {n}": [] for name in statements for n in FRONTIERS}
     differ = 0
     try:
-        conns = {name: connect(pg.url) for name in statements}
+        conns = {name: generic_connection(pg.url) for name in statements}
         for step in range(args.steps + 10):
             user_id, heroine_id, _ = rng.choice(scopes)
             n = FRONTIERS[step % 2]

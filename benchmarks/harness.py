@@ -11,8 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.embedding.settings import EmbeddingSettings
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
 
 
 def caller_vector_config(database_url: str, dim: int) -> Config:
@@ -35,3 +38,11 @@ def in_checkout(src: Path, code: str, *argv: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(src / "service")}
     return subprocess.run([sys.executable, "-c", code, *argv], env=env, check=True, capture_output=True,
                           text=True).stdout
+
+
+def generic_connection(url: str) -> psycopg.Connection[dict[str, Any]]:
+    """A connection (dict rows, vectors) planning prepared statements generically, as the service's pool does."""
+    conn = psycopg.connect(url, autocommit=True, row_factory=dict_row)
+    register_vector(conn)
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    return conn

@@ -39,27 +39,42 @@ from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 # same terms and meaning signature and a cosine at or above the threshold (domain/write_rules.is_duplicate makes
 # the final call; a row without a signature only matches its own text). Comparing terms in SQL first matters:
 # Korean facts of one pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the
-# scope. Two joins, not one with OR: each is an equality PostgreSQL can look up (the key by its md5 index, the
-# terms by a hash join) instead of comparing every fact with every row of the scope.
+# scope. Two lookups, not one with OR, each an equality on a key with an index: md5(content_key), and the terms'
+# hash (migration 0012), exact values compared after. Each fact looks its keys up in a LATERAL subquery kept
+# whole by OFFSET 0, so the plan is an index probe per fact whatever the statistics say: joined on the keys, the
+# generic plan (estimating a handful of scope rows) read and hashed every row of the scope for both joins (5 ms
+# of a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
+# still lost to the scope index where the table's scopes are small (tests/test_duplicate_plan.py). The batch's
+# terms come as one JSON array of arrays, so no term is split or joined.
 DUPLICATE_CANDIDATES = with_view(sql.SQL("""
 , b AS (
-    SELECT * FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-                         %(term_keys)s::text[], %(meaning_keys)s::text[], %(embeddings)b::vector[])
-        AS b(idx, subject, subject_id, content_key, term_key, meaning_key, embedding)
+    SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
+    FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
+                %(meaning_keys)s::text[], %(embeddings)b::vector[])
+        AS u(idx, subject, subject_id, content_key, meaning_key, embedding)
+    CROSS JOIN LATERAL (
+        SELECT ARRAY(SELECT jsonb_array_elements_text(%(terms)s::jsonb -> u.idx))::text[] AS terms
+    ) t
 )
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
        1 - (m.embedding <=> b.embedding) AS cosine
-FROM b JOIN {visible} m
-  ON m.invalid_at IS NULL AND m.subject = b.subject AND m.subject_id = b.subject_id
- AND md5(m.content_key) = md5(b.content_key) AND m.content_key = b.content_key
+FROM b CROSS JOIN LATERAL (
+    SELECT * FROM {visible} m
+    WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND md5(m.content_key) = md5(b.content_key)
+    OFFSET 0
+) m
+WHERE m.subject = b.subject AND m.content_key = b.content_key
 UNION ALL
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
        1 - (m.embedding <=> b.embedding) AS cosine
-FROM b JOIN {visible} m
-  ON m.invalid_at IS NULL AND m.subject = b.subject AND m.subject_id = b.subject_id
- AND b.term_key <> '' AND array_to_string(m.terms, ' ') = b.term_key AND m.content_key <> b.content_key
- AND array_to_string(m.meaning, ' ') = b.meaning_key
- AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s
+FROM b CROSS JOIN LATERAL (
+    SELECT * FROM {visible} m
+    WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND hash_array_extended(m.terms, 0) = b.terms_hash
+    OFFSET 0
+) m
+WHERE cardinality(b.terms) > 0 AND m.subject = b.subject AND m.terms = b.terms
+  AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key
+  AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s
 """).format(visible=VISIBLE))
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
@@ -144,20 +159,25 @@ Reads = tuple[AsyncRawCursor[DictRow], AsyncRawCursor[DictRow] | None, AsyncRawC
 _DUPLICATES, _SLOTS, _TARGETS = map(compile_statement, (DUPLICATE_CANDIDATES, SLOT_TIMELINES, TARGETS))
 
 
-async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
-    """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
-    slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
-    ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
-    dup_cur = await execute(conn, _DUPLICATES, scope_params(scope) | {
+def duplicate_params(scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> dict[str, Any]:
+    """The parameters of ``DUPLICATE_CANDIDATES`` for a batch."""
+    return scope_params(scope) | {
         "idx": list(range(len(items))),
         "subjects": [i.fact.subject.value for i in items],
         "subject_ids": [i.fact.subject_id for i in items],
         "content_keys": [i.content_key for i in items],
-        "term_keys": [" ".join(i.terms) for i in items],
+        "terms": Jsonb([list(i.terms) for i in items]),
         "meaning_keys": [" ".join(i.meaning) for i in items],
         "embeddings": [i.embedding for i in items],
         "threshold": threshold,
-    })
+    }
+
+
+async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
+    """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
+    slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
+    ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
+    dup_cur = await execute(conn, _DUPLICATES, duplicate_params(scope, items, threshold))
     slot_cur = await execute(conn, _SLOTS, scope_params(scope) | {"slots": slots}) if slots else None
     target_cur = await execute(conn, _TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
     return dup_cur, slot_cur, target_cur

@@ -1,0 +1,96 @@
+"""The duplicate rule's read looks the batch's keys up; it does not read the scope (on the pool's generic plan).
+
+Joined on its keys alone, the read's generic plan (estimating a handful of scope rows) hashed every row of the
+scope for both of its joins: 5 ms of a single store at 2,000 rows, growing with the scope. These tests run the
+read as the write path does (compiled, prepared, binary, generic plan) under auto_explain, whose plan the server
+sends to this session, and fail on that form; they also check that both joins still find what they should, terms
+compared exactly (a term holding a space is not two terms).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+
+import numpy as np
+import psycopg
+from npc_memory.domain.model import ContentType, NewMemory, PreparedMemory, Scope, Speaker, Subject, Vector
+from npc_memory.domain.write_rules import content_key
+from npc_memory.engine import MemoryEngine
+from npc_memory.store.compiled import compile_statement
+from npc_memory.store.writes import DUPLICATE_CANDIDATES, duplicate_params
+from pgvector.psycopg import register_vector
+
+ROWS = 300
+SCANNED = re.compile(r"on user_memories \w+ .*actual time=\S+ rows=(\d+)")
+REMOVED = re.compile(r"Rows Removed by Filter: (\d+)")
+
+
+def _unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _probe(content: str, terms: list[str], meaning: list[str], vector: Vector) -> PreparedMemory:
+    fact = NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, content)
+    return PreparedMemory(uuid.uuid4(), fact, datetime.now(UTC), vector, "test", tuple(terms), content_key(content),
+                          tuple(meaning))
+
+
+def _read(database_url: str, scope: Scope, items: list[PreparedMemory]) -> tuple[list[tuple[int, uuid.UUID]], str]:
+    """The read's (batch index, row id) pairs and its plan, run as the write path runs it on a generic plan."""
+    statement = compile_statement(DUPLICATE_CANDIDATES)
+    plans: list[str] = []
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+        for setting in ("plan_cache_mode = force_generic_plan", "client_min_messages = log",
+                        "auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on"):
+            conn.execute(f"SET {setting}")
+        conn.execute("LOAD 'auto_explain'")
+        with psycopg.RawCursor(conn) as cur:
+            cur.execute(statement.query, statement.args(duplicate_params(scope, items, 0.9)), prepare=True,
+                        binary=True)
+            found = [(int(r[0]), r[1]) for r in cur.fetchall()]
+    return found, "\n".join(plans)
+
+
+async def test_the_duplicate_read_looks_keys_up(engine: MemoryEngine, database_url: str, scope: Scope) -> None:
+    """A repeated text and a same-terms text are found, and no scan reads more than a few of the scope's rows."""
+    rng = np.random.default_rng(12)
+    facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"{i}번째 날에 공원에서 고양이를 봤음",
+                       embedding=_unit(rng)) for i in range(ROWS)]
+    ids = [r.memory_id for r in await engine.store(scope, facts)]
+    async with engine.db.connection() as conn:
+        await conn.execute("ANALYZE user_memories")
+        cur = await conn.execute("SELECT content, terms, meaning FROM user_memories WHERE id = %s",
+                                 (ids[7],))
+        row = await cur.fetchone()
+    assert row is not None
+    content, terms, meaning, vector = row["content"], row["terms"], row["meaning"], facts[7].embedding
+    assert vector is not None
+    same_text = _probe(content, terms, meaning, vector)
+    same_terms = _probe(content + "!!", terms, meaning, vector)  # punctuation: a new key, same terms
+    found, plan = _read(database_url, scope, [same_text, same_terms])
+    assert (0, ids[7]) in found, found
+    assert (1, ids[7]) in found, found
+    scanned = [int(m.group(1)) for m in SCANNED.finditer(plan)]
+    assert scanned, plan
+    assert max(scanned) <= 5, plan  # the old form read all ROWS rows of the scope twice
+    assert max((int(m.group(1)) for m in REMOVED.finditer(plan)), default=0) <= 5, plan
+
+
+async def test_terms_are_compared_whole(engine: MemoryEngine, database_url: str, scope: Scope) -> None:
+    """A stored term holding a space matches only that term, not the two words it would split into."""
+    rng = np.random.default_rng(13)
+    vector = _unit(rng)
+    (stored,) = await engine.store(scope, [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT,
+                                                     "뉴욕 여행", embedding=vector)])
+    async with engine.db.connection() as conn:
+        await conn.execute("UPDATE user_memories SET terms = %s, meaning = '{}' WHERE id = %s",
+                           (["new york", "여행"], stored.memory_id))
+    whole = _probe("new york 여행", ["new york", "여행"], [], vector)
+    split = _probe("new-york 여행", ["new", "york", "여행"], [], vector)
+    found, _ = _read(database_url, scope, [whole, split])
+    assert found == [(0, stored.memory_id)], found
