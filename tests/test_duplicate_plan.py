@@ -56,29 +56,51 @@ def _read(database_url: str, scope: Scope, items: list[PreparedMemory]) -> tuple
     return found, "\n".join(plans)
 
 
-async def test_the_duplicate_read_looks_keys_up(engine: MemoryEngine, database_url: str, scope: Scope) -> None:
-    """A repeated text and a same-terms text are found, and no scan reads more than a few of the scope's rows."""
+async def _stored_scope(engine: MemoryEngine, scope: Scope) -> tuple[list[uuid.UUID], list[PreparedMemory]]:
+    """ROWS memories in the scope, analysed; two probes of the eighth: its text again, and its terms again."""
     rng = np.random.default_rng(12)
     facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"{i}번째 날에 공원에서 고양이를 봤음",
                        embedding=_unit(rng)) for i in range(ROWS)]
     ids = [r.memory_id for r in await engine.store(scope, facts)]
     async with engine.db.connection() as conn:
         await conn.execute("ANALYZE user_memories")
-        cur = await conn.execute("SELECT content, terms, meaning FROM user_memories WHERE id = %s",
-                                 (ids[7],))
+        cur = await conn.execute("SELECT content, terms, meaning FROM user_memories WHERE id = %s", (ids[7],))
         row = await cur.fetchone()
     assert row is not None
     content, terms, meaning, vector = row["content"], row["terms"], row["meaning"], facts[7].embedding
     assert vector is not None
     same_text = _probe(content, terms, meaning, vector)
     same_terms = _probe(content + "!!", terms, meaning, vector)  # punctuation: a new key, same terms
-    found, plan = _read(database_url, scope, [same_text, same_terms])
-    assert (0, ids[7]) in found, found
-    assert (1, ids[7]) in found, found
+    return ids, [same_text, same_terms]
+
+
+def _assert_looked_up(found: list[tuple[int, uuid.UUID]], plan: str, row_id: uuid.UUID) -> None:
+    assert (0, row_id) in found, found
+    assert (1, row_id) in found, found
     scanned = [int(m.group(1)) for m in SCANNED.finditer(plan)]
     assert scanned, plan
     assert max(scanned) <= 5, plan  # the old form read all ROWS rows of the scope twice
     assert max((int(m.group(1)) for m in REMOVED.finditer(plan)), default=0) <= 5, plan
+
+
+async def test_the_duplicate_read_looks_keys_up(engine: MemoryEngine, database_url: str, scope: Scope) -> None:
+    """A repeated text and a same-terms text are found, and no scan reads more than a few of the scope's rows."""
+    ids, probes = await _stored_scope(engine, scope)
+    found, plan = _read(database_url, scope, probes)
+    _assert_looked_up(found, plan, ids[7])
+
+
+async def test_a_saved_players_duplicate_read_looks_keys_up(engine: MemoryEngine, database_url: str,
+                                                            scope: Scope) -> None:
+    """Through the timeline view's branches (the player saved and loaded) the keys are looked up as well."""
+    ids, probes = await _stored_scope(engine, scope)
+    await engine.create_save_point(scope.user_id, "slot-1")
+    await engine.load_save_point(scope.user_id, "slot-1")
+    async with engine.db.connection() as conn:  # a state row: the view's branches answer, not the plain one
+        cur = await conn.execute("SELECT count(*) AS n FROM player_state WHERE user_id = %s", (scope.user_id,))
+        assert (await cur.fetchone() or {}).get("n") == 1
+    found, plan = _read(database_url, scope, probes)
+    _assert_looked_up(found, plan, ids[7])
 
 
 async def test_terms_are_compared_whole(engine: MemoryEngine, database_url: str, scope: Scope) -> None:
