@@ -43,9 +43,11 @@ ORDER BY m.valid_at, m.created_at, m.id
 LIMIT %(limit)s
 """).format(columns=MEMORY_COLUMNS, visible=VISIBLE, after=HISTORY_AFTER))
 
-# The versions linked through superseded_by as this view has them: a later timeline's close is not followed.
+# The versions linked through superseded_by as this view has them: a later timeline's close is not followed. The
+# walk reads the scope's links once (only the two ids of each row are kept: whole rows with their vectors made the
+# materialised scope ~2 KB a row), then the chain's rows are fetched by key.
 CHAIN = with_view(sql.SQL(""",
-seen AS MATERIALIZED (SELECT * FROM {visible} m),
+seen AS MATERIALIZED (SELECT m.id, m.superseded_by FROM {visible} m),
 chain AS (
     WITH RECURSIVE walk (id, next_id) AS (
         SELECT id, superseded_by FROM seen WHERE id = %(id)s
@@ -54,8 +56,8 @@ chain AS (
     )
     SELECT DISTINCT id FROM walk
 )
-SELECT {columns} FROM seen m JOIN chain c ON c.id = m.id
-WHERE {after}
+SELECT {columns} FROM {visible} m
+WHERE m.id = ANY(ARRAY(SELECT id FROM chain)) AND {after}
 ORDER BY m.valid_at, m.created_at, m.id
 LIMIT %(limit)s
 """).format(columns=MEMORY_COLUMNS, visible=VISIBLE, after=HISTORY_AFTER))
