@@ -39,14 +39,14 @@ from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 # same terms and meaning signature and a cosine at or above the threshold (domain/write_rules.is_duplicate makes
 # the final call; a row without a signature only matches its own text). Comparing terms in SQL first matters:
 # Korean facts of one pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the
-# scope. Two lookups, not one with OR, each an equality on a key with an index: md5(content_key), and the terms'
-# hash (migration 0012), exact values compared after. Each fact looks its keys up in a LATERAL subquery kept
-# whole by OFFSET 0, so the plan is an index probe per fact whatever the statistics say: joined on the keys, the
+# scope. Two probes, not one with OR, each an equality on a key with an index: md5(content_key), and the terms'
+# hash (migration 0012), exact values compared after. Each fact probes in a LATERAL subquery kept whole by
+# OFFSET 0, so once the table has statistics the plan is an index lookup per fact: joined on the keys, the
 # generic plan (estimating a handful of scope rows) read and hashed every row of the scope for both joins (5 ms
 # of a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
 # still lost to the scope index where the table's scopes are small (tests/test_duplicate_plan.py). The batch's
 # terms come as one JSON array of arrays, so no term is split or joined.
-DUPLICATE_CANDIDATES = with_view(sql.SQL("""
+_BATCH = """
 , b AS (
     SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
     FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
@@ -55,27 +55,24 @@ DUPLICATE_CANDIDATES = with_view(sql.SQL("""
     CROSS JOIN LATERAL (
         SELECT ARRAY(SELECT jsonb_array_elements_text(%(terms)s::jsonb -> u.idx))::text[] AS terms
     ) t
-)
+)"""
+_PROBE = sql.SQL("""
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
        1 - (m.embedding <=> b.embedding) AS cosine
 FROM b CROSS JOIN LATERAL (
     SELECT * FROM {visible} m
-    WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND md5(m.content_key) = md5(b.content_key)
+    WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND {key}
     OFFSET 0
 ) m
-WHERE m.subject = b.subject AND m.content_key = b.content_key
-UNION ALL
-SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
-       1 - (m.embedding <=> b.embedding) AS cosine
-FROM b CROSS JOIN LATERAL (
-    SELECT * FROM {visible} m
-    WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND hash_array_extended(m.terms, 0) = b.terms_hash
-    OFFSET 0
-) m
-WHERE cardinality(b.terms) > 0 AND m.subject = b.subject AND m.terms = b.terms
+WHERE m.subject = b.subject AND {matches}
+""")
+_SAME_TEXT = _PROBE.format(visible=VISIBLE, key=sql.SQL("md5(m.content_key) = md5(b.content_key)"),
+                           matches=sql.SQL("m.content_key = b.content_key"))
+_SAME_TERMS = _PROBE.format(visible=VISIBLE, key=sql.SQL("hash_array_extended(m.terms, 0) = b.terms_hash"),
+                            matches=sql.SQL("""cardinality(b.terms) > 0 AND m.terms = b.terms
   AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key
-  AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s
-""").format(visible=VISIBLE))
+  AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s"""))
+DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.SQL("UNION ALL"), _SAME_TERMS]))
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
 SLOT_TIMELINES = with_view(sql.SQL("""
