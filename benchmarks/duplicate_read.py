@@ -13,10 +13,8 @@ kind and scope size, and the ratio. ``--before-src`` is a ``git archive COMMIT |
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -33,7 +31,7 @@ from npc_memory.store.migrate import migrate
 from npc_memory.store.writes import DUPLICATE_CANDIDATES, duplicate_params
 from psycopg import sql
 
-from benchmarks.harness import generic_connection, in_checkout
+from benchmarks.harness import before_after_parser, generic_connection, in_checkout
 from benchmarks.search_speed import ensure_seeded
 from benchmarks.search_speed_parts import percentiles
 from loadtest.pool import load_pool
@@ -105,12 +103,7 @@ def report(ms: Mapping[str, Sequence[float]], differ: int, requests: int, rows: 
 
 def main() -> None:
     """Seed if needed, run both reads interleaved, print p50/p95 per batch kind and scope size, and the ratios."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before-src", type=Path, required=True)
-    parser.add_argument("--rows", type=int, default=10_000)
-    parser.add_argument("--requests", type=int, default=300)
-    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
-    parser.add_argument("--json", type=Path)
+    parser = before_after_parser(__doc__, "requests", 300)
     args = parser.parse_args()
     statements = {"before": before_statement(args.before_src), "this": compile_statement(DUPLICATE_CANDIDATES)}
     pg, scopes = ensure_seeded(args.data_dir / str(args.rows), args.rows, load_pool())

@@ -13,10 +13,8 @@ per frontier size and the ratio. ``--before-src`` is a ``git archive COMMIT | ta
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +23,7 @@ from npc_memory.store.links import NEIGHBOURS
 from npc_memory.store.view import view_params
 from psycopg import sql
 
-from benchmarks.harness import generic_connection, in_checkout
+from benchmarks.harness import before_after_parser, generic_connection, in_checkout
 from benchmarks.search_speed import ensure_seeded
 from benchmarks.search_speed_parts import percentiles
 from loadtest.pool import load_pool
@@ -47,12 +45,7 @@ def before_statement(src: Path) -> sql.SQL:
 
 def main() -> None:
     """Seed if needed, run both statements interleaved, print p50/p95 per frontier size and the ratios."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before-src", type=Path, required=True)
-    parser.add_argument("--rows", type=int, default=10_000)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
-    parser.add_argument("--json", type=Path)
+    parser = before_after_parser(__doc__, "steps", 300)
     args = parser.parse_args()
     statements: dict[str, sql.SQL | sql.Composed] = {"before": before_statement(args.before_src), "this": NEIGHBOURS}
     pg, scopes = ensure_seeded(args.data_dir / str(args.rows), args.rows, load_pool())

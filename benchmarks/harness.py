@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -46,3 +47,17 @@ def generic_connection(url: str) -> psycopg.Connection[dict[str, Any]]:
     register_vector(conn)
     conn.execute("SET plan_cache_mode = force_generic_plan")
     return conn
+
+
+def before_after_parser(doc: str | None, count: str, default: int) -> argparse.ArgumentParser:
+    """The options of an A/B against an earlier checkout on benchmarks.search_speed's database.
+
+    ``--before-src`` (a ``git archive`` tree), ``--rows``, ``--<count>`` requests, ``--data-dir`` and ``--json``.
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before-src", type=Path, required=True)
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument(f"--{count}", type=int, default=default)
+    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
+    parser.add_argument("--json", type=Path)
+    return parser

@@ -13,17 +13,15 @@ of two runs on one scope finds warmer pages). ``--before-src`` is a ``git archiv
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import tempfile
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from npc_memory.text import Tokenizer
 
-from benchmarks.harness import in_checkout
+from benchmarks.harness import before_after_parser, in_checkout
 from benchmarks.search_speed import ensure_seeded, plan
 from benchmarks.search_speed_parts import percentiles, timed
 from benchmarks.view_cost import BEFORE_STATEMENT, Statements
@@ -37,11 +35,7 @@ def before_statement(src: Path, terms: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     """Seed if needed, time both statements interleaved, print p50/p95/p99 and the p50 ratio."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before-src", type=Path, required=True)
-    parser.add_argument("--rows", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=600)
-    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
+    parser = before_after_parser(__doc__, "queries", 600)
     parser.add_argument("--plan-cache-mode", default="auto",
                         choices=("auto", "force_generic_plan", "force_custom_plan"))
     args = parser.parse_args()
@@ -69,6 +63,8 @@ def main() -> None:
         row = " | ".join(f"{got[k]['p50']:.2f} / {got[k]['p95']:.2f} / {got[k]['p99']:.2f}" for k in ("now", "before"))
         print(f"| requests | now p50/p95/p99 | before p50/p95/p99 | now / before p50 |\n|---:|---|---|---:|\n"
               f"| {len(pairs)} | {row} | {got['now']['p50'] / got['before']['p50']:.2f}x |")
+        if args.json:
+            args.json.write_text(json.dumps(got | {"requests": len(pairs)}, indent=1) + "\n", encoding="utf-8")
         now.conn.close()
         old.conn.close()
     finally:
