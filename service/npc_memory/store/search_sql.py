@@ -69,14 +69,16 @@ PERIOD_TOP = """(SELECT id, cosine{carried} FROM {source}
                  WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
                  ORDER BY cosine DESC, prior DESC LIMIT %(k)s) UNION """
 
-# The final join fetches the candidates' columns by key (an index scan of ~100-150 ids) instead of hashing the
-# whole scope again: at 2,000 rows that second scope scan was 3.6 of 11.9 ms (EXPLAIN ANALYZE).
+# The final step fetches each candidate's columns by key (an index probe per candidate, ~100-150 of them) instead
+# of hashing the whole scope again: at 2,000 rows that second scope scan was 3.6 of 11.9 ms (EXPLAIN ANALYZE). The
+# probe is a LATERAL subquery kept whole by OFFSET 0: joined to the candidates, the generic plan (estimating a
+# handful of rows on both sides) fetched the rows once, then compared every candidate with every row (99 x 99 in
+# a nested loop over the materialised rows, ~1.2 ms of a 4 ms statement, benchmarks.plan_paths under auto_explain).
 CANDIDATES = """,
 candidates AS ({dense}{keyword}{period}{prior}){scored}
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
 FROM {listed} c
-JOIN {visible} m ON m.id = c.id
-WHERE m.id = ANY(ARRAY(SELECT id FROM candidates))
+CROSS JOIN LATERAL (SELECT * FROM {visible} m WHERE m.id = c.id OFFSET 0) m
 """
 
 # The candidates' keyword scores, by grouping the candidates together with the keyword rows rather than joining
