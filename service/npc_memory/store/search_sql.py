@@ -73,7 +73,8 @@ PERIOD_TOP = """(SELECT id, cosine{carried} FROM {source}
 # of hashing the whole scope again: at 2,000 rows that second scope scan was 3.6 of 11.9 ms (EXPLAIN ANALYZE). The
 # probe is a LATERAL subquery kept whole by OFFSET 0: joined to the candidates, the generic plan (estimating a
 # handful of rows on both sides) fetched the rows once, then compared every candidate with every row (99 x 99 in
-# a nested loop over the materialised rows, ~1.2 ms of a 4 ms statement, benchmarks.plan_paths under auto_explain).
+# a nested loop over the materialised rows, ~1.2 ms of a 4 ms statement, benchmarks.plan_paths under
+# auto_explain; tests/test_plans.py).
 CANDIDATES = """,
 candidates AS ({dense}{keyword}{period}{prior}){scored}
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
