@@ -34,7 +34,7 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
 
 from benchmarks.conversation.generate import DATASET
-from benchmarks.write import bench_config, percentiles, run_main, timed
+from benchmarks.write import analyse, bench_config, percentiles, run_main, timed
 
 MODES = ("facts", "third round", "defaults")
 
@@ -52,12 +52,6 @@ def engines(engine: MemoryEngine) -> dict[str, MemoryEngine]:
     third = replace(write, dialogue_same_voice=False, dialogue_repeated_lines=False, dialogue_context_answer=False)
     return {"facts": replace(engine, write_settings=replace(write, dialogue_batch_min=0)),
             "third round": replace(engine, write_settings=third), "defaults": engine}
-
-
-async def analyse(engine: MemoryEngine) -> None:
-    """Statistics as autovacuum would leave them (pooled statements are planned again once they change)."""
-    async with engine.db.connection() as conn:
-        await conn.execute("ANALYZE user_memories")
 
 
 async def run(engine: MemoryEngine, n_lines: int, vectors: bool, settle: int = 0) -> dict[str, Any]:

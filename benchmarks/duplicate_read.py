@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psycopg
 from npc_memory.domain.model import ContentType, NewMemory, PreparedMemory, Scope, Speaker, Subject
 from npc_memory.domain.write_rules import content_key
@@ -52,17 +51,12 @@ def before_statement(src: Path) -> Compiled:
     return compile_statement(sql.SQL(in_checkout(src, BEFORE_STATEMENT)))  # our own earlier checkout's text
 
 
-def vector_of(value: Any) -> np.ndarray:
-    """A stored vector as numpy (pgvector's loader gives a ``Vector`` or an array by version)."""
-    return value.to_numpy() if hasattr(value, "to_numpy") else np.asarray(value, dtype=np.float32)
-
-
 def item(row: Mapping[str, Any], repeat: bool) -> PreparedMemory:
     """A fact of the batch: a stored row's text again, or a new text with one more term (no duplicate)."""
     content = row["content"] if repeat else f"{row['content']} 그리고 또 {uuid.uuid4().hex[:6]}"
     terms = tuple(row["terms"]) if repeat else (*row["terms"], "그리고")
     fact = NewMemory(Speaker.USER, Subject(row["subject"]), row["subject_id"], ContentType.FACT, content)
-    return PreparedMemory(uuid.uuid4(), fact, datetime.now(UTC), vector_of(row["embedding"]), "bench", terms,
+    return PreparedMemory(uuid.uuid4(), fact, datetime.now(UTC), row["embedding"].to_numpy(), "bench", terms,
                           content_key(content), tuple(row["meaning"] or ()))
 
 

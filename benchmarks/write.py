@@ -88,7 +88,11 @@ async def seed(engine: MemoryEngine, scope: Scope, rows: int) -> None:
     facts = [fact(i, c, v) for i, (c, v) in enumerate(zip(contents, vectors, strict=True))]
     for start in range(0, rows, 128):
         await engine.store(scope, facts[start:start + 128])
-    # Statistics as autovacuum would leave them (pooled statements are planned again once they change).
+    await analyse(engine)
+
+
+async def analyse(engine: MemoryEngine) -> None:
+    """Statistics as autovacuum would leave them (pooled statements are planned again once they change)."""
     async with engine.db.connection() as conn:
         await conn.execute("ANALYZE user_memories")
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 from npc_memory.domain.model import ContentType, NewMemory, ReadView, Scope, Speaker, Subject
+from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 
 
 def _food(text: str, rng: np.random.Generator) -> NewMemory:
-    v = rng.standard_normal(384).astype(np.float32)
     return NewMemory(Speaker.USER, Subject.USER, "user", ContentType.PREFERENCE, text, slot="favorite_food",
-                     embedding=v / np.linalg.norm(v))
+                     embedding=normalise(rng.standard_normal((1, 384)))[0])
 
 
 async def test_each_timeline_walks_its_own_chain(engine: MemoryEngine, scope: Scope) -> None:
     """A → B before a save; after loading it, B → C in the new timeline: the old one still ends at B."""
     rng = np.random.default_rng(21)
     filler = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"{i}번째 산책", embedding=v)
-              for i, v in enumerate(rng.standard_normal((40, 384)).astype(np.float32))]
+              for i, v in enumerate(normalise(rng.standard_normal((40, 384))))]
     await engine.store(scope, filler)
     (a,) = await engine.store(scope, [_food("사과를 제일 좋아함", rng)])
     (b,) = await engine.store(scope, [_food("배를 제일 좋아함", rng)])

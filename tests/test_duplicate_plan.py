@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 from npc_memory.domain.model import ContentType, NewMemory, PreparedMemory, Scope, Speaker, Subject, Vector
 from npc_memory.domain.write_rules import content_key
+from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.compiled import compile_statement
 from npc_memory.store.writes import DUPLICATE_CANDIDATES, duplicate_params
@@ -25,11 +26,6 @@ from pgvector.psycopg import register_vector
 ROWS = 300
 SCANNED = re.compile(r"on user_memories \w+ .*actual time=\S+ rows=(\d+)")
 REMOVED = re.compile(r"Rows Removed by Filter: (\d+)")
-
-
-def _unit(rng: np.random.Generator) -> np.ndarray:
-    v = rng.standard_normal(384).astype(np.float32)
-    return v / np.linalg.norm(v)
 
 
 def _probe(content: str, terms: list[str], meaning: list[str], vector: Vector) -> PreparedMemory:
@@ -60,7 +56,7 @@ async def _stored_scope(engine: MemoryEngine, scope: Scope) -> tuple[list[uuid.U
     """ROWS memories in the scope, analysed; two probes of the eighth: its text again, and its terms again."""
     rng = np.random.default_rng(12)
     facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"{i}번째 날에 공원에서 고양이를 봤음",
-                       embedding=_unit(rng)) for i in range(ROWS)]
+                       embedding=v) for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
     ids = [r.memory_id for r in await engine.store(scope, facts)]
     async with engine.db.connection() as conn:
         await conn.execute("ANALYZE user_memories")
@@ -106,7 +102,7 @@ async def test_a_saved_players_duplicate_read_looks_keys_up(engine: MemoryEngine
 async def test_terms_are_compared_whole(engine: MemoryEngine, database_url: str, scope: Scope) -> None:
     """A stored term holding a space matches only that term, not the two words it would split into."""
     rng = np.random.default_rng(13)
-    vector = _unit(rng)
+    vector = normalise(rng.standard_normal((1, 384)))[0]
     (stored,) = await engine.store(scope, [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT,
                                                      "뉴욕 여행", embedding=vector)])
     async with engine.db.connection() as conn:

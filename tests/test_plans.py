@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
+from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.links import NEIGHBOURS
 from npc_memory.store.search_sql import compiled_search, search_params
@@ -26,11 +27,6 @@ from psycopg import sql
 ROWS = 120
 LIMIT = 10
 LINK_LOOPS = re.compile(r"on memory_links \w+ .*loops=(\d+)")
-
-
-def _unit(rng: np.random.Generator) -> np.ndarray:
-    v = rng.standard_normal(384).astype(np.float32)
-    return v / np.linalg.norm(v)
 
 
 def _explained_search(database_url: str, query: SearchQuery, terms: list[str], per_side: int,
@@ -53,7 +49,7 @@ async def test_the_second_hop_looks_each_memory_up_once(engine: MemoryEngine, da
     """On the generic plan, no link lookup runs more often than there are memories to look up from."""
     rng = np.random.default_rng(5)
     facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"산책 기록 {i}번째 날",
-                       embedding=_unit(rng)) for i in range(ROWS)]
+                       embedding=v) for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
     ids = [r.memory_id for r in await engine.store(scope, facts)]
     async with engine.db.connection() as conn:  # every memory linked to the next and the seventh next
         for k in (1, 7):
@@ -63,7 +59,7 @@ async def test_the_second_hop_looks_each_memory_up_once(engine: MemoryEngine, da
                                                                                     a, b))
         await conn.execute("ANALYZE memory_links")
     query = SearchQuery(scope=scope, text="산책", limit=LIMIT, weights=Weights(), now=datetime.now(UTC),
-                        embedding=_unit(rng), hops=2)
+                        embedding=normalise(rng.standard_normal((1, 384)))[0], hops=2)
     plan, hits = _explained_search(database_url, query, ["산책"], 50)
     loops = [int(m.group(1)) for line in plan if (m := LINK_LOOPS.search(line))]
     assert loops, "\n".join(plan)
@@ -85,7 +81,7 @@ async def test_an_expand_step_reads_each_candidates_terms_once(engine: MemoryEng
     """
     rng = np.random.default_rng(6)
     facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"산책하다가 고양이 {i}마리 봤어",
-                       embedding=_unit(rng)) for i in range(ROWS)]
+                       embedding=v) for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
     ids = [r.memory_id for r in await engine.store(scope, facts)]
     params = scope_params(scope) | view_params() | {"id": ids[0], "frontier": ids[1:4], "now": datetime.now(UTC),
                                                     "per_depth": 5}
@@ -112,11 +108,12 @@ async def test_candidates_are_fetched_by_key(engine: MemoryEngine, database_url:
     candidates here, no join may throw away more than a few rows per candidate.
     """
     rng = np.random.default_rng(31)
+    vectors = normalise(rng.standard_normal((2 * ROWS, 384)))
     facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"{i}번째 날 공원에서 산책했어",
-                       importance=1 + i % 9, embedding=_unit(rng)) for i in range(2 * ROWS)]
+                       importance=1 + i % 9, embedding=v) for i, v in enumerate(vectors)]
     await engine.store(scope, facts)
     query = SearchQuery(scope=scope, text="공원 산책", limit=10, weights=Weights(), now=datetime.now(UTC),
-                        embedding=_unit(rng))
+                        embedding=normalise(rng.standard_normal((1, 384)))[0])
     plan, hits = _explained_search(database_url, query, ["공원", "산책"], PER_SIDE)
     assert len(hits) == 10
     assert any("loops=" in line for line in plan)

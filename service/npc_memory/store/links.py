@@ -43,6 +43,11 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND from_id = %(id)s
   AND depth = %(depth)s
 """
 
+# The links of memory %(id)s in the scope (either way), and the memory at a link's other end.
+ROOT_LINKS = sql.SQL(
+    "l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s AND (l.from_id = %(id)s OR l.to_id = %(id)s)")
+OTHER_END = sql.SQL("CASE WHEN l.from_id = %(id)s THEN l.to_id ELSE l.from_id END")
+
 # Neighbours of the frontier, valid now, not the root, not on the frontier, not linked with the root yet (either
 # way, any kind: a memory the game already linked is not "found"):
 # those sharing the most keyword terms first (via: the first shared term, as seed 000's ABOUT), then the
@@ -64,10 +69,7 @@ found AS MATERIALIZED (
     SELECT c.id, c.embedding, c.terms FROM {visible} c
     WHERE c.id <> %(id)s AND c.id <> ALL(%(frontier)s)
       AND c.valid_at <= %(now)s AND (c.invalid_at IS NULL OR c.invalid_at > %(now)s)
-      AND c.id <> ALL(ARRAY(SELECT CASE WHEN l.from_id = %(id)s THEN l.to_id ELSE l.from_id END
-                            FROM memory_links l
-                            WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s
-                              AND (l.from_id = %(id)s OR l.to_id = %(id)s)))
+      AND c.id <> ALL(ARRAY(SELECT {other_end} FROM memory_links l WHERE {root_links}))
 ),
 shared AS MATERIALIZED (
     SELECT c.id, ft.id AS frontier_id, count(DISTINCT ft.term) AS shared, min(ft.term) AS term
@@ -85,7 +87,7 @@ SELECT n.id, n.via FROM (
 ) n
 ORDER BY n.shared DESC, n.cosine DESC, n.id
 LIMIT %(per_depth)s
-""").format(visible=VISIBLE))
+""").format(visible=VISIBLE, other_end=OTHER_END, root_links=ROOT_LINKS))
 
 MEMORIES = sql.SQL("""
 SELECT {columns} FROM user_memories m
@@ -96,11 +98,10 @@ WHERE m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.id = ANY(%
 # written after the save point that was loaded) is not shown.
 LINKS_OF = with_view(sql.SQL("""
 SELECT l.from_id, l.to_id, l.kind, l.depth, l.via, l.discovered_at FROM memory_links l
-WHERE l.user_id = %(user_id)s AND l.heroine_id = %(heroine_id)s AND (l.from_id = %(id)s OR l.to_id = %(id)s)
-  AND EXISTS (SELECT 1 FROM {visible} m
-              WHERE m.id = CASE WHEN l.from_id = %(id)s THEN l.to_id ELSE l.from_id END)
+WHERE {root_links}
+  AND EXISTS (SELECT 1 FROM {visible} m WHERE m.id = {other_end})
 ORDER BY l.kind, l.depth, l.discovered_at, l.from_id, l.to_id
-""").format(visible=VISIBLE))
+""").format(visible=VISIBLE, other_end=OTHER_END, root_links=ROOT_LINKS))
 
 
 def link_from_row(row: dict[str, Any]) -> Link:
