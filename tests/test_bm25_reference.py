@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from npc_memory.domain.model import ContentType as Ct
 from npc_memory.domain.model import MemoryFilter, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
+from npc_memory.domain.scoring import BM25_B, BM25_K1
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.search_bm25 import BM25_B, BM25_K1, UNROLLED_TERMS
+from npc_memory.store.search_bm25 import UNROLLED_TERMS
 
 from benchmarks.candidates import search_candidates
 

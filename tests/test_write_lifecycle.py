@@ -129,7 +129,7 @@ async def test_forget_player_leaves_nothing_of_them_in_any_table(stub: Stub, dat
     found = await _scan(database_url, [player, secret, other, kept])
     assert player not in found
     assert secret not in found
-    assert found[other] == {"user_memories", "store_requests"}
+    assert found[other] == {"user_memories", "store_requests", "scope_versions"}  # their scope's counter (0013)
     assert found[kept] == {"user_memories"}
 
 

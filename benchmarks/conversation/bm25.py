@@ -19,10 +19,10 @@ from datetime import datetime
 from typing import Any
 
 from npc_memory.config import Config, DatabaseConfig
+from npc_memory.domain import scoring
 from npc_memory.domain.model import Fusion, SearchQuery, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
-from npc_memory.store import search_bm25
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.metrics import Answer
@@ -65,17 +65,17 @@ async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
                            await engine.embedder.embed_queries([q["text"] for q in questions]), strict=True))
         facts = json.loads(FACTS.read_text(encoding="utf-8"))
         ids = await quality.load(engine, facts)
-        defaults = search_bm25.BM25_K1, search_bm25.BM25_B
+        defaults = scoring.BM25_K1, scoring.BM25_B
         try:
             for k1, b in SETTINGS:
-                search_bm25.BM25_K1, search_bm25.BM25_B = k1, b
+                scoring.BM25_K1, scoring.BM25_B = k1, b
                 gathered = await quality.gather(engine, facts, ids)
                 for mode in MODES:
                     name = f"k1 {k1}, b {b}, {mode.name}"
                     conv[name] = metrics.figures(await ask_conversations(asked, loaded, vectors, mode))
                     kor[name] = quality.score(gathered, mode)
         finally:
-            search_bm25.BM25_K1, search_bm25.BM25_B = defaults
+            scoring.BM25_K1, scoring.BM25_B = defaults
     return {"conversations": conv, "korean_facts": kor}
 
 

@@ -30,6 +30,7 @@ from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
 from npc_memory.errors import ConfigError
 from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store.pool import PlanCacheMode, PoolSettings
+from npc_memory.store.scope_cache import SCOPE_CACHE_ROWS
 from npc_memory.text import STORED_SIDE, TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
@@ -161,6 +162,8 @@ class SearchConfig:
     """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
     ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
     them above the rest (docs/conversation-benchmark.md measures each)."""
+    scope_cache_rows: int = SCOPE_CACHE_ROWS
+    """Memories this process holds to rank searches in memory (store/scope_cache.py); 0 ranks every search in SQL."""
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
@@ -348,6 +351,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             period_search=pick("search_period", SearchConfig.period_search, _period_search),
             distinct_turns=pick("search_distinct_turns", SearchConfig.distinct_turns, boolean),
             session_cap=pick("search_session_cap", SearchConfig.session_cap, int),
+            scope_cache_rows=pick("scope_cache_rows", SearchConfig.scope_cache_rows, int),
         ),
         write=WriteConfig(
             max_batch=pick("max_batch", WriteConfig.max_batch, int),

@@ -58,6 +58,8 @@ def check(config: Config) -> None:
         raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
     if config.search.session_cap < 0:
         raise ConfigError("search_session_cap must be >= 0 (0: off)")
+    if config.search.scope_cache_rows < 0:
+        raise ConfigError("scope_cache_rows must be >= 0 (0: off)")
     _check_extraction(config.extraction)
     policies = config.retention.policies
     for name, policy in {"default": policies.default, **policies.heroines}.items():

@@ -43,11 +43,12 @@ from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.errors import InputRejectedError, NotFoundError
-from npc_memory.ops.metrics import EMBED_SECONDS
+from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.dialogue import previous_turn, said_in_dialogue, set_turn_vector
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Connection, Database
+from npc_memory.store.scope_cache import ScopeCache
 from npc_memory.text import Tokenizer
 from npc_memory.text.periods import period_in
 from npc_memory.text.process_pool import AnalysisPool
@@ -83,6 +84,8 @@ class MemoryEngine:
     search_settings: SearchConfig
     analysis_pool: AnalysisPool | None = None
     """Worker processes for big batches' tokenising; None analyses every batch in a thread here."""
+    scope_cache: ScopeCache | None = None
+    """Scopes ranked in memory (store/scope_cache.py); None ranks every search with the statement."""
 
     async def _embed_passages(
         self, facts: Sequence[NewMemory], source: TextSource, texts: Sequence[str] | None = None,
@@ -252,13 +255,26 @@ class MemoryEngine:
         wanted = query.limit * sessions.SPREAD_HEADROOM if cap else query.limit
         headroom = dialogue.REPEAT_HEADROOM if collapse else 1
         asked = replace(query, limit=wanted * headroom) if collapse or cap else query
-        hits = await search.search_ranked(self.db, asked, terms, self.search_settings.candidates, self.keyword_backend)
+        hits = await self._ranked(asked, terms)
         if collapse:
             hits = dialogue.distinct_turns(hits, wanted)
         if cap:
             window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
             hits = sessions.spread_sessions(hits, query.limit, cap, window)
         return hits
+
+    async def _ranked(self, query: SearchQuery, terms: Sequence[str]) -> list[ScoredMemory]:
+        """The query's ranked hits: from the scope held in memory when it can answer, else from the statement."""
+        per_side = self.search_settings.candidates
+        cache = self.scope_cache
+        if cache is not None and cache.accepts(query, self.keyword_backend):
+            hits = await cache.search(self.db, query, terms, per_side)
+            HELD_ROWS.set(cache.rows)
+            if hits is not None:
+                SEARCH_RANKED.labels("held").inc()
+                return hits
+        SEARCH_RANKED.labels("statement").inc()
+        return await search.search_ranked(self.db, query, terms, per_side, self.keyword_backend)
 
     async def build_context(
         self, scope: Scope, utterance: str, budget: int, include_shared: bool, language: str, now: datetime,
@@ -307,9 +323,7 @@ class MemoryEngine:
         tiers = deepen_tiers(query.filter.tiers)
         for tier in tiers:
             tier_query = replace(query, filter=replace(query.filter, tiers=(tier,)))
-            hits = await search.search_ranked(
-                self.db, tier_query, terms, self.search_settings.candidates, self.keyword_backend
-            )
+            hits = await self._ranked(tier_query, terms)
             enough = enough_passed(passed, hits, query.deepen_min_relevance, query.limit)
             if enough or tier is tiers[-1]:
                 return deepen_answer(passed, hits, query.limit), tier
@@ -399,5 +413,8 @@ class MemoryEngine:
         return await timelines.drop_timeline(self.db, user_id, timeline_id)
 
     async def forget_player(self, user_id: str) -> int:
-        """Erase a player everywhere."""
-        return await lifecycle.forget_player(self.db, user_id)
+        """Erase a player everywhere (and from this process's held scopes)."""
+        erased = await lifecycle.forget_player(self.db, user_id)
+        if self.scope_cache is not None:
+            self.scope_cache.forget(user_id)
+        return erased

@@ -20,6 +20,7 @@ from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.migrate import migrate
 from npc_memory.store.pool import Database
+from npc_memory.store.scope_cache import ScopeCache
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga
 from npc_memory.store.settings import check_embedding_model, check_text_terms, recorded_text_terms
 from npc_memory.text import TextOptions, Tokenizer
@@ -103,8 +104,10 @@ async def build_engine(config: Config, db: Database, embedder: Embedder) -> Memo
     options = await text_options(db, config)
     backend = await keyword_backend(db, config.keyword_backend)
     tokenizer = await asyncio.to_thread(Tokenizer, options=options)
+    rows = config.search.scope_cache_rows
     return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, keyword_backend=backend,
-                        write_settings=config.write, search_settings=config.search)
+                        write_settings=config.write, search_settings=config.search,
+                        scope_cache=ScopeCache(rows) if rows > 0 else None)
 
 
 @contextlib.asynccontextmanager
@@ -113,6 +116,7 @@ async def open_engine(config: Config) -> AsyncIterator[MemoryEngine]:
     async with open_database(config.database) as db:
         embedder = await create_embedder(config.embedding)
         pool = None
+        engine: MemoryEngine | None = None
         try:
             engine = await build_engine(config, db, embedder)
             if config.write.tokenize_processes > 0:
@@ -121,6 +125,8 @@ async def open_engine(config: Config) -> AsyncIterator[MemoryEngine]:
                 engine.analysis_pool = pool
             yield engine
         finally:
+            if engine is not None and engine.scope_cache is not None:
+                await engine.scope_cache.close()
             if pool is not None:
                 await asyncio.to_thread(pool.shutdown)
             await embedder.aclose()

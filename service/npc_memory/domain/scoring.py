@@ -23,3 +23,7 @@ RRF_K = 60
 """The rank offset of reciprocal-rank fusion: a side contributes weight / (RRF_K + rank)."""
 FLAT_RANGE = 1e-6
 """Cosines spread less than this are not min-max stretched (the clipped cosine is kept)."""
+BM25_K1 = 1.2
+"""BM25's term-frequency saturation (Lucene's default)."""
+BM25_B = 0.75
+"""BM25's document-length normalisation (Lucene's default)."""

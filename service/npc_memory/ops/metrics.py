@@ -17,6 +17,10 @@ EMBED_SECONDS = Histogram("npc_memory_embed_seconds", "time spent in the embedde
 SEARCH_CANDIDATES = Histogram(
     "npc_memory_search_results", "results returned per search", buckets=(0, 1, 5, 10, 20, 50, 100),
 )
+SEARCH_RANKED = Counter(
+    "npc_memory_search_ranked_total", "ranked searches by where they were ranked: held scope or statement", ["path"],
+)
+HELD_ROWS = Gauge("npc_memory_scope_cache_rows", "memories this process holds to rank searches in memory")
 STORE_OUTCOMES = Counter("npc_memory_store_outcomes_total", "stored facts by outcome", ["outcome"])
 POOL_SIZE = Gauge("npc_memory_pool_connections", "open pool connections")
 POOL_AVAILABLE = Gauge("npc_memory_pool_available", "idle pool connections")

@@ -18,10 +18,9 @@ from typing import Any
 
 from psycopg import sql
 
+from npc_memory.domain import scoring
 from npc_memory.store.keyword import KeywordSide
 
-BM25_K1 = 1.2
-BM25_B = 0.75
 UNROLLED_TERMS = 8
 """Queries with at most this many distinct terms run the statement written for their term count."""
 
@@ -104,7 +103,8 @@ def _unrolled_columns(n: int) -> sql.Composed:
 def bm25_params(terms: Sequence[str]) -> dict[str, Any]:
     """The query's morphemes (the whole list, and each distinct one by position) and the BM25 constants."""
     distinct = distinct_terms(terms)
-    return {"terms": list(terms), "k1": BM25_K1, "b": BM25_B} | {f"t{i}": t for i, t in enumerate(distinct)}
+    constants = {"k1": scoring.BM25_K1, "b": scoring.BM25_B}
+    return {"terms": list(terms), **constants} | {f"t{i}": t for i, t in enumerate(distinct)}
 
 
 SCOPE_COLUMNS = sql.SQL("m.terms, cardinality(m.terms) AS dl,")

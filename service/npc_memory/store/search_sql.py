@@ -58,13 +58,16 @@ scope_rows AS MATERIALIZED (
     WHERE {filter}
 )"""
 
+# Each list breaks its ties by id, so the rows cut at its limit are the same on every plan (many rows share a
+# keyword score: the same word once in texts of one length), and the same the in-memory ranking cuts
+# (domain/scope_rank.py).
 # Each list carries the cosine (one value per id, so UNION still removes repeats): the final join then never
 # goes back over the scope rows, which a generic plan (estimating one scope row) made a nested loop.
 # With a keyword side that scores every scope row (KeywordSide.every_row), every list reads that side's CTE and
 # carries the score as well ({source} and {carried}).
-DENSE_TOP = "(SELECT id, cosine{carried} FROM {source} ORDER BY cosine DESC LIMIT %(k)s) UNION "
-KEYWORD_TOP = "(SELECT id, cosine{carried} FROM keyword{matching} ORDER BY score DESC LIMIT %(k)s) UNION "
-PRIOR_TOP = "(SELECT id, cosine{carried} FROM {source} ORDER BY prior DESC LIMIT %(k)s)"
+DENSE_TOP = "(SELECT id, cosine{carried} FROM {source} ORDER BY cosine DESC, id LIMIT %(k)s) UNION "
+KEYWORD_TOP = "(SELECT id, cosine{carried} FROM keyword{matching} ORDER BY score DESC, id LIMIT %(k)s) UNION "
+PRIOR_TOP = "(SELECT id, cosine{carried} FROM {source} ORDER BY prior DESC, id LIMIT %(k)s)"
 PERIOD_TOP = """(SELECT id, cosine{carried} FROM {source}
                  WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
                  ORDER BY cosine DESC, prior DESC LIMIT %(k)s) UNION """

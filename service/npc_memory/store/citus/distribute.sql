@@ -37,6 +37,11 @@ SELECT create_distributed_table('save_points', 'user_id', colocate_with => 'user
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'save_points'::regclass);
 SELECT create_distributed_table('memory_changes', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_changes'::regclass);
+-- Each scope's change counter (migration 0013) next to its rows, so the trigger that stamps a row's version runs on
+-- the row's worker. Citus runs a trigger on a distributed table only with citus.enable_unsafe_triggers on; without
+-- it, set scope_cache_rows = 0 (every search then runs the statement, which needs no counter).
+SELECT create_distributed_table('scope_versions', 'user_id', colocate_with => 'user_memories')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'scope_versions'::regclass);
 -- Extraction jobs next to the player's memories (co-located), so a job's completion and the memories it
 -- writes commit together on one worker.
 SELECT create_distributed_table('extraction_jobs', 'user_id', colocate_with => 'user_memories')

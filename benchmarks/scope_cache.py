@@ -1,0 +1,164 @@
+"""A search ranked from the scope held in memory (store/scope_cache.py) beside the search statement, one run.
+
+    python -m benchmarks.scope_cache [--queries 300] [--data-dir DIR] [--json PATH]
+
+On benchmarks.search_speed_load's common-word scopes (500 and 2,000 memories, both query terms in ~80% of them;
+seeded into an embedded PostgreSQL on first use), through one in-process engine with callers' vectors, so only
+the ranking path differs:
+
+- ``held`` / ``statement``: the same search (the common query, a pool question's real e5 vector) ranked from the
+  held scope (its sync round trip included) and by the statement, interleaved, the order alternating;
+- ``store then held`` / ``store then statement``: a player who talks and asks in turn: one new memory stored,
+  then the search; the held path's sync brings that one row in (the store is not timed);
+- ``first search``: a scope not held yet (a process's first search of it): the statement answers while the scope
+  is read in the background; ``scope read``: from that search's start until the scope is held.
+
+Answers are compared (the same ids, in order, but for scores within 1e-5). Rows stored here are deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from npc_memory.domain.model import (
+    ContentType,
+    NewMemory,
+    Scope,
+    ScoredMemory,
+    SearchQuery,
+    Speaker,
+    Subject,
+    Weights,
+)
+from npc_memory.engine import MemoryEngine
+from npc_memory.runtime import open_engine
+from npc_memory.store.scope_cache import ScopeCache
+
+from benchmarks.harness import caller_vector_config, emit
+from benchmarks.search_speed_load import COMMON_DATA_DIR, COMMON_QUERY, COMMON_SUFFIX, common_database
+from benchmarks.search_speed_parts import percentiles
+from loadtest.pool import Pool
+
+STORED = "scope-cache-bench"
+"""The subject id of the memories this benchmark stores (deleted at the end)."""
+CLEAN = "DELETE FROM user_memories WHERE subject_id = %(s)s"
+FIRST_SEARCHES = 20
+
+
+def held_by(engine: MemoryEngine) -> ScopeCache:
+    """The engine's held scopes (this benchmark needs them on)."""
+    if engine.scope_cache is None:
+        raise SystemExit("scope_cache_rows is 0: nothing to compare")
+    return engine.scope_cache
+
+
+async def _ms(call: Callable[[], Awaitable[list[ScoredMemory]]]) -> tuple[float, list[ScoredMemory]]:
+    start = time.perf_counter()
+    hits = await call()
+    return (time.perf_counter() - start) * 1000.0, hits
+
+
+def _differs(a: list[ScoredMemory], b: list[ScoredMemory]) -> bool:
+    """Whether two answers differ beyond near-ties (rows whose final scores are within 1e-5 may swap)."""
+    if len(a) != len(b):
+        return True
+    scores = {h.memory.id: h.scores.final for h in b}
+    return any(abs(x.scores.final - y.scores.final) > 1e-5 or abs(scores.get(x.memory.id, -9.0) - x.scores.final)
+               > 1e-5 for x, y in zip(a, b, strict=True))
+
+
+async def _pair(engine: MemoryEngine, plain: MemoryEngine, query: SearchQuery, flip: bool,
+                out: dict[str, list[float]], names: tuple[str, str]) -> bool:
+    """Time the query through the held scope and the statement, in the order ``flip`` says; True if they differ."""
+    runs = [(names[0], engine), (names[1], plain)]
+    got = {}
+    for name, eng in reversed(runs) if flip else runs:
+        ms, got[name] = await _ms(lambda e=eng: e.search(query))  # type: ignore[misc]
+        out[name].append(ms)
+    return _differs(got[names[0]], got[names[1]])
+
+
+async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries: int) -> dict[str, Any]:
+    """Every case on every common scope; percentiles per case and the answers that differed."""
+    config = caller_vector_config(url, pool.dim)
+    result: dict[str, Any] = {"queries": queries, "at": datetime.now(UTC).isoformat(), "scopes": {}}
+    async with open_engine(config) as engine:
+        plain = replace(engine, scope_cache=None)
+        try:
+            for user_id, heroine_id, rows in scopes:
+                scope = Scope(user_id, heroine_id)
+                out: dict[str, list[float]] = {k: [] for k in (
+                    "held", "statement", "store then held", "store then statement", "first search",
+                    "first statement", "scope read")}
+                differ = 0
+                warm = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(), now=datetime.now(UTC),
+                                   embedding=pool.query_vectors[0])
+                await engine.search(warm)  # the scope is read in the background; timed below as "scope read"
+                await held_by(engine).loaded(scope)
+                for i in range(queries):
+                    q = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(),
+                                    now=datetime.now(UTC), embedding=pool.query_vectors[i % len(pool.queries)])
+                    differ += await _pair(engine, plain, q, i % 2 == 1, out, ("held", "statement"))
+                for i in range(queries // 3):
+                    vector = pool.passage_vectors[i % len(pool.passages)]
+                    fact = NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id=STORED,
+                                     content_type=ContentType.FACT,
+                                     content=f"{pool.passages[i % len(pool.passages)]}{COMMON_SUFFIX} {i}",
+                                     embedding=vector)
+                    q = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(),
+                                    now=datetime.now(UTC), embedding=pool.query_vectors[i % len(pool.queries)])
+                    for name, eng in (("store then held", engine), ("store then statement", plain)):
+                        await engine.store(scope, [replace(fact, content=f"{fact.content} {name}")])
+                        ms, _ = await _ms(lambda e=eng, q=q: e.search(q))  # type: ignore[misc]
+                        out[name].append(ms)
+                for i in range(FIRST_SEARCHES):
+                    cold = replace(engine, scope_cache=ScopeCache(engine.search_settings.scope_cache_rows))
+                    q = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(),
+                                    now=datetime.now(UTC), embedding=pool.query_vectors[i])
+                    start = time.perf_counter()
+                    out["first search"].append((await _ms(lambda c=cold, q=q: c.search(q)))[0])  # type: ignore[misc]
+                    await held_by(cold).loaded(scope)
+                    out["scope read"].append((time.perf_counter() - start) * 1000.0)
+                    out["first statement"].append((await _ms(lambda q=q: plain.search(q)))[0])  # type: ignore[misc]
+                figures = {k: percentiles(v) for k, v in out.items()}
+                figures["ratio p50 held / statement"] = {"p50": figures["held"]["p50"] / figures["statement"]["p50"]}
+                figures["ratio p99 held / statement"] = {"p99": figures["held"]["p99"] / figures["statement"]["p99"]}
+                result["scopes"][f"{rows} rows"] = {"figures": figures, "answers differing": differ}
+        finally:
+            async with engine.db.connection() as conn:
+                await conn.execute(CLEAN, {"s": STORED})
+    return result
+
+
+def report(result: dict[str, Any]) -> str:
+    """One line per case and scope: p50 / p95 / p99 ms."""
+    lines = []
+    for name, scope in result["scopes"].items():
+        lines.append(f"{name} (answers differing: {scope['answers differing']})")
+        for case, f in scope["figures"].items():
+            lines.append(f"  {case:28s} " + " / ".join(f"{k} {v:.2f}" for k, v in f.items() if k != "n"))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Run the comparison on the common-word scopes and print it."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--data-dir", type=Path, default=COMMON_DATA_DIR)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    with common_database(args.data_dir) as (url, scopes, pool, _):
+        result = asyncio.run(run(url, scopes, pool, args.queries))
+    print(report(result))
+    emit(result, args.json)
+
+
+if __name__ == "__main__":
+    main()

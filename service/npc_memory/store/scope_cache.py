@@ -1,0 +1,226 @@
+"""Scopes held in memory and ranked here (domain/scope_rank.py), kept exact by one round trip per search.
+
+The search statement reads and scores every row of the scope on each request (the search is exact, so no index
+can skip rows): ~4-8 ms at 2,000 rows, most of a caller-vector search. A scope the server has seen is kept as
+columns instead, and each search sends one small statement (``SYNC``) that returns the scope's version
+(migration 0013: every insert or update stamps the next version of its scope on the row, in commit order) and
+the rows stamped after the version held: none when nothing changed, the few a store wrote, or every row on the
+first search, after a delete, or if the counter went back. The ranking then runs on rows that are exactly the
+table's at that statement's snapshot, so a store acknowledged before a search begins is in its results, and
+other server processes' writes are seen the same way: nothing is trusted that the database did not just confirm.
+
+Only searches of the plain rows are ranked here (``scope_rank.servable``: the live timeline of a player who never
+saved, the scope's own rows, no links, no period, no filter but a minimum importance, the BM25 keyword side);
+a player who saved (``player_state`` has a row) reads through the timeline view, so the statement serves them.
+The scopes held are bounded by rows (``max_rows``), least recently searched dropped first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from psycopg import sql
+
+from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery
+from npc_memory.domain.scope_rank import rank, servable
+from npc_memory.store.compiled import compile_statement, fetch_all
+from npc_memory.store.keyword import ResolvedKeywordBackend
+from npc_memory.store.pool import Database
+from npc_memory.store.rows import MEMORY_COLUMNS
+from npc_memory.store.scope_rows import ScopeRows
+from npc_memory.store.view import ROOT_TIMELINE
+
+# One row when nothing changed (the version columns, the memory columns NULL), else one per changed row. An epoch
+# other than the one held, or a version below it, means rows went that "stamped after" cannot show: then every
+# row is read again. A saved player's rows are not read at all.
+SYNC = compile_statement(sql.SQL("""
+SELECT v.version, v.epoch, v.saved, v.reload, {columns}, m.scope_version, m.terms, m.embedding
+FROM (
+    SELECT s.version, s.epoch, s.saved, (s.epoch <> %(epoch)s OR s.version < %(since)s) AS reload
+    FROM (SELECT COALESCE(c.version, 0) AS version, COALESCE(c.epoch, 0) AS epoch,
+                 EXISTS (SELECT 1 FROM player_state p WHERE p.user_id = %(user_id)s) AS saved
+          FROM (SELECT 1) one
+          LEFT JOIN scope_versions c ON c.user_id = %(user_id)s AND c.heroine_id = %(heroine_id)s) s
+) v
+LEFT JOIN LATERAL (
+    SELECT * FROM user_memories m
+    WHERE NOT v.saved AND m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.timeline_id = {root}
+      AND m.scope_version > CASE WHEN v.reload THEN -1 ELSE %(since)s END
+) m ON true
+""").format(columns=MEMORY_COLUMNS, root=sql.Literal(ROOT_TIMELINE)))
+
+
+log = logging.getLogger(__name__)
+
+SCOPE_CACHE_ROWS = 50_000
+"""Rows held by default (~3.5 KB each with a 384-float vector: ~175 MB)."""
+SYNC_ATTEMPTS = 3
+"""Syncs tried when another search of the scope changed what is held meanwhile, before the statement runs instead."""
+
+
+async def _sync(db: Database, scope: Scope, asked: tuple[int, int]) -> list[dict[str, Any]]:
+    """The scope's version, epoch and saved flag, with the rows stamped after ``asked`` (every row: (-1, -1))."""
+    params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "since": asked[0], "epoch": asked[1]}
+    async with db.connection() as conn:
+        return await fetch_all(conn, SYNC, params)
+
+
+def _built(found: list[dict[str, Any]]) -> ScopeRows | None:
+    """A scope's rows as columns; None if its vectors are of two sizes (a re-embedding half done)."""
+    rows = ScopeRows()
+    if not rows.fits(found):
+        return None
+    rows.apply(found)
+    return rows
+
+
+@dataclass
+class _Held:
+    """A scope as last synced: its version, reset count, and rows (None: the statement serves it)."""
+
+    version: int
+    epoch: int
+    rows: ScopeRows | None
+    counted: int = 0
+    """Rows counted against ``max_rows`` when last kept."""
+
+
+class ScopeCache:
+    """The scopes this process ranks in memory, at most ``max_rows`` rows in all."""
+
+    def __init__(self, max_rows: int) -> None:
+        self.max_rows = max_rows
+        self._held: OrderedDict[Scope, _Held] = OrderedDict()
+        self._loading: dict[Scope, asyncio.Task[None]] = {}
+        self._rows = 0
+
+    @property
+    def rows(self) -> int:
+        """Rows held now."""
+        return self._rows
+
+    def forget(self, user_id: str) -> None:
+        """Drop every held scope of a player (ForgetPlayer: nothing of theirs stays in this process)."""
+        for scope in [s for s in self._held if s.user_id == user_id]:
+            self._drop(scope)
+        for scope, task in list(self._loading.items()):
+            if scope.user_id == user_id:
+                task.cancel()
+
+    def accepts(self, query: SearchQuery, backend: ResolvedKeywordBackend) -> bool:
+        """Whether a search may be ranked here rather than by the statement."""
+        return self.max_rows > 0 and backend == "bm25" and query.embedding is not None and servable(query)
+
+    async def search(
+        self, db: Database, query: SearchQuery, terms: Sequence[str], per_side: int
+    ) -> list[ScoredMemory] | None:
+        """The ranked hits, as the search statement would return them now; None when the statement must run.
+
+        A scope not held yet is read in the background (the statement answers meanwhile), so no search waits for
+        a whole scope. A sync's rows are applied only to the state it was asked against: if another search of the
+        scope synced while this one waited, this one syncs again from the newer state.
+        """
+        scope = query.scope
+        for _ in range(SYNC_ATTEMPTS):
+            held = self._held.get(scope)
+            if held is None:
+                self._start_loading(db, scope)
+                return None
+            if held.rows is None:
+                self._held.move_to_end(scope)
+                return None
+            asked = (held.version, held.epoch)
+            found = await _sync(db, scope, asked)
+            now = self._held.get(scope)
+            if now is not held or (now.version, now.epoch) != asked:
+                continue
+            rows = self._synced(scope, held, found)
+            if rows is not None and rows.count == 0:
+                return []
+            if rows is None or query.embedding is None or query.embedding.size != rows.dimensions:
+                return None
+            return [ScoredMemory(rows.memory(r.row), r.scores, cosine=r.cosine)
+                    for r in rank(rows.columns(), query, terms, per_side)]
+        return None
+
+    async def loaded(self, scope: Scope) -> None:
+        """Wait for a background read of ``scope`` under way, if any (for tests and benchmarks)."""
+        task = self._loading.get(scope)
+        if task is not None:
+            await asyncio.wait([task])
+
+    async def close(self) -> None:
+        """Stop the background reads under way."""
+        tasks = list(self._loading.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    def _start_loading(self, db: Database, scope: Scope) -> None:
+        if scope in self._loading:
+            return
+        task = asyncio.ensure_future(self._load(db, scope))
+        self._loading[scope] = task
+        task.add_done_callback(partial(self._loaded, scope))
+
+    async def _load(self, db: Database, scope: Scope) -> None:
+        found = await _sync(db, scope, (-1, -1))
+        head = found[0]
+        rows = None
+        if not head["saved"]:
+            # Columns built in a thread: ~30 ms of Python at 2,000 rows, which would hold up every other request.
+            rows = await asyncio.to_thread(_built, [r for r in found if r["id"] is not None])
+            if rows is None:
+                return  # vectors of two sizes (a re-embedding half done): read again on a later search
+        if scope not in self._held:  # else a newer state was kept meanwhile (a saved player's, after its own read)
+            self._keep(scope, _Held(head["version"], head["epoch"], rows))
+
+    def _loaded(self, scope: Scope, task: asyncio.Task[None]) -> None:
+        self._loading.pop(scope, None)
+        if not task.cancelled() and task.exception() is not None:
+            # The search that asked was answered by the statement; the next one tries again.
+            log.warning("reading a scope to hold failed", exc_info=task.exception())
+
+    def _synced(self, scope: Scope, held: _Held | None, found: list[dict[str, Any]]) -> ScopeRows | None:
+        """The scope's rows after a sync's (a new set on a reload); None when the statement must serve it."""
+        head = found[0]
+        changed = [r for r in found if r["id"] is not None]
+        if head["saved"]:
+            self._keep(scope, _Held(head["version"], head["epoch"], None))
+            return None
+        if held is None or held.rows is None or head["reload"]:
+            held = _Held(head["version"], head["epoch"], ScopeRows())
+        rows = held.rows
+        if rows is None or not rows.fits(changed):
+            self._drop(scope)  # vectors of two sizes (a re-embedding half done): read whole again next time
+            return None
+        rows.apply(changed)
+        held.version = head["version"]
+        return self._keep(scope, held).rows
+
+    def _drop(self, scope: Scope) -> None:
+        old = self._held.pop(scope, None)
+        if old is not None:
+            self._rows -= old.counted
+
+    def _keep(self, scope: Scope, held: _Held) -> _Held:
+        """Hold ``held`` for ``scope`` as the most recently used, dropping the least recent past ``max_rows``."""
+        self._drop(scope)
+        size = held.rows.count if held.rows is not None else 0
+        if size > self.max_rows:
+            held = _Held(held.version, held.epoch, None)
+            size = 0
+        held.counted = size
+        self._held[scope] = held
+        self._rows += size
+        while self._rows > self.max_rows:
+            _, dropped = self._held.popitem(last=False)
+            self._rows -= dropped.counted
+        return held

@@ -1,0 +1,140 @@
+"""One scope's rows held in memory as columns (domain/scope_rank.py ranks them), updated row by row.
+
+Rows come from the cache's sync statement (store/scope_cache.py) with their scope version: a row already held is
+replaced only by a newer version of itself, a new row is appended. The columns grow by doubling, so keeping a
+scope current after a store costs the changed rows, not a rebuild.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import numpy.typing as npt
+
+from npc_memory.domain.model import Memory
+from npc_memory.domain.scope_rank import Floats, Indices, ScopeColumns
+from npc_memory.store.rows import memory_from_row
+
+_NEVER = float("inf")
+_HALF = 64
+_NOT_KEPT = frozenset({"embedding", "terms"})
+"""Columns held in the arrays and postings, not again in the kept row."""
+
+
+class ScopeRows:
+    """A scope's root-timeline rows: the ranking's columns, each row's versions and the rows themselves."""
+
+    def __init__(self) -> None:
+        self.dimensions = 0
+        """The vectors' size, set by the first row."""
+        self.count = 0
+        self._rows: list[dict[str, Any]] = []
+        self._memories: list[Memory | None] = []
+        """Each row as a Memory once a search returned it (frozen, so shared by every search)."""
+        self._terms: list[tuple[str, ...]] = []
+        self._index: dict[UUID, int] = {}
+        self._versions = np.zeros(0, dtype=np.int64)
+        self._valid_at = np.zeros(0)
+        self._invalid_at = np.zeros(0)
+        self._importance = np.zeros(0)
+        self._lengths = np.zeros(0)
+        self._high = np.zeros(0, dtype=np.uint64)
+        self._low = np.zeros(0, dtype=np.uint64)
+        self._vectors = np.zeros((0, 0), dtype=np.float32)
+        self._postings: dict[str, tuple[list[int], list[float]]] = {}
+        self._arrays: dict[str, tuple[Indices, Floats]] = {}
+
+    def fits(self, rows: Sequence[dict[str, Any]]) -> bool:
+        """Whether every row's vector has this scope's dimensions (a half re-embedded scope does not)."""
+        if not self.dimensions and rows:
+            self.dimensions = rows[0]["embedding"].dimensions()
+            self._vectors = np.zeros((0, self.dimensions), dtype=np.float32)
+        return all(r["embedding"].dimensions() == self.dimensions for r in rows)
+
+    def apply(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Take rows read from the table: new ones appended, newer versions of held ones put in their place."""
+        for row in rows:
+            at = self._index.get(row["id"])
+            if at is None:
+                self._append(row)
+            elif row["scope_version"] > self._versions[at]:
+                self._replace(at, row)
+
+    def memory(self, row: int) -> Memory:
+        """The memory at a row index of the columns."""
+        found = self._memories[row]
+        if found is None:
+            found = self._memories[row] = memory_from_row(self._rows[row])
+        return found
+
+    def columns(self) -> ScopeColumns:
+        """The columns the ranking reads (views of the held arrays: valid until the next ``apply``)."""
+        n = self.count
+        return ScopeColumns(n, self._valid_at[:n], self._invalid_at[:n], self._importance[:n], self._lengths[:n],
+                            self._vectors[:n], self._high[:n], self._low[:n], self.postings)
+
+    def postings(self, term: str) -> tuple[Indices, Floats]:
+        """The rows holding ``term`` and its count in each."""
+        found = self._arrays.get(term)
+        if found is None:
+            rows, counts = self._postings.get(term, ([], []))
+            found = (np.array(rows, dtype=np.intp), np.array(counts, dtype=np.float64))
+            self._arrays[term] = found
+        return found
+
+    def _grow(self) -> None:
+        size = max(16, 2 * len(self._versions))
+
+        def grown(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            out = np.zeros((size, *a.shape[1:]), dtype=a.dtype)
+            out[:self.count] = a[:self.count]
+            return out
+
+        self._versions, self._valid_at, self._invalid_at = (
+            grown(self._versions), grown(self._valid_at), grown(self._invalid_at))
+        self._importance, self._lengths = grown(self._importance), grown(self._lengths)
+        self._high, self._low, self._vectors = grown(self._high), grown(self._low), grown(self._vectors)
+
+    def _append(self, row: dict[str, Any]) -> None:
+        if self.count == len(self._versions):
+            self._grow()
+        at = self.count
+        self.count += 1
+        self._index[row["id"]] = at
+        self._rows.append(row)
+        self._memories.append(None)
+        self._terms.append(())
+        key = row["id"].int
+        self._high[at], self._low[at] = key >> _HALF, key & ((1 << _HALF) - 1)
+        self._replace(at, row)
+
+    def _replace(self, at: int, row: dict[str, Any]) -> None:
+        self._rows[at] = {k: v for k, v in row.items() if k not in _NOT_KEPT}
+        self._memories[at] = None
+        self._versions[at] = row["scope_version"]
+        self._valid_at[at] = row["valid_at"].timestamp()
+        self._invalid_at[at] = row["invalid_at"].timestamp() if row["invalid_at"] is not None else _NEVER
+        self._importance[at] = row["importance"]
+        self._vectors[at] = row["embedding"].to_numpy()
+        terms = tuple(row["terms"])
+        if terms != self._terms[at]:
+            self._index_terms(at, terms)
+
+    def _index_terms(self, at: int, terms: tuple[str, ...]) -> None:
+        """Move row ``at`` from its old terms' postings to the new ones'."""
+        for term in dict.fromkeys(self._terms[at]):
+            rows, counts = self._postings[term]
+            i = rows.index(at)
+            del rows[i], counts[i]
+            self._arrays.pop(term, None)
+        self._terms[at] = terms
+        self._lengths[at] = len(terms)
+        for term, n in Counter(terms).items():
+            rows, counts = self._postings.setdefault(term, ([], []))
+            rows.append(at)
+            counts.append(float(n))
+            self._arrays.pop(term, None)
