@@ -19,12 +19,31 @@ CREATE TABLE scope_versions (
 ALTER TABLE user_memories ADD COLUMN scope_version bigint NOT NULL DEFAULT 0;
 CREATE INDEX user_memories_scope_version ON user_memories (user_id, heroine_id, scope_version);
 
+-- A transaction takes one version per scope, however many rows it writes: the rows of a statement are nearly always
+-- one scope's, so the last scope stamped in this transaction and its version are kept in two transaction-local
+-- settings. (Bumping the counter for every row made a batch of n rows update one row n times in one transaction:
+-- a version chain each update walks again.) An update first: the upsert's insert arm would draw an epoch from the
+-- sequence on every call.
 CREATE FUNCTION stamp_scope_version() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    scope_key text := pg_current_xact_id()::text || ':' || length(NEW.user_id) || ':' || NEW.user_id
+                      || NEW.heroine_id;
 BEGIN
-    INSERT INTO scope_versions AS s (user_id, heroine_id, version)
-    VALUES (NEW.user_id, NEW.heroine_id, 1)
-    ON CONFLICT (user_id, heroine_id) DO UPDATE SET version = s.version + 1
-    RETURNING s.version INTO NEW.scope_version;
+    IF current_setting('npc_memory.stamped_scope', true) = scope_key THEN
+        NEW.scope_version := current_setting('npc_memory.stamped_version')::bigint;
+        RETURN NEW;
+    END IF;
+    UPDATE scope_versions SET version = version + 1
+    WHERE user_id = NEW.user_id AND heroine_id = NEW.heroine_id
+    RETURNING version INTO NEW.scope_version;
+    IF NOT FOUND THEN
+        INSERT INTO scope_versions AS s (user_id, heroine_id, version)
+        VALUES (NEW.user_id, NEW.heroine_id, 1)
+        ON CONFLICT (user_id, heroine_id) DO UPDATE SET version = s.version + 1
+        RETURNING s.version INTO NEW.scope_version;
+    END IF;
+    PERFORM set_config('npc_memory.stamped_scope', scope_key, true),
+            set_config('npc_memory.stamped_version', NEW.scope_version::text, true);
     RETURN NEW;
 END
 $$;
