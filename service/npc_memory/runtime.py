@@ -11,6 +11,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
+from threadpoolctl import threadpool_limits
+
 from npc_memory.config import Config, DatabaseConfig, KeywordBackend
 from npc_memory.embedding import Embedder, create_embedder
 from npc_memory.engine import MemoryEngine
@@ -105,6 +107,10 @@ async def build_engine(config: Config, db: Database, embedder: Embedder) -> Memo
     backend = await keyword_backend(db, config.keyword_backend)
     tokenizer = await asyncio.to_thread(Tokenizer, options=options)
     rows = config.search.scope_cache_rows
+    # The held scopes' cosines are one small matrix product per search: on two BLAS threads the second one spins
+    # ~0.1 s after each (103 ms of CPU after a single 2,000 x 384 product, measured), taking a core from
+    # PostgreSQL and the model; on one it takes ~46 us and nothing after.
+    threadpool_limits(1, user_api="blas")
     return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, keyword_backend=backend,
                         write_settings=config.write, search_settings=config.search,
                         scope_cache=ScopeCache(rows) if rows > 0 else None)

@@ -29,7 +29,7 @@ from psycopg import sql
 
 from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery
 from npc_memory.domain.scope_rank import rank, servable
-from npc_memory.store.compiled import compile_statement, fetch_all
+from npc_memory.store.compiled import compile_statement, fetch_all, fetch_yielding
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS
@@ -65,10 +65,14 @@ SYNC_ATTEMPTS = 3
 
 
 async def _sync(db: Database, scope: Scope, asked: tuple[int, int]) -> list[dict[str, Any]]:
-    """The scope's version, epoch and saved flag, with the rows stamped after ``asked`` (every row: (-1, -1))."""
+    """The scope's version, epoch and saved flag, with the rows stamped after ``asked`` (every row: (-1, -1)).
+
+    A whole scope's rows are made a chunk at a time (store/compiled.py ``fetch_yielding``); a sync after a store
+    brings one row.
+    """
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "since": asked[0], "epoch": asked[1]}
     async with db.connection() as conn:
-        return await fetch_all(conn, SYNC, params)
+        return await (fetch_yielding if asked[0] < 0 else fetch_all)(conn, SYNC, params)
 
 
 def _built(found: list[dict[str, Any]]) -> ScopeRows | None:
@@ -82,13 +86,14 @@ def _built(found: list[dict[str, Any]]) -> ScopeRows | None:
 
 @dataclass
 class _Held:
-    """A scope as last synced: its version, reset count, and rows (None: the statement serves it)."""
+    """A scope as last synced: its version, epoch, and rows (None: the statement serves it)."""
 
     version: int
     epoch: int
     rows: ScopeRows | None
     counted: int = 0
-    """Rows counted against ``max_rows`` when last kept."""
+    """Its weight against ``max_rows`` when last kept: its rows, and one for the entry itself (so the entries of
+    scopes the statement serves are bounded too)."""
 
 
 class ScopeCache:
@@ -99,6 +104,7 @@ class ScopeCache:
         self._held: OrderedDict[Scope, _Held] = OrderedDict()
         self._loading: dict[Scope, asyncio.Task[None]] = {}
         self._rows = 0
+        self._weight = 0
 
     @property
     def rows(self) -> int:
@@ -208,19 +214,21 @@ class ScopeCache:
     def _drop(self, scope: Scope) -> None:
         old = self._held.pop(scope, None)
         if old is not None:
-            self._rows -= old.counted
+            self._weight -= old.counted
+            self._rows -= old.counted - 1
 
     def _keep(self, scope: Scope, held: _Held) -> _Held:
         """Hold ``held`` for ``scope`` as the most recently used, dropping the least recent past ``max_rows``."""
         self._drop(scope)
         size = held.rows.count if held.rows is not None else 0
-        if size > self.max_rows:
+        if size >= self.max_rows:
             held = _Held(held.version, held.epoch, None)
             size = 0
-        held.counted = size
+        held.counted = size + 1
         self._held[scope] = held
+        self._weight += held.counted
         self._rows += size
-        while self._rows > self.max_rows:
-            _, dropped = self._held.popitem(last=False)
-            self._rows -= dropped.counted
+        while self._weight > self.max_rows:
+            oldest = next(iter(self._held))
+            self._drop(oldest)
         return held
