@@ -7,6 +7,8 @@ scope current after a store costs the changed rows, not a rebuild.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -17,12 +19,15 @@ import numpy.typing as npt
 
 from npc_memory.domain.model import Memory
 from npc_memory.domain.scope_rank import Floats, Indices, ScopeColumns
-from npc_memory.store.rows import memory_from_row
+from npc_memory.store.rows import MEMORY_COLUMN_NAMES, memory_from_row
 
 _NEVER = float("inf")
 _HALF = 64
-_NOT_KEPT = frozenset({"embedding", "terms"})
-"""Columns held in the arrays and postings, not again in the kept row."""
+
+
+def _shared(name: str, value: Any) -> Any:
+    """A column's value, one string object per distinct value for the few-valued text columns (ids, kinds)."""
+    return sys.intern(value) if isinstance(value, str) and name != "content" else value
 
 
 class ScopeRows:
@@ -32,7 +37,8 @@ class ScopeRows:
         self.dimensions = 0
         """The vectors' size, set by the first row."""
         self.count = 0
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[tuple[Any, ...]] = []
+        """Each row's memory columns (MEMORY_COLUMN_NAMES order): a tuple is ~1 KB a row smaller than its dict."""
         self._memories: list[Memory | None] = []
         """Each row as a Memory once a search returned it (frozen, so shared by every search)."""
         self._terms: list[tuple[str, ...]] = []
@@ -45,7 +51,8 @@ class ScopeRows:
         self._high = np.zeros(0, dtype=np.uint64)
         self._low = np.zeros(0, dtype=np.uint64)
         self._vectors = np.zeros((0, 0), dtype=np.float32)
-        self._postings: dict[str, tuple[list[int], list[float]]] = {}
+        self._postings: dict[str, tuple[array[int], array[float]]] = {}
+        """Per term, the rows holding it and its count in each (8 bytes an entry, not two Python objects)."""
         self._arrays: dict[str, tuple[Indices, Floats]] = {}
 
     def fits(self, rows: Sequence[dict[str, Any]]) -> bool:
@@ -68,7 +75,7 @@ class ScopeRows:
         """The memory at a row index of the columns."""
         found = self._memories[row]
         if found is None:
-            found = self._memories[row] = memory_from_row(self._rows[row])
+            found = self._memories[row] = memory_from_row(dict(zip(MEMORY_COLUMN_NAMES, self._rows[row], strict=True)))
         return found
 
     def columns(self) -> ScopeColumns:
@@ -81,8 +88,10 @@ class ScopeRows:
         """The rows holding ``term`` and its count in each."""
         found = self._arrays.get(term)
         if found is None:
-            rows, counts = self._postings.get(term, ([], []))
-            found = (np.array(rows, dtype=np.intp), np.array(counts, dtype=np.float64))
+            held = self._postings.get(term)
+            # Copies: a view would pin the buffers, and the next append to them would fail.
+            found = ((np.array(held[0], dtype=np.intp), np.array(held[1], dtype=np.float64))
+                     if held else (np.zeros(0, dtype=np.intp), np.zeros(0)))
             self._arrays[term] = found
         return found
 
@@ -105,7 +114,7 @@ class ScopeRows:
         at = self.count
         self.count += 1
         self._index[row["id"]] = at
-        self._rows.append(row)
+        self._rows.append(())
         self._memories.append(None)
         self._terms.append(())
         key = row["id"].int
@@ -113,14 +122,14 @@ class ScopeRows:
         self._replace(at, row)
 
     def _replace(self, at: int, row: dict[str, Any]) -> None:
-        self._rows[at] = {k: v for k, v in row.items() if k not in _NOT_KEPT}
+        self._rows[at] = tuple(_shared(n, row[n]) for n in MEMORY_COLUMN_NAMES)
         self._memories[at] = None
         self._versions[at] = row["scope_version"]
         self._valid_at[at] = row["valid_at"].timestamp()
         self._invalid_at[at] = row["invalid_at"].timestamp() if row["invalid_at"] is not None else _NEVER
         self._importance[at] = row["importance"]
         self._vectors[at] = row["embedding"].to_numpy()
-        terms = tuple(row["terms"])
+        terms = tuple(sys.intern(t) for t in row["terms"])  # one string per distinct term, not per row
         if terms != self._terms[at]:
             self._index_terms(at, terms)
 
@@ -134,7 +143,7 @@ class ScopeRows:
         self._terms[at] = terms
         self._lengths[at] = len(terms)
         for term, n in Counter(terms).items():
-            rows, counts = self._postings.setdefault(term, ([], []))
+            rows, counts = self._postings.setdefault(term, (array("q"), array("d")))
             rows.append(at)
             counts.append(float(n))
             self._arrays.pop(term, None)
