@@ -26,6 +26,7 @@ from npc_memory.domain.model import (
     SearchQuery,
     Speaker,
     Subject,
+    Tier,
     Vector,
     Weights,
 )
@@ -46,7 +47,12 @@ def _vector(rng: np.random.Generator, dim: int) -> Vector:
 def _fact(rng: np.random.Generator, dim: int, i: int) -> NewMemory:
     # Two words in most facts: the common-word case, where most rows share a query term.
     words = ["좋아해"] * (i % 4 != 0) + rng.choice(WORDS, size=3).tolist() + [f"일{i}"]
-    return NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id="", content_type=ContentType.FACT,
+    # Kinds vary so filters have something to choose; the speaker changes rarely (a batch where it changes between
+    # most lines would be stored as a dialogue).
+    return NewMemory(speaker=Speaker.HEROINE if i % 7 == 0 else Speaker.USER,
+                     subject=Subject.HEROINE if i % 5 == 0 else Subject.USER, subject_id=f"s{i % 3}",
+                     content_type=ContentType.PREFERENCE if i % 2 else ContentType.FACT,
+                     tier=Tier.GIST if i % 3 == 0 else Tier.KNOWLEDGE, slot=f"slot{i % 4}" if i % 11 == 0 else None,
                      content=" ".join(words), importance=int(rng.integers(1, 11)),
                      valid_at=T0 + timedelta(hours=int(rng.integers(0, 2000))), embedding=_vector(rng, dim))
 
@@ -97,7 +103,7 @@ async def _held(cache: ScopeCache, engine: MemoryEngine, query: SearchQuery, ter
 
 
 async def test_held_scopes_rank_as_the_statement_does(engine: MemoryEngine, scope: Scope) -> None:
-    """Over 400 rows and varied requests (weights, RRF, keyword only, old states, filters by importance, limits)."""
+    """Over 400 rows and varied requests (weights, RRF, keyword only, old states, filters, limits)."""
     await _seed(engine, scope, 400, seed=1)
     cache = ScopeCache(10_000)
     rng = np.random.default_rng(2)
@@ -107,6 +113,9 @@ async def test_held_scopes_rank_as_the_statement_does(engine: MemoryEngine, scop
         {"weights": Weights(0.25, 0.25, 0.25, 0.25), "limit": 50}, {"filter": MemoryFilter(min_importance=7)},
         {"as_of": T0 + timedelta(days=30)}, {"include_invalidated": True}, {"now": T0 - timedelta(days=10)},
         {"recency_days": 3.0, "limit": 100},
+        {"filter": MemoryFilter(tiers=(Tier.GIST,))}, {"filter": MemoryFilter(speakers=(Speaker.HEROINE,))},
+        {"filter": MemoryFilter(subjects=(Subject.USER,), content_types=(ContentType.FACT,), subject_ids=("s1", "s2"))},
+        {"filter": MemoryFilter(slot="slot1"), "include_invalidated": True},
     ]
     compared = 0
     for variant in variants:

@@ -7,13 +7,13 @@ and the weighted sum or RRF, ties to the newer fact, then the smaller id. Cosine
 pgvector computes them; the order of the additions differs, so two rows whose scores differ by ~1e-7 may swap.
 
 Only queries the plain scope rows can answer are ranked here (``servable``): the live timeline, the scope's own
-rows, no filter but a minimum importance, no links to follow and no period; every other query runs the statement.
+rows, no links to follow and no period; every other query runs the statement.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +46,12 @@ class ScopeColumns:
     id_low: npt.NDArray[np.uint64]
     """The row's UUID as two unsigned halves: the order PostgreSQL sorts uuids in."""
     postings: Postings
+    labels: Mapping[str, npt.NDArray[np.object_]]
+    """The text columns a filter names (FILTERED), one value per row (None where the row has none: a slot)."""
+
+
+FILTERED = ("speaker", "subject", "subject_id", "content_type", "tier", "slot")
+"""The columns MemoryFilter restricts besides importance (store/filters.py's MEMORY_FILTER)."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +65,14 @@ class RankedRow:
 
 def servable(query: SearchQuery) -> bool:
     """Whether the plain scope rows can answer the query as the statement would."""
-    plain_filter = MemoryFilter(min_importance=query.filter.min_importance)
-    return (query.view == LIVE and not query.include_shared and query.hops == 0 and query.period is None
-            and query.filter == plain_filter)
+    return query.view == LIVE and not query.include_shared and query.hops == 0 and query.period is None
+
+
+def _wanted(flt: MemoryFilter) -> list[tuple[str, list[str]]]:
+    """Each filtered column with the values it may hold (only the restrictions the filter makes)."""
+    values = {"speaker": flt.speakers, "subject": flt.subjects, "subject_id": flt.subject_ids,
+              "content_type": flt.content_types, "tier": flt.tiers, "slot": (flt.slot,) if flt.slot else ()}
+    return [(name, [str(v) for v in values[name]]) for name in FILTERED if values[name]]
 
 
 def _top(values: Floats, among: Indices, k: int, high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64]) -> Indices:
@@ -112,6 +123,12 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
     n = cols.count
     at = (query.as_of or query.now).timestamp()
     keep = cols.importance[:n] >= query.filter.min_importance
+    for name, allowed in _wanted(query.filter):
+        column = cols.labels[name][:n]
+        held = np.zeros(n, dtype=np.bool_)
+        for value in allowed:  # not np.isin: it may sort the column, and a row without a slot holds None
+            held |= column == value
+        keep &= held
     if not query.include_invalidated:
         keep &= (cols.valid_at[:n] <= at) & (cols.invalid_at[:n] > at)
     rows = np.flatnonzero(keep)

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from npc_memory.domain.model import Memory
-from npc_memory.domain.scope_rank import Floats, Indices, ScopeColumns
+from npc_memory.domain.scope_rank import FILTERED, Floats, Indices, ScopeColumns
 from npc_memory.store.rows import MEMORY_COLUMN_NAMES, memory_from_row
 
 _NEVER = float("inf")
@@ -51,6 +51,7 @@ class ScopeRows:
         self._high = np.zeros(0, dtype=np.uint64)
         self._low = np.zeros(0, dtype=np.uint64)
         self._vectors = np.zeros((0, 0), dtype=np.float32)
+        self._labels = {name: np.zeros(0, dtype=object) for name in FILTERED}
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
         """Per term, the rows holding it and its count in each (8 bytes an entry, not two Python objects)."""
         self._arrays: dict[str, tuple[Indices, Floats]] = {}
@@ -82,7 +83,8 @@ class ScopeRows:
         """The columns the ranking reads (views of the held arrays: valid until the next ``apply``)."""
         n = self.count
         return ScopeColumns(n, self._valid_at[:n], self._invalid_at[:n], self._importance[:n], self._lengths[:n],
-                            self._vectors[:n], self._high[:n], self._low[:n], self.postings)
+                            self._vectors[:n], self._high[:n], self._low[:n], self.postings,
+                            {name: values[:n] for name, values in self._labels.items()})
 
     def postings(self, term: str) -> tuple[Indices, Floats]:
         """The rows holding ``term`` and its count in each."""
@@ -107,6 +109,7 @@ class ScopeRows:
             grown(self._versions), grown(self._valid_at), grown(self._invalid_at))
         self._importance, self._lengths = grown(self._importance), grown(self._lengths)
         self._high, self._low, self._vectors = grown(self._high), grown(self._low), grown(self._vectors)
+        self._labels = {name: grown(values) for name, values in self._labels.items()}
 
     def _append(self, row: dict[str, Any]) -> None:
         if self.count == len(self._versions):
@@ -123,6 +126,8 @@ class ScopeRows:
 
     def _replace(self, at: int, row: dict[str, Any]) -> None:
         self._rows[at] = tuple(_shared(n, row[n]) for n in MEMORY_COLUMN_NAMES)
+        for name, values in self._labels.items():
+            values[at] = _shared(name, row[name])
         self._memories[at] = None
         self._versions[at] = row["scope_version"]
         self._valid_at[at] = row["valid_at"].timestamp()
