@@ -103,7 +103,7 @@ async def _held(cache: ScopeCache, engine: MemoryEngine, query: SearchQuery, ter
 
 
 async def test_held_scopes_rank_as_the_statement_does(engine: MemoryEngine, scope: Scope) -> None:
-    """Over 400 rows and varied requests (weights, RRF, keyword only, old states, filters, limits)."""
+    """Over 400 rows and varied requests (weights, RRF, keyword only, old states, filters, periods, limits)."""
     await _seed(engine, scope, 400, seed=1)
     cache = ScopeCache(10_000)
     rng = np.random.default_rng(2)
@@ -116,6 +116,8 @@ async def test_held_scopes_rank_as_the_statement_does(engine: MemoryEngine, scop
         {"filter": MemoryFilter(tiers=(Tier.GIST,))}, {"filter": MemoryFilter(speakers=(Speaker.HEROINE,))},
         {"filter": MemoryFilter(subjects=(Subject.USER,), content_types=(ContentType.FACT,), subject_ids=("s1", "s2"))},
         {"filter": MemoryFilter(slot="slot1"), "include_invalidated": True},
+        {"period": (T0 + timedelta(days=20), T0 + timedelta(days=40)), "period_first": True},
+        {"period": (T0 + timedelta(days=20), T0 + timedelta(days=40)), "fusion": Fusion.RRF, "limit": 30},
     ]
     compared = 0
     for variant in variants:

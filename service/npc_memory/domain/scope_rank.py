@@ -1,13 +1,14 @@
 """The search statement's ranking, over one scope's rows held in memory as columns (store/scope_cache.py).
 
 The same arithmetic as store/search_sql.py and store/search_bm25.py, step for step: the rows valid at the
-request's time, each row's cosine, prior and BM25 score over those rows, the union of the three candidate lists
-(best cosine, best keyword score, best prior, ``per_side`` each), the components normalised over the candidates,
-and the weighted sum or RRF, ties to the newer fact, then the smaller id. Cosines are float32 inner products, as
-pgvector computes them; the order of the additions differs, so two rows whose scores differ by ~1e-7 may swap.
+request's time and matching its filter, each row's cosine, prior and BM25 score over those rows, the union of the
+candidate lists (best cosine, best keyword score, best prior, and a named period's best cosine, ``per_side``
+each), the components normalised over the candidates, and the weighted sum or RRF, the period's rows first when
+asked, ties to the newer fact, then the smaller id. Cosines are float32 inner products, as pgvector computes
+them; the order of the additions differs, so two rows whose scores differ by ~1e-7 may swap.
 
 Only queries the plain scope rows can answer are ranked here (``servable``): the live timeline, the scope's own
-rows, no links to follow and no period; every other query runs the statement.
+rows, no links to follow; every other query runs the statement.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class RankedRow:
 
 def servable(query: SearchQuery) -> bool:
     """Whether the plain scope rows can answer the query as the statement would."""
-    return query.view == LIVE and not query.include_shared and query.hops == 0 and query.period is None
+    return query.view == LIVE and not query.include_shared and query.hops == 0
 
 
 def _wanted(flt: MemoryFilter) -> list[tuple[str, list[str]]]:
@@ -113,9 +114,18 @@ def _bm25(cols: ScopeColumns, rows: Indices, keep: npt.NDArray[np.bool_], terms:
     return score
 
 
-def _order(final: Floats, valid_at: Floats, high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64]) -> Indices:
-    """Positions by final score descending, then the newer fact, then the smaller id."""
-    return np.lexsort((low, high, -valid_at, -final))
+def _order(final: Floats, valid_at: Floats, high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64],
+           first: npt.NDArray[np.bool_] | None = None) -> Indices:
+    """Positions by final score descending, then the newer fact, then the smaller id (``first`` rows before all)."""
+    keys = (low, high, -valid_at, -final) if first is None else (low, high, -valid_at, -final, ~first)
+    return np.lexsort(keys)
+
+
+def _in_period(query: SearchQuery, valid_at: Floats) -> npt.NDArray[np.bool_]:
+    """Which of the rows were valid from in the query's period ``[start, end)``."""
+    assert query.period is not None
+    start, end = (t.timestamp() for t in query.period)
+    return np.asarray((valid_at >= start) & (valid_at < end))
 
 
 def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side: int) -> list[RankedRow]:
@@ -152,6 +162,10 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
         lists.append(_top(cosine, everyone, per_side, high, low))
     if keyword:
         lists.append(_top(score, np.flatnonzero(score > 0.0), per_side, high, low))
+    if query.period is not None:  # the period's best by cosine, then prior, then id
+        inside = np.flatnonzero(_in_period(query, cols.valid_at[rows]))
+        order = np.lexsort((low[inside], high[inside], -prior[inside], -cosine[inside]))
+        lists.append(inside[order[:per_side]])
     c = np.unique(np.concatenate(lists))
     c_cos, c_score = cosine[c], score[c]
     if not has_vector:
@@ -169,7 +183,8 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
         final = _rrf(query, [s_recency, s_importance, relevance, s_keyword], c_high, c_low, has_vector)
     else:
         final = w.recency * s_recency + w.importance * s_importance + w.relevance * relevance + w.keyword * s_keyword
-    chosen = _order(final, cols.valid_at[row], c_high, c_low)[:query.limit]
+    first = _in_period(query, cols.valid_at[row]) if query.period is not None and query.period_first else None
+    chosen = _order(final, cols.valid_at[row], c_high, c_low, first)[:query.limit]
     return [RankedRow(int(row[i]), Scores(recency=float(s_recency[i]), importance=float(s_importance[i]),
                                           relevance=float(relevance[i]), keyword=float(s_keyword[i]),
                                           final=float(final[i])), float(c_cos[i]))

@@ -10,8 +10,8 @@ table's at that statement's snapshot, so a store acknowledged before a search be
 other server processes' writes are seen the same way: nothing is trusted that the database did not just confirm.
 
 Only searches of the plain rows are ranked here (``scope_rank.servable``: the live timeline of a player who never
-saved, the scope's own rows, no links, no period, no filter but a minimum importance, the BM25 keyword side);
-a player who saved (``player_state`` has a row) reads through the timeline view, so the statement serves them.
+saved, the scope's own rows, no links to follow, the BM25 keyword side, a query vector); a player who saved
+(``player_state`` has a row) reads through the timeline view, so the statement serves them.
 The scopes held are bounded by rows (``max_rows``), least recently searched dropped first.
 """
 

@@ -70,7 +70,7 @@ KEYWORD_TOP = "(SELECT id, cosine{carried} FROM keyword{matching} ORDER BY score
 PRIOR_TOP = "(SELECT id, cosine{carried} FROM {source} ORDER BY prior DESC, id LIMIT %(k)s)"
 PERIOD_TOP = """(SELECT id, cosine{carried} FROM {source}
                  WHERE valid_at >= %(period_from)s AND valid_at < %(period_to)s
-                 ORDER BY cosine DESC, prior DESC LIMIT %(k)s) UNION """
+                 ORDER BY cosine DESC, prior DESC, id LIMIT %(k)s) UNION """
 
 # The final step fetches each candidate's columns by key (an index probe per candidate, ~100-150 of them) instead
 # of hashing the whole scope again: at 2,000 rows that second scope scan was 3.6 of 11.9 ms (EXPLAIN ANALYZE). The
