@@ -37,8 +37,9 @@ from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.store.view import ROOT_TIMELINE
 
 # One row when nothing changed (the version columns, the memory columns NULL), else one per changed row. An epoch
-# other than the one held, or a version below it, means rows went that "stamped after" cannot show: then every
-# row is read again. A saved player's rows are not read at all.
+# other than the one held, or a version below it, means rows went that "stamped after" cannot show: the scope must
+# be read whole again, which a search leaves to a background read (no rows come back then), and which a read from
+# nothing (since -1) is. A saved player's rows are not read at all.
 SYNC = compile_statement(sql.SQL("""
 SELECT v.version, v.epoch, v.saved, v.reload, {columns}, m.scope_version, m.terms, m.embedding
 FROM (
@@ -50,7 +51,8 @@ FROM (
 ) v
 LEFT JOIN LATERAL (
     SELECT * FROM user_memories m
-    WHERE NOT v.saved AND m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.timeline_id = {root}
+    WHERE NOT v.saved AND (NOT v.reload OR %(since)s < 0)
+      AND m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.timeline_id = {root}
       AND m.scope_version > CASE WHEN v.reload THEN -1 ELSE %(since)s END
 ) m ON true
 """).format(columns=MEMORY_COLUMNS, root=sql.Literal(ROOT_TIMELINE)))
@@ -146,7 +148,7 @@ class ScopeCache:
             now = self._held.get(scope)
             if now is not held or (now.version, now.epoch) != asked:
                 continue
-            rows = self._synced(scope, held, found)
+            rows = self._synced(db, scope, held, found)
             if rows is not None and rows.count == 0:
                 return []
             if rows is None or query.embedding is None or query.embedding.size != rows.dimensions:
@@ -194,18 +196,21 @@ class ScopeCache:
             # The search that asked was answered by the statement; the next one tries again.
             log.warning("reading a scope to hold failed", exc_info=task.exception())
 
-    def _synced(self, scope: Scope, held: _Held | None, found: list[dict[str, Any]]) -> ScopeRows | None:
-        """The scope's rows after a sync's (a new set on a reload); None when the statement must serve it."""
+    def _synced(self, db: Database, scope: Scope, held: _Held, found: list[dict[str, Any]]) -> ScopeRows | None:
+        """The held rows after a sync's changes; None when the statement must serve this search.
+
+        A saved player is marked for the statement; a scope that must be read whole again (a delete, a new epoch)
+        is dropped and read in the background, like a scope seen for the first time.
+        """
         head = found[0]
         changed = [r for r in found if r["id"] is not None]
         if head["saved"]:
             self._keep(scope, _Held(head["version"], head["epoch"], None))
             return None
-        if held is None or held.rows is None or head["reload"]:
-            held = _Held(head["version"], head["epoch"], ScopeRows())
         rows = held.rows
-        if rows is None or not rows.fits(changed):
-            self._drop(scope)  # vectors of two sizes (a re-embedding half done): read whole again next time
+        if head["reload"] or rows is None or not rows.fits(changed):  # not fitting: vectors of two sizes
+            self._drop(scope)
+            self._start_loading(db, scope)
             return None
         rows.apply(changed)
         held.version = head["version"]
