@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from npc_memory.config import SecurityConfig
+from npc_memory.config_server import SecurityConfig
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.ops.keys import KeyRing, hash_key

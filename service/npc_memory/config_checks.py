@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from npc_memory.errors import ConfigError
 
 if TYPE_CHECKING:
-    from npc_memory.config import Config, ServerConfig, WriteConfig
+    from npc_memory.config import Config, WriteConfig
+    from npc_memory.config_server import ServerConfig
     from npc_memory.extraction.settings import ExtractionSettings
 
 

@@ -14,7 +14,8 @@ from grpc_reflection.v1alpha import reflection
 from npc_memory.api.deserialize import add_memory_service
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.background import SERVICE_NAME, maintain_every, watch_health
-from npc_memory.config import Config, SecurityConfig, ServerConfig
+from npc_memory.config import Config
+from npc_memory.config_server import SecurityConfig, ServerConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
 from npc_memory.ops.interceptor import ServiceInterceptor
