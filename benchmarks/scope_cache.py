@@ -85,52 +85,56 @@ async def _pair(engine: MemoryEngine, plain: MemoryEngine, query: SearchQuery, f
     return _differs(got[names[0]], got[names[1]])
 
 
+def _ask(scope: Scope, vector: Any) -> SearchQuery:
+    """The common query in ``scope`` with a pool question's vector, at the current time."""
+    return SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(), now=datetime.now(UTC),
+                       embedding=vector)
+
+
+async def _measure_scope(engine: MemoryEngine, plain: MemoryEngine, scope: Scope, pool: Pool,
+                         queries: int) -> dict[str, Any]:
+    """Every case on one scope: percentiles per case and how many answers differed."""
+    out: dict[str, list[float]] = {k: [] for k in (
+        "held", "statement", "store then held", "store then statement", "first search", "first statement",
+        "scope read")}
+    questions = pool.query_vectors
+    await engine.search(_ask(scope, questions[0]))  # the scope is read in the background: timed as "scope read"
+    await held_by(engine).loaded(scope)
+    differ = 0
+    for i in range(queries):
+        differ += await _pair(engine, plain, _ask(scope, questions[i % len(questions)]), i % 2 == 1, out,
+                              ("held", "statement"))
+    for i in range(queries // 3):
+        fact = NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id=STORED, content_type=ContentType.FACT,
+                         content=f"{pool.passages[i % len(pool.passages)]}{COMMON_SUFFIX} {i}",
+                         embedding=pool.passage_vectors[i % len(pool.passages)])
+        q = _ask(scope, questions[i % len(questions)])
+        for name, eng in (("store then held", engine), ("store then statement", plain)):
+            await engine.store(scope, [replace(fact, content=f"{fact.content} {name}")])
+            out[name].append((await _ms(lambda e=eng, q=q: e.search(q)))[0])  # type: ignore[misc]
+    for i in range(FIRST_SEARCHES):
+        cold = replace(engine, scope_cache=ScopeCache(engine.search_settings.scope_cache_rows))
+        q = _ask(scope, questions[i])
+        start = time.perf_counter()
+        out["first search"].append((await _ms(lambda c=cold, q=q: c.search(q)))[0])  # type: ignore[misc]
+        await held_by(cold).loaded(scope)
+        out["scope read"].append((time.perf_counter() - start) * 1000.0)
+        out["first statement"].append((await _ms(lambda q=q: plain.search(q)))[0])  # type: ignore[misc]
+    figures = {k: percentiles(v) for k, v in out.items()}
+    figures["ratio p50 held / statement"] = {"p50": figures["held"]["p50"] / figures["statement"]["p50"]}
+    figures["ratio p99 held / statement"] = {"p99": figures["held"]["p99"] / figures["statement"]["p99"]}
+    return {"figures": figures, "answers differing": differ}
+
+
 async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries: int) -> dict[str, Any]:
-    """Every case on every common scope; percentiles per case and the answers that differed."""
-    config = caller_vector_config(url, pool.dim)
+    """Every case on every common scope; the memories stored are deleted at the end."""
     result: dict[str, Any] = {"queries": queries, "at": datetime.now(UTC).isoformat(), "scopes": {}}
-    async with open_engine(config) as engine:
+    async with open_engine(caller_vector_config(url, pool.dim)) as engine:
         plain = replace(engine, scope_cache=None)
         try:
             for user_id, heroine_id, rows in scopes:
-                scope = Scope(user_id, heroine_id)
-                out: dict[str, list[float]] = {k: [] for k in (
-                    "held", "statement", "store then held", "store then statement", "first search",
-                    "first statement", "scope read")}
-                differ = 0
-                warm = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(), now=datetime.now(UTC),
-                                   embedding=pool.query_vectors[0])
-                await engine.search(warm)  # the scope is read in the background; timed below as "scope read"
-                await held_by(engine).loaded(scope)
-                for i in range(queries):
-                    q = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(),
-                                    now=datetime.now(UTC), embedding=pool.query_vectors[i % len(pool.queries)])
-                    differ += await _pair(engine, plain, q, i % 2 == 1, out, ("held", "statement"))
-                for i in range(queries // 3):
-                    vector = pool.passage_vectors[i % len(pool.passages)]
-                    fact = NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id=STORED,
-                                     content_type=ContentType.FACT,
-                                     content=f"{pool.passages[i % len(pool.passages)]}{COMMON_SUFFIX} {i}",
-                                     embedding=vector)
-                    q = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(),
-                                    now=datetime.now(UTC), embedding=pool.query_vectors[i % len(pool.queries)])
-                    for name, eng in (("store then held", engine), ("store then statement", plain)):
-                        await engine.store(scope, [replace(fact, content=f"{fact.content} {name}")])
-                        ms, _ = await _ms(lambda e=eng, q=q: e.search(q))  # type: ignore[misc]
-                        out[name].append(ms)
-                for i in range(FIRST_SEARCHES):
-                    cold = replace(engine, scope_cache=ScopeCache(engine.search_settings.scope_cache_rows))
-                    q = SearchQuery(scope=scope, text=COMMON_QUERY, limit=10, weights=Weights(),
-                                    now=datetime.now(UTC), embedding=pool.query_vectors[i])
-                    start = time.perf_counter()
-                    out["first search"].append((await _ms(lambda c=cold, q=q: c.search(q)))[0])  # type: ignore[misc]
-                    await held_by(cold).loaded(scope)
-                    out["scope read"].append((time.perf_counter() - start) * 1000.0)
-                    out["first statement"].append((await _ms(lambda q=q: plain.search(q)))[0])  # type: ignore[misc]
-                figures = {k: percentiles(v) for k, v in out.items()}
-                figures["ratio p50 held / statement"] = {"p50": figures["held"]["p50"] / figures["statement"]["p50"]}
-                figures["ratio p99 held / statement"] = {"p99": figures["held"]["p99"] / figures["statement"]["p99"]}
-                result["scopes"][f"{rows} rows"] = {"figures": figures, "answers differing": differ}
+                result["scopes"][f"{rows} rows"] = await _measure_scope(
+                    engine, plain, Scope(user_id, heroine_id), pool, queries)
         finally:
             async with engine.db.connection() as conn:
                 await conn.execute(CLEAN, {"s": STORED})
