@@ -203,7 +203,7 @@ async def test_a_player_who_saved_is_served_by_the_statement(engine: MemoryEngin
     await engine.create_save_point(scope.user_id, "slot-1")
     assert await cache.search(engine.db, query, terms, 50) is None
     assert cache.rows == 0
-    assert not cache.accepts(replace(query, view=ReadView(timeline_id=1)), "bm25")
+    assert not cache.takes(replace(query, view=ReadView(timeline_id=1)), "bm25")
 
 
 async def test_a_held_scope_never_answers_for_another(engine: MemoryEngine) -> None:

@@ -49,6 +49,7 @@ from npc_memory.store.dialogue import previous_turn, said_in_dialogue, set_turn_
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.scope_cache import ScopeCache
+from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.text import Tokenizer
 from npc_memory.text.periods import period_in
 from npc_memory.text.process_pool import AnalysisPool
@@ -237,6 +238,11 @@ class MemoryEngine:
         """
         needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
         embedding = asyncio.ensure_future(self._embedded(query)) if needs_vector else None
+        # A held scope's sync needs only the scope: it goes out while the model runs.
+        cache = self.scope_cache
+        held = (asyncio.ensure_future(cache.current(self.db, query.scope))
+                if cache is not None and cache.takes(query, self.keyword_backend)
+                and (needs_vector or query.embedding is not None) else None)
         try:
             if embedding is not None:
                 await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
@@ -245,8 +251,10 @@ class MemoryEngine:
             if embedding is not None:
                 query = await embedding
         except BaseException:
-            if embedding is not None:
-                embedding.cancel()
+            for task in (embedding, held):
+                if task is not None:
+                    task.cancel()
+                    task.add_done_callback(_retrieved)  # this error is the one reported
             raise
         query = self.with_period(query)
         # Not with hops: the linked rows follow the ranked ones and are not cut (store/search_links.py).
@@ -255,7 +263,7 @@ class MemoryEngine:
         wanted = query.limit * sessions.SPREAD_HEADROOM if cap else query.limit
         headroom = dialogue.REPEAT_HEADROOM if collapse else 1
         asked = replace(query, limit=wanted * headroom) if collapse or cap else query
-        hits = await self._ranked(asked, terms)
+        hits = await self._ranked(asked, terms, held)
         if collapse:
             hits = dialogue.distinct_turns(hits, wanted)
         if cap:
@@ -263,12 +271,19 @@ class MemoryEngine:
             hits = sessions.spread_sessions(hits, query.limit, cap, window)
         return hits
 
-    async def _ranked(self, query: SearchQuery, terms: Sequence[str]) -> list[ScoredMemory]:
-        """The query's ranked hits: from the scope held in memory when it can answer, else from the statement."""
+    async def _ranked(
+        self, query: SearchQuery, terms: Sequence[str], held: asyncio.Future[ScopeRows | None] | None = None
+    ) -> list[ScoredMemory]:
+        """The query's ranked hits: from the scope held in memory when it can answer, else from the statement.
+
+        ``held``: the scope's rows, already being brought up to date (``ScopeCache.current``), if the caller
+        started that.
+        """
         per_side = self.search_settings.candidates
         cache = self.scope_cache
-        if cache is not None and cache.accepts(query, self.keyword_backend):
-            hits = await cache.search(self.db, query, terms, per_side)
+        if cache is not None and (held is not None or cache.takes(query, self.keyword_backend)):
+            rows = await (held if held is not None else cache.current(self.db, query.scope))
+            hits = cache.ranked(rows, query, terms, per_side) if rows is not None else None
             HELD_ROWS.set(cache.rows)
             if hits is not None:
                 SEARCH_RANKED.labels("held").inc()

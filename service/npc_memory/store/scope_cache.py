@@ -121,20 +121,36 @@ class ScopeCache:
             if scope.user_id == user_id:
                 task.cancel()
 
-    def accepts(self, query: SearchQuery, backend: ResolvedKeywordBackend) -> bool:
-        """Whether a search may be ranked here rather than by the statement."""
-        return self.max_rows > 0 and backend == "bm25" and query.embedding is not None and servable(query)
+    def takes(self, query: SearchQuery, backend: ResolvedKeywordBackend) -> bool:
+        """Whether a search of this shape may be ranked here (it also needs a query vector: ``ranked``)."""
+        return self.max_rows > 0 and backend == "bm25" and servable(query)
 
     async def search(
         self, db: Database, query: SearchQuery, terms: Sequence[str], per_side: int
     ) -> list[ScoredMemory] | None:
-        """The ranked hits, as the search statement would return them now; None when the statement must run.
+        """The ranked hits, as the search statement would return them now; None when the statement must run."""
+        rows = await self.current(db, query.scope)
+        return None if rows is None else self.ranked(rows, query, terms, per_side)
 
-        A scope not held yet is read in the background (the statement answers meanwhile), so no search waits for
-        a whole scope. A sync's rows are applied only to the state it was asked against: if another search of the
-        scope synced while this one waited, this one syncs again from the newer state.
+    def ranked(
+        self, rows: ScopeRows, query: SearchQuery, terms: Sequence[str], per_side: int
+    ) -> list[ScoredMemory] | None:
+        """The query's hits among rows ``current`` returned; None when they cannot answer it (no or another vector)."""
+        if rows.count == 0:
+            return []
+        if query.embedding is None or query.embedding.size != rows.dimensions:
+            return None
+        return [ScoredMemory(rows.memory(r.row), r.scores, cosine=r.cosine)
+                for r in rank(rows.columns(), query, terms, per_side)]
+
+    async def current(self, db: Database, scope: Scope) -> ScopeRows | None:
+        """The scope's held rows, brought to the table's state by one sync; None when the statement must serve it.
+
+        It needs nothing of the query but its scope, so a text search sends it while the model runs. A scope not
+        held yet is read in the background (the statement answers meanwhile), so no search waits for a whole
+        scope. A sync's rows are applied only to the state it was asked against: if another search of the scope
+        synced while this one waited, this one syncs again from the newer state.
         """
-        scope = query.scope
         for _ in range(SYNC_ATTEMPTS):
             held = self._held.get(scope)
             if held is None:
@@ -148,13 +164,7 @@ class ScopeCache:
             now = self._held.get(scope)
             if now is not held or (now.version, now.epoch) != asked:
                 continue
-            rows = self._synced(db, scope, held, found)
-            if rows is not None and rows.count == 0:
-                return []
-            if rows is None or query.embedding is None or query.embedding.size != rows.dimensions:
-                return None
-            return [ScoredMemory(rows.memory(r.row), r.scores, cosine=r.cosine)
-                    for r in rank(rows.columns(), query, terms, per_side)]
+            return self._synced(db, scope, held, found)
         return None
 
     async def loaded(self, scope: Scope) -> None:
