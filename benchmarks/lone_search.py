@@ -21,8 +21,10 @@ import asyncio
 import itertools
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from npc_memory.domain import dialogue
@@ -38,7 +40,8 @@ from loadtest.seed import ScopeInfo, seed
 
 PAUSE_S = 0.25
 PARTS = ("terms", "timeline check", "model", "period", "statement", "parts in a row", "search (service)",
-         "embedder alone", "statement again at once", "SELECT 1 after the pause", "SELECT 1 at once")
+         "embedder alone", "statement again at once", "SELECT 1 after the pause", "SELECT 1 at once",
+         "held: sync after the model", "held: sync beside the model")
 
 
 async def one(engine: MemoryEngine, query: SearchQuery) -> dict[str, float]:
@@ -86,7 +89,28 @@ async def measure(engine: MemoryEngine, scopes: list[ScopeInfo], texts: list[str
             await engine.db.ping()
             samples[part].append((time.perf_counter() - started) * 1000)
 
-    steps = [parts, whole, alone, ping]
+    async def held(query: SearchQuery, beside: bool) -> None:
+        """After the model: a held scope's sync and ranking, or (``beside``) what is left of them.
+
+        With ``beside`` the sync went out with the model, as engine.search sends it. A scope not held yet is not
+        counted.
+        """
+        cache = engine.scope_cache
+        if cache is None:
+            return
+        terms = engine._keyword_terms(query)
+        spelled = replace(query, text=query.text + (" ~" if beside else " ."))  # never a cached vector
+        embedding = asyncio.ensure_future(engine._embedded(spelled))
+        synced = asyncio.ensure_future(cache.current(engine.db, query.scope)) if beside else None
+        asked = await embedding
+        started = time.perf_counter()
+        rows = await (synced if synced is not None else cache.current(engine.db, query.scope))
+        if rows is not None and cache.ranked(rows, asked, terms, engine.search_settings.candidates) is not None:
+            name = "held: sync beside the model" if beside else "held: sync after the model"
+            samples[name].append((time.perf_counter() - started) * 1000)
+
+    steps: list[Callable[[SearchQuery], Awaitable[None]]] = [
+        parts, whole, alone, ping, partial(held, beside=False), partial(held, beside=True)]
     for i, text in enumerate(texts):
         s = scopes[i % len(scopes)]
         query = SearchQuery(scope=Scope(s.user_id, s.heroine_id), text=text, limit=10, weights=Weights(),
@@ -121,6 +145,9 @@ def show(s: dict[str, Any]) -> None:
     gap = s["search (service)"]["p50"] - s["embedder alone"]["p50"]
     print(f"\nsearch (service) p50 - embedder alone p50: {gap:+.2f} ms; statement p50 {s['statement']['p50']:.2f} ms")
     wake = s["SELECT 1 after the pause"]["p50"] - s["SELECT 1 at once"]["p50"]
+    held = s["held: sync after the model"], s["held: sync beside the model"]
+    print(f"held scope, after the model p50: sync then ranking {held[0]['p50']:.2f} ms, sync sent beside the model "
+          f"{held[1]['p50']:.2f} ms")
     print(f"a round trip after the pause costs {wake:+.2f} ms p50 more than at once (the machine waking up); "
           f"the statement after the pause {s['statement']['p50'] - s['statement again at once']['p50']:+.2f} ms")
 
