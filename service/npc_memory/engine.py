@@ -14,7 +14,6 @@ from npc_memory.config import SearchConfig, WriteConfig
 from npc_memory.domain import dialogue, sessions
 from npc_memory.domain.context import ContextBlock, assemble
 from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed, passing
-from npc_memory.domain.dialogue import StoredTurn
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import (
     ContentEditNeedsEmbedderError,
@@ -42,12 +41,12 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
+from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
-from npc_memory.store.dialogue import previous_turn, said_in_dialogue, set_turn_vector
 from npc_memory.store.keyword import ResolvedKeywordBackend
-from npc_memory.store.pool import Connection, Database
+from npc_memory.store.pool import Database
 from npc_memory.store.scope_cache import ScopeCache
 from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.text import Tokenizer
@@ -141,11 +140,11 @@ class MemoryEngine:
             if first is not None:
                 return first
         now = utcnow()
-        turns, stored = await self._turns(scope, facts, now)
-        texts, answered = await self._turn_texts(scope, facts, turns, now, stored)
+        turns, stored = await turn_flags(self.db, write, scope, facts, now)
+        texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored)
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
         if answered is not None:
-            on_commit = self._with_answer(scope, answered[0], extra[0], on_commit)
+            on_commit = with_answer(self.embedder.name, scope, answered[0], extra[0], on_commit)
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
         # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
         # process's GIL, so a big batch is analysed in the worker processes and only assembled here, and a
@@ -164,55 +163,6 @@ class MemoryEngine:
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
-
-    async def _turns(
-        self, scope: Scope, facts: Sequence[NewMemory], now: datetime
-    ) -> tuple[list[bool], StoredTurn | None]:
-        """Which facts are dialogue turns (domain/dialogue.py), and the scope's latest row when a lone line read it."""
-        write = self.write_settings
-        turns = dialogue.turn_flags(facts, write.dialogue_batch_min)
-        window = timedelta(minutes=write.dialogue_context_minutes)
-        if window <= timedelta(0) or not dialogue.may_join(facts, turns, write.dialogue_batch_min):
-            return turns, None
-        # One line per request, no tier named: a turn when it answers the scope's latest row (another voice).
-        at = facts[0].valid_at or now
-        stored = await previous_turn(self.db, scope, at, at - window)
-        if stored is None and write.dialogue_repeated_lines:
-            # Nothing said just before: a conversation's first line, a turn if it repeats a dialogue's line.
-            return [await said_in_dialogue(self.db, scope, facts[0].content, facts[0].speaker)], None
-        return [dialogue.joins_dialogue(facts[0], stored, now, window, write.dialogue_same_voice)], stored
-
-    async def _turn_texts(
-        self, scope: Scope, facts: Sequence[NewMemory], turns: Sequence[bool], now: datetime,
-        stored: StoredTurn | None = None,
-    ) -> tuple[list[str] | None, tuple[UUID, str] | None]:
-        """Dialogue turns with the turn before them (domain/dialogue.py); None when the batch has no turn.
-
-        ``stored``: the scope's latest row when the caller already read it (a lone line). Second: the stored
-        question this batch's first turn answers and its new embedded text (``dialogue.answered_text``).
-        """
-        window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
-        first = dialogue.first_turn_at(facts, turns, now)
-        if first is None or window <= timedelta(0) or not self.embedder.available:
-            return None, None
-        if stored is None:
-            stored = await previous_turn(self.db, scope, first, first - window)
-        write = self.write_settings
-        shape = dialogue.TurnContext(write.dialogue_context_answer, write.dialogue_context_when,
-                                     write.dialogue_speaker_label)
-        texts = dialogue.embedding_texts(facts, turns, now, window, stored, shape.with_answer, shape.when,
-                                         shape.label, scope.heroine_id)
-        answered = dialogue.answered_text(stored, facts, turns, now, window, shape, scope.heroine_id)
-        return texts, None if answered is None or stored is None or stored.id is None else (stored.id, answered)
-
-    def _with_answer(self, scope: Scope, question: UUID, vector: Vector, then: writes.OnCommit | None,
-                     ) -> writes.OnCommit:
-        """The write transaction's last step: the answered question takes its new vector (then the caller's)."""
-        async def hook(conn: Connection, results: list[StoreResult]) -> None:
-            await set_turn_vector(conn, scope, question, vector, self.embedder.name)
-            if then is not None:
-                await then(conn, results)
-        return hook
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
@@ -238,11 +188,7 @@ class MemoryEngine:
         """
         needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
         embedding = asyncio.ensure_future(self._embedded(query)) if needs_vector else None
-        # A held scope's sync needs only the scope: it goes out while the model runs.
-        cache = self.scope_cache
-        held = (asyncio.ensure_future(cache.current(self.db, query.scope))
-                if cache is not None and cache.takes(query, self.keyword_backend)
-                and (needs_vector or query.embedding is not None) else None)
+        held = self._sync_held(query) if needs_vector or query.embedding is not None else None
         try:
             if embedding is not None:
                 await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
@@ -270,6 +216,13 @@ class MemoryEngine:
             window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
             hits = sessions.spread_sessions(hits, query.limit, cap, window)
         return hits
+
+    def _sync_held(self, query: SearchQuery) -> asyncio.Future[ScopeRows | None] | None:
+        """The held scope's sync, started now (it needs only the scope, so it goes out while the model runs)."""
+        cache = self.scope_cache
+        if cache is None or not cache.takes(query, self.keyword_backend):
+            return None
+        return asyncio.ensure_future(cache.current(self.db, query.scope))
 
     async def _ranked(
         self, query: SearchQuery, terms: Sequence[str], held: asyncio.Future[ScopeRows | None] | None = None
