@@ -128,10 +128,9 @@ def _in_period(query: SearchQuery, valid_at: Floats) -> npt.NDArray[np.bool_]:
     return np.asarray((valid_at >= start) & (valid_at < end))
 
 
-def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side: int) -> list[RankedRow]:
-    """The query's ``limit`` best rows: ``terms`` score the keyword side (none: no keyword side)."""
+def _kept(cols: ScopeColumns, query: SearchQuery) -> npt.NDArray[np.bool_]:
+    """Which rows the statement's WHERE would keep: the filter, and validity at ``as_of`` (or ``now``)."""
     n = cols.count
-    at = (query.as_of or query.now).timestamp()
     keep = cols.importance[:n] >= query.filter.min_importance
     for name, allowed in _wanted(query.filter):
         column = cols.labels[name][:n]
@@ -140,7 +139,14 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
             held |= column == value
         keep &= held
     if not query.include_invalidated:
+        at = (query.as_of or query.now).timestamp()
         keep &= (cols.valid_at[:n] <= at) & (cols.invalid_at[:n] > at)
+    return np.asarray(keep)
+
+
+def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side: int) -> list[RankedRow]:
+    """The query's ``limit`` best rows: ``terms`` score the keyword side (none: no keyword side)."""
+    keep = _kept(cols, query)
     rows = np.flatnonzero(keep)
     if rows.size == 0:
         return []
@@ -205,5 +211,4 @@ def _rrf(query: SearchQuery, components: list[Floats], high: npt.NDArray[np.uint
     total = (w.recency / (k + ranks[0]) + w.importance / (k + ranks[1])
              + (w.relevance / (k + ranks[2]) if has_vector else 0.0)
              + np.where(s_keyword > 0, w.keyword / (k + ranks[3]), 0.0))
-    best = (w.recency + w.importance + w.relevance + w.keyword) / (RRF_K + 1) or 1.0
-    return np.asarray(total / best, dtype=np.float64)
+    return np.asarray(total / w.rrf_best, dtype=np.float64)

@@ -269,7 +269,7 @@ def search_params(
         "w_keyword": w.keyword,
         "has_vector": query.embedding is not None,
         "rrf_k": float(RRF_K),
-        "rrf_best": (w.recency + w.importance + w.relevance + w.keyword) / (RRF_K + 1) or 1.0,
+        "rrf_best": w.rrf_best,
         "flat_range": FLAT_RANGE,
         "limit": query.limit,
         "hops": query.hops,
