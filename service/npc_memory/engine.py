@@ -183,16 +183,20 @@ class MemoryEngine:
     async def search(self, query: SearchQuery) -> list[ScoredMemory]:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip.
 
-        The model runs in a worker thread while this task tokenises the query and checks the timeline, so a
-        text search costs the embedding plus the statement, not plus the rest.
+        The model runs in a worker thread while this task checks the timeline and syncs the held scope, so a text
+        search costs the embedding plus the ranking, not plus the rest. The query's tokenising goes beside it too
+        unless the call will run on every core: beside such a call, tokenising slowed the model by more than it
+        took, while a round trip to the database beside it did not (benchmarks.lone_search).
         """
         needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
+        terms = self._keyword_terms(query) if needs_vector and self.embedder.runs_wide() else None
         embedding = asyncio.ensure_future(self._embedded(query)) if needs_vector else None
         held = self._sync_held(query) if needs_vector or query.embedding is not None else None
         try:
-            if embedding is not None:
-                await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
-            terms = self._keyword_terms(query)
+            if terms is None:
+                if embedding is not None:
+                    await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
+                terms = self._keyword_terms(query)
             await self._check_view(query.scope.user_id, query.view)
             if embedding is not None:
                 query = await embedding
