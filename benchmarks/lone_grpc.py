@@ -1,0 +1,131 @@
+"""A lone player's text search over gRPC, two servers side by side in one run, beside the embedder alone.
+
+    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--before-src DIR] [--json out.json]
+
+Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale. Two ``npc-memory serve``
+processes run at once on it, both with ``embedding.threads`` 0 and the query cache off: this code twice, or, with
+``--before-src DIR`` (a ``git archive COMMIT | tar -x -C DIR`` tree), that code's server and this one. For each
+question, after a player's pause (0.25 s) each time, in turn: a text search to the one server, to the other, and the
+bundled model alone in this process on the same text (its fastest setting: every idle core for a lone call), the
+order rotating by question, after every scope was searched once. No vector is cached anywhere: each of the three
+spells the question its own way. Printed: p50 / p95 / mean of each, and each server's p50 less the embedder's (the
+issue's target: within 3 ms), with a health check's round trip after the same pause (what gRPC and this machine cost
+a lone call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from npc_memory.embedding.local import LocalE5Embedder
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
+
+from benchmarks.search_speed import ensure_seeded, plan
+from benchmarks.search_speed_load import search_request
+from benchmarks.search_speed_parts import distinct_questions, percentiles, served_process
+from loadtest.pool import load_pool
+
+PAUSE_S = 0.25
+"""A player's requests come seconds apart; back to back, one call's leftover work lands on the next."""
+
+
+def servers(before_src: Path | None) -> dict[str, dict[str, str]]:
+    """The two servers' environments: ``before`` (the earlier code, or this one) and ``after`` (this code)."""
+    common = {"NPC_MEMORY_EMBEDDING_THREADS": "0", "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
+    before = dict(common)
+    if before_src is not None:
+        before["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(before_src.resolve() / "service"), os.environ.get("PYTHONPATH", "")]))
+    return {"before": before, "after": common}
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Both servers up; every question asked of each and of the embedder alone, each after a pause."""
+    folder = args.data_dir / str(args.rows)
+    pg, scopes = ensure_seeded(folder, args.rows, load_pool())
+    asks = plan(random.Random(11), scopes, load_pool(), args.queries)
+    texts = distinct_questions(load_pool().queries)
+    random.Random(12).shuffle(texts)
+    embedder = LocalE5Embedder(0)
+    loop = asyncio.new_event_loop()
+    samples: dict[str, list[float]] = {"before": [], "after": [], "embedder alone": [], "health check": []}
+    try:
+        with ExitStack() as stack:
+            stubs = {}
+            for name, env in servers(args.before_src).items():
+                channel, _pid = stack.enter_context(served_process(pg.url, folder / f"lone-grpc-{name}.log", env=env))
+                stubs[name] = (svc_grpc.MemoryServiceStub(channel), health_pb2_grpc.HealthStub(channel))
+            # Warm-up: every scope searched once (the first search of a scope reads it to hold in the background),
+            # pool connections, prepared statements, the model's pages.
+            first_of_scope = list({(a.user_id, a.heroine_id): a for a in reversed(asks)}.values())
+            for i, (a, text) in enumerate(zip(first_of_scope + asks[:5], texts, strict=False)):
+                for stub, _health in stubs.values():
+                    stub.SearchMemories(search_request(replace(a, text=f"{text} {i}"), False))
+                loop.run_until_complete(embedder.embed_queries([text]))
+            time.sleep(1.0)  # the background reads finish
+            for i, a in enumerate(asks):
+                text = texts[(i + 10) % len(texts)]
+                calls: list[tuple[str, Callable[[], Any]]] = [
+                    (name, partial(stub.SearchMemories, search_request(replace(a, text=f"{text} ({name})"), False)))
+                    for name, (stub, _h) in stubs.items()]
+                calls.append(("embedder alone",
+                              partial(loop.run_until_complete, embedder.embed_queries([f"{text} (alone)"]))))
+                calls.append(("health check", partial(stubs["after"][1].Check, health_pb2.HealthCheckRequest())))
+                turn = i % len(calls)
+                for name, call in calls[turn:] + calls[:turn]:
+                    time.sleep(PAUSE_S)
+                    started = time.perf_counter()
+                    call()
+                    samples[name].append((time.perf_counter() - started) * 1000)
+    finally:
+        loop.run_until_complete(embedder.aclose())
+        loop.close()
+        pg.stop()
+    out: dict[str, Any] = {name: percentiles(ms) for name, ms in samples.items()}
+    out["rows"], out["queries"], out["before_src"] = args.rows, len(asks), str(args.before_src or "")
+    return out
+
+
+def show(result: dict[str, Any]) -> None:
+    """Print the table and each server's distance from the embedder alone."""
+    before = "before (" + (result["before_src"] or "this code") + ")"
+    print(f"lone text searches over gRPC, {result['rows']:,} rows, {result['queries']} questions, {PAUSE_S} s apart\n")
+    print("| call | p50 ms | p95 ms | mean ms | p50 - embedder alone p50 |")
+    print("|---|---:|---:|---:|---:|")
+    alone = result["embedder alone"]["p50"]
+    for name, label in (("before", before), ("after", "after (this code)"), ("embedder alone", "embedder alone"),
+                        ("health check", "health check")):
+        p = result[name]
+        print(f"| {label} | {p['p50']:.2f} | {p['p95']:.2f} | {p['mean']:.2f} | {p['p50'] - alone:+.2f} |")
+
+
+def main() -> None:
+    """Parse options, measure, print, optionally write JSON."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=150)
+    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
+    parser.add_argument("--before-src", dest="before_src", type=Path, help="an earlier tree's server as 'before'")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    result = measure(args)
+    show(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
