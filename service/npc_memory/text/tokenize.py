@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -128,7 +129,11 @@ class Tokenizer:
 
     def __init__(self, cache_size: int = 4096, options: TextOptions = TextOptions()) -> None:
         self.options = options
-        self._kiwi = Kiwi(num_workers=-1)
+        # No worker pool: texts are analysed one at a time, which Kiwi does on the calling thread at the same speed,
+        # and a pool's threads, busy beside a model call on every core, slowed it (benchmarks.beside_model).
+        with warnings.catch_warnings():  # 0 means this (no pool) since kiwipiepy 0.21, which warns that it changed
+            warnings.filterwarnings("ignore", message="behavior of `num_workers=0`", category=DeprecationWarning)
+            self._kiwi = Kiwi(num_workers=0)
         self._stem: Any = None
         self._question_words = QUESTION_WORDS
         if options.stem_latin:
