@@ -186,7 +186,7 @@ class MemoryEngine:
         The model runs in a worker thread while this task checks the timeline and syncs the held scope, so a text
         search costs the embedding plus the ranking, not plus the rest. The query's tokenising goes beside it too
         unless the call will run on every core: beside such a call, tokenising slowed the model by more than it
-        took, while a round trip to the database beside it did not (benchmarks.lone_search).
+        took, while a round trip to the database beside it did not (benchmarks.beside_model, benchmarks.lone_search).
         """
         needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
         terms = self._keyword_terms(query) if needs_vector and self.embedder.runs_wide() else None

@@ -129,8 +129,8 @@ class Tokenizer:
 
     def __init__(self, cache_size: int = 4096, options: TextOptions = TextOptions()) -> None:
         self.options = options
-        # No worker pool: texts are analysed one at a time, which Kiwi does on the calling thread at the same speed,
-        # and a pool's threads, busy beside a model call on every core, slowed it (benchmarks.beside_model).
+        # No worker pool: texts are analysed one at a time, which Kiwi does on the calling thread as fast, and a
+        # pool's threads would be more work beside a model call on every core (docs/search.md, twelfth session).
         with warnings.catch_warnings():  # 0 means this (no pool) since kiwipiepy 0.21, which warns that it changed
             warnings.filterwarnings("ignore", message="behavior of `num_workers=0`", category=DeprecationWarning)
             self._kiwi = Kiwi(num_workers=0)
