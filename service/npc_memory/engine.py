@@ -239,8 +239,7 @@ class MemoryEngine:
         per_side = self.search_settings.candidates
         cache = self.scope_cache
         if cache is not None and (held is not None or cache.takes(query, self.keyword_backend)):
-            rows = await (held if held is not None else cache.current(self.db, query.scope))
-            hits = cache.ranked(rows, query, terms, per_side) if rows is not None else None
+            hits = await cache.search(self.db, query, terms, per_side, held)
             HELD_ROWS.set(cache.rows)
             if hits is not None:
                 SEARCH_RANKED.labels("held").inc()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -126,10 +126,14 @@ class ScopeCache:
         return self.max_rows > 0 and backend == "bm25" and servable(query)
 
     async def search(
-        self, db: Database, query: SearchQuery, terms: Sequence[str], per_side: int
+        self, db: Database, query: SearchQuery, terms: Sequence[str], per_side: int,
+        synced: Awaitable[ScopeRows | None] | None = None,
     ) -> list[ScoredMemory] | None:
-        """The ranked hits, as the search statement would return them now; None when the statement must run."""
-        rows = await self.current(db, query.scope)
+        """The ranked hits, as the search statement would return them now; None when the statement must run.
+
+        ``synced``: this scope's ``current`` already under way (a text search sends it while the model runs).
+        """
+        rows = await (synced if synced is not None else self.current(db, query.scope))
         return None if rows is None else self.ranked(rows, query, terms, per_side)
 
     def ranked(
