@@ -15,7 +15,6 @@ code and this one, both on uvloop: DIR/service is put first on the server's PYTH
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import tempfile
@@ -27,7 +26,7 @@ from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from benchmarks.search_speed import ensure_seeded, plan
 from benchmarks.search_speed_load import saturate, search_request
-from benchmarks.search_speed_parts import percentiles, served_process, timed
+from benchmarks.search_speed_parts import before_pythonpath, percentiles, served_process, timed
 from loadtest.pool import load_pool
 
 
@@ -36,8 +35,7 @@ def variants(before_src: Path | None) -> dict[str, dict[str, str]]:
     common = {"NPC_MEMORY_EMBEDDING_THREADS": "0", "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
     if before_src is None:
         return {loop: {**common, "NPC_MEMORY_EVENT_LOOP": loop} for loop in ("asyncio", "uvloop")}
-    path = os.pathsep.join(filter(None, [str(before_src.resolve() / "service"), os.environ.get("PYTHONPATH", "")]))
-    return {"before": {**common, "NPC_MEMORY_EVENT_LOOP": "uvloop", "PYTHONPATH": path},
+    return {"before": {**common, "NPC_MEMORY_EVENT_LOOP": "uvloop", "PYTHONPATH": before_pythonpath(before_src)},
             "after": {**common, "NPC_MEMORY_EVENT_LOOP": "uvloop"}}
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import tempfile
 import time
@@ -35,7 +34,13 @@ from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from benchmarks.search_speed import ensure_seeded, plan
 from benchmarks.search_speed_load import search_request
-from benchmarks.search_speed_parts import distinct_questions, percentiles, served_process
+from benchmarks.search_speed_parts import (
+    before_pythonpath,
+    distinct_questions,
+    first_of_each_scope,
+    percentiles,
+    served_process,
+)
 from loadtest.pool import load_pool
 
 PAUSE_S = 0.25
@@ -47,8 +52,7 @@ def servers(before_src: Path | None) -> dict[str, dict[str, str]]:
     common = {"NPC_MEMORY_EMBEDDING_THREADS": "0", "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
     before = dict(common)
     if before_src is not None:
-        before["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(before_src.resolve() / "service"), os.environ.get("PYTHONPATH", "")]))
+        before["PYTHONPATH"] = before_pythonpath(before_src)
     return {"before": before, "after": common}
 
 
@@ -70,8 +74,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 stubs[name] = (svc_grpc.MemoryServiceStub(channel), health_pb2_grpc.HealthStub(channel))
             # Warm-up: every scope searched once (the first search of a scope reads it to hold in the background),
             # pool connections, prepared statements, the model's pages.
-            first_of_scope = list({(a.user_id, a.heroine_id): a for a in reversed(asks)}.values())
-            for i, (a, text) in enumerate(zip(first_of_scope + asks[:5], texts, strict=False)):
+            for i, (a, text) in enumerate(zip(first_of_each_scope(asks) + asks[:5], texts, strict=False)):
                 for stub, _health in stubs.values():
                     stub.SearchMemories(search_request(replace(a, text=f"{text} {i}"), False))
                 loop.run_until_complete(embedder.embed_queries([text]))

@@ -50,7 +50,15 @@ from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.search_speed_parts import Ask, BareSql, free_port, percentiles, served_process, timed
+from benchmarks.search_speed_parts import (
+    Ask,
+    BareSql,
+    first_of_each_scope,
+    free_port,
+    percentiles,
+    served_process,
+    timed,
+)
 from loadtest.pool import Pool, load_pool
 from loadtest.seed import seed
 
@@ -241,8 +249,7 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
             stub = svc_grpc.MemoryServiceStub(channel)
             # Warm-up: model pages, connections, statements, and every scope searched once (the first search of a
             # scope reads it to hold in the background, beside whatever runs then).
-            first_of_scope = list({(a.user_id, a.heroine_id): a for a in reversed(text_asks)}.values())
-            for i, a in enumerate(first_of_scope + text_asks[:5]):
+            for i, a in enumerate(first_of_each_scope(text_asks) + text_asks[:5]):
                 stub.SearchMemories(search_request(replace(a, text=f"{a.text} ({i})"), False))
                 loop.run_until_complete(embedder.embed_queries([a.text]))
             time.sleep(1.0)  # the background reads finish

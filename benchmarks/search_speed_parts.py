@@ -77,6 +77,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def first_of_each_scope(asks: Sequence[Ask]) -> list[Ask]:
+    """One ask per scope, each scope's first: a warm-up that has every scope searched (and so held) once."""
+    return list({(a.user_id, a.heroine_id): a for a in reversed(asks)}.values())
+
+
+def before_pythonpath(tree: Path) -> str:
+    """PYTHONPATH with an earlier tree's ``service/`` first (``--before-src``: that code's server)."""
+    return os.pathsep.join(filter(None, [str(tree.resolve() / "service"), os.environ.get("PYTHONPATH", "")]))
+
+
 @contextmanager
 def served_process(url: str, log_path: Path, extra: Sequence[str] = (), env: dict[str, str] | None = None
                    ) -> Iterator[tuple[grpc.Channel, int]]:
