@@ -64,20 +64,26 @@ def before_after_parser(doc: str | None, count: str, default: int) -> argparse.A
     return parser
 
 
-class Overlapped:
-    """The engine's embedder, saying its calls never run wide: the engine then takes its narrow-call order.
+class Told:
+    """The engine's embedder, answering the engine's questions about its next call as told (None: as it would).
 
-    A text search then tokenises, checks the timeline and syncs the held scope beside the model, as every text
-    search did before the twelfth round (2026-11-25); a store embeds, then tokenises and writes, as every store did
-    before the thirteenth. The model's own call still runs as wide as the machine lets it.
+    ``wide=False``: a text search tokenises, checks the timeline and syncs the held scope beside the model, as
+    every text search did before the twelfth round (2026-11-25). ``spare=False``: a store embeds, then tokenises
+    and writes, as every store did before the thirteenth. The model's own call still runs as the machine lets it.
     """
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: Embedder, *, wide: bool | None = None, spare: bool | None = None) -> None:
         self._inner = inner
+        self._wide = wide
+        self._spare = spare
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def runs_wide(self) -> bool:
-        """Never: the caller overlaps its work with the model."""
-        return False
+        """As told, or as the embedder says."""
+        return self._inner.runs_wide() if self._wide is None else self._wide
+
+    def spares_a_core(self) -> bool:
+        """As told, or as the embedder says."""
+        return self._inner.spares_a_core() if self._spare is None else self._spare

@@ -33,7 +33,7 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import database_url, open_engine
 from npc_memory.store import search as store_search
 
-from benchmarks.harness import Overlapped
+from benchmarks.harness import Told
 from benchmarks.search_speed_parts import distinct_questions
 from benchmarks.write import bench_config, percentiles, print_latencies, run_main
 from loadtest.pool import load_pool
@@ -80,7 +80,7 @@ async def measure(engine: MemoryEngine, scopes: list[ScopeInfo], texts: list[str
         await engine.search(replace(query, text=query.text + " !"))
         samples["search (service)"].append((time.perf_counter() - started) * 1000)
 
-    beside = replace(engine, embedder=Overlapped(engine.embedder))
+    beside = replace(engine, embedder=Told(engine.embedder, wide=False))
 
     async def overlapped(query: SearchQuery) -> None:
         started = time.perf_counter()

@@ -4,12 +4,13 @@
 
 Each measured store is preceded by the embedder alone on the same text(s), so both see the same machine load
 (the machine is shared; interleaving keeps the comparison fair). Each single store is also made in the order a
-store took before its transaction could go out beside the model (the engine told that no call runs wide:
-embed, then tokenise and write), the two orders taking turns at going first, on texts of the same shape. The
+store took before its transaction could go out beside the model (the engine told that no call spares a core:
+embed, then tokenise and write), the two orders taking turns at going first, on texts of the same shape; the
+engine takes the new order only when a lone model call leaves a core idle (``--threads`` below the cores). The
 engine is the service's own (MemoryEngine.store: duplicate check, slot supersession, insert, one transaction),
-on a real PostgreSQL: the embedded server unless a DSN is given. Also measured: the same stores with caller-supplied vectors, which is the
-store's own cost (SQL and planning) without the model. A quarter of the facts set a slot that already holds a
-value, so the conflict path runs too.
+on a real PostgreSQL: the embedded server unless a DSN is given. Also measured: the same stores with
+caller-supplied vectors, which is the store's own cost (SQL and planning) without the model. A quarter of the
+facts set a slot that already holds a value, so the conflict path runs too.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from npc_memory.runtime import open_engine
 from npc_memory.store.pool import PlanCacheMode
 
 from benchmarks.dedup_pairs import ANIMALS, FOODS, HOBBIES, PLACES, obj
-from benchmarks.harness import Overlapped
+from benchmarks.harness import Told
 
 SLOTS = ("favorite_food", "favorite_animal", "hobby", "home")
 
@@ -108,7 +109,7 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
     samples: dict[str, list[float]] = {k: [] for k in (
         "embed_single", "store_single", "store_single_old_order", "store_single_vectors", "embed_batch",
         "store_batch", "store_batch_vectors")}
-    old_order = replace(engine, embedder=Overlapped(engine.embedder))
+    old_order = replace(engine, embedder=Told(engine.embedder, spare=False))
     for i, (content, other) in enumerate(zip(texts(n_single, "한"), texts(n_single, "구"), strict=True)):
         samples["embed_single"].append(await timed(lambda c=content: embed.embed_passages([c])))  # type: ignore[misc]
         for name, eng, text in (("store_single", engine, content), ("store_single_old_order", old_order, other))[
@@ -145,7 +146,8 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
 
 def show(s: dict[str, Any]) -> None:
     """Print the table."""
-    print(f"write benchmark: {s['cpus']} CPU(s), OMP_NUM_THREADS={s['omp_num_threads'] or 'unset'}, "
+    print(f"write benchmark: {s['cpus']} CPU(s), model threads {s.get('threads') or 'by load'}, "
+          f"OMP_NUM_THREADS={s['omp_num_threads'] or 'unset'}, "
           f"scope pre-filled with {s['scope_rows']} memories\n")
     print(f"{'':<34}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'facts/s':>9}")
     labels = [
@@ -192,9 +194,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     config = bench_config(args)
     if args.duplicate_threshold is not None:
         config = replace(config, write=replace(config.write, duplicate_threshold=args.duplicate_threshold))
+    config = replace(config, embedding=replace(config.embedding, threads=args.threads))
     async with open_engine(config) as engine:
         await engine.store(Scope("bench-warmup", "letia"), [fact(0, "준비 운동")])
-        return await run(engine, args.facts, args.batches, args.scope_rows)
+        return await run(engine, args.facts, args.batches, args.scope_rows) | {"threads": args.threads}
 
 
 def main() -> None:
@@ -203,6 +206,8 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=200, help="single stores measured (each also embedded alone)")
     parser.add_argument("--batches", type=int, default=10, help="batches of 32 measured")
     parser.add_argument("--scope-rows", dest="scope_rows", type=int, default=300, help="memories already in scope")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="the local model's threads per call (NPC_MEMORY_EMBEDDING_THREADS; 0: by load)")
     parser.add_argument("--duplicate-threshold", dest="duplicate_threshold", type=float,
                         help="override the configured threshold (to compare with older code)")
     run_main(parser, main_async, show)

@@ -1,7 +1,7 @@
-"""A store whose model call runs on every core sends its transaction's lock and reads beside the call.
+"""A store whose model call leaves a core idle sends its transaction's lock and reads beside the call.
 
-The engine's own embedder (the bundled model) is wrapped to say whether its next call runs wide, so each path is
-taken on purpose; the model still embeds every text, and the real function the engine calls is only watched.
+The engine's own embedder (the bundled model) is wrapped to say whether its next call spares a core, so each path
+is taken on purpose; the model still embeds every text, and the real function the engine calls is only watched.
 """
 
 from __future__ import annotations
@@ -21,24 +21,24 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.store import writes
 
 
-class _Width:
-    """The real embedder, saying whether a call made now would run on every core."""
+class _Spare:
+    """The real embedder, saying whether a call made now would run alone and leave a core idle."""
 
-    def __init__(self, inner: Embedder, wide: bool) -> None:
+    def __init__(self, inner: Embedder, spare: bool) -> None:
         self._inner = inner
-        self._wide = wide
+        self._spare = spare
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def runs_wide(self) -> bool:
+    def spares_a_core(self) -> bool:
         """As told."""
-        return self._wide
+        return self._spare
 
 
 @pytest.fixture
 def paths(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[bool, MemoryEngine], list[bool]]:
-    """The engine with its calls wide and not, and a record of which transactions were sent beside the model."""
+    """The engine with its calls sparing a core and not, and which transactions were sent beside the model."""
     beside: list[bool] = []
     real = writes.store_memories
 
@@ -47,7 +47,7 @@ def paths(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[b
         return await real(*args, **kwargs)
 
     monkeypatch.setattr(writes, "store_memories", watched)
-    return {w: replace(engine, embedder=_Width(engine.embedder, w)) for w in (True, False)}, beside
+    return {w: replace(engine, embedder=_Spare(engine.embedder, w)) for w in (True, False)}, beside
 
 
 def fact(content: str, **kw: Any) -> NewMemory:
@@ -81,16 +81,16 @@ async def test_both_paths_store_alike(
     engines, beside = paths
     outcomes: dict[bool, list[tuple[StoreOutcome, int]]] = {}
     stored: dict[bool, list[tuple[Any, ...]]] = {}
-    for wide, eng in engines.items():
+    for spare, eng in engines.items():
         scope = Scope(f"player-{uuid4().hex[:10]}", "letia")
         ids: list[UUID] = []
-        outcomes[wide] = []
+        outcomes[spare] = []
         for step in STEPS:
             (result,) = await eng.store(scope, [step])
             if result.memory_id not in ids:
                 ids.append(result.memory_id)
-            outcomes[wide].append((result.outcome, ids.index(result.memory_id)))
-        stored[wide] = [(r["content"], r["importance"], r["valid"], r["superseded_by"] is not None, r["vector"])
+            outcomes[spare].append((result.outcome, ids.index(result.memory_id)))
+        stored[spare] = [(r["content"], r["importance"], r["valid"], r["superseded_by"] is not None, r["vector"])
                         for r in await rows(database_url, scope)]
     assert beside == [True] * len(STEPS) + [False] * len(STEPS)
     assert outcomes[True] == outcomes[False]

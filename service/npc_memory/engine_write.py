@@ -1,8 +1,8 @@
 """The store use case: embed and tokenise the facts, then write them in one transaction (store/writes.py).
 
-A short request whose model call will run on every core tokenises first and sends the transaction's lock and
-reads while the model runs, so only the writes and COMMIT wait for the vectors; any other request embeds, then
-tokenises, then writes. No SQL, no gRPC.
+A short request whose model call will run alone and leave a core idle is tokenised and sends the transaction's
+lock and reads on that core while the model runs, so only the writes and COMMIT wait for the vectors; any other
+request embeds, then tokenises, then writes. No SQL, no gRPC.
 """
 
 from __future__ import annotations
@@ -146,30 +146,33 @@ class WritePath:
         )
 
     def _writes_beside_model(self, facts: Sequence[NewMemory]) -> bool:
-        """Whether a store's transaction should go out while its model call runs on every core.
+        """Whether a store's transaction should go out while its model call runs: when the call leaves a core idle.
 
-        A short request (analysed on the loop) with text to embed, when the call would run wide: tokenising beside
-        such a call slowed it, a round trip beside it did not (benchmarks.beside_model), so the facts are tokenised
-        first and the lock and reads go out beside the model. Calls that overlap each run on one core and queue
-        for it; a transaction open meanwhile would hold a connection and the scope's lock while it waits.
+        A short request (analysed on the loop) with text to embed, whose model call would run alone and still
+        leave one of the machine's idle cores free (``threads`` below them): the facts are tokenised and the lock
+        and reads sent on that core meanwhile. Not when the call takes every core: then even the reads beside it
+        cost the store ~1 ms more than they saved (benchmarks.write, thirteenth session), as tokenising beside
+        it did a search (benchmarks.beside_model). Nor when calls overlap: each queues for a core, and a
+        transaction open meanwhile would hold a connection and the scope's lock while it waits.
         """
         return (any(f.embedding is None for f in facts) and self.embedder.available
-                and sum(len(f.content) for f in facts) <= INLINE_ANALYSIS_CHARS and self.embedder.runs_wide())
+                and sum(len(f.content) for f in facts) <= INLINE_ANALYSIS_CHARS and self.embedder.spares_a_core())
 
     async def _store_beside_model(
         self, scope: Scope, facts: Sequence[NewMemory], texts: Sequence[str] | None, turns: Sequence[bool],
         now: datetime, request_id: str, fingerprint: str, on_commit: writes.OnCommit | None,
     ) -> list[StoreResult]:
-        """``store`` with the model's call and the transaction's lock and reads side by side (one short request).
+        """``store`` with the model's call beside the tokenising and the transaction's lock and reads (short requests).
 
-        The facts are tokenised first; the transaction holds placeholders for the vectors it awaits after its reads.
+        The transaction holds placeholders for the vectors it awaits after its reads.
         """
-        write = self.write_settings
-        items = [replace(self._prepare(f, f.embedding if f.embedding is not None else NO_VECTOR, now), turn=t)
-                 for f, t in zip(facts, turns, strict=True)]
         vectors = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
         made = asyncio.ensure_future(_first(vectors))
+        await asyncio.sleep(0)  # let the task hand the texts to the model's thread before tokenising here
+        write = self.write_settings
         try:
+            items = [replace(self._prepare(f, f.embedding if f.embedding is not None else NO_VECTOR, now), turn=t)
+                     for f, t in zip(facts, turns, strict=True)]
             return await writes.store_memories(
                 self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
                 on_commit, made,
