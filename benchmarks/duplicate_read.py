@@ -27,7 +27,7 @@ from npc_memory.domain.model import ContentType, NewMemory, PreparedMemory, Scop
 from npc_memory.domain.write_rules import content_key
 from npc_memory.store.compiled import Compiled, compile_statement
 from npc_memory.store.migrate import migrate
-from npc_memory.store.writes import DUPLICATE_CANDIDATES, duplicate_candidates, duplicate_params
+from npc_memory.store.writes import DUPLICATE_CANDIDATES, duplicate_params
 from psycopg import sql
 
 from benchmarks.harness import before_after_parser, generic_connection, in_checkout
@@ -67,18 +67,11 @@ def batch(conn: psycopg.Connection[dict[str, Any]], scope: Scope, kind: str) -> 
     return [item(r, kind == "one repeated fact" or (n > 1 and i % 4 == 0)) for i, r in enumerate(rows)]
 
 
-def run(conn: psycopg.Connection[dict[str, Any]], statement: Compiled, params: Mapping[str, Any],
-        items: Sequence[PreparedMemory]) -> list[Any]:
-    """The read's (batch index, row id) pairs, run as the write path runs it (with its cosine check after the read).
-
-    A read from before the cosine left the SQL filters by it there; this one returns the rows' vectors.
-    """
+def run(conn: psycopg.Connection[dict[str, Any]], statement: Compiled, params: Mapping[str, Any]) -> list[Any]:
+    """The read's (batch index, row id) pairs, run as the write path runs it."""
     with psycopg.RawCursor(conn) as cur:
         cur.execute(statement.query, statement.args(params), prepare=True, binary=True)
-        found = cur.fetchall()
-    if found and "by_terms" in found[0]:
-        return sorted((d.index, d.id) for d in duplicate_candidates(found, items, THRESHOLD))
-    return sorted((r["idx"], r["id"]) for r in found)
+        return sorted((r["idx"], r["id"]) for r in cur.fetchall())
 
 
 def size_name(rows: int) -> str:
@@ -119,14 +112,11 @@ def main() -> None:
             user_id, heroine_id, rows = rng.choice(scopes)
             scope, kind = Scope(user_id, heroine_id), KINDS[step % len(KINDS)]
             items = batch(conns["this"], scope, kind)
-            # The earlier reads also take the batch's vectors and the threshold (and, before 0012, term keys).
-            params = duplicate_params(scope, items) | {
-                "embeddings": [i.embedding for i in items], "threshold": THRESHOLD,
-                "term_keys": [" ".join(i.terms) for i in items]}
+            params = duplicate_params(scope, items, THRESHOLD) | {"term_keys": [" ".join(i.terms) for i in items]}
             answers = []
             for name in statements if step % 2 == 0 else list(statements)[::-1]:
                 started = time.perf_counter()
-                answers.append(run(conns[name], statements[name], params, items))
+                answers.append(run(conns[name], statements[name], params))
                 if step >= 12:  # the first executions plan and cache the statements
                     ms.setdefault(f"{name} {kind} {size_name(rows)}", []).append(
                         (time.perf_counter() - started) * 1000.0)

@@ -14,7 +14,6 @@ from typing import Any
 
 import psycopg
 from npc_memory.config import Config, DatabaseConfig
-from npc_memory.embedding.base import Embedder
 from npc_memory.embedding.settings import EmbeddingSettings
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
@@ -62,28 +61,3 @@ def before_after_parser(doc: str | None, count: str, default: int) -> argparse.A
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
     parser.add_argument("--json", type=Path)
     return parser
-
-
-class Told:
-    """The engine's embedder, answering the engine's questions about its next call as told (None: as it would).
-
-    ``wide=False``: a text search tokenises, checks the timeline and syncs the held scope beside the model, as
-    every text search did before the twelfth round (2026-11-25). ``spare=False``: a store embeds, then tokenises
-    and writes, as every store did before the thirteenth. The model's own call still runs as the machine lets it.
-    """
-
-    def __init__(self, inner: Embedder, *, wide: bool | None = None, spare: bool | None = None) -> None:
-        self._inner = inner
-        self._wide = wide
-        self._spare = spare
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def runs_wide(self) -> bool:
-        """As told, or as the embedder says."""
-        return self._inner.runs_wide() if self._wide is None else self._wide
-
-    def spares_a_core(self) -> bool:
-        """As told, or as the embedder says."""
-        return self._inner.spares_a_core() if self._spare is None else self._spare

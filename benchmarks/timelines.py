@@ -37,8 +37,7 @@ from npc_memory.domain.model import (
     Subject,
     Weights,
 )
-from npc_memory.engine import MemoryEngine
-from npc_memory.engine_write import utcnow
+from npc_memory.engine import MemoryEngine, utcnow
 from npc_memory.runtime import open_engine
 
 from benchmarks.harness import caller_vector_config, emit

@@ -3,14 +3,11 @@
     python -m benchmarks.write [--facts 200] [--batches 10] [--scope-rows 300] [--database-url DSN] [--json out]
 
 Each measured store is preceded by the embedder alone on the same text(s), so both see the same machine load
-(the machine is shared; interleaving keeps the comparison fair). Each single store is also made in the order a
-store took before its transaction could go out beside the model (the engine told that no call spares a core:
-embed, then tokenise and write), the two orders taking turns at going first, on texts of the same shape; the
-engine takes the new order only when a lone model call leaves a core idle (``--threads`` below the cores). The
-engine is the service's own (MemoryEngine.store: duplicate check, slot supersession, insert, one transaction),
-on a real PostgreSQL: the embedded server unless a DSN is given. Also measured: the same stores with
-caller-supplied vectors, which is the store's own cost (SQL and planning) without the model. A quarter of the
-facts set a slot that already holds a value, so the conflict path runs too.
+(the machine is shared; interleaving keeps the comparison fair). The engine is the service's own
+(MemoryEngine.store: duplicate check, slot supersession, insert, one transaction), on a real PostgreSQL: the
+embedded server unless a DSN is given. Also measured: the same stores with caller-supplied vectors, which is the
+store's own cost (SQL and planning) without the model. A quarter of the facts set a slot that already holds a
+value, so the conflict path runs too.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ from npc_memory.runtime import open_engine
 from npc_memory.store.pool import PlanCacheMode
 
 from benchmarks.dedup_pairs import ANIMALS, FOODS, HOBBIES, PLACES, obj
-from benchmarks.harness import Told
 
 SLOTS = ("favorite_food", "favorite_animal", "hobby", "home")
 
@@ -107,14 +103,11 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
     await seed(engine, scope, scope_rows)
     embed = engine.embedder
     samples: dict[str, list[float]] = {k: [] for k in (
-        "embed_single", "store_single", "store_single_old_order", "store_single_vectors", "embed_batch",
-        "store_batch", "store_batch_vectors")}
-    old_order = replace(engine, embedder=Told(engine.embedder, spare=False))
-    for i, (content, other) in enumerate(zip(texts(n_single, "한"), texts(n_single, "구"), strict=True)):
+        "embed_single", "store_single", "store_single_vectors", "embed_batch", "store_batch", "store_batch_vectors")}
+    singles = texts(n_single, "한")
+    for i, content in enumerate(singles):
         samples["embed_single"].append(await timed(lambda c=content: embed.embed_passages([c])))  # type: ignore[misc]
-        for name, eng, text in (("store_single", engine, content), ("store_single_old_order", old_order, other))[
-                ::1 if i % 2 == 0 else -1]:
-            samples[name].append(await timed(lambda i=i, e=eng, c=text: e.store(scope, [fact(i, c)])))  # type: ignore[misc]
+        samples["store_single"].append(await timed(lambda i=i, c=content: engine.store(scope, [fact(i, c)])))  # type: ignore[misc]
     vector_texts = texts(n_single, "벡")
     vectors = await embed.embed_passages(vector_texts)
     for i, (content, vector) in enumerate(zip(vector_texts, vectors, strict=True)):
@@ -132,10 +125,9 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
     summary: dict[str, Any] = {name: percentiles(ms) for name, ms in samples.items()}
     for name in ("embed_batch", "store_batch", "store_batch_vectors"):
         summary[name]["facts_per_s"] = 32 * 1000 / summary[name]["mean"]
-    for name in ("embed_single", "store_single", "store_single_old_order", "store_single_vectors"):
+    for name in ("embed_single", "store_single", "store_single_vectors"):
         summary[name]["facts_per_s"] = 1000 / summary[name]["mean"]
     summary["store_minus_embed_p50_ms"] = summary["store_single"]["p50"] - summary["embed_single"]["p50"]
-    summary["old_order_minus_embed_p50_ms"] = summary["store_single_old_order"]["p50"] - summary["embed_single"]["p50"]
     summary["store_over_embed_p50"] = summary["store_single"]["p50"] / summary["embed_single"]["p50"]
     summary["batch_store_over_embed_p50"] = summary["store_batch"]["p50"] / summary["embed_batch"]["p50"]
     summary["scope_rows"] = scope_rows
@@ -146,14 +138,12 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
 
 def show(s: dict[str, Any]) -> None:
     """Print the table."""
-    print(f"write benchmark: {s['cpus']} CPU(s), model threads {s.get('threads') or 'by load'}, "
-          f"OMP_NUM_THREADS={s['omp_num_threads'] or 'unset'}, "
+    print(f"write benchmark: {s['cpus']} CPU(s), OMP_NUM_THREADS={s['omp_num_threads'] or 'unset'}, "
           f"scope pre-filled with {s['scope_rows']} memories\n")
     print(f"{'':<34}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'facts/s':>9}")
     labels = [
         ("embed_single", "embedder alone, 1 text"),
         ("store_single", "store 1 fact (embeds)"),
-        ("store_single_old_order", "store 1 fact, old order"),
         ("store_single_vectors", "store 1 fact, caller vector"),
         ("embed_batch", "embedder alone, 32 texts"),
         ("store_batch", "store 32 facts (embeds)"),
@@ -163,7 +153,6 @@ def show(s: dict[str, Any]) -> None:
         r = s[key]
         print(f"{label:<34}{r['p50']:>9.2f}{r['p95']:>9.2f}{r['p99']:>9.2f}{r['facts_per_s']:>9.0f}")
     print(f"\nsingle store p50 - embedder p50: {s['store_minus_embed_p50_ms']:+.2f} ms "
-          f"(old order {s['old_order_minus_embed_p50_ms']:+.2f} ms) "
           f"(ratio {s['store_over_embed_p50']:.2f}); batch-32 ratio {s['batch_store_over_embed_p50']:.2f}")
 
 
@@ -194,10 +183,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     config = bench_config(args)
     if args.duplicate_threshold is not None:
         config = replace(config, write=replace(config.write, duplicate_threshold=args.duplicate_threshold))
-    config = replace(config, embedding=replace(config.embedding, threads=args.threads))
     async with open_engine(config) as engine:
         await engine.store(Scope("bench-warmup", "letia"), [fact(0, "준비 운동")])
-        return await run(engine, args.facts, args.batches, args.scope_rows) | {"threads": args.threads}
+        return await run(engine, args.facts, args.batches, args.scope_rows)
 
 
 def main() -> None:
@@ -206,8 +194,6 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=200, help="single stores measured (each also embedded alone)")
     parser.add_argument("--batches", type=int, default=10, help="batches of 32 measured")
     parser.add_argument("--scope-rows", dest="scope_rows", type=int, default=300, help="memories already in scope")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="the local model's threads per call (NPC_MEMORY_EMBEDDING_THREADS; 0: by load)")
     parser.add_argument("--duplicate-threshold", dest="duplicate_threshold", type=float,
                         help="override the configured threshold (to compare with older code)")
     run_main(parser, main_async, show)

@@ -46,9 +46,9 @@ def _read(database_url: str, scope: Scope, items: list[PreparedMemory]) -> tuple
             conn.execute(f"SET {setting}")
         conn.execute("LOAD 'auto_explain'")
         with psycopg.RawCursor(conn) as cur:
-            cur.execute(statement.query, statement.args(duplicate_params(scope, items)), prepare=True,
+            cur.execute(statement.query, statement.args(duplicate_params(scope, items, 0.9)), prepare=True,
                         binary=True)
-            found = [(int(r[0]), r[2]) for r in cur.fetchall()]  # idx, by_terms, id
+            found = [(int(r[0]), r[1]) for r in cur.fetchall()]
     return found, "\n".join(plans)
 
 

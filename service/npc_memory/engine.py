@@ -1,11 +1,12 @@
-"""The use cases the API calls: search, reads, edits, timelines (the store: engine_write.py). No SQL, no gRPC."""
+"""The use cases the API calls: embed and tokenise around the store, then score. No SQL, no gRPC."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -16,27 +17,34 @@ from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed,
 from npc_memory.domain.edit_rules import version_fact
 from npc_memory.domain.errors import (
     ContentEditNeedsEmbedderError,
+    EmbeddingRequiredError,
     TextRefusedError,
+    TextSource,
 )
 from npc_memory.domain.links import Expansion, LinkView
 from npc_memory.domain.model import (
     LIVE,
     Memory,
     MemoryFilter,
+    NewMemory,
+    PreparedMemory,
     ReadView,
     SavePoint,
     Scope,
     ScoredMemory,
     SearchQuery,
+    StoreResult,
     Tier,
     Timeline,
+    Vector,
 )
 from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
+from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.engine_write import WritePath, retrieved, utcnow
+from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED
-from npc_memory.store import context, lifecycle, links, reads, search, timelines
+from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.store.scope_cache import ScopeCache
@@ -44,12 +52,28 @@ from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.text import Tokenizer
 from npc_memory.text.periods import period_in
 from npc_memory.text.process_pool import AnalysisPool
+from npc_memory.text.tokenize import Analysis
 
 """The keyword side a running engine uses; ``auto`` in the configuration is resolved to one of these at start."""
 
 
+def utcnow() -> datetime:
+    """The server's clock."""
+    return datetime.now(UTC)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Mark a side task's outcome as seen once another error is being reported (no "never retrieved" warning)."""
+    if not task.cancelled():
+        task.exception()
+
+
+INLINE_ANALYSIS_CHARS = 400
+"""Facts left to analyse of at most this many characters in all are analysed on the event loop, not in a thread."""
+
+
 @dataclass
-class MemoryEngine(WritePath):
+class MemoryEngine:
     """Stores and searches memories with the configured embedder, tokenizer and database."""
 
     db: Database
@@ -62,6 +86,83 @@ class MemoryEngine(WritePath):
     """Worker processes for big batches' tokenising; None analyses every batch in a thread here."""
     scope_cache: ScopeCache | None = None
     """Scopes ranked in memory (store/scope_cache.py); None ranks every search with the statement."""
+
+    async def _embed_passages(
+        self, facts: Sequence[NewMemory], source: TextSource, texts: Sequence[str] | None = None,
+        extra: Sequence[str] = (),
+    ) -> tuple[list[Vector], list[Vector]]:
+        """The caller's vectors, and the embedder's for the rest (over ``texts`` when given, else the content).
+
+        Second: vectors of ``extra`` texts, embedded in the same model call (a stored turn's new text).
+        """
+        missing = [i for i, f in enumerate(facts) if f.embedding is None]
+        if missing and not self.embedder.available:
+            raise EmbeddingRequiredError(missing[0])
+        over = texts if texts is not None else [f.content for f in facts]
+        wanted = [over[i] for i in missing] + list(extra)
+        try:
+            with EMBED_SECONDS.labels("passages").time():
+                vectors = await self.embedder.embed_passages(wanted) if wanted else []
+        except InputRejectedError as exc:
+            raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
+        by_index = dict(zip(missing, vectors, strict=False))
+        return ([f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)],
+                list(vectors[len(missing):]))
+
+    def _prepare(
+        self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None
+    ) -> PreparedMemory:
+        analysis = analysis or self.tokenizer.analyse(fact.content)
+        return PreparedMemory(
+            id=uuid.uuid4(),
+            fact=fact,
+            valid_at=fact.valid_at or now,
+            embedding=vector,
+            embedding_model=self.embedder.name,
+            terms=analysis.terms,
+            content_key=content_key(fact.content),
+            meaning=analysis.meaning,
+        )
+
+    async def store(
+        self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
+    ) -> list[StoreResult]:
+        """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id.
+
+        ``on_commit`` joins the write transaction; with it, a repeated request_id is answered inside the
+        transaction (so the hook runs on the replay too) rather than by the early check.
+        """
+        write = self.write_settings
+        fingerprint = request_fingerprint(facts) if request_id else ""
+        # A repeat skips the embedder; the write transaction checks the key again under its lock.
+        if request_id and on_commit is None:
+            first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
+            if first is not None:
+                return first
+        now = utcnow()
+        turns, stored = await turn_flags(self.db, write, scope, facts, now)
+        texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored)
+        vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
+        if answered is not None:
+            on_commit = with_answer(self.embedder.name, scope, answered[0], extra[0], on_commit)
+        # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
+        # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
+        # process's GIL, so a big batch is analysed in the worker processes and only assembled here, and a
+        # short one (a line or two: ~0.8 ms of Kiwi) here on the loop, which the thread hop cost ~0.4 ms more.
+        pool, texts = self.analysis_pool, [f.content for f in facts]
+        analyses: list[Analysis | None] = (
+            list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
+        )
+        def prepared() -> list[PreparedMemory]:
+            return [replace(self._prepare(f, v, now, a), turn=t)
+                    for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
+
+        short = sum(len(t) for t, a in zip(texts, analyses, strict=True) if a is None) <= INLINE_ANALYSIS_CHARS
+        items = prepared() if short else await asyncio.to_thread(prepared)
+        return await writes.store_memories(
+            self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
+            on_commit,
+        )
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
@@ -103,7 +204,7 @@ class MemoryEngine(WritePath):
             for task in (embedding, held):
                 if task is not None:
                     task.cancel()
-                    task.add_done_callback(retrieved)  # this error is the one reported
+                    task.add_done_callback(_retrieved)  # this error is the one reported
             raise
         query = self.with_period(query)
         # Not with hops: the linked rows follow the ranked ones and are not cut (store/search_links.py).
@@ -167,7 +268,7 @@ class MemoryEngine(WritePath):
             hits = await self.search(query) if query is not None else []
         except BaseException:
             profile.cancel()
-            profile.add_done_callback(retrieved)  # the search's error is the one reported
+            profile.add_done_callback(_retrieved)  # the search's error is the one reported
             raise
         return assemble(scope, await profile, hits, budget, language)
 

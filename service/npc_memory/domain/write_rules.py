@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-import numpy as np
-
-from npc_memory.domain.model import NewMemory, Vector, Visibility
+from npc_memory.domain.model import NewMemory, Visibility
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
@@ -74,12 +72,6 @@ class FactText:
     def of(cls, content: str, terms: Sequence[str], meaning: Sequence[str] | None) -> FactText:
         """The comparable form of a fact's text, its BM25 terms and its meaning signature."""
         return cls(content_key(content), tuple(terms), tuple(meaning) if meaning is not None else None)
-
-
-def cosine(a: Vector, b: Vector) -> float:
-    """The cosine of two vectors, as pgvector's ``1 - (a <=> b)`` gives it (0 for a zero vector, which has none)."""
-    norms = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
-    return float(np.dot(a.astype(np.float64), b.astype(np.float64))) / norms if norms > 0.0 else 0.0
 
 
 def is_duplicate(new: FactText, old: FactText, cosine: float, threshold: float) -> bool:

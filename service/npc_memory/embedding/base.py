@@ -32,10 +32,6 @@ class Embedder(Protocol):
         """Whether a call made now would run on every core of this machine, so that work beside it slows it."""
         ...
 
-    def spares_a_core(self) -> bool:
-        """Whether a call made now would run alone and leave an idle core here, so work beside it does not slow it."""
-        ...
-
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Vectors for search queries."""
         ...

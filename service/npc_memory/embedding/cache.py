@@ -36,10 +36,6 @@ class QueryCache:
         """Whether the inner embedder's next call would run on every core."""
         return self._inner.runs_wide()
 
-    def spares_a_core(self) -> bool:
-        """Whether the inner embedder's next call would run alone and leave a core idle."""
-        return self._inner.spares_a_core()
-
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Cached vectors where known; the rest embedded in one call and remembered."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]

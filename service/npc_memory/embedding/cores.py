@@ -104,16 +104,10 @@ class CoreBudget:
         self._queue: deque[object] = deque()
         self._cv = threading.Condition()
 
-    def _idle_cores(self) -> int:
-        """The machine's cores other processes have left idle lately (all of them without the probe)."""
-        if not self._idle_probe:
-            return usable_cores()
-        return int(usable_cores() - self._others.busy_cores() + 0.5)
-
     def _alone_width(self) -> int:
         if not self._idle_probe or self.total == 1:
             return self.total
-        return max(1, min(self.total, self._idle_cores()))
+        return max(1, min(self.total, int(usable_cores() - self._others.busy_cores() + 0.5)))
 
     def _grant(self, limit: int) -> int:
         """Cores for the call at the head of the line (counted in ``_calls``), or 0 while it must wait."""
@@ -130,11 +124,6 @@ class CoreBudget:
         """Whether a call made now would be granted more than one core (no other call in flight or waiting)."""
         with self._cv:
             return self._calls == 0 and self.total > 1 and self._alone_width() > 1
-
-    def would_spare(self) -> bool:
-        """Whether a call made now would run alone and still leave one of the machine's idle cores to other work."""
-        with self._cv:
-            return self._calls == 0 and self._alone_width() < self._idle_cores()
 
     def line_up(self, limit: int | None = None) -> tuple[int, object | None]:
         """Join the line without blocking: ``(cores, None)`` if the call may run now, else ``(0, ticket)`` to ``wait``.

@@ -68,10 +68,6 @@ class LocalE5Embedder:
         """Whether a call made now would get more than one core (every one other processes leave idle)."""
         return self.cores.would_widen()
 
-    def spares_a_core(self) -> bool:
-        """Whether a call made now would be the only one and leave a core idle (``threads`` below the idle cores)."""
-        return self.cores.would_spare()
-
     def _encode(self, texts: list[str], is_query: bool, granted: int, ticket: object | None) -> np.ndarray:
         """Run the model on ``granted`` cores, or first wait in line with ``ticket`` for one core."""
         granted = granted or self.cores.wait(ticket, limit=1)

@@ -33,10 +33,6 @@ class CallerVectorsOnly:
         """Runs nothing."""
         return False
 
-    def spares_a_core(self) -> bool:
-        """Runs nothing."""
-        return False
-
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Never called: the engine checks ``available`` first."""
         raise NotImplementedError("caller-supplied vectors only")

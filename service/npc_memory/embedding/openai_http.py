@@ -66,10 +66,6 @@ class OpenAIEmbedder:
         """The model runs elsewhere: work here does not slow it."""
         return False
 
-    def spares_a_core(self) -> bool:
-        """Never said: a call's length is the endpoint's, and a store would hold its transaction open through it."""
-        return False
-
     def _refusal(self, response: httpx.Response, at_start: bool) -> NpcMemoryError:
         """The error for a non-2xx answer.
 

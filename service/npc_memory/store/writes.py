@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -19,7 +18,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.links import Link, batch_links, referenced_ids
-from npc_memory.domain.model import PreparedMemory, Scope, StoreResult, Tier, Vector
+from npc_memory.domain.model import PreparedMemory, Scope, StoreResult, Tier
 from npc_memory.domain.write_plan import (
     DupCandidate,
     SlotKey,
@@ -29,7 +28,7 @@ from npc_memory.domain.write_plan import (
     plan_batch,
     slot_key,
 )
-from npc_memory.domain.write_rules import FactText, SlotRow, cosine
+from npc_memory.domain.write_rules import FactText, SlotRow
 from npc_memory.store import changes, idempotency
 from npc_memory.store.compiled import compile_statement, execute
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
@@ -37,31 +36,29 @@ from npc_memory.store.pool import Connection, Database
 from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 
 # For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
-# same terms and meaning signature (domain/write_rules.is_duplicate makes the final call, with the cosine taken
-# here from each row's vector: ``duplicate_candidates``; a row without a signature only matches its own text).
-# Comparing terms in SQL first matters: Korean facts of one pattern ("X를 좋아함") sit at cosine 0.93-0.97, so
-# cosine alone would return most of the scope. The read needs no vector of the batch, so a store whose model
-# call runs on every core sends it while the model runs (engine.store). Two probes, not one with OR, each an
-# equality on a key with an index: md5(content_key), and the terms' hash (migration 0012), exact values compared
-# after. Each fact probes in a LATERAL subquery kept whole by OFFSET 0, so once the table has statistics the plan
-# is an index lookup per fact: joined on the keys, the generic plan (estimating a handful of scope rows) read and
-# hashed every row of the scope for both joins (5 ms of a single store at 2,000 rows, EXPLAIN ANALYZE, growing
-# with the scope), and an = ANY of the batch's keys still lost to the scope index where the table's scopes are
-# small (tests/test_duplicate_plan.py). The batch's terms come as one JSON array of arrays, so no term is split
-# or joined.
+# same terms and meaning signature and a cosine at or above the threshold (domain/write_rules.is_duplicate makes
+# the final call; a row without a signature only matches its own text). Comparing terms in SQL first matters:
+# Korean facts of one pattern ("X를 좋아함") sit at cosine 0.93-0.97, so cosine alone would return most of the
+# scope. Two probes, not one with OR, each an equality on a key with an index: md5(content_key), and the terms'
+# hash (migration 0012), exact values compared after. Each fact probes in a LATERAL subquery kept whole by
+# OFFSET 0, so once the table has statistics the plan is an index lookup per fact: joined on the keys, the
+# generic plan (estimating a handful of scope rows) read and hashed every row of the scope for both joins (5 ms
+# of a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
+# still lost to the scope index where the table's scopes are small (tests/test_duplicate_plan.py). The batch's
+# terms come as one JSON array of arrays, so no term is split or joined.
 _BATCH = """
 , b AS (
     SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
     FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-                %(meaning_keys)s::text[])
-        AS u(idx, subject, subject_id, content_key, meaning_key)
+                %(meaning_keys)s::text[], %(embeddings)b::vector[])
+        AS u(idx, subject, subject_id, content_key, meaning_key, embedding)
     CROSS JOIN LATERAL (
         SELECT ARRAY(SELECT jsonb_array_elements_text(%(terms)s::jsonb -> u.idx))::text[] AS terms
     ) t
 )"""
 _PROBE = sql.SQL("""
-SELECT b.idx, {by_terms} AS by_terms, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot,
-       m.tier, m.valid_at, m.embedding
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
+       1 - (m.embedding <=> b.embedding) AS cosine
 FROM b CROSS JOIN LATERAL (
     SELECT * FROM {visible} m
     WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND {key}
@@ -69,13 +66,12 @@ FROM b CROSS JOIN LATERAL (
 ) m
 WHERE m.subject = b.subject AND {matches}
 """)
-_SAME_TEXT = _PROBE.format(visible=VISIBLE, by_terms=sql.SQL("false"),
-                           key=sql.SQL("md5(m.content_key) = md5(b.content_key)"),
+_SAME_TEXT = _PROBE.format(visible=VISIBLE, key=sql.SQL("md5(m.content_key) = md5(b.content_key)"),
                            matches=sql.SQL("m.content_key = b.content_key"))
-_SAME_TERMS = _PROBE.format(visible=VISIBLE, by_terms=sql.SQL("true"),
-                            key=sql.SQL("hash_array_extended(m.terms, 0) = b.terms_hash"),
+_SAME_TERMS = _PROBE.format(visible=VISIBLE, key=sql.SQL("hash_array_extended(m.terms, 0) = b.terms_hash"),
                             matches=sql.SQL("""cardinality(b.terms) > 0 AND m.terms = b.terms
-  AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key"""))
+  AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key
+  AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s"""))
 DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.SQL("UNION ALL"), _SAME_TERMS]))
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
@@ -160,8 +156,8 @@ Reads = tuple[AsyncRawCursor[DictRow], AsyncRawCursor[DictRow] | None, AsyncRawC
 _DUPLICATES, _SLOTS, _TARGETS = map(compile_statement, (DUPLICATE_CANDIDATES, SLOT_TIMELINES, TARGETS))
 
 
-def duplicate_params(scope: Scope, items: Sequence[PreparedMemory]) -> dict[str, Any]:
-    """The parameters of ``DUPLICATE_CANDIDATES`` for a batch (its vectors are not among them)."""
+def duplicate_params(scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> dict[str, Any]:
+    """The parameters of ``DUPLICATE_CANDIDATES`` for a batch."""
     return scope_params(scope) | {
         "idx": list(range(len(items))),
         "subjects": [i.fact.subject.value for i in items],
@@ -169,14 +165,16 @@ def duplicate_params(scope: Scope, items: Sequence[PreparedMemory]) -> dict[str,
         "content_keys": [i.content_key for i in items],
         "terms": Jsonb([list(i.terms) for i in items]),
         "meaning_keys": [" ".join(i.meaning) for i in items],
+        "embeddings": [i.embedding for i in items],
+        "threshold": threshold,
     }
 
 
-async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory]) -> Reads:
+async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
-    dup_cur = await execute(conn, _DUPLICATES, duplicate_params(scope, items))
+    dup_cur = await execute(conn, _DUPLICATES, duplicate_params(scope, items, threshold))
     slot_cur = await execute(conn, _SLOTS, scope_params(scope) | {"slots": slots}) if slots else None
     target_cur = await execute(conn, _TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
     return dup_cur, slot_cur, target_cur
@@ -184,10 +182,13 @@ async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMe
 
 async def _fetch_reads(
     reads: Reads, items: Sequence[PreparedMemory]
-) -> tuple[list[DictRow], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
-    """The duplicate read's rows (made candidates once the vectors are known), the slots' timelines, the targets."""
+) -> tuple[list[DupCandidate], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
     dup_cur, slot_cur, target_cur = reads
-    found = await dup_cur.fetchall()
+    dups = [
+        DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
+                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"], Tier(r["tier"]), r["valid_at"])
+        for r in await dup_cur.fetchall()
+    ]
     timelines: dict[SlotKey, list[SlotRow]] = {}
     wanted = {k for k in map(slot_key, items) if k is not None}
     for r in await slot_cur.fetchall() if slot_cur is not None else []:
@@ -198,25 +199,7 @@ async def _fetch_reads(
         r["id"]: Target(r["id"], r["valid_at"], r["invalid_at"])
         for r in (await target_cur.fetchall() if target_cur is not None else [])
     }
-    return found, timelines, targets
-
-
-def duplicate_candidates(
-    found: Sequence[DictRow], items: Sequence[PreparedMemory], threshold: float
-) -> list[DupCandidate]:
-    """The duplicate read's rows as candidates: each with its cosine to the fact it was found for.
-
-    A row found by its terms is one only at ``threshold`` or above (one found by its text always is).
-    """
-    dups = []
-    for r in found:
-        similarity = cosine(items[r["idx"]].embedding, r["embedding"].to_numpy())
-        if r["by_terms"] and not similarity >= threshold:
-            continue
-        dups.append(DupCandidate(r["idx"], r["id"], r["importance"], similarity,
-                                 FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"], Tier(r["tier"]),
-                                 r["valid_at"]))
-    return dups
+    return dups, timelines, targets
 
 
 async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequence[Link], live: int | None) -> None:
@@ -252,7 +235,7 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequenc
 async def store_memories(
     db: Database, scope: Scope, items: Sequence[PreparedMemory], duplicate_threshold: float,
     request_id: str = "", fingerprint: str = "", idempotency_hours: float = 24.0,
-    on_commit: OnCommit | None = None, vectors: Awaitable[Sequence[Vector]] | None = None,
+    on_commit: OnCommit | None = None,
 ) -> list[StoreResult]:
     """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
 
@@ -260,8 +243,6 @@ async def store_memories(
     the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
     nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
     ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay).
-    ``vectors``: the batch's vectors while the model still makes them (``items`` hold placeholders until then):
-    the lock and the reads need none, so they go out meanwhile and only the writes wait for the model.
     """
     async with db.connection() as conn, conn.pipeline(), conn.transaction():
         await conn.execute(changes.LOCK_SCOPE, scope_params(scope))
@@ -271,7 +252,7 @@ async def store_memories(
             key_cur = await conn.execute(
                 idempotency.LOOKUP, idempotency.key_params(scope, request_id, idempotency_hours)
             )
-        reads = await _send_reads(conn, scope, items)
+        reads = await _send_reads(conn, scope, items, duplicate_threshold)
         if key_cur is not None:
             first = idempotency.replay(await key_cur.fetchone(), request_id, fingerprint)
             if first is not None:
@@ -279,10 +260,7 @@ async def store_memories(
                     await on_commit(conn, first)
                 return first
         live_row = await live_cur.fetchone()
-        found, timelines, targets = await _fetch_reads(reads, items)
-        if vectors is not None:
-            items = [replace(i, embedding=v) for i, v in zip(items, await vectors, strict=True)]
-        dups = duplicate_candidates(found, items, duplicate_threshold)
+        dups, timelines, targets = await _fetch_reads(reads, items)
         # Comparing every fact with the batch's earlier ones is ~70 ms of Python for 256 facts: in a thread, so
         # the event loop (health checks, other calls) gets the GIL back every switch interval meanwhile.
         plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
