@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -133,3 +134,16 @@ def figures(answers: Sequence[Answer]) -> dict[str, object]:
         "adversarial": confidence(answers),
         "latency": latency(answers),
     }
+
+
+def kind_table(figures: dict[str, dict[str, Any]], head: str) -> str:
+    """R@5 / R@10 overall and R@10 by kind, shape and language: one row per named result, ``head`` its column."""
+    lines = [f"| {head} | R@5 | R@10 | multi | pairs | across sessions | single | time | update | en | ko |",
+             "|---|" + "---:|" * 10]
+    for name, f in figures.items():
+        cells = [f["all"]["R@5"], f["all"]["R@10"], f["by_kind"]["multi"]["R@10"],
+                 f["by_shape"]["multi/pair"]["R@10"], f["by_shape"]["multi/sessions"]["R@10"],
+                 f["by_kind"]["single"]["R@10"], f["by_kind"]["time"]["R@10"], f["by_kind"]["update"]["R@10"],
+                 f["by_language"]["en"]["R@10"], f["by_language"]["ko"]["R@10"]]
+        lines.append(f"| {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    return "\n".join(lines)

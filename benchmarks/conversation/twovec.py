@@ -105,15 +105,7 @@ async def _own(engine: MemoryEngine, conv: dict[str, Any]) -> dict[str, Any]:
 
 def report(results: dict[str, Any]) -> str:
     """R@5 / R@10 overall and R@10 by kind, per fusion."""
-    lines = ["| fusion | R@5 | R@10 | multi | pairs | across sessions | single | time | update | en | ko |",
-             "|---|" + "---:|" * 10]
-    for name, f in results["figures"].items():
-        cells = [f["all"]["R@5"], f["all"]["R@10"], f["by_kind"]["multi"]["R@10"],
-                 f["by_shape"]["multi/pair"]["R@10"], f["by_shape"]["multi/sessions"]["R@10"],
-                 f["by_kind"]["single"]["R@10"], f["by_kind"]["time"]["R@10"], f["by_kind"]["update"]["R@10"],
-                 f["by_language"]["en"]["R@10"], f["by_language"]["ko"]["R@10"]]
-        lines.append(f"| {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
-    return "\n".join(lines)
+    return metrics.kind_table(results["figures"], "fusion")
 
 
 def main() -> None:
