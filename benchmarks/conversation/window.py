@@ -12,18 +12,16 @@ service.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.dialogue import asks, speaker_label
-from npc_memory.domain.model import Fusion, SearchQuery, Speaker, Vector, Weights
-from npc_memory.engine import MemoryEngine
+from npc_memory.domain.model import Speaker
 from npc_memory.runtime import open_engine
 
 from benchmarks.conversation import metrics
+from benchmarks.conversation.bm25 import MODES, ask_conversations
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.readtime import stored_as_defaults
 from benchmarks.conversation.run import experiment_main, load
@@ -40,6 +38,9 @@ class Window:
     as_query: bool = False
     """Embedded with e5's ``query:`` prefix, as the questions are (the symmetric use), not ``passage:``."""
 
+
+DEFAULTS = MODES[0]
+"""The default weighted ranking (every question asked with it, its first 15 hits)."""
 
 WINDOWS = (
     Window("1 before, answer after a question (the service's text)", 1),
@@ -67,28 +68,15 @@ def texts(conv: dict[str, Any], window: Window) -> dict[str, str]:
     return out
 
 
-async def answers(engine: MemoryEngine, conv: dict[str, Any], lo: Any, qvecs: Sequence[Vector]) -> list[Answer]:
-    """Every question of one conversation with the defaults, its first 15 hits."""
-    out = []
-    now = datetime.fromisoformat(conv["now"])
-    for q, vec in zip(conv["questions"], qvecs, strict=True):
-        hits = await engine.search(SearchQuery(
-            scope=lo.scope, text=q["text"], limit=15, weights=Weights(), now=now, fusion=Fusion.WEIGHTED,
-            embedding=vec, recency_days=engine.search_settings.recency_days_for(lo.scope.heroine_id)))
-        evidence = [None if t in lo.dropped else lo.memory_of[t] for t in q["evidence"]]
-        out.append(Answer(q["kind"], q["shape"], conv["language"], [h.memory.id for h in hits], evidence))
-    return out
-
-
 async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
     """Store each window's vectors, ask every question; the service's own storing as the first row."""
     got: dict[str, list[Answer]] = {}
     async with open_engine(Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))) as engine:
         asker, stored = await stored_as_defaults(engine, data, "window-service:")
-        qvecs = {c["id"]: await engine.embedder.embed_queries([q["text"] for q in c["questions"]])
-                 for c in data["conversations"]}
-        got["as stored by the service"] = [a for conv, lo in stored
-                                           for a in await answers(asker, conv, lo, qvecs[conv["id"]])]
+        questions = [q for c in data["conversations"] for q in c["questions"]]
+        qvecs = dict(zip([q["id"] for q in questions],
+                         await engine.embedder.embed_queries([q["text"] for q in questions]), strict=True))
+        got["as stored by the service"] = await ask_conversations(asker, stored, qvecs, DEFAULTS)
         for n, window in enumerate(WINDOWS):
             got[window.name] = []
             for conv in data["conversations"]:
@@ -96,7 +84,7 @@ async def run(url: str, data: dict[str, Any]) -> dict[str, Any]:
                 embed = engine.embedder.embed_queries if window.as_query else engine.embedder.embed_passages
                 vectors = dict(zip(made, await embed(list(made.values())), strict=True))
                 lo = await load(engine, conv, vectors, f"window{n}:", "source")
-                got[window.name] += await answers(asker, conv, lo, qvecs[conv["id"]])
+                got[window.name] += await ask_conversations(asker, [(conv, lo)], qvecs, DEFAULTS)
     return {"figures": {name: metrics.figures(a) for name, a in got.items()}}
 
 
