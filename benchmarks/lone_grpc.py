@@ -1,16 +1,18 @@
 """A lone player's text search over gRPC, two servers side by side in one run, beside the embedder alone.
 
-    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--before-src DIR] [--json out.json]
+    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--before-src DIR]
+                                   [--before-env KEY=VALUE ...] [--after-env KEY=VALUE ...] [--json out.json]
 
 Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale. Two ``npc-memory serve``
 processes run at once on it, both with ``embedding.threads`` 0 and the query cache off: this code twice, or, with
-``--before-src DIR`` (a ``git archive COMMIT | tar -x -C DIR`` tree), that code's server and this one. For each
-question, after a player's pause (0.25 s) each time, in turn: a text search to the one server, to the other, and the
-bundled model alone in this process on the same text (its fastest setting: every idle core for a lone call), the
-order rotating by question, after every scope was searched once. No vector is cached anywhere: each of the three
-spells the question its own way. Printed: p50 / p95 / mean of each, and each server's p50 less the embedder's (the
-issue's target: within 3 ms), with a health check's round trip after the same pause (what gRPC and this machine cost
-a lone call).
+``--before-src DIR`` (a ``git archive COMMIT | tar -x -C DIR`` tree), that code's server and this one;
+``--before-env`` and ``--after-env`` add environment variables to one server only (one setting against another on
+the same code). For each question, after a player's pause (0.25 s) each time, in turn: a text search to the one
+server, to the other, and the bundled model alone in this process on the same text (its fastest setting: every idle
+core for a lone call), the order rotating by question, after every scope was searched once. No vector is cached
+anywhere: each of the three spells the question its own way. Printed: p50 / p95 / mean of each, and each server's
+p50 less the embedder's (the issue's target: within 3 ms), with a health check's round trip after the same pause
+(what gRPC and this machine cost a lone call).
 """
 
 from __future__ import annotations
@@ -47,13 +49,25 @@ PAUSE_S = 0.25
 """A player's requests come seconds apart; back to back, one call's leftover work lands on the next."""
 
 
-def servers(before_src: Path | None) -> dict[str, dict[str, str]]:
+def env_pairs(pairs: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` options as a mapping."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"expected KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def servers(before_src: Path | None, before_env: dict[str, str],
+            after_env: dict[str, str]) -> dict[str, dict[str, str]]:
     """The two servers' environments: ``before`` (the earlier code, or this one) and ``after`` (this code)."""
     common = {"NPC_MEMORY_EMBEDDING_THREADS": "0", "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
-    before = dict(common)
+    before = common | before_env
     if before_src is not None:
         before["PYTHONPATH"] = before_pythonpath(before_src)
-    return {"before": before, "after": common}
+    return {"before": before, "after": common | after_env}
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -69,7 +83,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         with ExitStack() as stack:
             stubs = {}
-            for name, env in servers(args.before_src).items():
+            for name, env in servers(args.before_src, env_pairs(args.before_env), env_pairs(args.after_env)).items():
                 channel, _pid = stack.enter_context(served_process(pg.url, folder / f"lone-grpc-{name}.log", env=env))
                 stubs[name] = (svc_grpc.MemoryServiceStub(channel), health_pb2_grpc.HealthStub(channel))
             # Warm-up: every scope searched once (the first search of a scope reads it to hold in the background),
@@ -99,17 +113,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         pg.stop()
     out: dict[str, Any] = {name: percentiles(ms) for name, ms in samples.items()}
     out["rows"], out["queries"], out["before_src"] = args.rows, len(asks), str(args.before_src or "")
+    out["before_env"], out["after_env"] = args.before_env, args.after_env
     return out
 
 
 def show(result: dict[str, Any]) -> None:
     """Print the table and each server's distance from the embedder alone."""
-    before = "before (" + (result["before_src"] or "this code") + ")"
+    before = "before (" + " ".join([result["before_src"] or "this code", *result.get("before_env", [])]) + ")"
+    after = "after (" + " ".join(["this code", *result.get("after_env", [])]) + ")"
     print(f"lone text searches over gRPC, {result['rows']:,} rows, {result['queries']} questions, {PAUSE_S} s apart\n")
     print("| call | p50 ms | p95 ms | mean ms | p50 - embedder alone p50 |")
     print("|---|---:|---:|---:|---:|")
     alone = result["embedder alone"]["p50"]
-    for name, label in (("before", before), ("after", "after (this code)"), ("embedder alone", "embedder alone"),
+    for name, label in (("before", before), ("after", after), ("embedder alone", "embedder alone"),
                         ("health check", "health check")):
         p = result[name]
         print(f"| {label} | {p['p50']:.2f} | {p['p95']:.2f} | {p['mean']:.2f} | {p['p50'] - alone:+.2f} |")
@@ -122,6 +138,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
     parser.add_argument("--before-src", dest="before_src", type=Path, help="an earlier tree's server as 'before'")
+    parser.add_argument("--before-env", dest="before_env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for the 'before' server only (repeatable)")
+    parser.add_argument("--after-env", dest="after_env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for the 'after' server only (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     result = measure(args)

@@ -154,6 +154,8 @@ Reads = tuple[AsyncRawCursor[DictRow], AsyncRawCursor[DictRow] | None, AsyncRawC
 # The reads are 4-7 KB with the view: psycopg re-rendered and re-split them on every store (~30% of a single
 # caller-vector store's Python samples, py-spy), so they are compiled once (store/compiled.py).
 _DUPLICATES, _SLOTS, _TARGETS = map(compile_statement, (DUPLICATE_CANDIDATES, SLOT_TIMELINES, TARGETS))
+# The writes too: psycopg rendered the INSERT's composed column list and parsed its placeholders on every store.
+_INSERT, _INSERT_LINK, _CARRY_LINKS = map(compile_statement, (INSERT, sql.SQL(INSERT_LINK), sql.SQL(CARRY_LINKS)))
 
 
 def duplicate_params(scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> dict[str, Any]:
@@ -205,30 +207,33 @@ async def _fetch_reads(
 async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequence[Link], live: int | None) -> None:
     """Queue a plan's writes: inserts first (closes and links point at them), then closes, raises and links."""
     rows = [
-        insert_params(
+        _INSERT.args(insert_params(
             scope, p.item, (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
             p.importance, live,
-        )
+        ))
         for p in insert_order(plan.inserts)
     ]
-    async with conn.cursor() as cur:
+    async with AsyncRawCursor(conn) as cur:
         # Adapting a row's parameters (hundreds of terms for a long fact) runs on the event loop: a batch of 256
         # long facts held it ~20 ms in one go, so the rows are sent in slices with a yield between them.
         for start in range(0, len(rows), INSERT_SLICE):
-            await cur.executemany(INSERT, rows[start:start + INSERT_SLICE])
-            await asyncio.sleep(0)
-    edits = [
-        *(changes.close_params([row_id], at, "superseded", successor)
-          for row_id, (at, successor) in plan.closes.items()),
-        *(changes.edit_params([row_id], raise_to=importance) for row_id, importance in plan.raises.items()),
-    ]
-    await changes.apply(conn, scope, edits, live)
-    async with conn.cursor() as cur:
+            if start:
+                await asyncio.sleep(0)
+            await cur.executemany(_INSERT.query, rows[start:start + INSERT_SLICE])
+        edits = [
+            *(changes.close_params([row_id], at, "superseded", successor)
+              for row_id, (at, successor) in plan.closes.items()),
+            *(changes.edit_params([row_id], raise_to=importance) for row_id, importance in plan.raises.items()),
+        ]
+        if edits:
+            await changes.apply(conn, scope, edits, live)
         if links:
-            await cur.executemany(INSERT_LINK, [link_params(scope, link) for link in links])
+            await cur.executemany(_INSERT_LINK.query,
+                                  [_INSERT_LINK.args(link_params(scope, link)) for link in links])
         if plan.closes:
-            await cur.executemany(CARRY_LINKS, [
-                carry_params(scope, row_id, successor) for row_id, (_, successor) in plan.closes.items()
+            await cur.executemany(_CARRY_LINKS.query, [
+                _CARRY_LINKS.args(carry_params(scope, row_id, successor))
+                for row_id, (_, successor) in plan.closes.items()
             ])
 
 
