@@ -10,12 +10,14 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 from npc_memory.api import enums
+from npc_memory.api.wire_cache import WireCache
 from npc_memory.domain.gametime import game_day
 from npc_memory.domain.jobs import Job, JobResult
 from npc_memory.domain.links import Expansion, Link, LinkKind, LinkView
 from npc_memory.domain.model import Memory, SavePoint, Scope, ScoredMemory, StoreResult, Timeline
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_HITS = WireCache()
 
 
 def set_timestamp(field: timestamp_pb2.Timestamp, when: datetime) -> None:
@@ -97,7 +99,9 @@ def timeline(t: Timeline) -> pb.Timeline:
 
 def fill_scored(out: pb.ScoredMemory, s: ScoredMemory, asked: Scope | None = None) -> None:
     """Write a search hit with its scores into ``out`` (marked as shared when of another scope than ``asked``)."""
-    fill_memory(out.memory, s.memory, asked)
+    _HITS.fill(out.memory, s.memory, fill_memory)
+    if asked is not None and s.memory.scope != asked:
+        out.memory.shared_from = s.memory.scope.heroine_id
     sc, scores = s.scores, out.scores
     scores.recency, scores.importance, scores.relevance = sc.recency, sc.importance, sc.relevance
     scores.keyword, scores.final = sc.keyword, sc.final
