@@ -191,10 +191,11 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
         final = w.recency * s_recency + w.importance * s_importance + w.relevance * relevance + w.keyword * s_keyword
     first = _in_period(query, cols.valid_at[row]) if query.period is not None and query.period_first else None
     chosen = _order(final, cols.valid_at[row], c_high, c_low, first)[:query.limit]
-    return [RankedRow(int(row[i]), Scores(recency=float(s_recency[i]), importance=float(s_importance[i]),
-                                          relevance=float(relevance[i]), keyword=float(s_keyword[i]),
-                                          final=float(final[i])), float(c_cos[i]))
-            for i in chosen]
+    # Python numbers a column at a time (tolist), not a NumPy scalar per value and field.
+    picked = zip(*(a[chosen].tolist() for a in (row, s_recency, s_importance, relevance, s_keyword, final, c_cos)),
+                 strict=True)
+    return [RankedRow(r, Scores(recency=rec, importance=imp, relevance=rel, keyword=kw, final=fin), cos)
+            for r, rec, imp, rel, kw, fin, cos in picked]
 
 
 def _rrf(query: SearchQuery, components: list[Floats], high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64],
