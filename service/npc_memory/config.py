@@ -266,6 +266,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             dim=pick("embedding_dim", EmbeddingSettings.dim, int),
             timeout_seconds=pick("embedding_timeout", EmbeddingSettings.timeout_seconds, float),
             threads=pick("embedding_threads", EmbeddingSettings.threads, int),
+            spin_count=pick("embedding_spin_count", EmbeddingSettings.spin_count, int),
             query_cache_size=pick("query_cache_size", EmbeddingSettings.query_cache_size, int),
             query_prefix=pick("embedding_query_prefix", EmbeddingSettings.query_prefix, str),
             passage_prefix=pick("embedding_passage_prefix", EmbeddingSettings.passage_prefix, str),

@@ -13,7 +13,7 @@ async def create_embedder(config: EmbeddingSettings) -> Embedder:
     if config.kind == "local":
         from npc_memory.embedding.local import LocalE5Embedder
 
-        inner = LocalE5Embedder(config.threads)
+        inner = LocalE5Embedder(config.threads, config.spin_count)
     elif config.kind == "openai":
         from npc_memory.embedding.openai_http import OpenAIEmbedder
 

