@@ -18,14 +18,22 @@ _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 
 
-# Search collapses repeated turns by this key for every hit it considers (dialogue.distinct_turns), the same rows'
-# texts request after request: normalising them again was ~3% of the server's CPU under a search load (py-spy).
-@functools.lru_cache(maxsize=8192)
-def content_key(content: str) -> str:
-    """The content with width, case, spacing and edge punctuation normalised: repeats compare equal."""
+def _content_key(content: str) -> str:
     text = unicodedata.normalize("NFKC", content).casefold()
     text = _SPACE.sub(" ", text).strip()
     return _EDGE_PUNCT.sub("", text)
+
+
+# Search collapses repeated turns by this key for every hit it considers (dialogue.distinct_turns), the same rows'
+# texts request after request: normalising them again was ~3% of the server's CPU under a search load (py-spy).
+# Lines of dialogue are short; long facts are not kept, so the cache holds at most ~8 MB.
+_short_key = functools.lru_cache(maxsize=8192)(_content_key)
+_SHORT = 200
+
+
+def content_key(content: str) -> str:
+    """The content with width, case, spacing and edge punctuation normalised: repeats compare equal."""
+    return _short_key(content) if len(content) <= _SHORT else _content_key(content)
 
 
 @dataclass(frozen=True)
