@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -37,6 +38,14 @@ def built(m: Memory, asked: Scope | None = None) -> pb.Memory:
     return out
 
 
+def counting(calls: list[str]) -> Callable[[pb.Memory, Memory], None]:
+    """fill_memory, noting each content it builds."""
+    def build(out: pb.Memory, m: Memory) -> None:
+        calls.append(m.content)
+        convert.fill_memory(out, m)
+    return build
+
+
 def test_a_hit_answered_again_is_the_message_built_for_it() -> None:
     m = memory()
     scored = ScoredMemory(m, Scores(0.1, 0.7, 0.9, 0.2, 0.65), cosine=0.81)
@@ -66,10 +75,7 @@ def test_a_shared_hit_is_marked_even_from_the_bytes() -> None:
 def test_an_equal_but_distinct_object_is_built_afresh() -> None:
     cache = WireCache(size=2)
     calls: list[str] = []
-
-    def build(out: pb.Memory, m: Memory) -> None:
-        calls.append(m.content)
-        convert.fill_memory(out, m)
+    build = counting(calls)
 
     first = memory("바뀌기 전")
     changed = replace(first, content="바뀐 뒤")  # a row changed in place: a new object, the same id
@@ -83,10 +89,7 @@ def test_an_equal_but_distinct_object_is_built_afresh() -> None:
 def test_the_least_recent_object_is_dropped_past_the_size() -> None:
     cache = WireCache(size=2)
     calls: list[str] = []
-
-    def build(out: pb.Memory, m: Memory) -> None:
-        calls.append(m.content)
-        convert.fill_memory(out, m)
+    build = counting(calls)
 
     a, b, c = memory("a"), memory("b"), memory("c")
     for m in (a, a, a, b, c, a):  # a serialized at its second sight, merged at its third; dropped when c came
