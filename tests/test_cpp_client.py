@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import shutil
-import socket
 import subprocess
 import uuid
 from pathlib import Path
@@ -19,6 +18,7 @@ from npc_memory.server import create_server
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CPP = ROOT / "clients" / "cpp"
@@ -115,9 +115,7 @@ async def test_cpp_keeps_heroines_apart(cli: Path, server_port: int, scope: Scop
 
 async def test_cpp_reports_unavailable(cli: Path) -> None:
     """Against a port with no server the C++ client fails with UNAVAILABLE (14) within its deadline."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = s.getsockname()[1]
+    dead = free_port()
     code, _, err = await _run(cli, dead, "search", f"p-{uuid.uuid4().hex[:8]}", "letia", "q")
     assert code == 1
     assert err.startswith("error 14: ")

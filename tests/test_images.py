@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from grpc_health.v1 import health_pb2
 from npc_memory.background import SERVICE_NAME, watch_health
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "docker" / "healthcheck.py"
@@ -52,10 +52,7 @@ async def test_probe_fails_while_the_service_is_not_serving(engine: MemoryEngine
 
 def test_probe_fails_when_nothing_listens() -> None:
     """A closed port makes the script exit 1 with UNAVAILABLE, within its own timeout."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    result = _probe(port)
+    result = _probe(free_port())
     assert result.returncode == 1
     assert "UNAVAILABLE" in result.stderr
 

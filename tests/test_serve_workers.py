@@ -22,7 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
-from test_serve_process import free_port
+from ports import free_port
 
 BIN = Path(sys.executable).parent
 START_TIMEOUT = 180.0

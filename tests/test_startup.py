@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -12,22 +11,15 @@ import psycopg
 import pytest
 from npc_memory.cli import main
 from npc_memory.store.embedded import EmbeddedPostgres
+from ports import free_port
 
 NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
-
-
-def _closed_port() -> int:
-    """A local port nothing listens on (bound, read, released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.mark.parametrize("command", ["serve", "migrate", "retain"])
 async def test_unreachable_database_is_one_line_and_a_nonzero_exit(command: str) -> None:
     """`npc-memory <command>` against a closed port prints one `npc-memory: ...` line, no traceback, exit 2."""
-    env = {**os.environ, "NPC_MEMORY_DATABASE_URL": f"postgresql://npc@127.0.0.1:{_closed_port()}/npc",
+    env = {**os.environ, "NPC_MEMORY_DATABASE_URL": f"postgresql://npc@127.0.0.1:{free_port()}/npc",
            "NPC_MEMORY_EMBEDDER": "none", "NPC_MEMORY_EMBEDDING_DIM": "384", "NPC_MEMORY_LOG_LEVEL": "ERROR"}
     proc = await asyncio.create_subprocess_exec(
         NPC_MEMORY, command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
