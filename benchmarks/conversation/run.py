@@ -307,7 +307,7 @@ def report(results: dict[str, Any]) -> str:
     """The tables printed by the command (and copied into docs/conversation-benchmark.md)."""
     cfg: dict[str, Any] = results["configs"]
     names = list(cfg)
-    out = [f"embedder: {results.get('embedder', 'multilingual-e5-small')}", f"questions: {results['questions']}"]
+    out = [f"embedder: {results['embedder']}", f"questions: {results['questions']}"]
     for mode, d in results["dedup"].items():
         out.append(f"write {mode}: {d['turns']} turns stored, {d['dropped']} dropped as duplicates "
                    f"({d['dropped_unlike_text']} of them merged into a different text; {d['evidence_dropped']} of "
@@ -356,15 +356,11 @@ def main() -> None:
     configs = [metrics.parse_config(s) for s in args.configs]
     embedding = embedding_settings(args)
     data = json.loads(args.dataset.read_text(encoding="utf-8"))
-    if args.database_url:
-        results = asyncio.run(run(args.database_url, data, configs, args.candidates, args.steps, embedding))
-    else:
-        with tempfile.TemporaryDirectory(prefix="npc-conversation-") as tmp:
-            pg = EmbeddedPostgres(Path(tmp))
-            try:
-                results = asyncio.run(run(pg.url, data, configs, args.candidates, args.steps, embedding))
-            finally:
-                pg.stop()
+
+    def work(url: str) -> Coroutine[Any, Any, dict[str, Any]]:
+        return run(url, data, configs, args.candidates, args.steps, embedding)
+
+    results = asyncio.run(work(args.database_url)) if args.database_url else on_embedded("npc-conversation-", work)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
