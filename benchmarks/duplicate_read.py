@@ -112,7 +112,10 @@ def main() -> None:
             user_id, heroine_id, rows = rng.choice(scopes)
             scope, kind = Scope(user_id, heroine_id), KINDS[step % len(KINDS)]
             items = batch(conns["this"], scope, kind)
-            params = duplicate_params(scope, items, THRESHOLD) | {"term_keys": [" ".join(i.terms) for i in items]}
+            # Earlier statements also took the batch's vectors and the threshold (and earlier still, term keys).
+            params = duplicate_params(scope, items) | {
+                "embeddings": [i.embedding for i in items], "threshold": THRESHOLD,
+                "term_keys": [" ".join(i.terms) for i in items]}
             answers = []
             for name in statements if step % 2 == 0 else list(statements)[::-1]:
                 started = time.perf_counter()

@@ -46,7 +46,7 @@ def _read(database_url: str, scope: Scope, items: list[PreparedMemory]) -> tuple
             conn.execute(f"SET {setting}")
         conn.execute("LOAD 'auto_explain'")
         with psycopg.RawCursor(conn) as cur:
-            cur.execute(statement.query, statement.args(duplicate_params(scope, items, 0.9)), prepare=True,
+            cur.execute(statement.query, statement.args(duplicate_params(scope, items)), prepare=True,
                         binary=True)
             found = [(int(r[0]), r[1]) for r in cur.fetchall()]
     return found, "\n".join(plans)

@@ -126,7 +126,7 @@ def test_stored_duplicate_closed_earlier_in_the_batch_is_not_a_duplicate() -> No
     stored = uuid.uuid4()
     dog = _item("강아지", valid=30, vec=[0.0, 1.0], supersedes=(stored,))
     cat = _item("고양이", valid=30)
-    dups = [DupCandidate(1, stored, 5, 1.0, FactText.of("고양이", ["고양이"], []), None)]
+    dups = [DupCandidate(1, stored, 5, None, FactText.of("고양이", ["고양이"], []), None)]
     plan = plan_batch([dog, cat], dups, {}, {stored: Target(stored, day(1), None)}, 0.93)
     assert [r.outcome for r in plan.results] == [StoreOutcome.SUPERSEDED, StoreOutcome.CREATED]
     assert plan.closes == {stored: (day(30), dog.id)}
@@ -135,7 +135,7 @@ def test_stored_duplicate_closed_earlier_in_the_batch_is_not_a_duplicate() -> No
 def test_slotted_fact_is_not_a_duplicate_of_the_same_text_outside_its_slot() -> None:
     """Setting a slot asserts the slot's value, so a copy without that slot does not stand in for it."""
     stored = uuid.uuid4()
-    dups = [DupCandidate(0, stored, 5, 1.0, FactText.of("고양이", ["고양이"], []), None)]
+    dups = [DupCandidate(0, stored, 5, None, FactText.of("고양이", ["고양이"], []), None)]
     plan = plan_batch([_item("고양이", slot="pet")], dups, {}, {}, 0.93)
     assert plan.results[0].outcome == StoreOutcome.CREATED
     plan = plan_batch([_item("고양이")], dups, {}, {}, 0.93)

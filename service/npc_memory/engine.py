@@ -24,6 +24,7 @@ from npc_memory.domain.errors import (
 from npc_memory.domain.links import Expansion, LinkView
 from npc_memory.domain.model import (
     LIVE,
+    AnalysedFact,
     Memory,
     MemoryFilter,
     NewMemory,
@@ -43,6 +44,7 @@ from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
 from npc_memory.errors import InputRejectedError, NotFoundError
+from npc_memory.ops.loop import on_uvloop
 from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
@@ -109,20 +111,26 @@ class MemoryEngine:
         return ([f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)],
                 list(vectors[len(missing):]))
 
-    def _prepare(
-        self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None
-    ) -> PreparedMemory:
+    def _analysed(self, fact: NewMemory, now: datetime, analysis: Analysis | None = None, turn: bool = False,
+                  ) -> AnalysedFact:
         analysis = analysis or self.tokenizer.analyse(fact.content)
-        return PreparedMemory(
-            id=uuid.uuid4(),
-            fact=fact,
-            valid_at=fact.valid_at or now,
-            embedding=vector,
-            embedding_model=self.embedder.name,
-            terms=analysis.terms,
-            content_key=content_key(fact.content),
-            meaning=analysis.meaning,
-        )
+        return AnalysedFact(uuid.uuid4(), fact, fact.valid_at or now, analysis.terms, content_key(fact.content),
+                            analysis.meaning, turn)
+
+    def _prepare(
+        self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None, turn: bool = False
+    ) -> PreparedMemory:
+        return self._analysed(fact, now, analysis, turn).embedded(vector, self.embedder.name)
+
+    def _reads_beside_model(self, facts: Sequence[NewMemory]) -> bool:
+        """Whether a store should read under its lock while the model runs: a short batch, the model's only call.
+
+        Measured on two cores (docs/write-path.md): on uvloop the round trip beside a lone model call took ~1-2 ms
+        off a store and did not slow the call; on the standard loop it slowed the call as much as it saved. When
+        calls overlap, a call could wait in line, and the scope's lock and a connection would wait with it.
+        """
+        return (any(f.embedding is None for f in facts) and sum(len(f.content) for f in facts) <= INLINE_ANALYSIS_CHARS
+                and on_uvloop() and self.embedder.runs_wide())
 
     async def store(
         self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
@@ -134,14 +142,18 @@ class MemoryEngine:
         """
         write = self.write_settings
         fingerprint = request_fingerprint(facts) if request_id else ""
-        # A repeat skips the embedder; the write transaction checks the key again under its lock.
-        if request_id and on_commit is None:
+        beside = self._reads_beside_model(facts)
+        # A repeat skips the embedder; the write transaction checks the key again under its lock (and alone,
+        # when it reads beside the model: a repeat then cancels the model's call).
+        if request_id and on_commit is None and not beside:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
         now = utcnow()
         turns, stored = await turn_flags(self.db, write, scope, facts, now)
         texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored)
+        if beside and answered is None:
+            return await self._store_beside_model(scope, facts, texts, turns, now, request_id, fingerprint, on_commit)
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
         if answered is not None:
             on_commit = with_answer(self.embedder.name, scope, answered[0], extra[0], on_commit)
@@ -154,8 +166,7 @@ class MemoryEngine:
             list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
         )
         def prepared() -> list[PreparedMemory]:
-            return [replace(self._prepare(f, v, now, a), turn=t)
-                    for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
+            return [self._prepare(f, v, now, a, t) for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
 
         short = sum(len(t) for t, a in zip(texts, analyses, strict=True) if a is None) <= INLINE_ANALYSIS_CHARS
         items = prepared() if short else await asyncio.to_thread(prepared)
@@ -163,6 +174,31 @@ class MemoryEngine:
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
+
+    async def _store_beside_model(
+        self, scope: Scope, facts: Sequence[NewMemory], texts: Sequence[str] | None, turns: Sequence[bool],
+        now: datetime, request_id: str, fingerprint: str, on_commit: writes.OnCommit | None,
+    ) -> list[StoreResult]:
+        """``store`` with the write transaction's first round trip out while the model makes the vectors.
+
+        Tokenised first: work of this process beside a model call on every core slows the call (docs/search.md).
+        """
+        analysed = [self._analysed(f, now, turn=t) for f, t in zip(facts, turns, strict=True)]
+        vectors = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
+        vectors.add_done_callback(_retrieved)
+
+        async def complete() -> list[PreparedMemory]:
+            made, _ = await vectors
+            return [a.embedded(v, self.embedder.name) for a, v in zip(analysed, made, strict=True)]
+
+        write = self.write_settings
+        try:
+            return await writes.store_memories(
+                self.db, scope, writes.Pending(analysed, complete), write.duplicate_threshold, request_id,
+                fingerprint, write.idempotency_hours, on_commit,
+            )
+        finally:
+            vectors.cancel()  # a replay answered without the vectors (or the write failed): nobody waits for them
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 import numpy as np
@@ -19,7 +19,7 @@ from npc_memory.domain.errors import (
     SupersedeTargetClosedError,
     UnknownSupersedeTargetError,
 )
-from npc_memory.domain.model import PreparedMemory, StoreOutcome, StoreResult, Tier
+from npc_memory.domain.model import FactKeys, PreparedMemory, StoreOutcome, StoreResult, Tier, Vector
 from npc_memory.domain.write_rules import FactText, SlotRow, is_duplicate, is_repeated_turn, place_in_slot
 
 SlotKey = tuple[str, str, str]
@@ -34,7 +34,8 @@ class DupCandidate:
     """The batch position it was found for."""
     id: UUID
     importance: int
-    cosine: float
+    embedding: Vector | None
+    """The row's vector when its text differs from the fact's (then the cosine decides); None for the same text."""
     text: FactText
     slot: str | None
     tier: Tier = Tier.KNOWLEDGE
@@ -97,7 +98,7 @@ def slot_allows(new_slot: str | None, old_slot: str | None) -> bool:
     return new_slot is None or new_slot == old_slot
 
 
-def slot_key(item: PreparedMemory) -> SlotKey | None:
+def slot_key(item: FactKeys) -> SlotKey | None:
     """The slot timeline a fact belongs to, if it names a slot."""
     fact = item.fact
     return (fact.subject.value, fact.subject_id, fact.slot) if fact.slot is not None else None
@@ -128,17 +129,25 @@ class _Planner:
         return row_id in self.plan.closes
 
     def _stored_duplicate(self, index: int) -> UUID | None:
-        best: DupCandidate | None = None
+        best: tuple[tuple[bool, float, datetime], DupCandidate] | None = None
         slot = self.items[index].fact.slot
         for cand in self.dups.get(index, []):
             if not slot_allows(slot, cand.slot) or self._closed(cand.id):
                 continue
-            if not self._repeats(index, cand.text, cand.cosine, cand.valid_at):
+            cosine = self._cosine(index, cand)
+            if not self._repeats(index, cand.text, cosine, cand.valid_at):
                 continue
-            exact = cand.text.key == self.texts[index].key
-            if best is None or (exact, cand.cosine) > (best.text.key == self.texts[index].key, best.cosine):
-                best = cand
-        return best.id if best else None
+            # The same text first, then the closest meaning, then the latest said.
+            rank = (cand.text.key == self.texts[index].key, cosine, cand.valid_at or datetime.min.replace(tzinfo=UTC))
+            if best is None or rank > best[0]:
+                best = (rank, cand)
+        return best[1].id if best else None
+
+    def _cosine(self, index: int, cand: DupCandidate) -> float:
+        """The candidate's cosine to the fact; the same text counts as 1 whatever its vector (read without it)."""
+        if cand.embedding is None:
+            return 1.0
+        return float(np.dot(self.items[index].embedding, cand.embedding))
 
     def _batch_duplicate(self, index: int) -> UUID | None:
         item = self.items[index]

@@ -28,3 +28,8 @@ def run(main: Coroutine[Any, Any, R], kind: EventLoop) -> R:
     """Run ``main`` to completion on a new loop of ``kind`` (``asyncio.run`` with a chosen loop)."""
     with asyncio.Runner(loop_factory=loop_factory(kind)) as runner:
         return runner.run(main)
+
+
+def on_uvloop() -> bool:
+    """Whether the running event loop is uvloop's."""
+    return type(asyncio.get_running_loop()).__module__.partition(".")[0] == "uvloop"

@@ -70,10 +70,12 @@ def compile_statement(statement: sql.Composable) -> Compiled:
     return Compiled(query, tuple(names), frozenset(binary))
 
 
-async def execute(conn: AsyncConnection[Row], statement: Compiled, params: Mapping[str, Any]) -> AsyncRawCursor[Row]:
-    """Send a compiled statement as ``conn.execute`` would (text results); its cursor, unfetched (pipelines)."""
+async def execute(
+    conn: AsyncConnection[Row], statement: Compiled, params: Mapping[str, Any], binary: bool = False
+) -> AsyncRawCursor[Row]:
+    """Send a compiled statement as ``conn.execute`` would (text results unless ``binary``); its cursor, unfetched."""
     cur = AsyncRawCursor(conn)
-    await cur.execute(statement.query, statement.args(params))
+    await cur.execute(statement.query, statement.args(params), binary=binary)
     return cur
 
 

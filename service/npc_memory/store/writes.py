@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -18,7 +19,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.links import Link, batch_links, referenced_ids
-from npc_memory.domain.model import PreparedMemory, Scope, StoreResult, Tier
+from npc_memory.domain.model import AnalysedFact, FactKeys, PreparedMemory, Scope, StoreResult, Tier
 from npc_memory.domain.write_plan import (
     DupCandidate,
     SlotKey,
@@ -45,20 +46,22 @@ from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 # generic plan (estimating a handful of scope rows) read and hashed every row of the scope for both joins (5 ms
 # of a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
 # still lost to the scope index where the table's scopes are small (tests/test_duplicate_plan.py). The batch's
-# terms come as one JSON array of arrays, so no term is split or joined.
+# terms come as one JSON array of arrays, so no term is split or joined. No vector goes in: a row of the same
+# terms comes back with its own and the planner takes the cosine (domain/write_plan.py), so the reads can run
+# while the model is still making the batch's vectors (``Pending``).
 _BATCH = """
 , b AS (
     SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
     FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-                %(meaning_keys)s::text[], %(embeddings)b::vector[])
-        AS u(idx, subject, subject_id, content_key, meaning_key, embedding)
+                %(meaning_keys)s::text[])
+        AS u(idx, subject, subject_id, content_key, meaning_key)
     CROSS JOIN LATERAL (
         SELECT ARRAY(SELECT jsonb_array_elements_text(%(terms)s::jsonb -> u.idx))::text[] AS terms
     ) t
 )"""
 _PROBE = sql.SQL("""
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
-       1 - (m.embedding <=> b.embedding) AS cosine
+       {vector} AS embedding
 FROM b CROSS JOIN LATERAL (
     SELECT * FROM {visible} m
     WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND {key}
@@ -67,11 +70,11 @@ FROM b CROSS JOIN LATERAL (
 WHERE m.subject = b.subject AND {matches}
 """)
 _SAME_TEXT = _PROBE.format(visible=VISIBLE, key=sql.SQL("md5(m.content_key) = md5(b.content_key)"),
-                           matches=sql.SQL("m.content_key = b.content_key"))
+                           matches=sql.SQL("m.content_key = b.content_key"), vector=sql.SQL("NULL::vector"))
 _SAME_TERMS = _PROBE.format(visible=VISIBLE, key=sql.SQL("hash_array_extended(m.terms, 0) = b.terms_hash"),
                             matches=sql.SQL("""cardinality(b.terms) > 0 AND m.terms = b.terms
-  AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key
-  AND 1 - (m.embedding <=> b.embedding) >= %(threshold)s"""))
+  AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key"""),
+                            vector=sql.SQL("m.embedding"))
 DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.SQL("UNION ALL"), _SAME_TERMS]))
 
 # Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
@@ -158,7 +161,7 @@ _DUPLICATES, _SLOTS, _TARGETS = map(compile_statement, (DUPLICATE_CANDIDATES, SL
 _INSERT, _INSERT_LINK, _CARRY_LINKS = map(compile_statement, (INSERT, sql.SQL(INSERT_LINK), sql.SQL(CARRY_LINKS)))
 
 
-def duplicate_params(scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> dict[str, Any]:
+def duplicate_params(scope: Scope, items: Sequence[FactKeys]) -> dict[str, Any]:
     """The parameters of ``DUPLICATE_CANDIDATES`` for a batch."""
     return scope_params(scope) | {
         "idx": list(range(len(items))),
@@ -167,27 +170,26 @@ def duplicate_params(scope: Scope, items: Sequence[PreparedMemory], threshold: f
         "content_keys": [i.content_key for i in items],
         "terms": Jsonb([list(i.terms) for i in items]),
         "meaning_keys": [" ".join(i.meaning) for i in items],
-        "embeddings": [i.embedding for i in items],
-        "threshold": threshold,
     }
 
 
-async def _send_reads(conn: Connection, scope: Scope, items: Sequence[PreparedMemory], threshold: float) -> Reads:
+async def _send_reads(conn: Connection, scope: Scope, items: Sequence[FactKeys]) -> Reads:
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
-    dup_cur = await execute(conn, _DUPLICATES, duplicate_params(scope, items, threshold))
+    # Binary results: a vector read as text is ~4 KB of digits to parse.
+    dup_cur = await execute(conn, _DUPLICATES, duplicate_params(scope, items), binary=True)
     slot_cur = await execute(conn, _SLOTS, scope_params(scope) | {"slots": slots}) if slots else None
     target_cur = await execute(conn, _TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
     return dup_cur, slot_cur, target_cur
 
 
 async def _fetch_reads(
-    reads: Reads, items: Sequence[PreparedMemory]
+    reads: Reads, items: Sequence[FactKeys]
 ) -> tuple[list[DupCandidate], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
     dup_cur, slot_cur, target_cur = reads
     dups = [
-        DupCandidate(r["idx"], r["id"], r["importance"], float(r["cosine"]),
+        DupCandidate(r["idx"], r["id"], r["importance"], None if r["embedding"] is None else r["embedding"].to_numpy(),
                      FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"], Tier(r["tier"]), r["valid_at"])
         for r in await dup_cur.fetchall()
     ]
@@ -237,8 +239,17 @@ async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequenc
             ])
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A batch whose vectors are still being made: the reads go out on ``keys``, the plan waits for ``complete``."""
+
+    keys: Sequence[AnalysedFact]
+    complete: Callable[[], Awaitable[Sequence[PreparedMemory]]]
+    """The batch's facts with their vectors, in ``keys``' order; awaited once the reads are on their way."""
+
+
 async def store_memories(
-    db: Database, scope: Scope, items: Sequence[PreparedMemory], duplicate_threshold: float,
+    db: Database, scope: Scope, batch: Sequence[PreparedMemory] | Pending, duplicate_threshold: float,
     request_id: str = "", fingerprint: str = "", idempotency_hours: float = 24.0,
     on_commit: OnCommit | None = None,
 ) -> list[StoreResult]:
@@ -247,8 +258,10 @@ async def store_memories(
     Two round trips in pipeline mode: BEGIN, the lock, the idempotency key and the reads; then the writes,
     the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
     nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
-    ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay).
+    ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay). A
+    ``Pending`` batch's vectors are awaited while the first round trip is out (a replay never awaits them).
     """
+    keys = batch.keys if isinstance(batch, Pending) else batch
     async with db.connection() as conn, conn.pipeline(), conn.transaction():
         await conn.execute(changes.LOCK_SCOPE, scope_params(scope))
         live_cur = await conn.execute(changes.LIVE_TIMELINE, scope_params(scope))
@@ -257,7 +270,7 @@ async def store_memories(
             key_cur = await conn.execute(
                 idempotency.LOOKUP, idempotency.key_params(scope, request_id, idempotency_hours)
             )
-        reads = await _send_reads(conn, scope, items, duplicate_threshold)
+        reads = await _send_reads(conn, scope, keys)
         if key_cur is not None:
             first = idempotency.replay(await key_cur.fetchone(), request_id, fingerprint)
             if first is not None:
@@ -265,7 +278,8 @@ async def store_memories(
                     await on_commit(conn, first)
                 return first
         live_row = await live_cur.fetchone()
-        dups, timelines, targets = await _fetch_reads(reads, items)
+        dups, timelines, targets = await _fetch_reads(reads, keys)
+        items = list(await batch.complete()) if isinstance(batch, Pending) else batch
         # Comparing every fact with the batch's earlier ones is ~70 ms of Python for 256 facts: in a thread, so
         # the event loop (health checks, other calls) gets the GIL back every switch interval meanwhile.
         plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
