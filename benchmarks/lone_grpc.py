@@ -1,6 +1,6 @@
-"""A lone player's text search over gRPC, two servers side by side in one run, beside the embedder alone.
+"""A lone player's text search (or store) over gRPC, two servers side by side in one run, beside the embedder alone.
 
-    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--before-src DIR]
+    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--call search|store] [--before-src DIR]
                                    [--before-env KEY=VALUE ...] [--after-env KEY=VALUE ...] [--json out.json]
 
 Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale. Two ``npc-memory serve``
@@ -12,7 +12,9 @@ server, to the other, and the bundled model alone in this process on the same te
 core for a lone call), the order rotating by question, after every scope was searched once. No vector is cached
 anywhere: each of the three spells the question its own way. Printed: p50 / p95 / mean of each, and each server's
 p50 less the embedder's (the issue's target: within 3 ms), with a health check's round trip after the same pause
-(what gRPC and this machine cost a lone call).
+(what gRPC and this machine cost a lone call). ``--call store``: single stores instead (one new line each, every
+server its own player, as ``benchmarks.search_speed`` stores), beside the model embedding the same text as a
+passage (the issue's target: within 2 ms).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import random
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
@@ -35,7 +38,7 @@ from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from benchmarks.search_speed import ensure_seeded, plan
-from benchmarks.search_speed_load import search_request
+from benchmarks.search_speed_load import search_request, store_request
 from benchmarks.search_speed_parts import (
     before_pythonpath,
     distinct_questions,
@@ -73,9 +76,10 @@ def servers(before_src: Path | None, before_env: dict[str, str],
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Both servers up; every question asked of each and of the embedder alone, each after a pause."""
     folder = args.data_dir / str(args.rows)
-    pg, scopes = ensure_seeded(folder, args.rows, load_pool())
-    asks = plan(random.Random(11), scopes, load_pool(), args.queries)
-    texts = distinct_questions(load_pool().queries)
+    pool = load_pool()
+    pg, scopes = ensure_seeded(folder, args.rows, pool)
+    asks = plan(random.Random(11), scopes, pool, args.queries)
+    texts = distinct_questions(pool.queries)
     random.Random(12).shuffle(texts)
     embedder = LocalE5Embedder(0)
     loop = asyncio.new_event_loop()
@@ -92,14 +96,29 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 for stub, _health in stubs.values():
                     stub.SearchMemories(search_request(replace(a, text=f"{text} {i}"), False))
                 loop.run_until_complete(embedder.embed_queries([text]))
+            players = {name: f"lone-store-{name}-{uuid.uuid4().hex[:8]}" for name in stubs}
+            questions = set(pool.queries)
+            lines = [p for p in pool.passages if p not in questions]
+            if args.call == "store":  # each player's scope made, the write statements prepared
+                for i in range(5):
+                    for name, (stub, _health) in stubs.items():
+                        stub.StoreMemories(store_request(players[name], f"{lines[-1 - i]} (warm-up)"))
             time.sleep(1.0)  # the background reads finish
             for i, a in enumerate(asks):
-                text = texts[(i + 10) % len(texts)]
-                calls: list[tuple[str, Callable[[], Any]]] = [
-                    (name, partial(stub.SearchMemories, search_request(replace(a, text=f"{text} ({name})"), False)))
-                    for name, (stub, _h) in stubs.items()]
-                calls.append(("embedder alone",
-                              partial(loop.run_until_complete, embedder.embed_queries([f"{text} (alone)"]))))
+                calls: list[tuple[str, Callable[[], Any]]]
+                if args.call == "store":
+                    line = lines[i % len(lines)]
+                    calls = [(name, partial(stub.StoreMemories, store_request(players[name], f"{line} ({name} {i})")))
+                             for name, (stub, _h) in stubs.items()]
+                    calls.append(("embedder alone", partial(
+                        loop.run_until_complete, embedder.embed_passages([f"{line} (alone {i})"]))))
+                else:
+                    text = texts[(i + 10) % len(texts)]
+                    calls = [(name, partial(stub.SearchMemories,
+                                            search_request(replace(a, text=f"{text} ({name})"), False)))
+                             for name, (stub, _h) in stubs.items()]
+                    calls.append(("embedder alone",
+                                  partial(loop.run_until_complete, embedder.embed_queries([f"{text} (alone)"]))))
                 calls.append(("health check", partial(stubs["after"][1].Check, health_pb2.HealthCheckRequest())))
                 turn = i % len(calls)
                 for name, call in calls[turn:] + calls[:turn]:
@@ -113,6 +132,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         pg.stop()
     out: dict[str, Any] = {name: percentiles(ms) for name, ms in samples.items()}
     out["rows"], out["queries"], out["before_src"] = args.rows, len(asks), str(args.before_src or "")
+    out["call"] = args.call
     out["before_env"], out["after_env"] = args.before_env, args.after_env
     return out
 
@@ -121,7 +141,8 @@ def show(result: dict[str, Any]) -> None:
     """Print the table and each server's distance from the embedder alone."""
     before = "before (" + " ".join([result["before_src"] or "this code", *result.get("before_env", [])]) + ")"
     after = "after (" + " ".join(["this code", *result.get("after_env", [])]) + ")"
-    print(f"lone text searches over gRPC, {result['rows']:,} rows, {result['queries']} questions, {PAUSE_S} s apart\n")
+    what = "single stores" if result.get("call") == "store" else "text searches"
+    print(f"lone {what} over gRPC, {result['rows']:,} rows, {result['queries']} requests, {PAUSE_S} s apart\n")
     print("| call | p50 ms | p95 ms | mean ms | p50 - embedder alone p50 |")
     print("|---|---:|---:|---:|---:|")
     alone = result["embedder alone"]["p50"]
@@ -135,7 +156,9 @@ def main() -> None:
     """Parse options, measure, print, optionally write JSON."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rows", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=150)
+    parser.add_argument("--queries", type=int, default=150, help="requests to each server")
+    parser.add_argument("--call", choices=("search", "store"), default="search",
+                        help="what a lone player sends: a text search, or a single store of a new line")
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
     parser.add_argument("--before-src", dest="before_src", type=Path, help="an earlier tree's server as 'before'")
     parser.add_argument("--before-env", dest="before_env", action="append", default=[], metavar="KEY=VALUE",

@@ -207,7 +207,8 @@ def wake_cost(channel: grpc.Channel) -> dict[str, dict[str, float]]:
     return {"after_pause": percentiles(paused), "at_once": percentiles(at_once)}
 
 
-def _store(user_id: str, text: str) -> svc.StoreMemoriesRequest:
+def store_request(user_id: str, text: str) -> svc.StoreMemoriesRequest:
+    """One new line of ``user_id`` with the heroine ``store``, as a game stores a player's line."""
     request = svc.StoreMemoriesRequest(scope=pb.Scope(user_id=user_id, heroine_id="store"))
     request.memories.add(content=text, importance=5, speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER)
     return request
@@ -276,7 +277,7 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
                 time.sleep(LONE_GAP_S)
                 passage_ms += timed([partial(loop.run_until_complete, embedder.embed_passages([fresh]))])
                 time.sleep(LONE_GAP_S)
-                store_ms += timed([partial(stub.StoreMemories, _store(user_id, fresh), timeout=60)])
+                store_ms += timed([partial(stub.StoreMemories, store_request(user_id, fresh), timeout=60)])
             out["store"], out["store_embedder"] = percentiles(store_ms[5:]), percentiles(passage_ms[5:])
     except grpc.RpcError as exc:
         raise RuntimeError(f"a request failed: {exc}") from exc
