@@ -43,8 +43,8 @@ from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
+from npc_memory.engine_writes import INLINE_ANALYSIS_CHARS, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
-from npc_memory.ops.loop import on_uvloop
 from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
@@ -68,10 +68,6 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
     """Mark a side task's outcome as seen once another error is being reported (no "never retrieved" warning)."""
     if not task.cancelled():
         task.exception()
-
-
-INLINE_ANALYSIS_CHARS = 400
-"""Facts left to analyse of at most this many characters in all are analysed on the event loop, not in a thread."""
 
 
 @dataclass
@@ -122,16 +118,6 @@ class MemoryEngine:
     ) -> PreparedMemory:
         return self._analysed(fact, now, analysis, turn).embedded(vector, self.embedder.name)
 
-    def _reads_beside_model(self, facts: Sequence[NewMemory]) -> bool:
-        """Whether a store should read under its lock while the model runs: a short batch, the model's only call.
-
-        Measured on two cores (docs/write-path.md): on uvloop the round trip beside a lone model call took ~1-2 ms
-        off a store and did not slow the call; on the standard loop it slowed the call as much as it saved. When
-        calls overlap, a call could wait in line, and the scope's lock and a connection would wait with it.
-        """
-        return (any(f.embedding is None for f in facts) and sum(len(f.content) for f in facts) <= INLINE_ANALYSIS_CHARS
-                and on_uvloop() and self.embedder.runs_wide())
-
     async def store(
         self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
     ) -> list[StoreResult]:
@@ -142,7 +128,7 @@ class MemoryEngine:
         """
         write = self.write_settings
         fingerprint = request_fingerprint(facts) if request_id else ""
-        beside = self._reads_beside_model(facts)
+        beside = reads_beside_model(self.embedder, facts)
         # A repeat skips the embedder; the write transaction checks the key again under its lock (and alone,
         # when it reads beside the model: a repeat then cancels the model's call).
         if request_id and on_commit is None and not beside:
@@ -153,7 +139,12 @@ class MemoryEngine:
         turns, stored = await turn_flags(self.db, write, scope, facts, now)
         texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored)
         if beside and answered is None:
-            return await self._store_beside_model(scope, facts, texts, turns, now, request_id, fingerprint, on_commit)
+            # Tokenised first: work of this process beside a model call on every core slows it (docs/search.md).
+            analysed = [self._analysed(f, now, turn=t) for f, t in zip(facts, turns, strict=True)]
+            making = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
+            making.add_done_callback(_retrieved)
+            return await store_beside_model(self.db, write, self.embedder.name, scope, analysed, making, request_id,
+                                            fingerprint, on_commit)
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
         if answered is not None:
             on_commit = with_answer(self.embedder.name, scope, answered[0], extra[0], on_commit)
@@ -174,31 +165,6 @@ class MemoryEngine:
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
-
-    async def _store_beside_model(
-        self, scope: Scope, facts: Sequence[NewMemory], texts: Sequence[str] | None, turns: Sequence[bool],
-        now: datetime, request_id: str, fingerprint: str, on_commit: writes.OnCommit | None,
-    ) -> list[StoreResult]:
-        """``store`` with the write transaction's first round trip out while the model makes the vectors.
-
-        Tokenised first: work of this process beside a model call on every core slows the call (docs/search.md).
-        """
-        analysed = [self._analysed(f, now, turn=t) for f, t in zip(facts, turns, strict=True)]
-        vectors = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
-        vectors.add_done_callback(_retrieved)
-
-        async def complete() -> list[PreparedMemory]:
-            made, _ = await vectors
-            return [a.embedded(v, self.embedder.name) for a, v in zip(analysed, made, strict=True)]
-
-        write = self.write_settings
-        try:
-            return await writes.store_memories(
-                self.db, scope, writes.Pending(analysed, complete), write.duplicate_threshold, request_id,
-                fingerprint, write.idempotency_hours, on_commit,
-            )
-        finally:
-            vectors.cancel()  # a replay answered without the vectors (or the write failed): nobody waits for them
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
