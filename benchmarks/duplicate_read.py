@@ -56,8 +56,8 @@ def item(row: Mapping[str, Any], repeat: bool) -> PreparedMemory:
     content = row["content"] if repeat else f"{row['content']} 그리고 또 {uuid.uuid4().hex[:6]}"
     terms = tuple(row["terms"]) if repeat else (*row["terms"], "그리고")
     fact = NewMemory(Speaker.USER, Subject(row["subject"]), row["subject_id"], ContentType.FACT, content)
-    return PreparedMemory(uuid.uuid4(), fact, datetime.now(UTC), row["embedding"].to_numpy(), "bench", terms,
-                          content_key(content), tuple(row["meaning"] or ()))
+    return PreparedMemory(uuid.uuid4(), fact, datetime.now(UTC), terms, content_key(content),
+                          tuple(row["meaning"] or ()), embedding=row["embedding"].to_numpy(), embedding_model="bench")
 
 
 def batch(conn: psycopg.Connection[dict[str, Any]], scope: Scope, kind: str) -> list[PreparedMemory]:

@@ -30,8 +30,8 @@ REMOVED = re.compile(r"Rows Removed by Filter: (\d+)")
 
 def _probe(content: str, terms: list[str], meaning: list[str], vector: Vector) -> PreparedMemory:
     fact = NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, content)
-    return PreparedMemory(uuid.uuid4(), fact, datetime.now(UTC), vector, "test", tuple(terms), content_key(content),
-                          tuple(meaning))
+    return PreparedMemory(uuid.uuid4(), fact, datetime.now(UTC), tuple(terms), content_key(content), tuple(meaning),
+                          embedding=vector, embedding_model="test")
 
 
 def _read(database_url: str, scope: Scope, items: list[PreparedMemory]) -> tuple[list[tuple[int, uuid.UUID]], str]:

@@ -39,7 +39,8 @@ def memory(valid: int = 5, invalid: int | None = None, **kw: object) -> Memory:
 def edit(current: Memory, content: str, valid: int) -> PreparedMemory:
     """A content edit prepared from ``current`` as the engine does before taking the lock."""
     fact = version_fact(current, content, day(valid))
-    return PreparedMemory(uuid.uuid4(), fact, day(valid), np.ones(2, dtype=np.float32), "m", (content,), content, ())
+    return PreparedMemory(uuid.uuid4(), fact, day(valid), (content,), content, (),
+                          embedding=np.ones(2, dtype=np.float32), embedding_model="m")
 
 
 def test_closing_a_valid_memory_at_or_after_its_start_is_allowed() -> None:

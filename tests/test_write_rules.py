@@ -98,8 +98,8 @@ def _item(content: str, *, slot: str | None = None, valid: int = 1, vec: list[fl
     fact = NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, content, slot=slot,
                      supersedes=supersedes, importance=importance)
     v = np.asarray(vec or [1.0, 0.0], dtype=np.float32)
-    return PreparedMemory(uuid.uuid4(), fact, day(valid), v / np.linalg.norm(v), "m", tuple(content.split()),
-                          content_key(content), ())
+    return PreparedMemory(uuid.uuid4(), fact, day(valid), tuple(content.split()), content_key(content), (),
+                          embedding=v / np.linalg.norm(v), embedding_model="m")
 
 
 def test_exact_repeat_within_a_batch_is_a_duplicate_of_the_first_and_keeps_the_higher_importance() -> None:

@@ -10,7 +10,7 @@ from typing import Literal
 from uuid import UUID
 
 from npc_memory.domain.errors import UnknownLinkTargetError
-from npc_memory.domain.model import FactKeys, Memory, PreparedMemory, StoreResult
+from npc_memory.domain.model import AnalysedFact, Memory, PreparedMemory, StoreResult
 
 LinkField = Literal["related", "parents"]
 """The MemoryInput list a link came from."""
@@ -55,7 +55,7 @@ class LinkView:
     related: list[Link]
 
 
-def referenced_ids(items: Sequence[FactKeys]) -> list[UUID]:
+def referenced_ids(items: Sequence[AnalysedFact]) -> list[UUID]:
     """The stored memories a batch's facts name in ``related`` or ``parents`` (to be read under the lock)."""
     return list(dict.fromkeys(
         r for i in items for r in (*i.fact.related, *i.fact.parents) if isinstance(r, UUID)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -247,30 +247,6 @@ class ScoredMemory:
     hops: int = 0
 
 
-class FactKeys(Protocol):
-    """What a write's reads look a fact up by, all known before its vector (an AnalysedFact, a PreparedMemory)."""
-
-    @property
-    def fact(self) -> NewMemory:
-        """The fact as validated."""
-        ...
-
-    @property
-    def content_key(self) -> str:
-        """Its normalised text."""
-        ...
-
-    @property
-    def terms(self) -> tuple[str, ...]:
-        """Its BM25 terms, in order."""
-        ...
-
-    @property
-    def meaning(self) -> tuple[str, ...]:
-        """Its meaning signature."""
-        ...
-
-
 @dataclass(frozen=True)
 class AnalysedFact:
     """A fact ready to write but for its vector: tokenised, with its id and business time fixed."""
@@ -281,29 +257,22 @@ class AnalysedFact:
     terms: tuple[str, ...]
     content_key: str
     meaning: tuple[str, ...]
-    turn: bool = False
-
-    def embedded(self, vector: Vector, model: str) -> PreparedMemory:
-        """The fact with its vector, ready to write."""
-        return PreparedMemory(self.id, self.fact, self.valid_at, vector, model, self.terms, self.content_key,
-                              self.meaning, self.turn)
-
-
-@dataclass(frozen=True)
-class PreparedMemory:
-    """A fact ready to write: validated, embedded, tokenised, with its id and business time fixed."""
-
-    id: UUID
-    fact: NewMemory
-    valid_at: datetime
-    embedding: Vector
-    embedding_model: str
-    terms: tuple[str, ...]
-    content_key: str
-    meaning: tuple[str, ...]
     """The grammatical morphemes that change what the text states (text/meaning.py), for the duplicate rule."""
     turn: bool = False
     """A dialogue turn whatever its tier (domain/dialogue.py): a repeat is kept unless resent at the same moment."""
+
+    def embedded(self, vector: Vector, model: str) -> PreparedMemory:
+        """The fact with its vector, ready to write."""
+        return PreparedMemory(self.id, self.fact, self.valid_at, self.terms, self.content_key, self.meaning,
+                              self.turn, embedding=vector, embedding_model=model)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedMemory(AnalysedFact):
+    """A fact ready to write: validated, embedded, tokenised, with its id and business time fixed."""
+
+    embedding: Vector
+    embedding_model: str
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from npc_memory.domain.errors import (
     SupersedeTargetClosedError,
     UnknownSupersedeTargetError,
 )
-from npc_memory.domain.model import FactKeys, PreparedMemory, StoreOutcome, StoreResult, Tier, Vector
+from npc_memory.domain.model import AnalysedFact, PreparedMemory, StoreOutcome, StoreResult, Tier, Vector
 from npc_memory.domain.write_rules import FactText, SlotRow, is_duplicate, is_repeated_turn, place_in_slot
 
 SlotKey = tuple[str, str, str]
@@ -98,7 +98,7 @@ def slot_allows(new_slot: str | None, old_slot: str | None) -> bool:
     return new_slot is None or new_slot == old_slot
 
 
-def slot_key(item: FactKeys) -> SlotKey | None:
+def slot_key(item: AnalysedFact) -> SlotKey | None:
     """The slot timeline a fact belongs to, if it names a slot."""
     fact = item.fact
     return (fact.subject.value, fact.subject_id, fact.slot) if fact.slot is not None else None

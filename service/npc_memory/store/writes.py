@@ -19,7 +19,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.links import Link, batch_links, referenced_ids
-from npc_memory.domain.model import AnalysedFact, FactKeys, PreparedMemory, Scope, StoreResult, Tier
+from npc_memory.domain.model import AnalysedFact, PreparedMemory, Scope, StoreResult, Tier
 from npc_memory.domain.write_plan import (
     DupCandidate,
     SlotKey,
@@ -161,7 +161,7 @@ _DUPLICATES, _SLOTS, _TARGETS = map(compile_statement, (DUPLICATE_CANDIDATES, SL
 _INSERT, _INSERT_LINK, _CARRY_LINKS = map(compile_statement, (INSERT, sql.SQL(INSERT_LINK), sql.SQL(CARRY_LINKS)))
 
 
-def duplicate_params(scope: Scope, items: Sequence[FactKeys]) -> dict[str, Any]:
+def duplicate_params(scope: Scope, items: Sequence[AnalysedFact]) -> dict[str, Any]:
     """The parameters of ``DUPLICATE_CANDIDATES`` for a batch."""
     return scope_params(scope) | {
         "idx": list(range(len(items))),
@@ -173,7 +173,7 @@ def duplicate_params(scope: Scope, items: Sequence[FactKeys]) -> dict[str, Any]:
     }
 
 
-async def _send_reads(conn: Connection, scope: Scope, items: Sequence[FactKeys]) -> Reads:
+async def _send_reads(conn: Connection, scope: Scope, items: Sequence[AnalysedFact]) -> Reads:
     """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
@@ -185,7 +185,7 @@ async def _send_reads(conn: Connection, scope: Scope, items: Sequence[FactKeys])
 
 
 async def _fetch_reads(
-    reads: Reads, items: Sequence[FactKeys]
+    reads: Reads, items: Sequence[AnalysedFact]
 ) -> tuple[list[DupCandidate], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
     dup_cur, slot_cur, target_cur = reads
     dups = [
