@@ -23,6 +23,7 @@ from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Stor
 from npc_memory.embedding.base import Embedder
 from npc_memory.engine import MemoryEngine
 from npc_memory.ops.loop import on_uvloop
+from prometheus_client import REGISTRY
 
 SCOPE_LOCK_FREE = "SELECT pg_try_advisory_xact_lock(hashtextextended(%s || '/' || %s, 0))"
 
@@ -69,15 +70,25 @@ async def count(database_url: str, scope: Scope) -> int:
     return int(row[0])
 
 
+def orders() -> tuple[float, float]:
+    """The store-order counter's two values (this process's metrics registry)."""
+    beside, after = (REGISTRY.get_sample_value("npc_memory_store_order_total", {"order": order}) or 0.0
+                     for order in ("beside_model", "after_model"))
+    return beside, after
+
+
 @pytest.mark.parametrize("wide", [True, False])
 async def test_the_reads_go_out_beside_the_model_only_for_a_lone_call(
     engine: MemoryEngine, database_url: str, scope: Scope, wide: bool
 ) -> None:
     eng, embedder = said(engine, database_url, scope, wide)
+    before = orders()
     (result,) = await eng.store(scope, [fact("레티아와 바다에 갔다")])
     assert result.outcome is StoreOutcome.CREATED
     assert embedder.lock_free == [not wide]
     assert await count(database_url, scope) == 1
+    beside, after = (a - b for a, b in zip(orders(), before, strict=True))
+    assert (beside, after) == ((1.0, 0.0) if wide else (0.0, 1.0))
 
 
 @pytest.mark.parametrize("wide", [True, False])

@@ -45,7 +45,7 @@ from npc_memory.embedding.base import Embedder
 from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
 from npc_memory.engine_writes import INLINE_ANALYSIS_CHARS, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
-from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED
+from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
@@ -143,8 +143,11 @@ class MemoryEngine:
             analysed = [self._analysed(f, now, turn=t) for f, t in zip(facts, turns, strict=True)]
             making = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
             making.add_done_callback(_retrieved)
+            STORE_ORDER.labels("beside_model").inc()
             return await store_beside_model(self.db, write, self.embedder.name, scope, analysed, making, request_id,
                                             fingerprint, on_commit)
+        if any(f.embedding is None for f in facts):
+            STORE_ORDER.labels("after_model").inc()
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
         if answered is not None:
             on_commit = with_answer(self.embedder.name, scope, answered[0], extra[0], on_commit)
