@@ -35,7 +35,8 @@ def _fact(content: str, **kw: Any) -> pb.MemoryInput:
     return pb.MemoryInput(speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER, content=content, **kw)
 
 
-async def _count(database_url: str, scope: Scope) -> int:
+async def count_rows(database_url: str, scope: Scope) -> int:
+    """How many rows the scope has, every version and state counted."""
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         cur = await conn.execute("SELECT count(*) FROM user_memories WHERE user_id = %(u)s AND heroine_id = %(h)s",
                                  {"u": scope.user_id, "h": scope.heroine_id})
@@ -66,7 +67,7 @@ async def test_non_finite_metadata_number_is_invalid_argument_and_writes_nothing
         scope=_scope(scope), memories=[_fact("괜찮은 사실"), _fact("점수가 있는 사실", metadata=_metadata(value))]
     ))
     assert "memories[1].metadata" in violations(err)
-    assert await _count(database_url, scope) == 0
+    assert await count_rows(database_url, scope) == 0
 
 
 async def test_non_finite_metadata_number_in_an_update_is_invalid_argument(stub: Stub, scope: Scope) -> None:
@@ -163,7 +164,7 @@ async def test_ids_with_a_trailing_newline_are_invalid_argument(stub: Stub, scop
     assert "memories[0].subject_id" in violations(await _rejected(stub.StoreMemories, bad_subject))
     forget = svc.ForgetPlayerRequest(user_id=scope.user_id + "\n")
     assert "user_id" in violations(await _rejected(stub.ForgetPlayer, forget))
-    assert await _count(database_url, scope) == 0
+    assert await count_rows(database_url, scope) == 0
 
 
 async def test_huge_caller_vector_is_stored_as_its_direction(

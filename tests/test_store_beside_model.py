@@ -19,11 +19,13 @@ import psycopg
 import pytest
 import uvloop
 from npc_memory.domain.errors import UnknownSupersedeTargetError
-from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, StoreOutcome, Subject, Vector
+from npc_memory.domain.model import Scope, StoreOutcome, Vector
 from npc_memory.embedding.base import Embedder
 from npc_memory.engine import MemoryEngine
 from npc_memory.ops.loop import on_uvloop
 from prometheus_client import REGISTRY
+from test_bad_input_grpc import count_rows
+from test_write_store import fact
 
 SCOPE_LOCK_FREE = "SELECT pg_try_advisory_xact_lock(hashtextextended(%s || '/' || %s, 0))"
 
@@ -43,7 +45,7 @@ class LoadSaid:
         return self._wide
 
     async def embed_passages(self, texts: Sequence[str]) -> list[Vector]:
-        """The model's vectors; first, whether another session could take the scope's lock now."""
+        """The model's vectors; noted once the call is done, whether another session could take the scope's lock."""
         vectors = await self._inner.embed_passages(texts)
         async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
             row = await (await conn.execute(SCOPE_LOCK_FREE, (self._scope.user_id, self._scope.heroine_id))).fetchone()
@@ -52,22 +54,9 @@ class LoadSaid:
         return vectors
 
 
-def fact(content: str, **kw: Any) -> NewMemory:
-    return NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, content, **kw)
-
-
 def said(engine: MemoryEngine, database_url: str, scope: Scope, wide: bool) -> tuple[MemoryEngine, LoadSaid]:
     embedder = LoadSaid(engine.embedder, wide, database_url, scope)
     return dataclasses.replace(engine, embedder=embedder), embedder
-
-
-async def count(database_url: str, scope: Scope) -> int:
-    async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        row = await (await conn.execute(
-            "SELECT count(*) FROM user_memories WHERE user_id = %s AND heroine_id = %s",
-            (scope.user_id, scope.heroine_id))).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def orders() -> tuple[float, float]:
@@ -86,7 +75,7 @@ async def test_the_reads_go_out_beside_the_model_only_for_a_lone_call(
     (result,) = await eng.store(scope, [fact("레티아와 바다에 갔다")])
     assert result.outcome is StoreOutcome.CREATED
     assert embedder.lock_free == [not wide]
-    assert await count(database_url, scope) == 1
+    assert await count_rows(database_url, scope) == 1
     beside, after = (a - b for a, b in zip(orders(), before, strict=True))
     assert (beside, after) == ((1.0, 0.0) if wide else (0.0, 1.0))
 
@@ -104,7 +93,7 @@ async def test_both_orders_merge_and_keep_alike(
     assert (again.outcome, again.memory_id) == (StoreOutcome.DUPLICATE, first.memory_id)
     assert (retold.outcome, retold.memory_id) == (StoreOutcome.DUPLICATE, first.memory_id)
     assert other.outcome is StoreOutcome.CREATED
-    assert await count(database_url, scope) == 2
+    assert await count_rows(database_url, scope) == 2
     assert embedder.lock_free == [not wide] * 4
 
 
@@ -116,7 +105,7 @@ async def test_a_replay_beside_the_model_answers_the_first_response_and_writes_n
     first = await eng.store(scope, [fact("로코가 고양이를 키운다")], request_id)
     again = await eng.store(scope, [fact("로코가 고양이를 키운다")], request_id)
     assert again == first
-    assert await count(database_url, scope) == 1
+    assert await count_rows(database_url, scope) == 1
     assert embedder.lock_free[:1] == [False]  # the replay's own model call, if it ended first, is not awaited
 
 
@@ -127,7 +116,7 @@ async def test_a_failed_batch_beside_the_model_writes_nothing(
     missing = uuid.uuid4()
     with pytest.raises(UnknownSupersedeTargetError):
         await eng.store(scope, [fact("루파메스와 산책했다"), fact("루파메스가 웃었다", supersedes=(missing,))])
-    assert await count(database_url, scope) == 0
+    assert await count_rows(database_url, scope) == 0
     assert embedder.lock_free == [False]  # the vectors were awaited under the lock, then everything rolled back
 
 
