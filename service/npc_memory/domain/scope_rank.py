@@ -13,46 +13,16 @@ rows, no links to follow; every other query runs the statement.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from npc_memory.domain import scoring
-from npc_memory.domain.model import LIVE, Fusion, MemoryFilter, Scores, SearchQuery
+from npc_memory.domain.model import LIVE, Fusion, Scores, SearchQuery
+from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns
+from npc_memory.domain.scope_kept import Kept, KeptMemo, select
 from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
-
-Floats = npt.NDArray[np.float64]
-Indices = npt.NDArray[np.intp]
-Postings = Callable[[str], tuple[Indices, Floats]]
-"""A term's rows (indices into the columns) and its count in each."""
-
-
-@dataclass(frozen=True)
-class ScopeColumns:
-    """One scope's rows as columns, ``count`` long (the arrays may be longer: the rest is unused)."""
-
-    count: int
-    valid_at: Floats
-    """Epoch seconds."""
-    invalid_at: Floats
-    """Epoch seconds; +inf for a row still valid."""
-    importance: Floats
-    lengths: Floats
-    """Each row's number of terms (BM25's document length)."""
-    vectors: npt.NDArray[np.float32]
-    id_high: npt.NDArray[np.uint64]
-    id_low: npt.NDArray[np.uint64]
-    """The row's UUID as two unsigned halves: the order PostgreSQL sorts uuids in."""
-    postings: Postings
-    labels: Mapping[str, npt.NDArray[np.object_]]
-    """The text columns a filter names (FILTERED), one value per row (None where the row has none: a slot)."""
-
-
-FILTERED = ("speaker", "subject", "subject_id", "content_type", "tier", "slot")
-"""The columns MemoryFilter restricts besides importance (store/filters.py's MEMORY_FILTER)."""
 
 
 @dataclass(frozen=True)
@@ -69,48 +39,31 @@ def servable(query: SearchQuery) -> bool:
     return query.view == LIVE and not query.include_shared and query.hops == 0
 
 
-def _wanted(flt: MemoryFilter) -> list[tuple[str, list[str]]]:
-    """Each filtered column with the values it may hold (only the restrictions the filter makes)."""
-    values = {"speaker": flt.speakers, "subject": flt.subjects, "subject_id": flt.subject_ids,
-              "content_type": flt.content_types, "tier": flt.tiers, "slot": (flt.slot,) if flt.slot else ()}
-    return [(name, [str(v) for v in values[name]]) for name in FILTERED if values[name]]
-
-
-def _top(values: Floats, among: Indices, k: int, high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64]) -> Indices:
-    """The ``k`` positions of ``among`` with the largest values, ties to the smaller id (all when fewer)."""
-    if among.size <= k:
-        return among
-    v = values[among]
-    cut = np.partition(v, among.size - k)[among.size - k]
-    above = among[v > cut]
-    tied = among[v == cut]
+def _top(values: Floats, among: Indices | None, k: int, high: npt.NDArray[np.uint64],
+         low: npt.NDArray[np.uint64]) -> Indices:
+    """The ``k`` positions of ``among`` (None: all) with the largest values, ties to the smaller id (all if fewer)."""
+    v = values if among is None else values[among]
+    if v.size <= k:
+        return np.arange(v.size) if among is None else among
+    cut = np.partition(v, v.size - k)[v.size - k]
+    above, tied = np.flatnonzero(v > cut), np.flatnonzero(v == cut)
+    if among is not None:
+        above, tied = among[above], among[tied]
     need = k - above.size
     if tied.size > need:
         tied = tied[np.lexsort((low[tied], high[tied]))[:need]]
     return np.concatenate([above, tied])
 
 
-def _bm25(cols: ScopeColumns, rows: Indices, keep: npt.NDArray[np.bool_], terms: Sequence[str]) -> Floats:
-    """Each kept row's BM25 score (search_bm25's unrolled form: idf x tf / (tf + c1 + c2 x dl))."""
-    score = np.zeros(rows.size)
-    n = float(rows.size)
-    avgdl = float(cols.lengths[rows].mean())
-    if avgdl == 0.0:
+def _bm25(cols: ScopeColumns, kept: Kept, terms: Sequence[str]) -> Floats:
+    """Each kept row's BM25 score: the sum of its query terms' shares (``Kept.term_share``), in the terms' order."""
+    score = np.zeros(kept.rows.size)
+    if kept.avgdl == 0.0:
         return score
-    position = np.cumsum(keep) - 1
-    k1, b = scoring.BM25_K1, scoring.BM25_B  # read per call: benchmarks.conversation.bm25 varies them
-    c1 = k1 * (1.0 - b)
-    c2 = k1 * b / avgdl
     for term in dict.fromkeys(terms):
-        held, tf = cols.postings(term)
-        kept = keep[held]
-        held, tf = held[kept], tf[kept]
-        if held.size == 0:
-            continue
-        df = float(held.size)
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        at = position[held]
-        score[at] += idf * tf / (tf + (c1 + c2 * cols.lengths[held]))
+        at, share = kept.term_share(cols, term)
+        if at.size:
+            score[at] += share
     return score
 
 
@@ -128,58 +81,49 @@ def _in_period(query: SearchQuery, valid_at: Floats) -> npt.NDArray[np.bool_]:
     return np.asarray((valid_at >= start) & (valid_at < end))
 
 
-def _kept(cols: ScopeColumns, query: SearchQuery) -> npt.NDArray[np.bool_]:
-    """Which rows the statement's WHERE would keep: the filter, and validity at ``as_of`` (or ``now``)."""
-    n = cols.count
-    keep = cols.importance[:n] >= query.filter.min_importance
-    for name, allowed in _wanted(query.filter):
-        column = cols.labels[name][:n]
-        held = np.zeros(n, dtype=np.bool_)
-        for value in allowed:  # not np.isin: it may sort the column, and a row without a slot holds None
-            held |= column == value
-        keep &= held
-    if not query.include_invalidated:
-        at = (query.as_of or query.now).timestamp()
-        keep &= (cols.valid_at[:n] <= at) & (cols.invalid_at[:n] > at)
-    return np.asarray(keep)
+def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side: int,
+         memo: KeptMemo | None = None) -> list[RankedRow]:
+    """The query's ``limit`` best rows: ``terms`` score the keyword side (none: no keyword side).
 
-
-def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side: int) -> list[RankedRow]:
-    """The query's ``limit`` best rows: ``terms`` score the keyword side (none: no keyword side)."""
-    keep = _kept(cols, query)
-    rows = np.flatnonzero(keep)
+    ``memo``: the scope's last selection of rows, reused when the query keeps the same rows (scope_kept.py).
+    """
+    kept = memo.kept(cols, query) if memo is not None else select(cols, query)
+    rows = kept.rows
     if rows.size == 0:
         return []
     w = query.weights
-    recency = np.exp(-np.minimum(np.maximum(query.now.timestamp() - cols.valid_at[rows], 0.0)
+    recency = np.exp(-np.minimum(np.maximum(query.now.timestamp() - kept.valid_at, 0.0)
                                  / (query.recency_days * SECONDS_PER_DAY), RECENCY_EXPONENT_CAP))
-    importance = cols.importance[rows] / 10.0
+    importance = kept.importance
     prior = w.recency * recency + w.importance * importance
     has_vector = query.embedding is not None
-    # Every row's product, then the kept ones: indexing the matrix first would copy it (3 MB at 2,000 rows).
-    cosine = ((cols.vectors @ query.embedding)[rows].astype(np.float64) if query.embedding is not None
-              else np.zeros(rows.size))
+    if query.embedding is not None:
+        # Every row's product, then the kept ones: indexing the matrix first would copy it (3 MB at 2,000 rows).
+        product = cols.vectors @ query.embedding
+        cosine = (product if kept.every_row else product[rows]).astype(np.float64)
+    else:
+        cosine = np.zeros(rows.size)
     keyword = bool(terms) and w.keyword > 0
-    score = _bm25(cols, rows, keep, terms) if keyword else np.zeros(rows.size)
-    everyone = np.arange(rows.size)
-    high, low = cols.id_high[rows], cols.id_low[rows]
-    lists = [_top(prior, everyone, per_side, high, low)]
+    score = _bm25(cols, kept, terms) if keyword else np.zeros(rows.size)
+    high, low = kept.high, kept.low
+    lists = [_top(prior, None, per_side, high, low)]
     if has_vector:
-        lists.append(_top(cosine, everyone, per_side, high, low))
+        lists.append(_top(cosine, None, per_side, high, low))
     if keyword:
         lists.append(_top(score, np.flatnonzero(score > 0.0), per_side, high, low))
     if query.period is not None:  # the period's best by cosine, then prior, then id
-        inside = np.flatnonzero(_in_period(query, cols.valid_at[rows]))
+        inside = np.flatnonzero(_in_period(query, kept.valid_at))
         order = np.lexsort((low[inside], high[inside], -prior[inside], -cosine[inside]))
         lists.append(inside[order[:per_side]])
     c = np.unique(np.concatenate(lists))
     c_cos, c_score = cosine[c], score[c]
+    low_cos, high_cos = (float(c_cos.min()), float(c_cos.max())) if has_vector else (0.0, 0.0)
     if not has_vector:
         relevance = np.zeros(c.size)
-    elif c_cos.max() - c_cos.min() < FLAT_RANGE:
+    elif high_cos - low_cos < FLAT_RANGE:
         relevance = np.clip(c_cos, 0.0, 1.0)
     else:
-        relevance = (c_cos - c_cos.min()) / (c_cos.max() - c_cos.min())
+        relevance = (c_cos - low_cos) / (high_cos - low_cos)
     best = c_score.max()
     s_keyword = np.zeros(c.size) if best <= 0 else np.maximum(c_score, 0.0) / best
     s_recency, s_importance = recency[c], importance[c]
@@ -189,13 +133,13 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
         final = _rrf(query, [s_recency, s_importance, relevance, s_keyword], c_high, c_low, has_vector)
     else:
         final = w.recency * s_recency + w.importance * s_importance + w.relevance * relevance + w.keyword * s_keyword
-    first = _in_period(query, cols.valid_at[row]) if query.period is not None and query.period_first else None
-    chosen = _order(final, cols.valid_at[row], c_high, c_low, first)[:query.limit]
-    # Python numbers a column at a time (tolist), not a NumPy scalar per value and field.
-    picked = zip(*(a[chosen].tolist() for a in (row, s_recency, s_importance, relevance, s_keyword, final, c_cos)),
-                 strict=True)
+    c_valid = kept.valid_at[c]
+    first = _in_period(query, c_valid) if query.period is not None and query.period_first else None
+    chosen = _order(final, c_valid, c_high, c_low, first)[:query.limit]
+    # Python numbers in one step (tolist), not a NumPy scalar per value and field.
+    picked = np.stack((s_recency, s_importance, relevance, s_keyword, final, c_cos), axis=1)[chosen].tolist()
     return [RankedRow(r, Scores(recency=rec, importance=imp, relevance=rel, keyword=kw, final=fin), cos)
-            for r, rec, imp, rel, kw, fin, cos in picked]
+            for r, (rec, imp, rel, kw, fin, cos) in zip(row[chosen].tolist(), picked, strict=True)]
 
 
 def _rrf(query: SearchQuery, components: list[Floats], high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64],

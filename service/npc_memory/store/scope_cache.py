@@ -145,7 +145,7 @@ class ScopeCache:
         if query.embedding is None or query.embedding.size != rows.dimensions:
             return None
         return [ScoredMemory(rows.memory(r.row), r.scores, cosine=r.cosine)
-                for r in rank(rows.columns(), query, terms, per_side)]
+                for r in rank(rows.columns(), query, terms, per_side, rows.memo)]
 
     async def current(self, db: Database, scope: Scope) -> ScopeRows | None:
         """The scope's held rows, brought to the table's state by one sync; None when the statement must serve it.

@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from npc_memory.domain.model import Memory
-from npc_memory.domain.scope_rank import FILTERED, Floats, Indices, ScopeColumns
+from npc_memory.domain.scope_columns import FILTERED, Floats, Indices, ScopeColumns
+from npc_memory.domain.scope_kept import KeptMemo
 from npc_memory.store.rows import MEMORY_COLUMN_NAMES, memory_from_row
 
 _NEVER = float("inf")
@@ -55,6 +56,8 @@ class ScopeRows:
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
         """Per term, the rows holding it and its count in each (8 bytes an entry, not two Python objects)."""
         self._arrays: dict[str, tuple[Indices, Floats]] = {}
+        self.memo = KeptMemo()
+        """The last search's selection of rows, for the next search to reuse until these rows change."""
 
     def fits(self, rows: Sequence[dict[str, Any]]) -> bool:
         """Whether every row's vector has this scope's dimensions (a half re-embedded scope does not)."""
@@ -65,6 +68,8 @@ class ScopeRows:
 
     def apply(self, rows: Sequence[dict[str, Any]]) -> None:
         """Take rows read from the table: new ones appended, newer versions of held ones put in their place."""
+        if rows:
+            self.memo.clear()
         for row in rows:
             at = self._index.get(row["id"])
             if at is None:
