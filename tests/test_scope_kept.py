@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from npc_memory.domain.model import MemoryFilter, Scope, SearchQuery, Speaker, Weights
 from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns
-from npc_memory.domain.scope_kept import KeptMemo
+from npc_memory.domain.scope_kept import MAX_SHARES, KeptMemo
 from npc_memory.domain.scope_rank import RankedRow, rank
 
 BASE = datetime(2026, 11, 1, tzinfo=UTC)
@@ -96,3 +96,17 @@ def test_a_cleared_memo_takes_the_new_rows() -> None:
     after = rank(cols, query, ["고양이"], 20, memo)
     assert top not in [r.row for r in after]
     _same(after, rank(cols, query, ["고양이"], 20))
+
+
+def test_words_asked_once_do_not_pile_up() -> None:
+    """Thousands of distinct query words (none in the scope) against one selection: what it keeps stays bounded."""
+    cols, memo = _columns(3), KeptMemo()
+    kept = memo.kept(cols, _query(BASE + timedelta(days=11), 1))
+    for i in range(MAX_SHARES + 500):
+        at, share = kept.term_share(cols, f"단어{i}")
+        assert at.size == 0
+        assert share.size == 0
+    assert len(kept._shares) <= MAX_SHARES
+    at, share = kept.term_share(cols, "고양이")  # a word of the scope still scores after the clearing
+    assert at.size > 0
+    assert bool(np.all(share > 0))

@@ -19,6 +19,9 @@ from npc_memory.domain import scoring
 from npc_memory.domain.model import SearchQuery
 from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns, wanted
 
+MAX_SHARES = 4096
+"""Query terms whose shares one selection keeps (a scope has a few thousand distinct terms at most)."""
+
 
 @dataclass
 class Kept:
@@ -52,6 +55,8 @@ class Kept:
         key = (term, k1, b)
         found = self._shares.get(key)
         if found is None:
+            if len(self._shares) >= MAX_SHARES:  # many distinct words asked while the rows stay the same
+                self._shares.clear()
             held, tf = cols.postings(term)
             kept = self.keep[held]
             held, tf = held[kept], tf[kept]

@@ -23,6 +23,7 @@ from npc_memory.domain.scope_kept import KeptMemo
 from npc_memory.store.rows import MEMORY_COLUMN_NAMES, memory_from_row
 
 _NEVER = float("inf")
+_NO_ROWS: tuple[Indices, Floats] = (np.zeros(0, dtype=np.intp), np.zeros(0))
 _HALF = 64
 
 
@@ -96,10 +97,10 @@ class ScopeRows:
         found = self._arrays.get(term)
         if found is None:
             held = self._postings.get(term)
+            if not held:  # not kept: a term of no row would otherwise stay for every word ever asked
+                return _NO_ROWS
             # Copies: a view would pin the buffers, and the next append to them would fail.
-            found = ((np.array(held[0], dtype=np.intp), np.array(held[1], dtype=np.float64))
-                     if held else (np.zeros(0, dtype=np.intp), np.zeros(0)))
-            self._arrays[term] = found
+            found = self._arrays[term] = (np.array(held[0], dtype=np.intp), np.array(held[1], dtype=np.float64))
         return found
 
     def _grow(self) -> None:
