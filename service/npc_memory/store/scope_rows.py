@@ -11,25 +11,30 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 from uuid import UUID
 
 import numpy as np
 import numpy.typing as npt
 
-from npc_memory.domain.model import Memory
+from npc_memory.domain.model import Memory, Scope
 from npc_memory.domain.scope_columns import FILTERED, Floats, Indices, ScopeColumns
 from npc_memory.domain.scope_kept import KeptMemo
-from npc_memory.store.rows import MEMORY_COLUMN_NAMES, memory_from_row
+from npc_memory.store.rows import memory_values
 
 _NEVER = float("inf")
 _NO_ROWS: tuple[Indices, Floats] = (np.zeros(0, dtype=np.intp), np.zeros(0))
 _HALF = 64
 
 
-def _shared(name: str, value: Any) -> Any:
-    """A column's value, one string object per distinct value for the few-valued text columns (ids, kinds)."""
-    return sys.intern(value) if isinstance(value, str) and name != "content" else value
+def _shared(value: Any) -> Any:
+    """One string object per distinct value for the few-valued text columns (ids, kinds, models)."""
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+_FIELDS = [f.name for f in fields(Memory)]
+_INTERNED = tuple(_FIELDS.index(name) for name in ("subject_id", "slot", "embedding_model"))
 
 
 class ScopeRows:
@@ -39,8 +44,11 @@ class ScopeRows:
         self.dimensions = 0
         """The vectors' size, set by the first row."""
         self.count = 0
+        self._scope: Scope | None = None
+        """The scope of every row (one object for all)."""
         self._rows: list[tuple[Any, ...]] = []
-        """Each row's memory columns (MEMORY_COLUMN_NAMES order): a tuple is ~1 KB a row smaller than its dict."""
+        """Each row's Memory fields in order (a tuple is ~1 KB a row smaller than its dict); the enums converted
+        once here, not each time a search first returns the row."""
         self._memories: list[Memory | None] = []
         """Each row as a Memory once a search returned it (frozen, so shared by every search)."""
         self._terms: list[tuple[str, ...]] = []
@@ -82,7 +90,7 @@ class ScopeRows:
         """The memory at a row index of the columns."""
         found = self._memories[row]
         if found is None:
-            found = self._memories[row] = memory_from_row(dict(zip(MEMORY_COLUMN_NAMES, self._rows[row], strict=True)))
+            found = self._memories[row] = Memory(*self._rows[row])
         return found
 
     def columns(self) -> ScopeColumns:
@@ -131,9 +139,14 @@ class ScopeRows:
         self._replace(at, row)
 
     def _replace(self, at: int, row: dict[str, Any]) -> None:
-        self._rows[at] = tuple(_shared(n, row[n]) for n in MEMORY_COLUMN_NAMES)
+        if self._scope is None:
+            self._scope = Scope(row["user_id"], row["heroine_id"])
+        held = list(memory_values(row, self._scope))
+        for i in _INTERNED:
+            held[i] = _shared(held[i])
+        self._rows[at] = tuple(held)
         for name, values in self._labels.items():
-            values[at] = _shared(name, row[name])
+            values[at] = _shared(row[name])
         self._memories[at] = None
         self._versions[at] = row["scope_version"]
         self._valid_at[at] = row["valid_at"].timestamp()
