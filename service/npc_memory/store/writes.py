@@ -33,6 +33,7 @@ from npc_memory.domain.write_rules import FactText, SlotRow
 from npc_memory.store import changes, idempotency
 from npc_memory.store.compiled import compile_statement, execute
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
+from npc_memory.store.pipelined import pipelined_transaction
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 
@@ -255,14 +256,14 @@ async def store_memories(
 ) -> list[StoreResult]:
     """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
 
-    Two round trips in pipeline mode: BEGIN, the lock, the idempotency key and the reads; then the writes,
-    the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
+    Two round trips in one pipeline (store/pipelined.py): BEGIN, the lock, the idempotency key and the reads; then
+    the writes, the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
     nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
     ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay). A
     ``Pending`` batch's vectors are awaited while the first round trip is out (a replay never awaits them).
     """
     keys = batch.keys if isinstance(batch, Pending) else batch
-    async with db.connection() as conn, conn.pipeline(), conn.transaction():
+    async with db.connection() as conn, pipelined_transaction(conn):
         await conn.execute(changes.LOCK_SCOPE, scope_params(scope))
         live_cur = await conn.execute(changes.LIVE_TIMELINE, scope_params(scope))
         key_cur = None
