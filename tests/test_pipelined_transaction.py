@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 
 import psycopg
 import pytest
@@ -55,47 +56,41 @@ async def test_the_block_commits_with_one_sync(engine: MemoryEngine) -> None:
     assert await _rows(engine, tag) == 2
 
 
+async def _python_error(conn: Connection, tag: str) -> None:
+    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1)", (tag,))
+    raise RuntimeError("planned")
+
+
+async def _refused_statement(conn: Connection, tag: str) -> None:
+    """The second INSERT breaks a CHECK: PostgreSQL's error surfaces at the end, after the first INSERT ran."""
+    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1)", (tag,))
+    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, -1)", (tag,))
+
+
+async def _failed_commit(conn: Connection, tag: str) -> None:
+    """A deferred UNIQUE: the statement succeeds, COMMIT itself fails."""
+    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 3), (%s, 3)", (tag, tag))
+
+
+Block = Callable[[Connection, str], Awaitable[None]]
+
+
 @pytest.mark.usefixtures("table")
-async def test_a_python_error_rolls_back(engine: MemoryEngine) -> None:
+@pytest.mark.parametrize(("block", "raised"), [
+    (_python_error, RuntimeError), (_refused_statement, psycopg.errors.CheckViolation),
+    (_failed_commit, psycopg.errors.UniqueViolation),
+])
+async def test_a_failure_writes_nothing(engine: MemoryEngine, block: Block, raised: type[Exception]) -> None:
+    """A Python error, a refused statement, a failed COMMIT: raised as is, nothing written, the connection idle."""
     tag = uuid.uuid4().hex
 
-    async def failing(conn: Connection) -> None:
+    async def inside(conn: Connection) -> None:
         async with pipelined_transaction(conn):
-            await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1)", (tag,))
-            raise RuntimeError("planned")
+            await block(conn, tag)
 
     async with engine.db.connection() as conn:
-        with pytest.raises(RuntimeError, match="planned"):
-            await failing(conn)
-        await _idle(conn)
-    assert await _rows(engine, tag) == 0
-
-
-@pytest.mark.usefixtures("table")
-async def test_a_refused_statement_rolls_back_what_came_before(engine: MemoryEngine) -> None:
-    """The second INSERT breaks a CHECK; PostgreSQL's error surfaces at the end and the first INSERT is undone."""
-    tag = uuid.uuid4().hex
-
-    async def refused(conn: Connection) -> None:
-        async with pipelined_transaction(conn):
-            await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1)", (tag,))
-            await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, -1)", (tag,))
-
-    async with engine.db.connection() as conn:
-        with pytest.raises(psycopg.errors.CheckViolation):
-            await refused(conn)
-        await _idle(conn)
-    assert await _rows(engine, tag) == 0
-
-
-@pytest.mark.usefixtures("table")
-async def test_a_failed_commit_writes_nothing(engine: MemoryEngine) -> None:
-    """A deferred UNIQUE fails at COMMIT itself."""
-    tag = uuid.uuid4().hex
-    async with engine.db.connection() as conn:
-        with pytest.raises(psycopg.errors.UniqueViolation):
-            async with pipelined_transaction(conn):
-                await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 3), (%s, 3)", (tag, tag))
+        with pytest.raises(raised):
+            await inside(conn)
         await _idle(conn)
     assert await _rows(engine, tag) == 0
 
