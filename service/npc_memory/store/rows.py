@@ -25,30 +25,30 @@ MEMORY_COLUMNS = memory_columns("m")
 
 def memory_from_row(row: dict[str, Any]) -> Memory:
     """Build the domain value from a row selected with MEMORY_COLUMNS."""
-    return Memory(*memory_values(row))
+    return Memory(**memory_values(row))
 
 
-def memory_values(row: dict[str, Any], scope: Scope | None = None) -> tuple[Any, ...]:
-    """Memory's fields in order, from a row selected with MEMORY_COLUMNS (``scope``: the row's, to share)."""
-    return (
-        row["id"],
-        scope if scope is not None else Scope(row["user_id"], row["heroine_id"]),
-        Speaker(row["speaker"]),
-        Subject(row["subject"]),
-        row["subject_id"],
-        ContentType(row["content_type"]),
-        row["content"],
-        row["importance"],
-        Tier(row["tier"]),
-        row["slot"],
-        row["metadata"],
-        row["valid_at"],
-        row["invalid_at"],
-        row["created_at"],
-        row["updated_at"],
-        row["superseded_by"],
-        CloseReason(row["close_reason"]) if row["close_reason"] else None,
-        row["embedding_model"],
-        row["timeline_id"],
-        Visibility(row["visibility"]),
-    )
+def memory_values(row: dict[str, Any], scope: Scope | None = None) -> dict[str, Any]:
+    """Memory's fields by name, from a row selected with MEMORY_COLUMNS (``scope``: the row's, to share)."""
+    return {
+        "id": row["id"],
+        "scope": scope if scope is not None else Scope(row["user_id"], row["heroine_id"]),
+        "speaker": Speaker(row["speaker"]),
+        "subject": Subject(row["subject"]),
+        "subject_id": row["subject_id"],
+        "content_type": ContentType(row["content_type"]),
+        "content": row["content"],
+        "importance": row["importance"],
+        "tier": Tier(row["tier"]),
+        "slot": row["slot"],
+        "metadata": row["metadata"],
+        "valid_at": row["valid_at"],
+        "invalid_at": row["invalid_at"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "superseded_by": row["superseded_by"],
+        "close_reason": CloseReason(row["close_reason"]) if row["close_reason"] else None,
+        "embedding_model": row["embedding_model"],
+        "timeline_id": row["timeline_id"],
+        "visibility": Visibility(row["visibility"]),
+    }

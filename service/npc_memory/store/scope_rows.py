@@ -33,8 +33,9 @@ def _shared(value: Any) -> Any:
     return sys.intern(value) if isinstance(value, str) else value
 
 
-_FIELDS = [f.name for f in fields(Memory)]
-_INTERNED = tuple(_FIELDS.index(name) for name in ("subject_id", "slot", "embedding_model"))
+_FIELDS = tuple(f.name for f in fields(Memory))
+"""Memory's fields in order: a held row keeps their values as a tuple in this order."""
+_INTERNED = ("subject_id", "slot", "embedding_model")
 
 
 class ScopeRows:
@@ -141,10 +142,10 @@ class ScopeRows:
     def _replace(self, at: int, row: dict[str, Any]) -> None:
         if self._scope is None:
             self._scope = Scope(row["user_id"], row["heroine_id"])
-        held = list(memory_values(row, self._scope))
-        for i in _INTERNED:
-            held[i] = _shared(held[i])
-        self._rows[at] = tuple(held)
+        held = memory_values(row, self._scope)
+        for name in _INTERNED:
+            held[name] = _shared(held[name])
+        self._rows[at] = tuple(held[name] for name in _FIELDS)
         for name, values in self._labels.items():
             values[at] = _shared(row[name])
         self._memories[at] = None
