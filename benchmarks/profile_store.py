@@ -27,7 +27,7 @@ from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Scope
 from npc_memory.runtime import open_engine
 
-from benchmarks.profile_search import grouped, share_table
+from benchmarks.sampling import grouped, share_table
 from benchmarks.search_speed_parts import percentiles
 from benchmarks.write import fact, seed, texts
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.store.embedded import EmbeddedPostgres
@@ -54,11 +55,13 @@ from benchmarks.search_speed_parts import (
     Ask,
     BareSql,
     distinct_questions,
+    free_port,
     percentiles,
-    served,
+    served_process,
     tie_aware_recall,
     timed,
 )
+from benchmarks.search_speed_targets import report_targets
 from loadtest.pool import Pool, load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
 
@@ -157,14 +160,18 @@ def run_scale(folder: Path, rows: int, pool: Pool, queries: int, seed_value: int
                                                                            texts, strict=True)]
     out: dict[str, Any] = {"rows": rows, "scopes": len(scopes), "queries": len(asks)}
     try:
-        with served(pg.url, folder / "server.log") as channel:
+        metrics_port = free_port()
+        with served_process(pg.url, folder / "server.log", env={"NPC_MEMORY_METRICS_PORT": str(metrics_port)}
+                            ) as (channel, _pid):
             stub = svc_grpc.MemoryServiceStub(channel)
             calls = [_request(a, True, query=a.text) for a in asks]
             for req in calls[:50]:  # warm-up: connections, prepared statements, caches
                 stub.SearchMemories(req)
             out["grpc_caller_vector"] = percentiles(timed([partial(stub.SearchMemories, r) for r in calls]))
             if load:
-                out["common"] = measure_common(stub, pg.url, common, pool, tok, queries, PER_SIDE, rng)
+                health = health_pb2_grpc.HealthStub(channel)
+                out["common"] = measure_common(stub, pg.url, common, pool, tok, queries, PER_SIDE, rng, metrics_port,
+                                               partial(health.Check, health_pb2.HealthCheckRequest()))
             ensure_linked(pg.url)
             for name, fields in LINKED_VARIANTS.items():
                 variant = [_request(a, True, query=a.text, **fields) for a in asks]
@@ -249,6 +256,7 @@ def main() -> None:
     print(f"machine: {machine}\n")
     print(report(results))
     print(report_load(results[0]))
+    print(report_targets(results[0]))
     if args.json:
         args.json.write_text(json.dumps({"machine": machine, "results": results}, indent=1) + "\n", "utf-8")
 

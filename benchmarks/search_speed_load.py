@@ -59,6 +59,7 @@ from benchmarks.search_speed_parts import (
     served_process,
     timed,
 )
+from benchmarks.search_speed_targets import PROFILE_SECONDS, profile_load
 from loadtest.pool import Pool, load_pool
 from loadtest.seed import seed
 
@@ -121,8 +122,13 @@ def search_request(ask: Ask, with_vector: bool) -> svc.SearchMemoriesRequest:
 
 
 def measure_common(stub: svc_grpc.MemoryServiceStub, url: str, scopes: Sequence[tuple[str, str, int]], pool: Pool,
-                   tok: Tokenizer, n: int, per_side: int, rng: random.Random) -> dict[str, Any]:
-    """Caller-vector searches for the common query in each common scope: gRPC and the bare statement."""
+                   tok: Tokenizer, n: int, per_side: int, rng: random.Random, metrics_port: int | None = None,
+                   probe: Callable[[], object] | None = None) -> dict[str, Any]:
+    """Caller-vector searches for the common query in each common scope: gRPC and the bare statement.
+
+    With ``metrics_port``, the server's own handler mean over the gRPC searches; with ``probe`` (a trivial RPC),
+    its round trip at once after them: what of the client's time is the server's work and what the transport.
+    """
     out: dict[str, Any] = {}
     bare = BareSql(url, per_side)
     terms = tok.query_terms(COMMON_QUERY)
@@ -137,10 +143,16 @@ def measure_common(stub: svc_grpc.MemoryServiceStub, url: str, scopes: Sequence[
                 bare.run(sql_req)
             grpc_ms: list[float] = []
             sql_ms: list[float] = []
+            before = scrape(metrics_port) if metrics_port else {}
             for req, sql_req in zip(calls, sql_requests, strict=True):  # interleaved: both see the same load
                 grpc_ms += timed([partial(stub.SearchMemories, req)])
                 sql_ms += timed([partial(bare.run, sql_req)])
-            out[str(rows)] = {"grpc": percentiles(grpc_ms), "sql": percentiles(sql_ms), "terms": terms}
+            found = out[str(rows)] = {"grpc": percentiles(grpc_ms), "sql": percentiles(sql_ms), "terms": terms,
+                                      "grpc_over_5ms": sum(ms > 5.0 for ms in grpc_ms), "n": len(grpc_ms)}
+            if metrics_port:
+                found["server"] = server_means(before, scrape(metrics_port), {"handler": SEARCH_PARTS["handler"]})
+            if probe is not None:
+                found["probe_at_once"] = percentiles(timed([probe] * RPC_PROBES))
     finally:
         bare.close()
     return out
@@ -215,29 +227,48 @@ def store_request(user_id: str, text: str) -> svc.StoreMemoriesRequest:
 
 
 def scrape(port: int) -> dict[str, tuple[float, float]]:
-    """(sum of seconds, count) of the server's SearchMemories handler and query-embedding histograms."""
+    """(sum of seconds, count) per histogram on the server's /metrics.
+
+    Keys: each method's handler (``rpc:SearchMemories``, ...) and each kind of embedding (``embed:query``,
+    ``embed:passages``).
+    """
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         text = response.read().decode("utf-8")
-    found = {"handler": [0.0, 0.0], "model": [0.0, 0.0]}
+    found: dict[str, list[float]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            part = ("handler" if sample.name.startswith("npc_memory_rpc_seconds")
-                    and sample.labels.get("method", "").endswith("SearchMemories")
-                    else "model" if sample.name.startswith("npc_memory_embed_seconds")
-                    and sample.labels.get("kind") == "query" else None)
-            if part is not None and sample.name.endswith(("_sum", "_count")):
-                found[part][sample.name.endswith("_count")] += sample.value
+            if sample.name.startswith("npc_memory_rpc_seconds"):
+                key = "rpc:" + sample.labels.get("method", "").rsplit("/", 1)[-1]
+            elif sample.name.startswith("npc_memory_embed_seconds"):
+                key = "embed:" + sample.labels.get("kind", "")
+            else:
+                continue
+            if sample.name.endswith(("_sum", "_count")):
+                found.setdefault(key, [0.0, 0.0])[sample.name.endswith("_count")] += sample.value
     return {k: (v[0], v[1]) for k, v in found.items()}
 
 
-def server_means(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> dict[str, float]:
-    """Mean milliseconds per call of each histogram between two scrapes."""
-    return {f"{k}_ms": 1000 * (after[k][0] - before[k][0]) / max(1.0, after[k][1] - before[k][1]) for k in after}
+SEARCH_PARTS = {"handler": "rpc:SearchMemories", "model": "embed:query"}
+STORE_PARTS = {"handler": "rpc:StoreMemories", "model": "embed:passages"}
+
+
+def server_means(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]],
+                 parts: dict[str, str]) -> dict[str, float]:
+    """Mean milliseconds per call of each of ``parts`` (name: histogram key) between two scrapes."""
+    def mean(key: str) -> float:
+        s0, n0 = before.get(key, (0.0, 0.0))
+        s1, n1 = after.get(key, (0.0, 0.0))
+        return 1000 * (s1 - s0) / max(1.0, n1 - n0)
+    return {f"{name}_ms": mean(key) for name, key in parts.items()}
 
 
 def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks: Sequence[Ask],
-                passages: Sequence[str], clients: int, seconds: float) -> dict[str, Any]:
-    """Lone and saturated searches and single stores against a server with ``embedding.threads = threads``."""
+                passages: Sequence[str], clients: int, seconds: float, profile: bool = True) -> dict[str, Any]:
+    """Lone and saturated searches and single stores against a server with ``embedding.threads = threads``.
+
+    With ``profile``, the default setting (0) is also saturated with caller-vector searches once more under py-spy
+    (after the measured run, so the sampling does not load it): where its CPU goes.
+    """
     out: dict[str, Any] = {"threads": threads}
     metrics_port = free_port()
     env = {"NPC_MEMORY_EMBEDDING_THREADS": str(threads), "NPC_MEMORY_QUERY_CACHE_SIZE": "0",
@@ -264,12 +295,17 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
                 time.sleep(LONE_GAP_S)
                 search_ms += timed([partial(stub.SearchMemories, search_request(a, False))])
             out["lone_search"], out["lone_embedder"] = percentiles(search_ms), percentiles(alone_ms)
-            out["lone_server"] = server_means(before, scrape(metrics_port))
+            out["lone_server"] = server_means(before, scrape(metrics_port), SEARCH_PARTS)
             out["saturated_text"] = saturate(
                 stub, lambda i: search_request(text_asks[i % len(text_asks)], False), pid, clients, seconds)
             out["saturated_vector"] = saturate(
                 stub, lambda i: search_request(asks[i % len(asks)], True), pid, clients, seconds)
+            if profile and threads == 0:
+                spell = min(seconds, PROFILE_SECONDS)
+                out["vector_profile"] = profile_load(pid, folder / "profile-vector.txt", spell, lambda: saturate(
+                    stub, lambda i: search_request(asks[i % len(asks)], True), pid, clients, spell))
             user_id = f"store-{threads}-{uuid.uuid4().hex[:8]}"
+            before = scrape(metrics_port)
             store_ms: list[float] = []
             passage_ms: list[float] = []
             for i, text in enumerate(passages):
@@ -279,6 +315,7 @@ def per_setting(url: str, folder: Path, threads: int, texts: Sequence[str], asks
                 time.sleep(LONE_GAP_S)
                 store_ms += timed([partial(stub.StoreMemories, store_request(user_id, fresh), timeout=60)])
             out["store"], out["store_embedder"] = percentiles(store_ms[5:]), percentiles(passage_ms[5:])
+            out["store_server"] = server_means(before, scrape(metrics_port), STORE_PARTS)
     except grpc.RpcError as exc:
         raise RuntimeError(f"a request failed: {exc}") from exc
     finally:
