@@ -4,8 +4,10 @@
 
 Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale, starts a server with
 ``embedding.threads`` 0, saturates it with caller-vector searches (``--text``: text searches, the server
-embedding each) while ``py-spy record`` samples it, and prints the share of samples in each part of the
-request path beside the server's CPU ms per search (psutil). py-spy is pinned in the dev dependencies.
+embedding each) while ``py-spy record`` samples it, and prints the server's CPU ms per search (psutil), the event
+loop's thread's and the other threads' own, and the share of the loop thread's samples in each part of the request
+path (py-spy counts a thread blocked in C code, gRPC's poller in epoll, as busy, so only the loop's samples are
+shared out). py-spy is pinned in the dev dependencies.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from pathlib import Path
 
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from benchmarks.sampling import grouped, sampled, share_table
+from benchmarks.sampling import share_table
 from benchmarks.search_speed import ensure_seeded, plan
 from benchmarks.search_speed_load import saturate, search_request
 from benchmarks.search_speed_parts import served_process
+from benchmarks.search_speed_targets import profile_load
 from loadtest.pool import load_pool
 
 
@@ -45,15 +48,18 @@ def main() -> None:
             stub = svc_grpc.MemoryServiceStub(channel)
             for a in asks[:50]:
                 stub.SearchMemories(search_request(a, not args.text))
-            load = sampled(pid, args.seconds, raw, lambda: saturate(
+            found = profile_load(pid, raw, args.seconds, lambda: saturate(
                 stub, lambda i: search_request(asks[i % len(asks)], not args.text), pid, args.clients, args.seconds))
     finally:
         pg.stop()
-    total, counts = grouped(raw)
+    if "skipped" in found:
+        raise SystemExit(found["skipped"])
+    load, total = found["load"], found["loop_samples"]
     kind = "text" if args.text else "caller-vector"
     print(f"{kind} searches, {args.clients} clients: {load['rps']:.0f} req/s, server CPU "
-          f"{load['cpu_ms_per_request']:.2f} ms per search; {total} py-spy samples\n")
-    print(share_table("request path", total, counts))
+          f"{load['cpu_ms_per_request']:.2f} ms per search: the event loop's thread {found['loop_cpu_ms']:.2f}, the "
+          f"other threads {found['other_threads_cpu_ms']:.2f}; {total} py-spy samples on the loop's thread\n")
+    print(share_table("event loop's thread", total, {k: round(v * total) for k, v in found["loop_shares"].items()}))
 
 
 if __name__ == "__main__":

@@ -39,12 +39,19 @@ REST = "other threads (gRPC's poller thread, executors)"
 Groups = tuple[tuple[str, tuple[str, ...]], ...]
 
 
-def grouped(raw: Path, groups: Groups = GROUPS, rest: str = REST) -> tuple[int, dict[str, int]]:
-    """Samples in all, and per group, of a py-spy ``--format raw`` file."""
+LOOP_THREAD = "ops/loop.py"
+"""A frame under every sample of the server's event-loop thread (``npc-memory serve`` runs its loop there)."""
+
+
+def grouped(raw: Path, groups: Groups = GROUPS, rest: str = REST, within: str | None = None,
+            ) -> tuple[int, dict[str, int]]:
+    """Samples in all, and per group, of a py-spy ``--format raw`` file (only stacks holding ``within``, if given)."""
     counts: collections.Counter[str] = collections.Counter()
     total = 0
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
+        if within is not None and within not in stack:
+            continue
         total += int(n)
         name = rest
         for frame in reversed(stack.split(";")):
