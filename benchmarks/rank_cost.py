@@ -1,6 +1,6 @@
 """What ranking a held scope costs, with the last search's selection of rows reused and made afresh, one run.
 
-    python -m benchmarks.rank_cost [--rows 10000] [--queries 400] [--json out.json]
+    python -m benchmarks.rank_cost [--rows 10000] [--queries 400] [--before-src DIR] [--json out.json]
 
 Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale and holds every scope in
 one in-process engine. Each request (a pool question's text and real e5 vector, a random scope, the service's
@@ -8,13 +8,19 @@ weights, 50 candidates a side, 20 hits) is ranked by domain/scope_rank.py twice,
 with the scope's ``KeptMemo`` (what a server does) and with a fresh selection (what it did before the memo; the
 same arithmetic). Each is timed ``cold`` (after reading 64 MB, as after a model call or another request evicted the
 caches) and at once again (``hot``). Both answers must be the same rows, scores and cosines, float for float.
+
+With ``--before-src DIR`` (a ``git archive COMMIT | tar -x -C DIR`` tree) the two ways are DIR's
+domain/scope_rank.py ``rank`` and this tree's, both with the memo: an earlier ranking against this one, the same
+requests, and again the same answers required (the types of the numbers too).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,13 +53,37 @@ def _timed(call: Callable[[], list[RankedRow]]) -> tuple[float, list[RankedRow]]
     return (time.perf_counter() - start) * 1000.0, out
 
 
-async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries: int) -> dict[str, Any]:
+Rank = Callable[..., list[RankedRow]]
+
+
+def earlier_rank(tree: Path) -> Rank:
+    """``rank`` of an earlier tree's domain/scope_rank.py (the rest of the service is this tree's)."""
+    source = tree / "service/npc_memory/domain/scope_rank.py"
+    spec = importlib.util.spec_from_file_location("earlier_scope_rank", source)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no domain/scope_rank.py under {tree}/service")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    found: Rank = module.rank
+    return found
+
+
+def _answer(out: list[RankedRow]) -> list[tuple[Any, ...]]:
+    """What must match between the two ways: each hit's row, scores and cosine, and the types of the numbers."""
+    return [(r.row, r.scores, r.cosine, *(type(v).__name__ for v in (r.row, r.cosine, *vars(r.scores).values())))
+            for r in out]
+
+
+async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries: int,
+              before: Rank | None = None) -> dict[str, Any]:
     """Both ways on ``queries`` requests; percentiles per way and temperature."""
     rng = random.Random(3)
     texts = distinct_questions(pool.queries)
     rng.shuffle(texts)
     asks = plan(rng, scopes, pool, queries)
-    times: dict[str, list[float]] = {k: [] for k in ("memo cold", "memo hot", "fresh cold", "fresh hot")}
+    names = ("before", "this") if before is not None else ("memo", "fresh")
+    times: dict[str, list[float]] = {f"{n} {t}": [] for n in names for t in ("cold", "hot")}
     async with open_engine(caller_vector_config(url, pool.dim)) as engine:
         cache = held_by(engine)
         held: dict[Scope, ScopeRows] = {}
@@ -74,6 +104,9 @@ async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries:
             terms = engine.tokenizer.query_terms(text)
             cols = rows.columns()
             ways: list[tuple[str, Callable[[], list[RankedRow]]]] = [
+                ("before", partial(before, cols, query, terms, PER_SIDE, rows.memo)),
+                ("this", partial(rank, cols, query, terms, PER_SIDE, rows.memo)),
+            ] if before is not None else [
                 ("memo", partial(rank, cols, query, terms, PER_SIDE, rows.memo)),
                 ("fresh", partial(rank, cols, query, terms, PER_SIDE)),
             ]
@@ -83,13 +116,14 @@ async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries:
                 ms, out = _timed(call)
                 times[f"{name} cold"].append(ms)
                 times[f"{name} hot"].append(_timed(call)[0])
-                answers.append([(r.row, r.scores, r.cosine) for r in out])
+                answers.append(_answer(out))
             if answers[0] != answers[1]:
                 raise SystemExit(f"request {i}: the two ways answered differently")
     figures = {k: percentiles(v) for k, v in times.items()}
+    first, second = names[::-1] if before is not None else names
     return {"queries": queries, "scope_rows": sorted(r.count for r in held.values()), "figures": figures,
-            "memo / fresh p50": {t: figures[f"memo {t}"]["p50"] / figures[f"fresh {t}"]["p50"]
-                                 for t in ("cold", "hot")}}
+            f"{first} / {second} p50": {t: figures[f"{first} {t}"]["p50"] / figures[f"{second} {t}"]["p50"]
+                                        for t in ("cold", "hot")}}
 
 
 def main() -> None:
@@ -98,12 +132,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
+    parser.add_argument("--before-src", type=Path, help="an earlier tree whose ranking to compare with this one's")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     pool = load_pool()
     pg, scopes = ensure_seeded(args.data_dir / str(args.rows), args.rows, pool)
     try:
-        result = asyncio.run(run(pg.url, scopes, pool, args.queries))
+        before = earlier_rank(args.before_src) if args.before_src else None
+        result = asyncio.run(run(pg.url, scopes, pool, args.queries, before))
     finally:
         pg.stop()
     emit(result, args.json)
