@@ -15,6 +15,10 @@ returns.
 Links: before timing, every memory is linked (RELATED_TO) to two others of its scope, so a search with
 ``hops`` has links to follow. The same caller-vector requests are then timed with hops = 1, hops = 2 and
 ``deepen`` (up to three tier searches), each printed beside hops = 0 of the same run as a p50 ratio.
+
+At the first scale it also measures where players feel speed (benchmarks/search_speed_load.py) and ends with the
+speed targets, each met or missed with where its time went in this run (benchmarks/search_speed_targets.py): the
+server's own /metrics, a health check, and a py-spy profile of the saturated server's event-loop thread.
 """
 
 from __future__ import annotations
