@@ -53,15 +53,19 @@ def _verdict(met: bool) -> str:
     return "met" if met else "missed"
 
 
+def _split(threads: int, client_mean: float, server: dict[str, float], alone_mean: float) -> str:
+    """A lone call's mean split: transport and client, the handler less the model, the model against it alone."""
+    return (f"threads {threads}, means: transport and client {client_mean - server['handler_ms']:.2f}; the handler "
+            f"less the model {server['handler_ms'] - server['model_ms']:.2f}; the model in the server "
+            f"{server['model_ms']:.2f} against {alone_mean:.2f} alone")
+
+
 def _lone_text(settings: list[dict[str, Any]]) -> str:
     fastest = min(s["lone_embedder"]["p50"] for s in settings)
     s = min(settings, key=lambda s: s["lone_search"]["p50"])
     gap = s["lone_search"]["p50"] - fastest
-    server = s["lone_server"]
-    why = (f"threads {s['threads']}, means: transport and client {s['lone_search']['mean'] - server['handler_ms']:.2f} "
-           f"(a health check after the same pause {s['lone_rpc']['after_pause']['p50']:.2f} p50); the handler less "
-           f"the model {server['handler_ms'] - server['model_ms']:.2f}; the model in the server "
-           f"{server['model_ms']:.2f} against {s['lone_embedder']['mean']:.2f} alone")
+    why = (_split(s["threads"], s["lone_search"]["mean"], s["lone_server"], s["lone_embedder"]["mean"])
+           + f" (a health check after the same pause {s['lone_rpc']['after_pause']['p50']:.2f} p50)")
     return (f"| lone text search p50 - fastest embedder p50 ≤ +{LONE_TEXT_TARGET_MS:g} ms | {gap:+.2f} | "
             f"{_verdict(gap <= LONE_TEXT_TARGET_MS)} | {why} |")
 
@@ -100,10 +104,8 @@ def _store(settings: list[dict[str, Any]]) -> str:
     s = min(settings, key=lambda s: s["store"]["p50"] - s["store_embedder"]["p50"])
     gap = s["store"]["p50"] - s["store_embedder"]["p50"]
     server = s.get("store_server")
-    why = "no /metrics read" if server is None else (
-        f"threads {s['threads']}, means: transport and client {s['store']['mean'] - server['handler_ms']:.2f}; the "
-        f"handler less the model {server['handler_ms'] - server['model_ms']:.2f}; the model in the server "
-        f"{server['model_ms']:.2f} against {s['store_embedder']['mean']:.2f} alone")
+    why = ("no /metrics read" if server is None
+           else _split(s["threads"], s["store"]["mean"], server, s["store_embedder"]["mean"]))
     return (f"| single store p50 - embedder p50 ≤ +{STORE_TARGET_MS:g} ms | {gap:+.2f} | "
             f"{_verdict(gap <= STORE_TARGET_MS)} | {why} |")
 
