@@ -29,7 +29,8 @@ from psycopg import sql
 
 from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery
 from npc_memory.domain.scope_rank import rank, servable
-from npc_memory.store.compiled import compile_statement, fetch_all, fetch_yielding
+from npc_memory.store.compiled import compile_statement, fetch_yielding
+from npc_memory.store.direct import fetch_direct
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS
@@ -74,7 +75,7 @@ async def _sync(db: Database, scope: Scope, asked: tuple[int, int]) -> list[dict
     """
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "since": asked[0], "epoch": asked[1]}
     async with db.connection() as conn:
-        return await (fetch_yielding if asked[0] < 0 else fetch_all)(conn, SYNC, params)
+        return await (fetch_yielding(conn, SYNC, params) if asked[0] < 0 else fetch_direct(conn, SYNC, params))
 
 
 def _built(found: list[dict[str, Any]]) -> ScopeRows | None:
