@@ -19,6 +19,7 @@ from npc_memory.store.compiled import compile_statement, fetch_all
 from npc_memory.store.direct import fetch_direct, statement_name
 from npc_memory.store.scope_cache import SYNC
 from psycopg import pq, sql
+from psycopg.rows import dict_row
 
 PROBE = compile_statement(sql.SQL("SELECT %(a)s::int + 1 AS next, %(word)s::text AS word, %(words)s::text[] AS words"))
 SLOW = compile_statement(sql.SQL("SELECT pg_sleep(%(seconds)s) AS slept"))
@@ -52,7 +53,9 @@ async def test_the_sync_gives_the_rows_fetch_all_gives(engine: MemoryEngine, sco
 
 
 async def test_parameters_go_as_text_and_a_lost_statement_is_prepared_again(engine: MemoryEngine) -> None:
-    async with engine.db.connection() as conn:
+    # A connection of its own, not the pool's: DEALLOCATE ALL would also drop the statements psycopg prepared on a
+    # pooled connection, and the next test to borrow it would fail on them.
+    async with await psycopg.AsyncConnection.connect(engine.db.url, autocommit=True, row_factory=dict_row) as conn:
         row = {"next": 42, "word": "좋아해 'quoted'", "words": ["a b", "c,d", '"e"']}
         params = {"a": 41, "word": row["word"], "words": row["words"]}
         assert await fetch_direct(conn, PROBE, params) == [row]
