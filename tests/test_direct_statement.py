@@ -92,3 +92,19 @@ async def test_a_cancelled_wait_hands_no_busy_connection_on(engine: MemoryEngine
             assert await fetch_direct(conn, PROBE, {"a": 0, "word": "", "words": []}) == [
                 {"next": 1, "word": "", "words": []}]
             assert asyncio.get_running_loop().time() - started < 1.0
+
+
+async def test_beside_runs_once_while_the_statement_is_out(engine: MemoryEngine) -> None:
+    """The caller's work runs after the statement is sent and before its answer is read, once, lost statement or not."""
+    async with await psycopg.AsyncConnection.connect(engine.db.url, autocommit=True, row_factory=dict_row) as conn:
+        seen: list[bool] = []
+
+        def beside() -> None:
+            seen.append(conn.pgconn.is_busy() == 1)  # sent, and its answer not read yet
+
+        params = {"a": 1, "word": "x", "words": []}
+        assert await fetch_direct(conn, PROBE, params, beside) == [{"next": 2, "word": "x", "words": []}]
+        assert seen == [True]
+        await conn.execute("DEALLOCATE ALL")  # the first send fails with 26000 and the statement is prepared again
+        assert await fetch_direct(conn, PROBE, params, beside) == [{"next": 2, "word": "x", "words": []}]
+        assert seen == [True, True]

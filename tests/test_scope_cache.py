@@ -30,6 +30,7 @@ from npc_memory.domain.model import (
     Vector,
     Weights,
 )
+from npc_memory.domain.scope_rank import rank
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search
@@ -263,3 +264,31 @@ async def test_concurrent_searches_and_stores_end_exact(engine: MemoryEngine, sc
     await asyncio.gather(searching(), searching(), storing())
     _same_ranking(await _held(cache, engine, query, terms), await _statement(engine, query, terms))
     assert cache.rows == 60
+
+
+async def test_products_worked_out_beside_the_sync_serve_only_unchanged_rows(
+    engine: MemoryEngine, scope: Scope
+) -> None:
+    """A caller's vector: the rows' products made while the sync is out rank only rows the sync left as they were.
+
+    The same request twice around a store: the second sync brings the new row, so the products made beside it (on
+    the rows before it) must not be used; and every answer equals a ranking that makes its products afresh.
+    """
+    await _seed(engine, scope, 80, seed=50)
+    cache = ScopeCache(10_000)
+    rng = np.random.default_rng(51)
+    query = _query(engine, scope, rng, text="좋아해 바다", limit=20)
+    terms = _terms(engine, query.text)
+    await _held(cache, engine, query, terms)
+    rows = await cache.current(engine.db, scope, query.embedding)
+    assert rows is not None and query.embedding is not None
+    assert rows.product(query.embedding) is rows.product(query.embedding)  # kept for this vector
+    fresh = rank(rows.columns(), query, terms, engine.search_settings.candidates)
+    assert [(h.memory.id, h.scores, h.cosine) for h in await _held(cache, engine, query, terms)] == [
+        (rows.memory(r.row).id, r.scores, r.cosine) for r in fresh]
+    near = replace(_fact(rng, engine.embedder.dim, 4000), embedding=query.embedding, importance=10, valid_at=query.now)
+    (stored,) = await engine.store(scope, [near])
+    after = await _held(cache, engine, query, terms)
+    assert after[0].memory.id == stored.memory_id
+    assert rows.product(query.embedding).shape == (81,)
+    _same_ranking(after, await _statement(engine, query, terms))

@@ -227,11 +227,14 @@ class MemoryEngine:
         return hits
 
     def _sync_held(self, query: SearchQuery) -> asyncio.Future[ScopeRows | None] | None:
-        """The held scope's sync, started now (it needs only the scope, so it goes out while the model runs)."""
+        """The held scope's sync, started now (it needs only the scope, so it goes out while the model runs).
+
+        A caller's vector goes with it: the rows' products with it are worked out while the database answers.
+        """
         cache = self.scope_cache
         if cache is None or not cache.takes(query, self.keyword_backend):
             return None
-        return asyncio.ensure_future(cache.current(self.db, query.scope))
+        return asyncio.ensure_future(cache.current(self.db, query.scope, query.embedding))
 
     async def _ranked(
         self, query: SearchQuery, terms: Sequence[str], held: asyncio.Future[ScopeRows | None] | None = None

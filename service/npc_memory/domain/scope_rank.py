@@ -90,10 +90,11 @@ def _in_period(query: SearchQuery, valid_at: Floats) -> npt.NDArray[np.bool_]:
 
 
 def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side: int,
-         memo: KeptMemo | None = None) -> list[RankedRow]:
+         memo: KeptMemo | None = None, product: npt.NDArray[np.float32] | None = None) -> list[RankedRow]:
     """The query's ``limit`` best rows: ``terms`` score the keyword side (none: no keyword side).
 
     ``memo``: the scope's last selection of rows, reused when the query keeps the same rows (scope_kept.py).
+    ``product``: ``cols.vectors @ query.embedding`` if the caller already has it.
     """
     kept = memo.kept(cols, query) if memo is not None else select(cols, query)
     rows = kept.rows
@@ -108,7 +109,8 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
     has_vector = query.embedding is not None
     if query.embedding is not None:
         # Every row's product, then the kept ones: indexing the matrix first would copy it (3 MB at 2,000 rows).
-        product = cols.vectors @ query.embedding
+        if product is None:
+            product = cols.vectors @ query.embedding
         cosine = (product if kept.every_row else product[rows]).astype(np.float64)
     else:
         cosine = np.zeros(rows.size)

@@ -34,10 +34,13 @@ def statement_name(statement: Compiled) -> bytes:
 
 
 async def fetch_direct(
-    conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any]
+    conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any],
+    beside: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
     """``statement``'s rows as dicts by column name, as ``compiled.fetch_all`` would return them.
 
+    ``beside`` runs once the statement is sent, before its answer is awaited: work of the caller's that would
+    otherwise wait for the answer (the loop would sleep while the database works, and wake when it is done).
     The connection must be this task's alone (a pooled connection checked out) and outside a pipeline. A failed
     statement raises psycopg's error for it; a cancelled wait leaves the connection busy, so the pool discards it.
     """
@@ -51,7 +54,7 @@ async def fetch_direct(
     def execute(pgconn: pq.abc.PGconn) -> None:
         pgconn.send_query_prepared(name, args, result_format=pq.Format.BINARY)
 
-    result = await _round_trip(conn, execute)
+    result = await _round_trip(conn, execute, beside)
     if (result.status == pq.ExecStatus.FATAL_ERROR
             and result.error_field(pq.DiagnosticField.SQLSTATE) == _NO_SUCH_STATEMENT):
         await _prepare(conn, name, statement)
@@ -74,8 +77,10 @@ def _raise_for(conn: AsyncConnection[Any], result: pq.abc.PGresult) -> None:
         raise errors.error_from_result(result, encoding=conn.info.encoding)
 
 
-async def _round_trip(conn: AsyncConnection[Any], send: Callable[[pq.abc.PGconn], None]) -> pq.abc.PGresult:
-    """Send with ``send(pgconn)``, wait for the answer without blocking the loop, and return its one result.
+async def _round_trip(
+    conn: AsyncConnection[Any], send: Callable[[pq.abc.PGconn], None], beside: Callable[[], object] | None = None
+) -> pq.abc.PGresult:
+    """Send with ``send(pgconn)``, run ``beside``, wait for the answer without blocking the loop; its one result.
 
     psycopg's own ``conn.wait(generators.execute(pgconn))`` does the same (and on cancellation cancels the statement
     in the server instead of leaving the pool to discard the connection), but its waits cost the loop 0.02-0.045 ms
@@ -86,6 +91,8 @@ async def _round_trip(conn: AsyncConnection[Any], send: Callable[[pq.abc.PGconn]
     loop = asyncio.get_running_loop()
     while pgconn.flush():  # the rest of the message did not fit in the socket's buffer
         await _ready(loop, pgconn.socket, writing=True)
+    if beside is not None:
+        beside()
     while True:
         pgconn.consume_input()
         if not pgconn.is_busy():

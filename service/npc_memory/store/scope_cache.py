@@ -20,14 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery
+from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery, Vector
 from npc_memory.domain.scope_rank import rank, servable
 from npc_memory.store.compiled import compile_statement, fetch_yielding
 from npc_memory.store.direct import fetch_direct
@@ -67,15 +67,18 @@ SYNC_ATTEMPTS = 3
 """Syncs tried when another search of the scope changed what is held meanwhile, before the statement runs instead."""
 
 
-async def _sync(db: Database, scope: Scope, asked: tuple[int, int]) -> list[dict[str, Any]]:
+async def _sync(db: Database, scope: Scope, asked: tuple[int, int],
+                beside: Callable[[], object] | None = None) -> list[dict[str, Any]]:
     """The scope's version, epoch and saved flag, with the rows stamped after ``asked`` (every row: (-1, -1)).
 
     A whole scope's rows are made a chunk at a time (store/compiled.py ``fetch_yielding``); a sync after a store
-    brings one row.
+    brings one row. ``beside`` runs while the database answers a sync of held rows.
     """
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "since": asked[0], "epoch": asked[1]}
     async with db.connection() as conn:
-        return await (fetch_yielding(conn, SYNC, params) if asked[0] < 0 else fetch_direct(conn, SYNC, params))
+        if asked[0] < 0:
+            return await fetch_yielding(conn, SYNC, params)
+        return await fetch_direct(conn, SYNC, params, beside)
 
 
 def _built(found: list[dict[str, Any]]) -> ScopeRows | None:
@@ -134,7 +137,7 @@ class ScopeCache:
 
         ``synced``: this scope's ``current`` already under way (a text search sends it while the model runs).
         """
-        rows = await (synced if synced is not None else self.current(db, query.scope))
+        rows = await (synced if synced is not None else self.current(db, query.scope, query.embedding))
         return None if rows is None else self.ranked(rows, query, terms, per_side)
 
     def ranked(
@@ -146,15 +149,17 @@ class ScopeCache:
         if query.embedding is None or query.embedding.size != rows.dimensions:
             return None
         return [ScoredMemory(rows.memory(r.row), r.scores, cosine=r.cosine)
-                for r in rank(rows.columns(), query, terms, per_side, rows.memo)]
+                for r in rank(rows.columns(), query, terms, per_side, rows.memo, rows.product(query.embedding))]
 
-    async def current(self, db: Database, scope: Scope) -> ScopeRows | None:
+    async def current(self, db: Database, scope: Scope, vector: Vector | None = None) -> ScopeRows | None:
         """The scope's held rows, brought to the table's state by one sync; None when the statement must serve it.
 
         It needs nothing of the query but its scope, so a text search sends it while the model runs. A scope not
         held yet is read in the background (the statement answers meanwhile), so no search waits for a whole
         scope. A sync's rows are applied only to the state it was asked against: if another search of the scope
-        synced while this one waited, this one syncs again from the newer state.
+        synced while this one waited, this one syncs again from the newer state. ``vector``: the query's, known
+        already (a caller's): every held row's product with it is worked out while the database answers the sync,
+        and kept for the ranking if the sync changes no row (``ScopeRows.product``).
         """
         for _ in range(SYNC_ATTEMPTS):
             held = self._held.get(scope)
@@ -165,7 +170,11 @@ class ScopeCache:
                 self._held.move_to_end(scope)
                 return None
             asked = (held.version, held.epoch)
-            found = await _sync(db, scope, asked)
+            beside = None
+            if vector is not None and vector.size == held.rows.dimensions:
+                beside = partial(held.rows.product, vector)
+                vector = None  # once: a second attempt's rows changed meanwhile
+            found = await _sync(db, scope, asked, beside)
             now = self._held.get(scope)
             if now is not held or (now.version, now.epoch) != asked:
                 continue

@@ -18,7 +18,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from npc_memory.domain.model import Memory, Scope
+from npc_memory.domain.model import Memory, Scope, Vector
 from npc_memory.domain.scope_columns import FILTERED, Floats, Indices, ScopeColumns
 from npc_memory.domain.scope_kept import KeptMemo
 from npc_memory.store.rows import memory_values
@@ -68,6 +68,8 @@ class ScopeRows:
         self._arrays: dict[str, tuple[Indices, Floats]] = {}
         self.memo = KeptMemo()
         """The last search's selection of rows, for the next search to reuse until these rows change."""
+        self._product: tuple[Vector, npt.NDArray[np.float32]] | None = None
+        """The last query vector asked of ``product`` and every row's inner product with it."""
 
     def fits(self, rows: Sequence[dict[str, Any]]) -> bool:
         """Whether every row's vector has this scope's dimensions (a half re-embedded scope does not)."""
@@ -80,12 +82,26 @@ class ScopeRows:
         """Take rows read from the table: new ones appended, newer versions of held ones put in their place."""
         if rows:
             self.memo.clear()
+            self._product = None
         for row in rows:
             at = self._index.get(row["id"])
             if at is None:
                 self._append(row)
             elif row["scope_version"] > self._versions[at]:
                 self._replace(at, row)
+
+    def product(self, vector: Vector) -> npt.NDArray[np.float32]:
+        """Every row's inner product with ``vector``, kept for the same vector object until the rows change.
+
+        A caller-vector search works it out while its sync is out (store/direct.py ``beside``) and ranks with it
+        when the sync changed no row: the same call on the same matrix, so the same floats.
+        """
+        held = self._product
+        if held is not None and held[0] is vector:
+            return held[1]
+        found = self._vectors[:self.count] @ vector
+        self._product = (vector, found)
+        return found
 
     def memory(self, row: int) -> Memory:
         """The memory at a row index of the columns."""
