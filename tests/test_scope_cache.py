@@ -281,7 +281,8 @@ async def test_products_worked_out_beside_the_sync_serve_only_unchanged_rows(
     terms = _terms(engine, query.text)
     await _held(cache, engine, query, terms)
     rows = await cache.current(engine.db, scope, query.embedding)
-    assert rows is not None and query.embedding is not None
+    assert rows is not None
+    assert query.embedding is not None
     assert rows.product(query.embedding) is rows.product(query.embedding)  # kept for this vector
     fresh = rank(rows.columns(), query, terms, engine.search_settings.candidates)
     assert [(h.memory.id, h.scores, h.cosine) for h in await _held(cache, engine, query, terms)] == [

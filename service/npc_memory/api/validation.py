@@ -182,19 +182,18 @@ class Checker:
             self.bad(path, f"has {len(values)} values; this server's embeddings have {dim}")
             return None
         # In float64: the float32 norm of values near 1e20 overflows to infinity, and dividing by it stored an
-        # all-zero vector. Every finite float32 vector has a finite float64 norm.
+        # all-zero vector. Every finite float32 vector has a finite float64 norm, so a sum of squares that is not
+        # finite means a NaN or an infinity among the values. sqrt(x @ x) is np.linalg.norm's own formula for a
+        # vector (the same float), without its ~5 us of argument handling on every request.
         vec = np.asarray(values, dtype=np.float64)
-        if not np.all(np.isfinite(vec)):
+        squares = float(vec @ vec)
+        if not math.isfinite(squares):
             self.bad(path, "contains NaN or infinity")
             return None
-        norm = float(np.linalg.norm(vec))
-        if norm == 0.0:
+        if squares == 0.0:
             self.bad(path, "is all zeros")
             return None
-        if not math.isfinite(norm):
-            self.bad(path, "has a norm too large to normalise")
-            return None
-        result: Vector = (vec / norm).astype(np.float32)
+        result: Vector = (vec / math.sqrt(squares)).astype(np.float32)
         return result
 
     def metadata(self, path: str, value: struct_pb2.Struct) -> dict[str, Any]:
