@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+Groups = tuple[tuple[str, tuple[str, ...]], ...]
 
 # The first group any frame of a stack (innermost first) belongs to; the last takes what is left.
-GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+GROUPS: Groups = (
     ("psycopg: statement placeholders parsed", ("_query2pg", "_split_query", "PostgresQuery.convert", "as_bytes")),
     ("psycopg: send, wait, fetch, row making", ("psycopg/", "psycopg_pool/")),
     ("model (embedding)", ("embedding/",)),
@@ -34,11 +35,6 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("event loop's own work (uvloop's C code, gRPC's callbacks on the loop)", ("ops/loop.py",)),
 )
 REST = "other threads (gRPC's poller thread, executors)"
-
-
-Groups = tuple[tuple[str, tuple[str, ...]], ...]
-
-
 LOOP_THREAD = "ops/loop.py"
 """A frame under every sample of the server's event-loop thread (``npc-memory serve`` runs its loop there)."""
 
@@ -68,7 +64,6 @@ def share_table(path: str, total: int, counts: dict[str, int], groups: Groups = 
     names = [g for g, _ in groups] + [rest]
     rows = [f"| {name} | {100 * counts.get(name, 0) / max(total, 1):.1f}% |" for name in names]
     return "\n".join([f"| part of the {path} | share of samples |", "|---|---:|", *rows])
-
 
 
 def sampled(pid: int, seconds: float, raw: Path, run: Callable[[], T]) -> T:
