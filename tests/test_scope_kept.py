@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from npc_memory.domain.model import MemoryFilter, Scope, SearchQuery, Speaker, Weights
 from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns
-from npc_memory.domain.scope_kept import MAX_SHARES, KeptMemo
+from npc_memory.domain.scope_kept import MAX_KEYWORD_SIDES, MAX_SHARES, KeptMemo
 from npc_memory.domain.scope_rank import RankedRow, rank
 
 BASE = datetime(2026, 11, 1, tzinfo=UTC)
@@ -110,3 +110,25 @@ def test_words_asked_once_do_not_pile_up() -> None:
     at, share = kept.term_share(cols, "고양이")  # a word of the scope still scores after the clearing
     assert at.size > 0
     assert bool(np.all(share > 0))
+
+
+def test_a_repeated_query_reuses_its_keyword_side_and_ranks_the_same() -> None:
+    """The same words again within a selection: the kept keyword side answers, float for float.
+
+    What a selection keeps stays bounded however many different word sets are asked.
+    """
+    cols, memo = _columns(4), KeptMemo()
+    now = BASE + timedelta(days=11)
+    terms = ["그때", "좋아하다"]
+    for i in range(5):  # other vectors and times (within the selection), the same words
+        query = _query(now + timedelta(seconds=i), i)
+        _same(rank(cols, query, terms, 20, memo), rank(cols, query, terms, 20))
+    kept = memo.kept(cols, _query(now, 0))
+    assert [key[:2] for key in kept.keyword_sides] == [(("그때", "좋아하다"), 20)]  # made once, used five times
+    swapped = ["좋아하다", "그때"]
+    _same(rank(cols, _query(now, 9), swapped, 20, memo), rank(cols, _query(now, 9), swapped, 20))
+    assert len(kept.keyword_sides) == 2  # another order of the words sums in another order: its own entry
+    for i in range(MAX_KEYWORD_SIDES + 10):
+        words = [TERMS[i % len(TERMS)], f"단어{i}"]
+        _same(rank(cols, _query(now, i), words, 20, memo), rank(cols, _query(now, i), words, 20))
+    assert len(kept.keyword_sides) <= MAX_KEYWORD_SIDES

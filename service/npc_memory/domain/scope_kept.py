@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,8 @@ from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns, wante
 
 MAX_SHARES = 4096
 """Query terms whose shares one selection keeps (a scope has a few thousand distinct terms at most)."""
+MAX_KEYWORD_SIDES = 32
+"""Queries whose keyword side one selection keeps (each holds a score per kept row)."""
 
 
 @dataclass
@@ -40,6 +43,9 @@ class Kept:
     """The rows' average number of terms."""
     _position: Indices | None = None
     _shares: dict[tuple[str, float, float], tuple[Indices, Floats]] = field(default_factory=dict)
+    keyword_sides: dict[tuple[Any, ...], tuple[Floats, tuple[Indices | slice, ...]]] = field(default_factory=dict)
+    """Per query (its distinct terms and the ranking's settings): every kept row's BM25 score and where the best
+    scoring rows are (domain/scope_rank.py fills it); at most ``MAX_KEYWORD_SIDES``."""
 
     @property
     def every_row(self) -> bool:

@@ -19,9 +19,10 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from npc_memory.domain import scoring
 from npc_memory.domain.model import LIVE, Fusion, Scores, SearchQuery
 from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns
-from npc_memory.domain.scope_kept import Kept, KeptMemo, select
+from npc_memory.domain.scope_kept import MAX_KEYWORD_SIDES, Kept, KeptMemo, select
 from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
 
 
@@ -42,16 +43,15 @@ def servable(query: SearchQuery) -> bool:
     return query.view == LIVE and not query.include_shared and query.hops == 0
 
 
-def _mark_top(union: npt.NDArray[np.bool_], values: Floats, among: Indices | None, k: int,
-              high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64]) -> None:
-    """Mark in ``union`` the ``k`` positions of ``among`` (None: all) with the largest values, ties to the smaller id.
+def _top(values: Floats, among: Indices | None, k: int, high: npt.NDArray[np.uint64],
+         low: npt.NDArray[np.uint64]) -> tuple[Indices | slice, ...]:
+    """The ``k`` positions of ``among`` (None: all) with the largest values, ties to the smaller id, as index parts.
 
     All of them if there are no more than ``k``.
     """
     v = values if among is None else values[among]
     if v.size <= k:
-        union[slice(None) if among is None else among] = True
-        return
+        return (slice(None) if among is None else among,)
     cut = np.partition(v, v.size - k)[v.size - k]
     above, tied = np.flatnonzero(v > cut), np.flatnonzero(v == cut)
     if among is not None:
@@ -59,8 +59,31 @@ def _mark_top(union: npt.NDArray[np.bool_], values: Floats, among: Indices | Non
     need = k - above.size
     if tied.size > need:
         tied = tied[np.lexsort((low[tied], high[tied]))[:need]]
-    union[above] = True
-    union[tied] = True
+    return above, tied
+
+
+def _mark(union: npt.NDArray[np.bool_], parts: tuple[Indices | slice, ...]) -> None:
+    """Mark the positions of ``parts`` (``_top``'s answer) in ``union``."""
+    for part in parts:
+        union[part] = True
+
+
+def _keyword_side(cols: ScopeColumns, kept: Kept, terms: Sequence[str], per_side: int,
+                  ) -> tuple[Floats, tuple[Indices | slice, ...]]:
+    """Every kept row's BM25 score and where the best ``per_side`` scoring rows are, once per selection and query.
+
+    Players repeat themselves ("좋아해", "기억나?"), often in words most of the scope holds: the same words again cost
+    a lookup, not their postings, until the selection changes.
+    """
+    key = (tuple(dict.fromkeys(terms)), per_side, scoring.BM25_K1, scoring.BM25_B)
+    found = kept.keyword_sides.get(key)
+    if found is None:
+        if len(kept.keyword_sides) >= MAX_KEYWORD_SIDES:
+            kept.keyword_sides.clear()
+        score = _bm25(cols, kept, terms)
+        found = kept.keyword_sides[key] = (
+            score, _top(score, np.flatnonzero(score > 0.0), per_side, kept.high, kept.low))
+    return found
 
 
 def _bm25(cols: ScopeColumns, kept: Kept, terms: Sequence[str]) -> Floats:
@@ -89,6 +112,30 @@ def _in_period(query: SearchQuery, valid_at: Floats) -> npt.NDArray[np.bool_]:
     return np.asarray((valid_at >= start) & (valid_at < end))
 
 
+def _candidates(cols: ScopeColumns, kept: Kept, query: SearchQuery, terms: Sequence[str], per_side: int,
+                prior: Floats, cosine: Floats) -> tuple[Indices, Floats]:
+    """The union of the candidate lists (positions, ascending) and every kept row's keyword score (zeros: no side).
+
+    The union is marked in a mask: np.unique of the concatenated lists gave the same rows, but each distinct NumPy
+    routine costs ~0.1 ms on a cache the model or other requests emptied.
+    """
+    high, low = kept.high, kept.low
+    union = np.zeros(kept.rows.size, dtype=np.bool_)
+    _mark(union, _top(prior, None, per_side, high, low))
+    if query.embedding is not None:
+        _mark(union, _top(cosine, None, per_side, high, low))
+    if terms and query.weights.keyword > 0:
+        score, best_keyword = _keyword_side(cols, kept, terms, per_side)
+        _mark(union, best_keyword)
+    else:
+        score = np.zeros(kept.rows.size)
+    if query.period is not None:  # the period's best by cosine, then prior, then id
+        inside = np.flatnonzero(_in_period(query, kept.valid_at))
+        order = np.lexsort((low[inside], high[inside], -prior[inside], -cosine[inside]))
+        union[inside[order[:per_side]]] = True
+    return np.flatnonzero(union), score
+
+
 def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side: int,
          memo: KeptMemo | None = None, product: npt.NDArray[np.float32] | None = None) -> list[RankedRow]:
     """The query's ``limit`` best rows: ``terms`` score the keyword side (none: no keyword side).
@@ -114,22 +161,8 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
         cosine = (product if kept.every_row else product[rows]).astype(np.float64)
     else:
         cosine = np.zeros(rows.size)
-    keyword = bool(terms) and w.keyword > 0
-    score = _bm25(cols, kept, terms) if keyword else np.zeros(rows.size)
+    c, score = _candidates(cols, kept, query, terms, per_side, prior, cosine)
     high, low = kept.high, kept.low
-    # The candidates: the union of the lists, ascending, marked in a mask. np.unique of the concatenated lists gave
-    # the same rows, but each distinct NumPy routine costs ~0.1 ms on a cache the model or other requests emptied.
-    union = np.zeros(rows.size, dtype=np.bool_)
-    _mark_top(union, prior, None, per_side, high, low)
-    if has_vector:
-        _mark_top(union, cosine, None, per_side, high, low)
-    if keyword:
-        _mark_top(union, score, np.flatnonzero(score > 0.0), per_side, high, low)
-    if query.period is not None:  # the period's best by cosine, then prior, then id
-        inside = np.flatnonzero(_in_period(query, kept.valid_at))
-        order = np.lexsort((low[inside], high[inside], -prior[inside], -cosine[inside]))
-        union[inside[order[:per_side]]] = True
-    c = np.flatnonzero(union)
     c_cos, c_score = cosine[c], score[c]
     low_cos, high_cos = (float(c_cos.min()), float(c_cos.max())) if has_vector else (0.0, 0.0)
     if not has_vector:
