@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +42,8 @@ class Kept:
     """The rows' average number of terms."""
     _position: Indices | None = None
     _shares: dict[tuple[str, float, float], tuple[Indices, Floats]] = field(default_factory=dict)
-    keyword_sides: dict[tuple[Any, ...], tuple[Floats, tuple[Indices | slice, ...]]] = field(default_factory=dict)
+    keyword_sides: dict[tuple[tuple[str, ...], int, float, float], tuple[Floats, tuple[Indices | slice, ...]]] = (
+        field(default_factory=dict))
     """Per query (its distinct terms and the ranking's settings): every kept row's BM25 score and where the best
     scoring rows are (domain/scope_rank.py fills it); at most ``MAX_KEYWORD_SIDES``."""
 
