@@ -167,3 +167,27 @@ def test_a_malformed_keys_file_refuses_to_start(tmp_path: Path) -> None:
     path.write_text('[[keys]]\nname = "x"\nsha256 = "not-a-hash"\n')
     with pytest.raises(ConfigError, match=r"keys\[0\]"):
         KeyRing(path=path)
+
+
+@pytest.mark.parametrize("case", ["answered", "no key", "bad field", "bad bytes"])
+async def test_the_request_id_comes_back_however_the_call_ends(channel: grpc.aio.Channel, case: str) -> None:
+    """The caller's x-request-id is in the initial metadata of a refused call too, and the refusal's status is intact.
+
+    The interceptor sends the initial metadata while the handler runs: an abort that did not wait for it would make
+    gRPC send a second one, and the caller would see the call fail with another status.
+    """
+    name = "SearchMemories" if case == "bad field" else "ListMemories"
+    rpc: Any = channel.unary_unary(f"/npc_memory.v1.MemoryService/{name}", request_serializer=lambda b: b,
+                                   response_deserializer=lambda b: b)
+    request: Any = svc.SearchMemoriesRequest(limit=100_000) if case == "bad field" else svc.ListMemoriesRequest()
+    request.scope.user_id, request.scope.heroine_id = "game-a:rid", "letia"
+    body = b"\x0a\xff" if case == "bad bytes" else request.SerializeToString()
+    key = {"no key": (), "bad bytes": (("x-api-key", ADMIN_KEY),)}.get(case, (("x-api-key", GAME_A_KEY),))
+    rid = f"rid-{case.replace(' ', '-')}"
+    call_ = rpc(body, metadata=(*key, ("x-request-id", rid)), timeout=10)
+    expected = {"answered": grpc.StatusCode.OK, "no key": grpc.StatusCode.UNAUTHENTICATED}.get(
+        case, grpc.StatusCode.INVALID_ARGUMENT)
+    assert await call_.code() == expected
+    assert dict(await call_.initial_metadata())["x-request-id"] == rid
+    if case == "bad field":
+        assert "limit" in await call_.details()
