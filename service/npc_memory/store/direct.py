@@ -5,6 +5,10 @@ generator, prepared-statement bookkeeping, waiting and row making); for the held
 search, that was more than the database's own work. Here the statement is prepared once per connection under a
 name of its own, its parameters go as text (the server types them from the prepared statement), and the result's
 rows are made by psycopg's own loaders (``Transformer``), so they are the values ``fetch_all`` gives.
+
+A prepared statement's result always has the same columns, so each connection keeps, per statement, the transformer
+whose loaders were chosen for them and the columns' names: choosing the loaders again took ~0.08 ms of every sync in
+the server (timed there; the caches are cold between requests).
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from psycopg import AsyncConnection, errors, pq
+from psycopg import abc as psycopg_abc
 from psycopg.adapt import PyFormat, Transformer
 
 from npc_memory.store.compiled import Compiled
 
-_PREPARED: weakref.WeakKeyDictionary[AsyncConnection[Any], set[bytes]] = weakref.WeakKeyDictionary()
-"""The statement names prepared on each open connection (a connection the pool replaces starts with none)."""
+_Kept = tuple[psycopg_abc.Transformer, list[str]]
+_PREPARED: weakref.WeakKeyDictionary[AsyncConnection[Any], dict[bytes, _Kept | None]] = weakref.WeakKeyDictionary()
+"""Per open connection, the statements prepared on it, each with its transformer and column names once it has
+answered (a connection the pool replaces starts with none)."""
 _NO_SUCH_STATEMENT = b"26000"
 """SQLSTATE of a prepared statement the session does not have (DISCARD ALL, say): prepare it again."""
 
@@ -45,12 +52,16 @@ async def fetch_direct(
     statement raises psycopg's error for it; a cancelled wait leaves the connection busy, so the pool discards it.
     """
     name = statement_name(statement)
-    tx = Transformer(conn)
-    args = tx.dump_sequence(statement.args(params), [PyFormat.TEXT] * len(statement.names))
-    prepared = _PREPARED.setdefault(conn, set())
+    prepared = _PREPARED.get(conn)
+    if prepared is None:
+        prepared = _PREPARED[conn] = {}
     if name not in prepared:
         await _prepare(conn, name, statement)
-        prepared.add(name)
+        prepared[name] = None
+    kept = prepared[name]
+    tx: psycopg_abc.Transformer = Transformer(conn) if kept is None else kept[0]
+    args = tx.dump_sequence(statement.args(params), [PyFormat.TEXT] * len(statement.names))
+
     def execute(pgconn: pq.abc.PGconn) -> None:
         pgconn.send_query_prepared(name, args, result_format=pq.Format.BINARY)
 
@@ -60,8 +71,12 @@ async def fetch_direct(
         await _prepare(conn, name, statement)
         result = await _round_trip(conn, execute)
     _raise_for(conn, result)
-    tx.set_pgresult(result)
-    names = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+    if kept is None:
+        tx.set_pgresult(result)
+        kept = prepared[name] = (tx, [(result.fname(i) or b"").decode() for i in range(result.nfields)])
+    else:
+        tx.set_pgresult(result, set_loaders=False)
+    names = kept[1]
     return tx.load_rows(0, result.ntuples, lambda values: dict(zip(names, values, strict=True)))
 
 
