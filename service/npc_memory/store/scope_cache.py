@@ -21,6 +21,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -32,7 +33,7 @@ from npc_memory.domain.scope_rank import rank, servable
 from npc_memory.store.compiled import compile_statement, fetch_yielding
 from npc_memory.store.direct import fetch_direct
 from npc_memory.store.keyword import ResolvedKeywordBackend
-from npc_memory.store.pool import Database
+from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.store.view import ROOT_TIMELINE
@@ -67,7 +68,10 @@ SYNC_ATTEMPTS = 3
 """Syncs tried when another search of the scope changed what is held meanwhile, before the statement runs instead."""
 
 
-async def _sync(db: Database, scope: Scope, asked: tuple[int, int],
+Connect = Callable[[], AbstractAsyncContextManager[Connection]]
+
+
+async def _sync(connect: Connect, scope: Scope, asked: tuple[int, int],
                 beside: Callable[[], object] | None = None) -> list[dict[str, Any]]:
     """The scope's version, epoch and saved flag, with the rows stamped after ``asked`` (every row: (-1, -1)).
 
@@ -75,7 +79,7 @@ async def _sync(db: Database, scope: Scope, asked: tuple[int, int],
     brings one row. ``beside`` runs while the database answers a sync of held rows.
     """
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "since": asked[0], "epoch": asked[1]}
-    async with db.connection() as conn:
+    async with connect() as conn:
         if asked[0] < 0:
             return await fetch_yielding(conn, SYNC, params)
         return await fetch_direct(conn, SYNC, params, beside)
@@ -174,7 +178,7 @@ class ScopeCache:
             if vector is not None and vector.size == held.rows.dimensions:
                 beside = partial(held.rows.product, vector)
                 vector = None  # once: a second attempt's rows changed meanwhile
-            found = await _sync(db, scope, asked, beside)
+            found = await _sync(db.kept_connection, scope, asked, beside)
             now = self._held.get(scope)
             if now is not held or (now.version, now.epoch) != asked:
                 continue
@@ -203,7 +207,7 @@ class ScopeCache:
         task.add_done_callback(partial(self._loaded, scope))
 
     async def _load(self, db: Database, scope: Scope) -> None:
-        found = await _sync(db, scope, (-1, -1))
+        found = await _sync(db.connection, scope, (-1, -1))
         head = found[0]
         rows = None
         if not head["saved"]:
