@@ -12,9 +12,10 @@ server, to the other, and the bundled model alone in this process on the same te
 core for a lone call), the order rotating by question, after every scope was searched once. No vector is cached
 anywhere: each of the three spells the question its own way. Printed: p50 / p95 / mean of each, and each server's
 p50 less the embedder's (the issue's target: within 3 ms), with a health check's round trip after the same pause
-(what gRPC and this machine cost a lone call). ``--call store``: single stores instead (one new line each, every
-server its own player, as ``benchmarks.search_speed`` stores), beside the model embedding the same text as a
-passage (the issue's target: within 2 ms).
+(what gRPC and this machine cost a lone call), and each server's own /metrics over the measured calls: its handler's
+mean, the model's within it, and what the client saw beyond the handler. ``--call store``: single stores instead
+(one new line each, every server its own player, as ``benchmarks.search_speed`` stores), beside the model embedding
+the same text as a passage (the issue's target: within 2 ms).
 """
 
 from __future__ import annotations
@@ -38,11 +39,20 @@ from npc_memory.embedding.local import LocalE5Embedder
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
 from benchmarks.search_speed import ensure_seeded, plan
-from benchmarks.search_speed_load import search_request, store_request
+from benchmarks.search_speed_load import (
+    SEARCH_PARTS,
+    STORE_PARTS,
+    scrape,
+    search_request,
+    server_means,
+    store_request,
+)
 from benchmarks.search_speed_parts import (
+    Ask,
     before_pythonpath,
     distinct_questions,
     first_of_each_scope,
+    free_port,
     percentiles,
     served_process,
 )
@@ -67,10 +77,31 @@ def servers(before_src: Path | None, before_env: dict[str, str],
             after_env: dict[str, str]) -> dict[str, dict[str, str]]:
     """The two servers' environments: ``before`` (the earlier code, or this one) and ``after`` (this code)."""
     common = {"NPC_MEMORY_EMBEDDING_THREADS": "0", "NPC_MEMORY_QUERY_CACHE_SIZE": "0"}
-    before = common | before_env
+    before = common | {"NPC_MEMORY_METRICS_PORT": str(free_port())} | before_env
     if before_src is not None:
         before["PYTHONPATH"] = before_pythonpath(before_src)
-    return {"before": before, "after": common | after_env}
+    return {"before": before, "after": common | {"NPC_MEMORY_METRICS_PORT": str(free_port())} | after_env}
+
+
+Stubs = dict[str, tuple[svc_grpc.MemoryServiceStub, health_pb2_grpc.HealthStub]]
+
+
+def _calls(call: str, i: int, a: Ask, stubs: Stubs, players: dict[str, str], lines: list[str], texts: list[str],
+           embedder: LocalE5Embedder, loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Any]]]:
+    """The ``i``-th round's calls: each server's, then the embedder alone's on the same text."""
+    if call == "store":
+        line = lines[i % len(lines)]
+        calls: list[tuple[str, Callable[[], Any]]] = [
+            (name, partial(stub.StoreMemories, store_request(players[name], f"{line} ({name} {i})")))
+            for name, (stub, _h) in stubs.items()]
+        calls.append(("embedder alone", partial(
+            loop.run_until_complete, embedder.embed_passages([f"{line} (alone {i})"]))))
+        return calls
+    text = texts[(i + 10) % len(texts)]
+    calls = [(name, partial(stub.SearchMemories, search_request(replace(a, text=f"{text} ({name})"), False)))
+             for name, (stub, _h) in stubs.items()]
+    calls.append(("embedder alone", partial(loop.run_until_complete, embedder.embed_queries([f"{text} (alone)"]))))
+    return calls
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -86,8 +117,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     samples: dict[str, list[float]] = {"before": [], "after": [], "embedder alone": [], "health check": []}
     try:
         with ExitStack() as stack:
-            stubs = {}
+            stubs: Stubs = {}
+            metrics = {}
             for name, env in servers(args.before_src, env_pairs(args.before_env), env_pairs(args.after_env)).items():
+                metrics[name] = int(env["NPC_MEMORY_METRICS_PORT"])
                 channel, _pid = stack.enter_context(served_process(pg.url, folder / f"lone-grpc-{name}.log", env=env))
                 stubs[name] = (svc_grpc.MemoryServiceStub(channel), health_pb2_grpc.HealthStub(channel))
             # Warm-up: every scope searched once (the first search of a scope reads it to hold in the background),
@@ -104,21 +137,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     for name, (stub, _health) in stubs.items():
                         stub.StoreMemories(store_request(players[name], f"{lines[-1 - i]} (warm-up)"))
             time.sleep(1.0)  # the background reads finish
+            scraped = {name: scrape(port) for name, port in metrics.items()}
             for i, a in enumerate(asks):
-                calls: list[tuple[str, Callable[[], Any]]]
-                if args.call == "store":
-                    line = lines[i % len(lines)]
-                    calls = [(name, partial(stub.StoreMemories, store_request(players[name], f"{line} ({name} {i})")))
-                             for name, (stub, _h) in stubs.items()]
-                    calls.append(("embedder alone", partial(
-                        loop.run_until_complete, embedder.embed_passages([f"{line} (alone {i})"]))))
-                else:
-                    text = texts[(i + 10) % len(texts)]
-                    calls = [(name, partial(stub.SearchMemories,
-                                            search_request(replace(a, text=f"{text} ({name})"), False)))
-                             for name, (stub, _h) in stubs.items()]
-                    calls.append(("embedder alone",
-                                  partial(loop.run_until_complete, embedder.embed_queries([f"{text} (alone)"]))))
+                calls = _calls(args.call, i, a, stubs, players, lines, texts, embedder, loop)
                 calls.append(("health check", partial(stubs["after"][1].Check, health_pb2.HealthCheckRequest())))
                 turn = i % len(calls)
                 for name, call in calls[turn:] + calls[:turn]:
@@ -126,11 +147,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     started = time.perf_counter()
                     call()
                     samples[name].append((time.perf_counter() - started) * 1000)
+            parts = STORE_PARTS if args.call == "store" else SEARCH_PARTS
+            servers_seen = {name: server_means(scraped[name], scrape(port), parts) for name, port in metrics.items()}
     finally:
         loop.run_until_complete(embedder.aclose())
         loop.close()
         pg.stop()
     out: dict[str, Any] = {name: percentiles(ms) for name, ms in samples.items()}
+    out["server"] = servers_seen
     out["rows"], out["queries"], out["before_src"] = args.rows, len(asks), str(args.before_src or "")
     out["call"] = args.call
     out["before_env"], out["after_env"] = args.before_env, args.after_env
@@ -150,6 +174,14 @@ def show(result: dict[str, Any]) -> None:
                         ("health check", "health check")):
         p = result[name]
         print(f"| {label} | {p['p50']:.2f} | {p['p95']:.2f} | {p['mean']:.2f} | {p['p50'] - alone:+.2f} |")
+    if "server" in result:
+        print("\nEach server's own /metrics over the measured calls (means, ms):\n")
+        print("| server | handler | of it the model | handler less the model | client's mean less the handler |")
+        print("|---|---:|---:|---:|---:|")
+        for name, label in (("before", before), ("after", after)):
+            m = result["server"][name]
+            print(f"| {label} | {m['handler_ms']:.2f} | {m['model_ms']:.2f} | {m['handler_ms'] - m['model_ms']:.2f} | "
+                  f"{result[name]['mean'] - m['handler_ms']:.2f} |")
 
 
 def main() -> None:
