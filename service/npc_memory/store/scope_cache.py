@@ -69,6 +69,7 @@ SYNC_ATTEMPTS = 3
 
 
 Connect = Callable[[], AbstractAsyncContextManager[Connection]]
+"""Where a sync takes its connection for one use: the pool (a whole scope's read) or the kept one (store/pool.py)."""
 
 
 async def _sync(connect: Connect, scope: Scope, asked: tuple[int, int],
