@@ -1,24 +1,30 @@
 """store/pipelined.py against the real PostgreSQL: all or nothing, and the connection clean after either.
 
-The write transaction sends BEGIN with its first statements and COMMIT with its last (no sync in between), so what
-psycopg's transaction() did for us is checked here: a Python error, a statement PostgreSQL refuses, a failed
-COMMIT and a cancelled task each leave nothing written and the pooled connection idle, ready for the next call.
+The write transaction queues its statements on libpq's pipeline directly, BEGIN with the first and COMMIT with the
+last, so what psycopg's pipeline and transaction() did for us is checked here: answers read in order, a Python
+error, a statement PostgreSQL refuses, a failed COMMIT and a cancelled task each leave nothing written and the
+pooled connection idle and out of pipeline mode, ready for psycopg's next call; statements are prepared once per
+connection, and one the session lost is prepared again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import psycopg
 import pytest
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.pipelined import pipelined_transaction
+from npc_memory.store.compiled import compile_statement
+from npc_memory.store.pipelined import Pipeline, StatementsLostError, in_transaction, pipelined_transaction
 from npc_memory.store.pool import Connection
-from psycopg import pq
+from psycopg import pq, sql
 
 TABLE = "pipelined_tx_probe"
+INSERT = compile_statement(sql.SQL(f"INSERT INTO {TABLE} VALUES (%(tag)s, %(n)s)"))
+SUM = compile_statement(sql.SQL("SELECT %(a)s::int + %(b)s::int AS n, %(tag)s::text AS tag"))
+COUNT = compile_statement(sql.SQL(f"SELECT count(*) AS n FROM {TABLE} WHERE tag = %(tag)s"))
 
 
 async def _rows(engine: MemoryEngine, tag: str) -> int:
@@ -30,9 +36,11 @@ async def _rows(engine: MemoryEngine, tag: str) -> int:
 
 
 async def _idle(conn: Connection) -> None:
-    """The connection is out of any transaction and answers (checked before the pool could roll it back itself)."""
+    """Out of any transaction and of pipeline mode, and psycopg's own calls work (before the pool could clean up)."""
     assert conn.info.transaction_status == pq.TransactionStatus.IDLE
-    await conn.execute("SELECT 1")
+    assert conn.pgconn.pipeline_status == pq.PipelineStatus.OFF
+    cur = await conn.execute("SELECT 1 AS one")
+    assert await cur.fetchone() == {"one": 1}
 
 
 @pytest.fixture
@@ -43,36 +51,40 @@ async def table(engine: MemoryEngine) -> None:
 
 
 @pytest.mark.usefixtures("table")
-async def test_the_block_commits_with_one_sync(engine: MemoryEngine) -> None:
-    """Reads answered inside the block, writes after them: all committed."""
+async def test_reads_then_writes_commit(engine: MemoryEngine) -> None:
+    """Answers come back in order after a sync; writes queued after them commit with the block."""
     tag = uuid.uuid4().hex
     async with engine.db.connection() as conn:
-        async with pipelined_transaction(conn):
-            cur = await conn.execute("SELECT 41 + 1 AS n")
-            row = await cur.fetchone()
-            assert row == {"n": 42}
-            await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1), (%s, 2)", (tag, tag))
+        async with pipelined_transaction(conn) as pipe:
+            first = pipe.queue(SUM, {"a": 40, "b": 2, "tag": tag})
+            second = pipe.queue(SUM, {"a": 1, "b": 1, "tag": None})
+            before = pipe.queue(COUNT, {"tag": tag})
+            await pipe.sync()
+            assert await pipe.rows(second) == [{"n": 2, "tag": None}]  # read past the first: both kept
+            assert await pipe.one(first) == {"n": 42, "tag": tag}
+            assert await pipe.one(before) == {"n": 0}
+            pipe.queue(INSERT, {"tag": tag, "n": 1})
+            pipe.queue(INSERT, {"tag": tag, "n": 2})
         await _idle(conn)
     assert await _rows(engine, tag) == 2
 
 
-async def _python_error(conn: Connection, tag: str) -> None:
-    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1)", (tag,))
+def _python_error(pipe: Pipeline, tag: str) -> None:
+    pipe.queue(INSERT, {"tag": tag, "n": 1})
     raise RuntimeError("planned")
 
 
-async def _refused_statement(conn: Connection, tag: str) -> None:
+def _refused_statement(pipe: Pipeline, tag: str) -> None:
     """The second INSERT breaks a CHECK: PostgreSQL's error surfaces at the end, after the first INSERT ran."""
-    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1)", (tag,))
-    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, -1)", (tag,))
+    pipe.queue(INSERT, {"tag": tag, "n": 1})
+    pipe.queue(INSERT, {"tag": tag, "n": -1})
+    pipe.queue(INSERT, {"tag": tag, "n": 2})
 
 
-async def _failed_commit(conn: Connection, tag: str) -> None:
-    """A deferred UNIQUE: the statement succeeds, COMMIT itself fails."""
-    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 3), (%s, 3)", (tag, tag))
-
-
-Block = Callable[[Connection, str], Awaitable[None]]
+def _failed_commit(pipe: Pipeline, tag: str) -> None:
+    """A deferred UNIQUE: the statements succeed, COMMIT itself fails."""
+    pipe.queue(INSERT, {"tag": tag, "n": 3})
+    pipe.queue(INSERT, {"tag": tag, "n": 3})
 
 
 @pytest.mark.usefixtures("table")
@@ -80,13 +92,15 @@ Block = Callable[[Connection, str], Awaitable[None]]
     (_python_error, RuntimeError), (_refused_statement, psycopg.errors.CheckViolation),
     (_failed_commit, psycopg.errors.UniqueViolation),
 ])
-async def test_a_failure_writes_nothing(engine: MemoryEngine, block: Block, raised: type[Exception]) -> None:
+async def test_a_failure_writes_nothing(
+    engine: MemoryEngine, block: Callable[[Pipeline, str], None], raised: type[Exception]
+) -> None:
     """A Python error, a refused statement, a failed COMMIT: raised as is, nothing written, the connection idle."""
     tag = uuid.uuid4().hex
 
     async def inside(conn: Connection) -> None:
-        async with pipelined_transaction(conn):
-            await block(conn, tag)
+        async with pipelined_transaction(conn) as pipe:
+            block(pipe, tag)
 
     async with engine.db.connection() as conn:
         with pytest.raises(raised):
@@ -96,26 +110,118 @@ async def test_a_failure_writes_nothing(engine: MemoryEngine, block: Block, rais
 
 
 @pytest.mark.usefixtures("table")
+async def test_a_refused_read_fails_it_and_what_follows(engine: MemoryEngine) -> None:
+    """A read PostgreSQL refuses raises its own error when its rows are asked for; the statements after it too."""
+    tag = uuid.uuid4().hex
+    later: list[BaseException] = []
+
+    async def inside(conn: Connection) -> None:
+        async with pipelined_transaction(conn) as pipe:
+            pipe.queue(INSERT, {"tag": tag, "n": 1})
+            bad = pipe.queue(compile_statement(sql.SQL("SELECT 1 / %(zero)s::int AS n")), {"zero": 0})
+            after = pipe.queue(COUNT, {"tag": tag})
+            await pipe.sync()
+            try:
+                await pipe.rows(after)
+            except psycopg.Error as exc:
+                later.append(exc)
+            await pipe.rows(bad)
+
+    async with engine.db.connection() as conn:
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await inside(conn)
+        await _idle(conn)
+    assert [type(e) for e in later] == [psycopg.errors.DivisionByZero]
+    assert await _rows(engine, tag) == 0
+
+
+@pytest.mark.usefixtures("table")
 async def test_a_cancelled_task_rolls_back(engine: MemoryEngine) -> None:
     """Cancelled while it waits inside the block (as a store waits for the model): nothing written."""
     tag = uuid.uuid4().hex
     inside = asyncio.Event()
-    after: list[pq.TransactionStatus] = []
+    after: list[tuple[pq.TransactionStatus, pq.PipelineStatus]] = []
 
     async def store() -> None:
         async with engine.db.connection() as conn:
             try:
-                async with pipelined_transaction(conn):
-                    await conn.execute(f"INSERT INTO {TABLE} VALUES (%s, 1)", (tag,))
+                async with pipelined_transaction(conn) as pipe:
+                    pipe.queue(INSERT, {"tag": tag, "n": 1})
+                    counted = pipe.queue(COUNT, {"tag": tag})
+                    await pipe.sync()
+                    assert await pipe.one(counted) == {"n": 1}
                     inside.set()
                     await asyncio.sleep(30)
             finally:
-                after.append(conn.info.transaction_status)
+                after.append((conn.info.transaction_status, pq.PipelineStatus(conn.pgconn.pipeline_status)))
 
     task = asyncio.ensure_future(store())
     await asyncio.wait_for(inside.wait(), 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert after == [pq.TransactionStatus.IDLE]
+    assert after == [(pq.TransactionStatus.IDLE, pq.PipelineStatus.OFF)]
     assert await _rows(engine, tag) == 0
+
+
+async def _prepared(conn: Connection) -> int:
+    cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'npc_pipe_%%'")
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+@pytest.mark.usefixtures("table")
+async def test_prepared_once_and_again_when_lost(engine: MemoryEngine) -> None:
+    """A statement is prepared once per connection and parameter types; one the session lost is prepared again.
+
+    psycopg sends DEALLOCATE ALL after a transaction of its own rolls back: the next write transaction on that
+    connection fails without writing, and ``in_transaction`` runs it again, preparing every statement anew.
+    """
+    tag = uuid.uuid4().hex
+    async with engine.db.connection() as conn:
+        for _ in range(2):
+            async with pipelined_transaction(conn) as pipe:
+                reply = pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
+                await pipe.sync()
+                assert await pipe.one(reply) == {"n": 3, "tag": tag}
+        start = await _prepared(conn)
+        async with pipelined_transaction(conn) as pipe:
+            for _ in range(3):
+                pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
+        assert await _prepared(conn) == start
+
+        async def rolled_back() -> None:
+            async with conn.transaction():
+                await conn.execute("SELECT 1", prepare=True)  # psycopg prepares one of its own
+                raise RuntimeError("rolled back")
+
+        async def once() -> None:
+            async with pipelined_transaction(conn) as pipe:
+                pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
+                pipe.queue(INSERT, {"tag": tag, "n": 1})
+
+        with pytest.raises(RuntimeError):
+            await rolled_back()
+        assert await _prepared(conn) == 0
+        with pytest.raises(StatementsLostError):
+            await once()
+        await _idle(conn)
+        assert await _rows(engine, tag) == 0
+
+        runs: list[int] = []
+
+        async def write(pipe: Pipeline) -> dict[str, object] | None:
+            runs.append(1)
+            pipe.queue(INSERT, {"tag": tag, "n": len(runs)})
+            reply = pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
+            await pipe.sync()
+            return await pipe.one(reply)
+
+        assert await in_transaction(conn, write) == {"n": 3, "tag": tag}
+        assert len(runs) == 1
+        await conn.execute("DEALLOCATE ALL")
+        assert await in_transaction(conn, write) == {"n": 3, "tag": tag}
+        assert len(runs) == 3
+        await _idle(conn)
+    assert await _rows(engine, tag) == 2

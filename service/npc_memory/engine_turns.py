@@ -15,8 +15,9 @@ from npc_memory.domain import dialogue
 from npc_memory.domain.dialogue import StoredTurn
 from npc_memory.domain.model import NewMemory, Scope, StoreResult, Vector
 from npc_memory.store import writes
-from npc_memory.store.dialogue import previous_turn, said_in_dialogue, set_turn_vector
-from npc_memory.store.pool import Connection, Database
+from npc_memory.store.dialogue import previous_turn, queue_turn_vector, said_in_dialogue
+from npc_memory.store.pipelined import Pipeline
+from npc_memory.store.pool import Database
 
 
 async def turn_flags(
@@ -62,8 +63,8 @@ async def turn_texts(
 def with_answer(model: str, scope: Scope, question: UUID, vector: Vector, then: writes.OnCommit | None,
                 ) -> writes.OnCommit:
     """The write transaction's last step: the answered question takes its new vector (then the caller's)."""
-    async def hook(conn: Connection, results: list[StoreResult]) -> None:
-        await set_turn_vector(conn, scope, question, vector, model)
+    def hook(pipe: Pipeline, results: list[StoreResult]) -> None:
+        queue_turn_vector(pipe, scope, question, vector, model)
         if then is not None:
-            await then(conn, results)
+            then(pipe, results)
     return hook

@@ -20,7 +20,7 @@ from npc_memory.extraction.client import ChatClient
 from npc_memory.extraction.prompt import Turn, build_prompt, load_template
 from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store import jobs
-from npc_memory.store.pool import Connection
+from npc_memory.store.pipelined import Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +114,10 @@ class Extractor:
         when = max(game_times) if game_times else None
         facts = [replace(fact, valid_at=when) if when is not None else fact for _, fact in accepted]
 
-        async def finish(conn: Connection, results: list[StoreResult]) -> None:
+        def finish(pipe: Pipeline, results: list[StoreResult]) -> None:
             memories = tuple(ExtractedMemory(i, f.content, r)
                              for (i, f), r in zip(accepted, results, strict=True))
-            await jobs.complete(conn, job.id, job.scope, JobResult(memories, partial.rejected))
+            jobs.queue_complete(pipe, job.id, job.scope, JobResult(memories, partial.rejected))
 
         # The job id is also the idempotency key: a second attempt that races the first writes nothing.
         await self.engine.store(job.scope, facts, request_id=f"extraction:{job.id}", on_commit=finish)

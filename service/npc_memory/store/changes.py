@@ -17,6 +17,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.model import Scope
+from npc_memory.store.compiled import Compiled, compile_statement, execute
+from npc_memory.store.pipelined import Pipeline
 from npc_memory.store.pool import Connection
 from npc_memory.store.view import VISIBLE, view_params, with_view
 
@@ -90,11 +92,15 @@ def edit_params(
                          "metadata": Jsonb(metadata) if metadata is not None else None}
 
 
-def statement(change: dict[str, Any], live: int | None) -> str | sql.Composed:
+_CLOSE_IN_PLACE, _EDIT_IN_PLACE = (compile_statement(sql.SQL(q)) for q in (CLOSE_IN_PLACE, EDIT_IN_PLACE))
+_RECORD_CHANGE = compile_statement(RECORD_CHANGE)
+
+
+def statement(change: dict[str, Any], live: int | None) -> Compiled:
     """The statement making ``change`` (close_params or edit_params): in place, or recorded on ``live``."""
     if live is not None:
-        return RECORD_CHANGE
-    return CLOSE_IN_PLACE if change["close_reason"] is not None else EDIT_IN_PLACE
+        return _RECORD_CHANGE
+    return _CLOSE_IN_PLACE if change["close_reason"] is not None else _EDIT_IN_PLACE
 
 
 def bind(scope: Scope, change: dict[str, Any], live: int | None) -> dict[str, Any]:
@@ -111,6 +117,11 @@ async def live_timeline(conn: Connection, user_id: str) -> int | None:
 
 async def apply(conn: Connection, scope: Scope, changes: Sequence[dict[str, Any]], live: int | None) -> None:
     """Make each change in order (the caller holds the scope's lock)."""
-    async with conn.cursor() as cur:
-        for change in changes:
-            await cur.execute(statement(change, live), bind(scope, change, live))
+    for change in changes:
+        await execute(conn, statement(change, live), bind(scope, change, live))
+
+
+def queue(pipe: Pipeline, scope: Scope, changes: Sequence[dict[str, Any]], live: int | None) -> None:
+    """Queue each change in order on the write transaction's pipeline (which holds the scope's lock)."""
+    for change in changes:
+        pipe.queue(statement(change, live), bind(scope, change, live))

@@ -14,7 +14,9 @@ from psycopg.rows import DictRow
 from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn
 from npc_memory.domain.model import Scope, Speaker, Vector
 from npc_memory.domain.write_rules import content_key
-from npc_memory.store.pool import Connection, Database
+from npc_memory.store.compiled import compile_statement
+from npc_memory.store.pipelined import Pipeline
+from npc_memory.store.pool import Database
 from npc_memory.store.view import VISIBLE, with_view
 from npc_memory.store.writes import scope_params
 
@@ -91,9 +93,11 @@ def _stored(row: DictRow) -> StoredTurn:
                       row["moment_voices"])
 
 
-async def set_turn_vector(conn: Connection, scope: Scope, memory_id: UUID, vector: Vector,
-                          model: str) -> None:
-    """Give a stored turn a new vector (inside the caller's write transaction)."""
-    await conn.execute(SET_TURN_VECTOR, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id,
-                                         "embedding": vector, "model": model})
+_SET_TURN_VECTOR = compile_statement(sql.SQL(SET_TURN_VECTOR))
+
+
+def queue_turn_vector(pipe: Pipeline, scope: Scope, memory_id: UUID, vector: Vector, model: str) -> None:
+    """Give a stored turn a new vector, queued in the caller's write transaction."""
+    pipe.queue(_SET_TURN_VECTOR, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id,
+                                  "embedding": vector, "model": model})
 

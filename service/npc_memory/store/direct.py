@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,12 +25,55 @@ from psycopg.adapt import PyFormat, Transformer
 
 from npc_memory.store.compiled import Compiled
 
-_Kept = tuple[psycopg_abc.Transformer, list[str]]
-_PREPARED: weakref.WeakKeyDictionary[AsyncConnection[Any], dict[bytes, _Kept | None]] = weakref.WeakKeyDictionary()
-"""Per open connection, the statements prepared on it, each with its transformer and column names once it has
-answered (a connection the pool replaces starts with none)."""
-_NO_SUCH_STATEMENT = b"26000"
+_Loaders = tuple[psycopg_abc.Transformer, list[str]]
+
+
+class Session:
+    """What this process keeps for one open connection: its statements prepared here, a transformer to dump with."""
+
+    __slots__ = ("dumper", "prepared")
+
+    def __init__(self, conn: AsyncConnection[Any]) -> None:
+        self.prepared: dict[bytes, _Loaders | None] = {}
+        """The statements prepared on the connection, each with its row loaders and column names once it answered."""
+        self.dumper: psycopg_abc.Transformer = Transformer(conn)
+
+
+_SESSION = "_npc_memory_session"
+"""The attribute of a connection holding its ``Session``: a connection the pool replaces starts with none prepared.
+
+Not a weak-keyed dictionary: the session's transformers refer to the connection, so its entry would never go.
+"""
+NO_SUCH_STATEMENT = b"26000"
 """SQLSTATE of a prepared statement the session does not have (DISCARD ALL, say): prepare it again."""
+
+
+def session(conn: AsyncConnection[Any]) -> Session:
+    """The kept state of ``conn``."""
+    found: Session | None = getattr(conn, _SESSION, None)
+    if found is None:
+        found = Session(conn)
+        setattr(conn, _SESSION, found)
+    return found
+
+
+def row_maker(
+    conn: AsyncConnection[Any], kept: Session, name: bytes, result: pq.abc.PGresult
+) -> list[dict[str, Any]]:
+    """The rows of ``result`` (an answer of prepared statement ``name``) as dicts, by psycopg's own loaders.
+
+    A prepared statement's result always has the same columns, so the loaders chosen for its first answer are kept.
+    """
+    loaders = kept.prepared.get(name)
+    if loaders is None:
+        tx: psycopg_abc.Transformer = Transformer(conn)
+        tx.set_pgresult(result)
+        loaders = kept.prepared[name] = (tx, [(result.fname(i) or b"").decode() for i in range(result.nfields)])
+    else:
+        tx = loaders[0]
+        tx.set_pgresult(result, set_loaders=False)
+    names = loaders[1]
+    return tx.load_rows(0, result.ntuples, lambda values: dict(zip(names, values, strict=True)))
 
 
 @functools.cache
@@ -52,32 +94,27 @@ async def fetch_direct(
     statement raises psycopg's error for it; a cancelled wait leaves the connection busy, so the pool discards it.
     """
     name = statement_name(statement)
-    prepared = _PREPARED.get(conn)
-    if prepared is None:
-        prepared = _PREPARED[conn] = {}
-    if name not in prepared:
+    kept = session(conn)
+    if name not in kept.prepared:
         await _prepare(conn, name, statement)
-        prepared[name] = None
-    kept = prepared[name]
-    tx: psycopg_abc.Transformer = Transformer(conn) if kept is None else kept[0]
-    args = tx.dump_sequence(statement.args(params), [PyFormat.TEXT] * len(statement.names))
+        kept.prepared[name] = None
+    args = kept.dumper.dump_sequence(statement.args(params), _text(len(statement.names)))
 
     def execute(pgconn: pq.abc.PGconn) -> None:
         pgconn.send_query_prepared(name, args, result_format=pq.Format.BINARY)
 
     result = await _round_trip(conn, execute, beside)
     if (result.status == pq.ExecStatus.FATAL_ERROR
-            and result.error_field(pq.DiagnosticField.SQLSTATE) == _NO_SUCH_STATEMENT):
+            and result.error_field(pq.DiagnosticField.SQLSTATE) == NO_SUCH_STATEMENT):
         await _prepare(conn, name, statement)
         result = await _round_trip(conn, execute)
     _raise_for(conn, result)
-    if kept is None:
-        tx.set_pgresult(result)
-        kept = prepared[name] = (tx, [(result.fname(i) or b"").decode() for i in range(result.nfields)])
-    else:
-        tx.set_pgresult(result, set_loaders=False)
-    names = kept[1]
-    return tx.load_rows(0, result.ntuples, lambda values: dict(zip(names, values, strict=True)))
+    return row_maker(conn, kept, name, result)
+
+
+@functools.cache
+def _text(count: int) -> list[PyFormat]:
+    return [PyFormat.TEXT] * count
 
 
 async def _prepare(conn: AsyncConnection[Any], name: bytes, statement: Compiled) -> None:
@@ -105,14 +142,14 @@ async def _round_trip(
     send(pgconn)
     loop = asyncio.get_running_loop()
     while pgconn.flush():  # the rest of the message did not fit in the socket's buffer
-        await _ready(loop, pgconn.socket, writing=True)
+        await ready(loop, pgconn.socket, writing=True)
     if beside is not None:
         beside()
     while True:
         pgconn.consume_input()
         if not pgconn.is_busy():
             break
-        await _ready(loop, pgconn.socket, writing=False)
+        await ready(loop, pgconn.socket, writing=False)
     result = pgconn.get_result()
     if result is None:
         raise errors.InternalError("no result for the statement")
@@ -121,19 +158,26 @@ async def _round_trip(
     return result
 
 
-async def _ready(loop: asyncio.AbstractEventLoop, fileno: int, writing: bool) -> None:
-    """Wait until the socket can be written (``writing``) or read."""
-    future: asyncio.Future[None] = loop.create_future()
+async def ready(loop: asyncio.AbstractEventLoop, fileno: int, writing: bool, or_readable: bool = False) -> bool:
+    """Wait until the socket can be written (``writing``) or read; True if it was found readable.
 
-    def wake() -> None:
+    ``or_readable``: a wait to write also ends when the socket can be read.
+    """
+    future: asyncio.Future[bool] = loop.create_future()
+
+    def wake(readable: bool) -> None:
         if not future.done():
-            future.set_result(None)
+            future.set_result(readable)
 
+    reading = not writing or or_readable
     if writing:
-        loop.add_writer(fileno, wake)
-    else:
-        loop.add_reader(fileno, wake)
+        loop.add_writer(fileno, wake, False)
+    if reading:
+        loop.add_reader(fileno, wake, True)
     try:
-        await future
+        return await future
     finally:
-        (loop.remove_writer if writing else loop.remove_reader)(fileno)
+        if writing:
+            loop.remove_writer(fileno)
+        if reading:
+            loop.remove_reader(fileno)

@@ -7,11 +7,14 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.errors import RequestIdReusedError
 from npc_memory.domain.model import Scope, StoreOutcome, StoreResult
-from npc_memory.store.pool import Connection, Database
+from npc_memory.store.compiled import compile_statement
+from npc_memory.store.pipelined import Pipeline, Reply
+from npc_memory.store.pool import Database
 
 LOOKUP = """
 SELECT fingerprint, response FROM store_requests
@@ -26,6 +29,8 @@ VALUES (%(user_id)s, %(heroine_id)s, %(request_id)s, %(fingerprint)s, %(response
 ON CONFLICT (user_id, heroine_id, request_id) DO UPDATE
 SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response, created_at = now()
 """
+
+_LOOKUP, _RECORD = (compile_statement(sql.SQL(q)) for q in (LOOKUP, RECORD))
 
 PRUNE = "DELETE FROM store_requests WHERE created_at <= now() - %(window)s"
 
@@ -75,11 +80,16 @@ async def lookup(
         return replay(await cur.fetchone(), request_id, fingerprint)
 
 
-async def record(
-    conn: Connection, scope: Scope, request_id: str, fingerprint: str, results: Sequence[StoreResult]
+def queue_lookup(pipe: Pipeline, scope: Scope, request_id: str, hours: float) -> Reply:
+    """Queue the key's read in the caller's write transaction: its row for ``replay``."""
+    return pipe.queue(_LOOKUP, key_params(scope, request_id, hours))
+
+
+def queue_record(
+    pipe: Pipeline, scope: Scope, request_id: str, fingerprint: str, results: Sequence[StoreResult]
 ) -> None:
-    """Keep the response of a key, in the caller's transaction."""
-    await conn.execute(RECORD, {
+    """Keep the response of a key, queued in the caller's write transaction."""
+    pipe.queue(_RECORD, {
         "user_id": scope.user_id, "heroine_id": scope.heroine_id, "request_id": request_id,
         "fingerprint": fingerprint, "response": Jsonb(encode(results)),
     })

@@ -12,7 +12,9 @@ from psycopg.types.json import Jsonb
 from npc_memory.domain.jobs import Job, JobResult, JobState
 from npc_memory.domain.model import Scope
 from npc_memory.errors import NotFoundError
-from npc_memory.store.pool import Connection, Database
+from npc_memory.store.compiled import compile_statement
+from npc_memory.store.pipelined import Pipeline
+from npc_memory.store.pool import Database
 
 JOB_COLUMNS = ("job_id", "user_id", "heroine_id", "dialogue_id", "dialogue", "state", "attempts", "last_error",
                "result", "created_at", "updated_at")
@@ -127,12 +129,19 @@ async def fail_attempt(db: Database, job: Job, error: str, retry_in: timedelta |
         })
 
 
-async def complete(conn: Connection, job_id: UUID, scope: Scope, result: JobResult) -> None:
-    """Mark the job done with its result, on the caller's (write) transaction."""
-    await conn.execute(COMPLETE, {"user_id": scope.user_id, "job_id": job_id, "result": Jsonb(result.encode())})
+_COMPLETE = compile_statement(sql.SQL(COMPLETE))
+
+
+def _complete_params(job_id: UUID, scope: Scope, result: JobResult) -> dict[str, Any]:
+    return {"user_id": scope.user_id, "job_id": job_id, "result": Jsonb(result.encode())}
+
+
+def queue_complete(pipe: Pipeline, job_id: UUID, scope: Scope, result: JobResult) -> None:
+    """Mark the job done with its result, queued in the caller's write transaction."""
+    pipe.queue(_COMPLETE, _complete_params(job_id, scope, result))
 
 
 async def complete_alone(db: Database, job_id: UUID, scope: Scope, result: JobResult) -> None:
     """Mark a job done that wrote no memories (every fact rejected, or none found)."""
-    async with db.transaction() as conn:
-        await complete(conn, job_id, scope, result)
+    async with db.connection() as conn:
+        await conn.execute(COMPLETE, _complete_params(job_id, scope, result))

@@ -14,8 +14,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg import AsyncRawCursor, sql
-from psycopg.rows import DictRow
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from npc_memory.domain.links import Link, batch_links, referenced_ids
@@ -31,10 +30,10 @@ from npc_memory.domain.write_plan import (
 )
 from npc_memory.domain.write_rules import FactText, SlotRow
 from npc_memory.store import changes, idempotency
-from npc_memory.store.compiled import compile_statement, execute
+from npc_memory.store.compiled import compile_statement
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
-from npc_memory.store.pipelined import pipelined_transaction
-from npc_memory.store.pool import Connection, Database
+from npc_memory.store.pipelined import Pipeline, Reply, in_transaction
+from npc_memory.store.pool import Database
 from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 
 # For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
@@ -150,16 +149,18 @@ def scope_params(scope: Scope) -> dict[str, Any]:
     return {"user_id": scope.user_id, "heroine_id": scope.heroine_id} | view_params()
 
 
-# Work the caller adds to the write transaction (an extraction job's completion): it commits with the rows.
-OnCommit = Callable[[Connection, list[StoreResult]], Awaitable[None]]
+# Statements the caller adds to the write transaction (an extraction job's completion), queued after the rows': they
+# commit with them.
+OnCommit = Callable[[Pipeline, list[StoreResult]], None]
 
-Reads = tuple[AsyncRawCursor[DictRow], AsyncRawCursor[DictRow] | None, AsyncRawCursor[DictRow] | None]
+Reads = tuple[Reply, Reply | None, Reply | None]
 
 # The reads are 4-7 KB with the view: psycopg re-rendered and re-split them on every store (~30% of a single
 # caller-vector store's Python samples, py-spy), so they are compiled once (store/compiled.py).
 _DUPLICATES, _SLOTS, _TARGETS = map(compile_statement, (DUPLICATE_CANDIDATES, SLOT_TIMELINES, TARGETS))
 # The writes too: psycopg rendered the INSERT's composed column list and parsed its placeholders on every store.
 _INSERT, _INSERT_LINK, _CARRY_LINKS = map(compile_statement, (INSERT, sql.SQL(INSERT_LINK), sql.SQL(CARRY_LINKS)))
+_LOCK_SCOPE, _LIVE_TIMELINE = (compile_statement(sql.SQL(q)) for q in (changes.LOCK_SCOPE, changes.LIVE_TIMELINE))
 
 
 def duplicate_params(scope: Scope, items: Sequence[AnalysedFact]) -> dict[str, Any]:
@@ -174,70 +175,60 @@ def duplicate_params(scope: Scope, items: Sequence[AnalysedFact]) -> dict[str, A
     }
 
 
-async def _send_reads(conn: Connection, scope: Scope, items: Sequence[AnalysedFact]) -> Reads:
-    """Queue the reads of the stored rows the batch can touch (the caller's pipeline sends them together)."""
+def _send_reads(pipe: Pipeline, scope: Scope, items: Sequence[AnalysedFact]) -> Reads:
+    """Queue the reads of the stored rows the batch can touch (sent together on the pipeline's next sync)."""
     slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
     ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
-    # Binary results: a vector read as text is ~4 KB of digits to parse.
-    dup_cur = await execute(conn, _DUPLICATES, duplicate_params(scope, items), binary=True)
-    slot_cur = await execute(conn, _SLOTS, scope_params(scope) | {"slots": slots}) if slots else None
-    target_cur = await execute(conn, _TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
-    return dup_cur, slot_cur, target_cur
+    dups = pipe.queue(_DUPLICATES, duplicate_params(scope, items))
+    slot_rows = pipe.queue(_SLOTS, scope_params(scope) | {"slots": slots}) if slots else None
+    target_rows = pipe.queue(_TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
+    return dups, slot_rows, target_rows
 
 
 async def _fetch_reads(
-    reads: Reads, items: Sequence[AnalysedFact]
+    pipe: Pipeline, reads: Reads, items: Sequence[AnalysedFact]
 ) -> tuple[list[DupCandidate], dict[SlotKey, list[SlotRow]], dict[UUID, Target]]:
-    dup_cur, slot_cur, target_cur = reads
+    dup_reply, slot_reply, target_reply = reads
     dups = [
         DupCandidate(r["idx"], r["id"], r["importance"], None if r["embedding"] is None else r["embedding"].to_numpy(),
                      FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"], Tier(r["tier"]), r["valid_at"])
-        for r in await dup_cur.fetchall()
+        for r in await pipe.rows(dup_reply)
     ]
     timelines: dict[SlotKey, list[SlotRow]] = {}
     wanted = {k for k in map(slot_key, items) if k is not None}
-    for r in await slot_cur.fetchall() if slot_cur is not None else []:
+    for r in await pipe.rows(slot_reply) if slot_reply is not None else []:
         key = (r["subject"], r["subject_id"], r["slot"])
         if key in wanted:
             timelines.setdefault(key, []).append(SlotRow(r["id"], r["valid_at"], r["invalid_at"]))
     targets = {
         r["id"]: Target(r["id"], r["valid_at"], r["invalid_at"])
-        for r in (await target_cur.fetchall() if target_cur is not None else [])
+        for r in (await pipe.rows(target_reply) if target_reply is not None else [])
     }
     return dups, timelines, targets
 
 
-async def _apply(conn: Connection, scope: Scope, plan: WritePlan, links: Sequence[Link], live: int | None) -> None:
+async def _apply(pipe: Pipeline, scope: Scope, plan: WritePlan, links: Sequence[Link], live: int | None) -> None:
     """Queue a plan's writes: inserts first (closes and links point at them), then closes, raises and links."""
-    rows = [
-        _INSERT.args(insert_params(
-            scope, p.item, (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
-            p.importance, live,
-        ))
-        for p in insert_order(plan.inserts)
-    ]
-    async with AsyncRawCursor(conn) as cur:
-        # Adapting a row's parameters (hundreds of terms for a long fact) runs on the event loop: a batch of 256
-        # long facts held it ~20 ms in one go, so the rows are sent in slices with a yield between them.
-        for start in range(0, len(rows), INSERT_SLICE):
-            if start:
-                await asyncio.sleep(0)
-            await cur.executemany(_INSERT.query, rows[start:start + INSERT_SLICE])
-        edits = [
-            *(changes.close_params([row_id], at, "superseded", successor)
-              for row_id, (at, successor) in plan.closes.items()),
-            *(changes.edit_params([row_id], raise_to=importance) for row_id, importance in plan.raises.items()),
-        ]
-        if edits:
-            await changes.apply(conn, scope, edits, live)
-        if links:
-            await cur.executemany(_INSERT_LINK.query,
-                                  [_INSERT_LINK.args(link_params(scope, link)) for link in links])
-        if plan.closes:
-            await cur.executemany(_CARRY_LINKS.query, [
-                _CARRY_LINKS.args(carry_params(scope, row_id, successor))
-                for row_id, (_, successor) in plan.closes.items()
-            ])
+    inserts = insert_order(plan.inserts)
+    # Adapting a row's parameters (hundreds of terms for a long fact) runs on the event loop: a batch of 256 long
+    # facts held it ~20 ms in one go, so the rows are queued in slices with a yield between them.
+    for start in range(0, len(inserts), INSERT_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        for p in inserts[start:start + INSERT_SLICE]:
+            pipe.queue(_INSERT, insert_params(
+                scope, p.item, (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
+                p.importance, live,
+            ))
+    changes.queue(pipe, scope, [
+        *(changes.close_params([row_id], at, "superseded", successor)
+          for row_id, (at, successor) in plan.closes.items()),
+        *(changes.edit_params([row_id], raise_to=importance) for row_id, importance in plan.raises.items()),
+    ], live)
+    for link in links:
+        pipe.queue(_INSERT_LINK, link_params(scope, link))
+    for row_id, (_, successor) in plan.closes.items():
+        pipe.queue(_CARRY_LINKS, carry_params(scope, row_id, successor))
 
 
 @dataclass(frozen=True)
@@ -256,39 +247,40 @@ async def store_memories(
 ) -> list[StoreResult]:
     """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
 
-    Two round trips in one pipeline (store/pipelined.py): BEGIN, the lock, the idempotency key and the reads; then
-    the writes, the key's record and COMMIT. With a ``request_id``, a live key returns its first response and writes
-    nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
-    ``on_commit`` runs last inside the transaction, with the results (the first ones on a replay). A
+    Two round trips in one libpq pipeline (store/pipelined.py): BEGIN, the lock, the idempotency key and the reads;
+    then the writes, the key's record and COMMIT. With a ``request_id``, a live key returns its first response and
+    writes nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
+    ``on_commit`` queues its statements last in the transaction, with the results (the first ones on a replay). A
     ``Pending`` batch's vectors are awaited while the first round trip is out (a replay never awaits them).
     """
     keys = batch.keys if isinstance(batch, Pending) else batch
-    async with db.connection() as conn, pipelined_transaction(conn):
-        await conn.execute(changes.LOCK_SCOPE, scope_params(scope))
-        live_cur = await conn.execute(changes.LIVE_TIMELINE, scope_params(scope))
-        key_cur = None
-        if request_id:
-            key_cur = await conn.execute(
-                idempotency.LOOKUP, idempotency.key_params(scope, request_id, idempotency_hours)
-            )
-        reads = await _send_reads(conn, scope, keys)
-        if key_cur is not None:
-            first = idempotency.replay(await key_cur.fetchone(), request_id, fingerprint)
+
+    async def write(pipe: Pipeline) -> list[StoreResult]:
+        pipe.queue(_LOCK_SCOPE, scope_params(scope))
+        live_reply = pipe.queue(_LIVE_TIMELINE, scope_params(scope))
+        key_reply = idempotency.queue_lookup(pipe, scope, request_id, idempotency_hours) if request_id else None
+        reads = _send_reads(pipe, scope, keys)
+        await pipe.sync()
+        if key_reply is not None:
+            first = idempotency.replay(await pipe.one(key_reply), request_id, fingerprint)
             if first is not None:
                 if on_commit is not None:
-                    await on_commit(conn, first)
+                    on_commit(pipe, first)
                 return first
-        live_row = await live_cur.fetchone()
-        dups, timelines, targets = await _fetch_reads(reads, keys)
+        live_row = await pipe.one(live_reply)
+        dups, timelines, targets = await _fetch_reads(pipe, reads, keys)
         items = list(await batch.complete()) if isinstance(batch, Pending) else batch
         # Comparing every fact with the batch's earlier ones is ~70 ms of Python for 256 facts: in a thread, so
         # the event loop (health checks, other calls) gets the GIL back every switch interval meanwhile.
         plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
                 else await asyncio.to_thread(plan_batch, items, dups, timelines, targets, duplicate_threshold))
-        await _apply(conn, scope, plan, batch_links(items, plan.results, targets.keys()),
+        await _apply(pipe, scope, plan, batch_links(items, plan.results, targets.keys()),
                      int(live_row["timeline_id"]) if live_row else None)
         if request_id:
-            await idempotency.record(conn, scope, request_id, fingerprint, plan.results)
+            idempotency.queue_record(pipe, scope, request_id, fingerprint, plan.results)
         if on_commit is not None:
-            await on_commit(conn, plan.results)
+            on_commit(pipe, plan.results)
         return plan.results
+
+    async with db.connection() as conn:
+        return await in_transaction(conn, write)
