@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.compiled import compile_statement
+from npc_memory.store.direct import fetch_direct
 from npc_memory.store.pipelined import Pipeline, StatementsLostError, in_transaction, pipelined_transaction
 from npc_memory.store.pool import Connection
 from psycopg import pq, sql
@@ -225,3 +226,37 @@ async def test_prepared_once_and_again_when_lost(engine: MemoryEngine) -> None:
         assert len(runs) == 3
         await _idle(conn)
     assert await _rows(engine, tag) == 2
+
+
+@pytest.mark.usefixtures("table")
+async def test_lost_statements_beside_fresh_and_direct_ones(engine: MemoryEngine) -> None:
+    """Statements that exist after DEALLOCATE ALL are not prepared twice.
+
+    One the failed attempt prepared before it met a lost one, and one ``fetch_direct`` prepared again meanwhile: the
+    second attempt and the next direct call must find them.
+    """
+    tag = uuid.uuid4().hex
+    k = uuid.uuid4().int % 100_000
+    fresh = compile_statement(sql.SQL(f"SELECT %(tag)s::text AS tag, {k} AS k"))
+    direct = compile_statement(sql.SQL(f"SELECT %(n)s::int * 2 AS n, '{tag}' AS tag"))
+    runs: list[int] = []
+
+    async def write(pipe: Pipeline) -> dict[str, object] | None:
+        runs.append(1)
+        seen = pipe.queue(fresh, {"tag": tag})
+        pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
+        pipe.queue(INSERT, {"tag": tag, "n": len(runs)})
+        await pipe.sync()
+        return await pipe.one(seen)
+
+    async with engine.db.connection() as conn:
+        async with pipelined_transaction(conn) as pipe:
+            pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
+        assert await fetch_direct(conn, direct, {"n": 2}) == [{"n": 4, "tag": tag}]
+        await conn.execute("DEALLOCATE ALL")
+        assert await fetch_direct(conn, direct, {"n": 3}) == [{"n": 6, "tag": tag}]  # prepared again
+        assert await in_transaction(conn, write) == {"tag": tag, "k": k}
+        assert len(runs) == 2
+        assert await fetch_direct(conn, direct, {"n": 4}) == [{"n": 8, "tag": tag}]
+        await _idle(conn)
+    assert await _rows(engine, tag) == 1

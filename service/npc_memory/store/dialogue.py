@@ -6,15 +6,16 @@ And the one write a later turn makes to an earlier one: a question stored alone 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from psycopg import sql
-from psycopg.rows import DictRow
 
 from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn
 from npc_memory.domain.model import Scope, Speaker, Vector
 from npc_memory.domain.write_rules import content_key
 from npc_memory.store.compiled import compile_statement
+from npc_memory.store.direct import fetch_direct
 from npc_memory.store.pipelined import Pipeline
 from npc_memory.store.pool import Database
 from npc_memory.store.view import VISIBLE, with_view
@@ -69,25 +70,28 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND 
 """
 
 
+# Both run before the model (a turn is embedded over the line before it), so every microsecond is a lone store's:
+# they are 7-10 KB with the view, over psycopg's 4 KB parse cache, so they go compiled through libpq (store/direct.py).
+_PREVIOUS_TURN, _SAID_IN_DIALOGUE = map(compile_statement, (PREVIOUS_TURN, SAID_IN_DIALOGUE))
+
+
 async def previous_turn(db: Database, scope: Scope, before: datetime, since: datetime) -> StoredTurn | None:
     """The scope's latest valid short row (not a gist) said in ``[since, before]``, if any, with its predecessor."""
     async with db.connection() as conn:
-        cur = await conn.execute(PREVIOUS_TURN, scope_params(scope) | {
+        rows = await fetch_direct(conn, _PREVIOUS_TURN, scope_params(scope) | {
             "before": before, "since": since, "max_chars": MAX_TURN_CHARS, "window": before - since})
-        row = await cur.fetchone()
-    return None if row is None else _stored(row)
+    return _stored(rows[0]) if rows else None
 
 
 async def said_in_dialogue(db: Database, scope: Scope, content: str, speaker: Speaker) -> bool:
     """Whether ``speaker`` said ``content`` (the same normalised text) before as a line of a dialogue."""
     async with db.connection() as conn:
-        cur = await conn.execute(SAID_IN_DIALOGUE, scope_params(scope) | {
+        rows = await fetch_direct(conn, _SAID_IN_DIALOGUE, scope_params(scope) | {
             "content_key": content_key(content), "speaker": speaker.value, "max_chars": MAX_TURN_CHARS})
-        row = await cur.fetchone()
-    return bool(row and row["said"])
+    return bool(rows and rows[0]["said"])
 
 
-def _stored(row: DictRow) -> StoredTurn:
+def _stored(row: dict[str, Any]) -> StoredTurn:
     previous = None if row["previous"] is None else (row["previous"], Speaker(row["previous_speaker"]))
     return StoredTurn(row["content"], row["valid_at"], Speaker(row["speaker"]), row["id"], previous,
                       row["moment_voices"])

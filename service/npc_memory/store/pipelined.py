@@ -71,12 +71,15 @@ def _formats(count: int) -> list[PyFormat]:
     return [PyFormat.AUTO] * count
 
 
+_PREFIX = b"npc_pipe_"
+
+
 @functools.cache
 def _prepared_name(query: bytes, types: tuple[int, ...]) -> bytes:
     # The parameters' types are part of the name, as in psycopg: a None where a value was sends another type.
     digest = hashlib.blake2b(query, digest_size=8)
     digest.update(repr(types).encode())
-    return b"npc_pipe_" + digest.hexdigest().encode()
+    return _PREFIX + digest.hexdigest().encode()
 
 
 class Pipeline:
@@ -89,6 +92,7 @@ class Pipeline:
         self._waiting: deque[Reply | _Prepare | object] = deque()
         """What was sent and not yet read, in order: replies, prepares and sync marks."""
         self._preparing: set[bytes] = set()
+        self._prepared_here: set[bytes] = set()
         self._failed: Exception | None = None
         """PostgreSQL's first error in this pipeline: every later answer is that error too."""
         self._half_read: pq.abc.PGresult | None = None
@@ -170,6 +174,7 @@ class Pipeline:
             self._preparing.discard(entry.name)
             if error is None:
                 self._session.prepared.setdefault(entry.name, None)
+                self._prepared_here.add(entry.name)
         elif isinstance(entry, Reply):
             entry.result, entry.error = (None, error) if error is not None else (result, None)
 
@@ -181,11 +186,21 @@ class Pipeline:
             return self._failed or errors.InternalError("aborted in the pipeline")
         error: Exception = errors.error_from_result(result, encoding=self._conn.info.encoding)
         if result.error_field(pq.DiagnosticField.SQLSTATE) == NO_SUCH_STATEMENT:
-            self._session.prepared.clear()  # every statement is prepared again on the next use
+            self._forget_lost()
             error = StatementsLostError("a prepared statement was gone from the database session")
         if self._failed is None:
             self._failed = error
         return error
+
+    def _forget_lost(self) -> None:
+        """Every statement of ours prepared before this pipeline is gone with the one that failed: prepare them again.
+
+        Not those this pipeline prepared before the failure (they exist), nor ``fetch_direct``'s (which prepares its
+        own again when it finds one gone).
+        """
+        prepared = self._session.prepared
+        for name in [n for n in prepared if n.startswith(_PREFIX) and n not in self._prepared_here]:
+            del prepared[name]
 
     async def _next_result(self) -> pq.abc.PGresult | None:
         pgconn = self._pgconn
