@@ -48,13 +48,15 @@ class StatementsLostError(UnavailableError):
 class Reply:
     """One queued statement's answer, read once its round trip is back (``Pipeline.rows``)."""
 
-    __slots__ = ("error", "name", "result")
+    __slots__ = ("error", "name", "result", "sent")
 
     def __init__(self, name: bytes | None) -> None:
         self.name = name
         """The prepared statement's name (None for a bare command); it keeps the statement's row loaders."""
         self.result: pq.abc.PGresult | None = None
         self.error: Exception | None = None
+        self.sent = False
+        """A sync point followed it: its answer will come."""
 
 
 class _Prepare:
@@ -96,6 +98,7 @@ class Pipeline:
         self._failed: Exception | None = None
         """PostgreSQL's first error in this pipeline: every later answer is that error too."""
         self._half_read: pq.abc.PGresult | None = None
+        self._unsent: list[Reply] = []
 
     def queue(self, statement: Compiled, params: Mapping[str, Any]) -> Reply:
         """Queue ``statement`` (prepared on first use on this connection); its rows come binary, as dicts."""
@@ -110,6 +113,7 @@ class Pipeline:
         pgconn.send_query_prepared(name, values, param_formats=dumper.formats, result_format=pq.Format.BINARY)
         reply = Reply(name)
         self._waiting.append(reply)
+        self._unsent.append(reply)
         return reply
 
     def command(self, command: bytes) -> Reply:
@@ -123,10 +127,15 @@ class Pipeline:
         """Send everything queued so far and a sync point: the statements run, their answers come back."""
         self._pgconn.pipeline_sync()
         self._waiting.append(_SYNC)
+        for reply in self._unsent:
+            reply.sent = True
+        self._unsent.clear()
         await self._flush()
 
     async def rows(self, reply: Reply) -> list[dict[str, Any]]:
         """The rows of a statement queued before the last ``sync``; PostgreSQL's error if it (or one before) failed."""
+        if not reply.sent:
+            raise errors.InterfaceError("the statement's answer was asked before a sync sent it")
         while reply.result is None and reply.error is None:
             await self._read_one()
         if reply.error is not None:
