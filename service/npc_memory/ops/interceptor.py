@@ -56,6 +56,10 @@ def presented_key(metadata: dict[str, str]) -> str:
     return metadata.get("x-api-key", "").strip()
 
 
+def _log_access(extra: dict[str, Any]) -> None:
+    log.info("rpc", extra=extra)
+
+
 def _record_outcome(method: str, response: Any) -> None:
     if method == "StoreMemories":
         for result in response.results:
@@ -155,7 +159,11 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
                 extra: dict[str, Any] = {"rpc": method, "code": code_name, "ms": round(elapsed * 1000, 2)}
                 if self._log_user_ids:
                     extra["user_id"] = user_id_of(request)
-                log.info("rpc", extra=extra)
+                # Written on the loop's next turn, after the answer went to gRPC: making, formatting and writing a
+                # JSON line took ~67 µs hot and ~0.37 ms cold (scratch timing), and a lone text search's time beyond
+                # its handler was 0.22 ms longer with these lines on than off (benchmarks.lone_grpc --before-env
+                # NPC_MEMORY_LOG_LEVEL=INFO). The callback runs in a copy of this context, so it keeps the request id.
+                asyncio.get_running_loop().call_soon(_log_access, extra)
                 REQUEST_ID.reset(token)
 
         return guarded
