@@ -1,4 +1,4 @@
-"""A small compiled statement run through libpq directly: the one statement every held-scope search sends.
+"""A small compiled statement run through libpq directly: every held-scope search's sync, a lone line's dialogue reads.
 
 psycopg's cursor costs ~0.25 ms of the event loop's CPU per statement around the round trip (its execute
 generator, prepared-statement bookkeeping, waiting and row making); for the held scope's sync, sent by every
@@ -8,7 +8,8 @@ rows are made by psycopg's own loaders (``Transformer``), so they are the values
 
 A prepared statement's result always has the same columns, so each connection keeps, per statement, the transformer
 whose loaders were chosen for them and the columns' names: choosing the loaders again took ~0.08 ms of every sync in
-the server (timed there; the caches are cold between requests).
+the server (timed there; the caches are cold between requests). That per-connection ``Session`` and its row making
+are shared with the write transaction's pipeline (store/pipelined.py).
 """
 
 from __future__ import annotations
