@@ -7,8 +7,10 @@ with one heroine) gets ``--memories`` facts from the load-test pool (real Korean
 vectors, sent as caller vectors), spread over the subjects, content types and importances BuildContext sorts
 by, with a quarter stored as shared. Every question is searched once first, so both calls find its vector in
 the server's query cache: the embedder's cost is the same for both and is measured by benchmarks.search_speed.
-Then, question by question, a SearchMemories (limit 10) and a BuildContext (the same utterance, include_shared)
-alternate. Printed: p50/p95/p99/mean in ms of each and the ratio context / search.
+Then, question by question, a SearchMemories (limit 10) and a BuildContext (the same utterance) alternate, once with
+include_shared (the player's shared rows of other heroines: the statements answer) and once without (the scope's own
+rows: a scope held in memory answers both the search and the block's profile). ``--pause`` waits between calls, as a
+lone player's game does. Printed: p50/p95/p99/mean in ms of each and the ratio context / search.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import random
 import tempfile
+import time
 from functools import partial
 from pathlib import Path
 
@@ -41,6 +44,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--budget", type=int, default=400)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds between calls (default: none)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     pool = load_pool(max_passages=args.scopes * args.memories, max_queries=args.queries)
@@ -65,21 +69,28 @@ def main() -> None:
                 asks = [(rng.choice(scopes), q) for q in pool.queries[: args.queries]]
                 for scope, q in asks:  # warm-up, and every question's vector into the query cache
                     stub.SearchMemories(svc.SearchMemoriesRequest(scope=scope, query=q, limit=10))
-                search_ms: list[float] = []
-                context_ms: list[float] = []
+                ms: dict[tuple[str, bool], list[float]] = {}
                 for scope, q in asks:
-                    search_ms += timed([partial(stub.SearchMemories, svc.SearchMemoriesRequest(
-                        scope=scope, query=q, limit=10, include_shared=True))])
-                    context_ms += timed([partial(stub.BuildContext, ctx.BuildContextRequest(
-                        scope=scope, utterance=q, token_budget=args.budget, include_shared=True))])
+                    for shared in (True, False):
+                        for name, call in (
+                            ("SearchMemories (limit 10)", partial(stub.SearchMemories, svc.SearchMemoriesRequest(
+                                scope=scope, query=q, limit=10, include_shared=shared))),
+                            ("BuildContext", partial(stub.BuildContext, ctx.BuildContextRequest(
+                                scope=scope, utterance=q, token_budget=args.budget, include_shared=shared))),
+                        ):
+                            time.sleep(args.pause)
+                            ms.setdefault((name, shared), []).extend(timed([call]))
         finally:
             pg.stop()
-    s, c = percentiles(search_ms), percentiles(context_ms)
-    print(f"{args.scopes} scopes x {args.memories} memories, {len(asks)} questions, budget {args.budget} tokens")
-    print(f"{'ms':<26}{'p50':>8}{'p95':>8}{'p99':>8}{'mean':>8}")
-    for name, p in (("SearchMemories (limit 10)", s), ("BuildContext", c)):
-        print(f"{name:<26}{p['p50']:>8.2f}{p['p95']:>8.2f}{p['p99']:>8.2f}{p['mean']:>8.2f}")
-    print(f"{'ratio context / search':<26}" + "".join(f"{c[k] / s[k]:>8.2f}" for k in ("p50", "p95", "p99", "mean")))
+    print(f"{args.scopes} scopes x {args.memories} memories, {len(asks)} questions, budget {args.budget} tokens, "
+          f"{args.pause} s between calls")
+    print(f"{'ms':<44}{'p50':>8}{'p95':>8}{'p99':>8}{'mean':>8}")
+    for shared, label in ((True, "include_shared"), (False, "own rows")):
+        s, c = (percentiles(ms[(name, shared)]) for name in ("SearchMemories (limit 10)", "BuildContext"))
+        for name, p in (("SearchMemories (limit 10)", s), ("BuildContext", c)):
+            print(f"{name + ', ' + label:<44}{p['p50']:>8.2f}{p['p95']:>8.2f}{p['p99']:>8.2f}{p['mean']:>8.2f}")
+        print(f"{'ratio context / search, ' + label:<44}"
+              + "".join(f"{c[k] / s[k]:>8.2f}" for k in ("p50", "p95", "p99", "mean")))
 
 
 if __name__ == "__main__":

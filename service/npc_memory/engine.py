@@ -45,7 +45,7 @@ from npc_memory.embedding.base import Embedder
 from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
 from npc_memory.engine_writes import INLINE_ANALYSIS_CHARS, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
-from npc_memory.ops.metrics import EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
+from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
@@ -185,18 +185,22 @@ class MemoryEngine:
             return []
         return self.tokenizer.query_terms(query.text)
 
-    async def search(self, query: SearchQuery) -> list[ScoredMemory]:
+    async def search(
+        self, query: SearchQuery, held: asyncio.Future[ScopeRows | None] | None = None
+    ) -> list[ScoredMemory]:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip.
 
         The model runs in a worker thread while this task checks the timeline and syncs the held scope, so a text
         search costs the embedding plus the ranking, not plus the rest. The query's tokenising goes beside it too
         unless the call will run on every core: beside such a call, tokenising slowed the model by more than it
         took, while a round trip to the database beside it did not (benchmarks.beside_model, benchmarks.lone_search).
+        ``held``: the scope's held rows already being synced for this query (``_sync_held``), if the caller started it.
         """
         needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
         terms = self._keyword_terms(query) if needs_vector and self.embedder.runs_wide() else None
         embedding = asyncio.ensure_future(self._embedded(query)) if needs_vector else None
-        held = self._sync_held(query) if needs_vector or query.embedding is not None else None
+        if held is None and (needs_vector or query.embedding is not None):
+            held = self._sync_held(query)
         try:
             if terms is None:
                 if embedding is not None:
@@ -261,24 +265,33 @@ class MemoryEngine:
     ) -> ContextBlock:
         """The heroine's context block: profile rows and the utterance's search hits, assembled within budget.
 
-        The utterance is embedded first, alone on the cores; then the profile read and the search statement run
-        side by side on two connections, so a block costs the longer of the two reads rather than their sum.
+        The utterance is embedded first, alone on the cores. A scope held in memory (store/scope_cache.py) is synced
+        once, and both the search and the profile are taken from its rows; otherwise the profile read and the search
+        statement run side by side on two connections, so a block costs the longer of the two reads, not their sum.
         """
-        query = None
-        if utterance.strip():
-            query = await self._embedded(SearchQuery(
-                scope=scope, text=utterance, limit=relevant_limit,
-                weights=self.search_settings.weights_for(scope.heroine_id), now=now, include_shared=include_shared,
-                recency_days=self.search_settings.recency_days_for(scope.heroine_id),
-            ))
-        profile = asyncio.ensure_future(context.profile_rows(self.db, scope, now, include_shared, profile_limit))
+        query = SearchQuery(
+            scope=scope, text=utterance, limit=relevant_limit,
+            weights=self.search_settings.weights_for(scope.heroine_id), now=now, include_shared=include_shared,
+            recency_days=self.search_settings.recency_days_for(scope.heroine_id),
+        )
+        asked = bool(utterance.strip())
+        if asked:
+            query = await self._embedded(query)
+        held = self._sync_held(query)
+        search = asyncio.ensure_future(self.search(query, held)) if asked else None
         try:
-            hits = await self.search(query) if query is not None else []
+            rows = await held if held is not None else None
+            CONTEXT_PROFILE.labels("held" if rows is not None else "statement").inc()
+            profile = (context.held_profile(rows, scope, now, profile_limit) if rows is not None
+                       else await context.profile_rows(self.db, scope, now, include_shared, profile_limit))
+            hits = await search if search is not None else []
         except BaseException:
-            profile.cancel()
-            profile.add_done_callback(_retrieved)  # the search's error is the one reported
+            for task in (search, held):
+                if task is not None:
+                    task.cancel()
+                    task.add_done_callback(_retrieved)  # the first error is the one reported
             raise
-        return assemble(scope, await profile, hits, budget, language)
+        return assemble(scope, profile, hits, budget, language)
 
     def with_period(self, query: SearchQuery) -> SearchQuery:
         """The period the query text names, unless the request asks for a past state (``as_of``)."""

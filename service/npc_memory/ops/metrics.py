@@ -20,6 +20,10 @@ SEARCH_CANDIDATES = Histogram(
 SEARCH_RANKED = Counter(
     "npc_memory_search_ranked_total", "ranked searches by where they were ranked: held scope or statement", ["path"],
 )
+CONTEXT_PROFILE = Counter(
+    "npc_memory_context_profile_total", "context blocks by where their profile rows were read: held scope or statement",
+    ["path"],
+)
 HELD_ROWS = Gauge("npc_memory_scope_cache_rows", "memories this process holds to rank searches in memory")
 STORE_OUTCOMES = Counter("npc_memory_store_outcomes_total", "stored facts by outcome", ["outcome"])
 STORE_ORDER = Counter(

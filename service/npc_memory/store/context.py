@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from npc_memory.domain.model import Memory, Scope
+from npc_memory.domain.scope_profile import profile_positions
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
+from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.store.view import own_and_shared, view_params
 
 # Facts about the player, about this heroine, and events, valid at %(at)s, most important first; the domain
@@ -29,3 +31,8 @@ async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared:
     async with db.connection() as conn:
         cur = await conn.execute(PROFILE[include_shared], params)
         return [memory_from_row(r) for r in await cur.fetchall()]
+
+
+def held_profile(rows: ScopeRows, scope: Scope, at: datetime, limit: int) -> list[Memory]:
+    """``profile_rows`` of a scope's own rows, from its rows held in memory as a sync just left them."""
+    return [rows.memory(i) for i in profile_positions(rows.columns(), scope.heroine_id, at.timestamp(), limit).tolist()]
