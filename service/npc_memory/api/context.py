@@ -53,20 +53,19 @@ def parse_context(request: ctx_pb.BuildContextRequest) -> ContextRequest:
 
 
 def context_block(block: ContextBlock, asked: Scope) -> ctx_pb.BuildContextResponse:
-    """The wire form of a block; memories of other scopes carry shared_from."""
-    return ctx_pb.BuildContextResponse(
-        text=block.text,
-        sections=[
-            ctx_pb.ContextSection(
-                kind=KINDS[s.section], title=s.title, text=s.text, tokens=s.tokens,
-                items=[ctx_pb.ContextItem(memory=convert.memory(i.memory, asked), score=i.score, text=i.line,
-                                          tokens=i.tokens) for i in s.items],
-            )
-            for s in block.sections
-        ],
-        tokens=block.tokens,
-        token_budget=block.budget,
-        left_out=[ctx_pb.LeftOutMemory(memory_id=str(x.memory_id), section=KINDS[x.section], tokens=x.tokens)
-                  for x in block.left_out],
-        token_count_method=COUNTING_METHOD,
-    )
+    """The wire form of a block; memories of other scopes carry shared_from.
+
+    Built in place: each memory message built on its own was copied into its item, the item into its section and
+    the section into the response (~1 ms of a block's server time for ~40 items). A held scope's memories come back
+    block after block, so their messages are merged from their bytes (``convert.fill_answered``).
+    """
+    out = ctx_pb.BuildContextResponse(text=block.text, tokens=block.tokens, token_budget=block.budget,
+                                      token_count_method=COUNTING_METHOD)
+    for s in block.sections:
+        section = out.sections.add(kind=KINDS[s.section], title=s.title, text=s.text, tokens=s.tokens)
+        for i in s.items:
+            item = section.items.add(score=i.score, text=i.line, tokens=i.tokens)
+            convert.fill_answered(item.memory, i.memory, asked)
+    for x in block.left_out:
+        out.left_out.add(memory_id=str(x.memory_id), section=KINDS[x.section], tokens=x.tokens)
+    return out

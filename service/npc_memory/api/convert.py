@@ -97,11 +97,16 @@ def timeline(t: Timeline) -> pb.Timeline:
     return out
 
 
+def fill_answered(out: pb.Memory, m: Memory, asked: Scope | None = None) -> None:
+    """``fill_memory`` for a memory answered again and again (a held scope's): from its bytes when seen before."""
+    _HITS.fill(out, m, fill_memory)
+    if asked is not None and m.scope != asked:
+        out.shared_from = m.scope.heroine_id
+
+
 def fill_scored(out: pb.ScoredMemory, s: ScoredMemory, asked: Scope | None = None) -> None:
     """Write a search hit with its scores into ``out`` (marked as shared when of another scope than ``asked``)."""
-    _HITS.fill(out.memory, s.memory, fill_memory)
-    if asked is not None and s.memory.scope != asked:
-        out.memory.shared_from = s.memory.scope.heroine_id
+    fill_answered(out.memory, s.memory, asked)
     sc, scores = s.scores, out.scores
     scores.recency, scores.importance, scores.relevance = sc.recency, sc.importance, sc.relevance
     scores.keyword, scores.final = sc.keyword, sc.final
