@@ -7,7 +7,7 @@ from datetime import datetime
 from npc_memory.domain.model import Memory, Scope
 from npc_memory.domain.scope_profile import profile_positions
 from npc_memory.store.compiled import compile_statement
-from npc_memory.store.direct import fetch_direct
+from npc_memory.store.direct import read_direct
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 from npc_memory.store.scope_rows import ScopeRows
@@ -32,9 +32,7 @@ async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared:
     """Up to ``limit`` valid rows about the player, the heroine, or events."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "at": at, "limit": limit}
     params |= view_params(include_shared=include_shared)
-    async with db.connection() as conn:
-        rows = await fetch_direct(conn, _COMPILED[include_shared], params)
-    return [memory_from_row(r) for r in rows]
+    return [memory_from_row(r) for r in await read_direct(db, _COMPILED[include_shared], params)]
 
 
 def held_profile(rows: ScopeRows, scope: Scope, at: datetime, limit: int) -> list[Memory]:

@@ -15,7 +15,7 @@ from npc_memory.domain.dialogue import MAX_TURN_CHARS, StoredTurn
 from npc_memory.domain.model import Scope, Speaker, Vector
 from npc_memory.domain.write_rules import content_key
 from npc_memory.store.compiled import compile_statement
-from npc_memory.store.direct import fetch_direct
+from npc_memory.store.direct import read_direct
 from npc_memory.store.pipelined import Pipeline
 from npc_memory.store.pool import Database
 from npc_memory.store.view import VISIBLE, with_view
@@ -77,17 +77,15 @@ _PREVIOUS_TURN, _SAID_IN_DIALOGUE = map(compile_statement, (PREVIOUS_TURN, SAID_
 
 async def previous_turn(db: Database, scope: Scope, before: datetime, since: datetime) -> StoredTurn | None:
     """The scope's latest valid short row (not a gist) said in ``[since, before]``, if any, with its predecessor."""
-    async with db.connection() as conn:
-        rows = await fetch_direct(conn, _PREVIOUS_TURN, scope_params(scope) | {
-            "before": before, "since": since, "max_chars": MAX_TURN_CHARS, "window": before - since})
+    rows = await read_direct(db, _PREVIOUS_TURN, scope_params(scope) | {
+        "before": before, "since": since, "max_chars": MAX_TURN_CHARS, "window": before - since})
     return _stored(rows[0]) if rows else None
 
 
 async def said_in_dialogue(db: Database, scope: Scope, content: str, speaker: Speaker) -> bool:
     """Whether ``speaker`` said ``content`` (the same normalised text) before as a line of a dialogue."""
-    async with db.connection() as conn:
-        rows = await fetch_direct(conn, _SAID_IN_DIALOGUE, scope_params(scope) | {
-            "content_key": content_key(content), "speaker": speaker.value, "max_chars": MAX_TURN_CHARS})
+    rows = await read_direct(db, _SAID_IN_DIALOGUE, scope_params(scope) | {
+        "content_key": content_key(content), "speaker": speaker.value, "max_chars": MAX_TURN_CHARS})
     return bool(rows and rows[0]["said"])
 
 

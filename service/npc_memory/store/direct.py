@@ -25,6 +25,7 @@ from psycopg import abc as psycopg_abc
 from psycopg.adapt import PyFormat, Transformer
 
 from npc_memory.store.compiled import Compiled
+from npc_memory.store.pool import Database
 
 _Loaders = tuple[psycopg_abc.Transformer, list[str]]
 
@@ -112,6 +113,12 @@ async def fetch_direct(
     _raise_for(conn, result)
     return row_maker(conn, kept, name, result)
 
+
+
+async def read_direct(db: Database, statement: Compiled, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``fetch_direct`` on a pooled connection taken for this one statement."""
+    async with db.connection() as conn:
+        return await fetch_direct(conn, statement, params)
 
 @functools.cache
 def _text(count: int) -> list[PyFormat]:

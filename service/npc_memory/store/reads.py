@@ -11,6 +11,8 @@ from psycopg import sql
 from npc_memory.domain.model import LIVE, Memory, MemoryFilter, ReadView, Scope
 from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor, fits_in_bytes
 from npc_memory.errors import NotFoundError
+from npc_memory.store.compiled import compile_statement
+from npc_memory.store.direct import read_direct
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
@@ -62,16 +64,18 @@ ORDER BY m.valid_at, m.created_at, m.id
 LIMIT %(limit)s
 """).format(columns=MEMORY_COLUMNS, visible=VISIBLE, after=HISTORY_AFTER))
 
+# With the view these are 4-5 KB, over psycopg's 4 KB parse cache: psycopg rendered and split them on every read.
+_GET, _HISTORY, _CHAIN = map(compile_statement, (GET, HISTORY, CHAIN))
+_LISTING = {shared: compile_statement(statement) for shared, statement in LIST.items()}
+
 
 async def get_memory(db: Database, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> Memory:
     """One memory of the scope in the view; NotFoundError if it is not there (or belongs to another scope)."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id} | view_params(view)
-    async with db.connection() as conn:
-        cur = await conn.execute(GET, params)
-        row = await cur.fetchone()
-    if row is None:
+    rows = await read_direct(db, _GET, params)
+    if not rows:
         raise NotFoundError(f"no memory {memory_id} in this scope")
-    return memory_from_row(row)
+    return memory_from_row(rows[0])
 
 
 def _page(rows: list[Any], page_size: int, max_bytes: int) -> tuple[list[Memory], bool]:
@@ -103,10 +107,7 @@ async def list_memories(
         "user_id": scope.user_id, "heroine_id": scope.heroine_id, "limit": page_size + 1,
         "after_valid_at": after.valid_at if after else None, "after_id": after.id if after else None,
     }
-    async with db.connection() as conn:
-        cur = await conn.execute(LIST[include_shared], params)
-        rows = await cur.fetchall()
-    memories, more = _page(rows, page_size, max_bytes)
+    memories, more = _page(await read_direct(db, _LISTING[include_shared], params), page_size, max_bytes)
     return memories, Cursor(memories[-1].valid_at, memories[-1].id) if more else None
 
 
@@ -117,10 +118,7 @@ async def history(
     """One page of the rows about a subject (or one slot of it), open and closed, by valid_at; and the next cursor."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "subject_id": subject_id, "slot": slot}
     params |= view_params(view) | _history_params(page_size, after)
-    async with db.connection() as conn:
-        cur = await conn.execute(HISTORY, params)
-        rows = await cur.fetchall()
-    memories, more = _page(rows, page_size, max_bytes)
+    memories, more = _page(await read_direct(db, _HISTORY, params), page_size, max_bytes)
     return memories, _history_cursor(memories, more)
 
 
@@ -131,9 +129,7 @@ async def chain(
     """One page of the versions linked to a memory through superseded_by, both ways, by valid_at."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id} | view_params(view)
     params |= _history_params(page_size, after)
-    async with db.connection() as conn:
-        cur = await conn.execute(CHAIN, params)
-        rows = await cur.fetchall()
+    rows = await read_direct(db, _CHAIN, params)
     if not rows:
         if after is None:
             raise NotFoundError(f"no memory {memory_id} in this scope")
