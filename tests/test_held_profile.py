@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from npc_memory.domain.context import ContextBlock
-from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject
+from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject, Visibility
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import context
@@ -92,6 +92,14 @@ async def test_a_block_of_a_held_scope_is_the_statement_block(engine: MemoryEngi
     """BuildContext with the scope held gives the block the statements give, with and without an utterance."""
     assert engine.scope_cache is not None
     await engine.store(scope, _facts(engine, 80))
+    # Rows no block of this scope may show: the same player's with another heroine (private, and shared while the
+    # block does not ask for shared ones), and another player's with the same heroine.
+    others = [Scope(scope.user_id, "roco"), Scope(f"{scope.user_id}-other", scope.heroine_id)]
+    for other in others:
+        await engine.store(other, [replace(f, content=f"{f.content} ({other.user_id}/{other.heroine_id})")
+                                   for f in _facts(engine, 12)])
+    await engine.store(others[0], [replace(f, content=f"공유 {f.content}", visibility=Visibility.SHARED)
+                                   for f in _facts(engine, 6)])
     plain = replace(engine, scope_cache=None)
     now = T0 + timedelta(days=8)
     await engine.build_context(scope, "바다", 300, False, "ko", now)  # the first block starts holding the scope
@@ -105,7 +113,10 @@ async def test_a_block_of_a_held_scope_is_the_statement_block(engine: MemoryEngi
         block = await engine.build_context(scope, utterance, budget, False, "ko", now)
         _same_block(block, await plain.build_context(scope, utterance, budget, False, "ko", now))
         assert block.sections
+        assert {i.memory.scope for s in block.sections for i in s.items} == {scope}
     assert held_blocks() == before + 4
     # With the player's shared rows of other heroines the statement answers: the held rows are the scope's own.
-    await engine.build_context(scope, "바다", 300, True, "ko", now)
+    shared = await engine.build_context(scope, "바다", 2000, True, "ko", now)
     assert held_blocks() == before + 4
+    seen = {(i.memory.scope, i.memory.visibility) for s in shared.sections for i in s.items}
+    assert seen == {(scope, Visibility.PRIVATE), (others[0], Visibility.SHARED)}
