@@ -114,11 +114,11 @@ async def fetch_direct(
     return row_maker(conn, kept, name, result)
 
 
-
 async def read_direct(db: Database, statement: Compiled, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``fetch_direct`` on a pooled connection taken for this one statement."""
     async with db.connection() as conn:
         return await fetch_direct(conn, statement, params)
+
 
 @functools.cache
 def _text(count: int) -> list[PyFormat]:
