@@ -1,4 +1,4 @@
-"""A small compiled statement run through libpq directly: every held-scope search's sync, a lone line's dialogue reads.
+"""A compiled statement run through libpq directly: every held-scope search's sync, and the reads (``read_direct``).
 
 psycopg's cursor costs ~0.25 ms of the event loop's CPU per statement around the round trip (its execute
 generator, prepared-statement bookkeeping, waiting and row making); for the held scope's sync, sent by every

@@ -8,12 +8,10 @@ from uuid import UUID
 
 from npc_memory.domain.edit_rules import check_close, next_version
 from npc_memory.domain.model import Memory, PreparedMemory, Scope
-from npc_memory.errors import NotFoundError
 from npc_memory.store import changes
 from npc_memory.store.link_writes import CARRY_LINKS, carry_params
 from npc_memory.store.pool import Connection, Database
-from npc_memory.store.reads import GET
-from npc_memory.store.rows import memory_from_row
+from npc_memory.store.reads import GET, memory_found
 from npc_memory.store.writes import INSERT, insert_params, scope_params
 
 # Every timeline of the player: its changes, rows, save points, timelines and state, then the idempotency
@@ -33,11 +31,9 @@ FORGET_ALSO = (
 
 async def _read(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
     """The memory as the live view has it (the caller holds the scope's lock, so it cannot change)."""
+    # psycopg's cursor, not read_direct: in a transaction, a prepared statement found gone would abort it.
     cur = await conn.execute(GET, scope_params(scope) | {"id": memory_id})
-    row = await cur.fetchone()
-    if row is None:
-        raise NotFoundError(f"no memory {memory_id} in this scope")
-    return memory_from_row(row)
+    return memory_found(await cur.fetchone(), memory_id)
 
 
 async def _locked(conn: Connection, scope: Scope, memory_id: UUID) -> tuple[Memory, int | None]:

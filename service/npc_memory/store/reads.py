@@ -74,9 +74,14 @@ async def get_memory(db: Database, scope: Scope, memory_id: UUID, view: ReadView
     """One memory of the scope in the view; NotFoundError if it is not there (or belongs to another scope)."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id} | view_params(view)
     rows = await read_direct(db, _GET, params)
-    if not rows:
+    return memory_found(rows[0] if rows else None, memory_id)
+
+
+def memory_found(row: dict[str, Any] | None, memory_id: UUID) -> Memory:
+    """``GET``'s row as a memory; NotFoundError when the view has none (or it belongs to another scope)."""
+    if row is None:
         raise NotFoundError(f"no memory {memory_id} in this scope")
-    return memory_from_row(rows[0])
+    return memory_from_row(row)
 
 
 def _page(rows: list[Any], page_size: int, max_bytes: int) -> tuple[list[Memory], bool]:
