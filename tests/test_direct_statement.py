@@ -17,7 +17,7 @@ from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.compiled import compile_statement, fetch_all
 from npc_memory.store.direct import fetch_direct, statement_name
-from npc_memory.store.scope_cache import SYNC
+from npc_memory.store.scope_sync import SYNC
 from psycopg import pq, sql
 from psycopg.rows import dict_row
 

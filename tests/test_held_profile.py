@@ -115,8 +115,14 @@ async def test_a_block_of_a_held_scope_is_the_statement_block(engine: MemoryEngi
         assert block.sections
         assert {i.memory.scope for s in block.sections for i in s.items} == {scope}
     assert held_blocks() == before + 4
-    # With the player's shared rows of other heroines the statement answers: the held rows are the scope's own.
-    shared = await engine.build_context(scope, "바다", 2000, True, "ko", now)
-    assert held_blocks() == before + 4
-    seen = {(i.memory.scope, i.memory.visibility) for s in shared.sections for i in s.items}
-    assert seen == {(scope, Visibility.PRIVATE), (others[0], Visibility.SHARED)}
+    # With the player's shared rows of other heroines the scope is held apart, with them (store/scope_sync.py): the
+    # first such block is the statements', which starts holding it; the next ones come from the held rows.
+    await engine.build_context(scope, "바다", 2000, True, "ko", now)
+    await engine.scope_cache.loaded(scope, True)
+    for utterance in ("바다", ""):
+        shared = await engine.build_context(scope, utterance, 2000, True, "ko", now)
+        _same_block(shared, await plain.build_context(scope, utterance, 2000, True, "ko", now))
+        seen = {(i.memory.scope, i.memory.visibility) for s in shared.sections for i in s.items}
+        assert seen == {(scope, Visibility.PRIVATE), (others[0], Visibility.SHARED)}
+        assert any(i.shared for s in shared.sections for i in s.items)
+    assert held_blocks() == before + 6

@@ -97,7 +97,7 @@ def _same_ranking(held: list[ScoredMemory], stated: list[ScoredMemory]) -> None:
 async def _held(cache: ScopeCache, engine: MemoryEngine, query: SearchQuery, terms: list[str]) -> list[ScoredMemory]:
     hits = await cache.search(engine.db, query, terms, engine.search_settings.candidates)
     if hits is None:  # not held yet: read in the background while the statement answers
-        await cache.loaded(query.scope)
+        await cache.loaded(query.scope, query.include_shared)
         hits = await cache.search(engine.db, query, terms, engine.search_settings.candidates)
     assert hits is not None
     return hits

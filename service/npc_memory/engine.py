@@ -238,7 +238,7 @@ class MemoryEngine:
         cache = self.scope_cache
         if cache is None or not cache.takes(query, self.keyword_backend):
             return None
-        return asyncio.ensure_future(cache.current(self.db, query.scope, query.embedding))
+        return asyncio.ensure_future(cache.current(self.db, query.scope, query.embedding, query.include_shared))
 
     async def _ranked(
         self, query: SearchQuery, terms: Sequence[str], held: asyncio.Future[ScopeRows | None] | None = None

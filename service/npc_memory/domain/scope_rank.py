@@ -7,8 +7,9 @@ each), the components normalised over the candidates, and the weighted sum or RR
 asked, ties to the newer fact, then the smaller id. Cosines are float32 inner products, as pgvector computes
 them; the order of the additions differs, so two rows whose scores differ by ~1e-7 may swap.
 
-Only queries the plain scope rows can answer are ranked here (``servable``): the live timeline, the scope's own
-rows, no links to follow; every other query runs the statement.
+Only queries the plain rows can answer are ranked here (``servable``): the live timeline (the scope's own rows, or
+with the player's shared rows of other heroines when the query includes them), no links to follow; every other
+query runs the statement.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ class RankedRow(NamedTuple):
 
 
 def servable(query: SearchQuery) -> bool:
-    """Whether the plain scope rows can answer the query as the statement would."""
-    return query.view == LIVE and not query.include_shared and query.hops == 0
+    """Whether the plain rows (a scope's, with the player's shared ones if asked) can answer as the statement would."""
+    return query.view == LIVE and query.hops == 0
 
 
 def _top(values: Floats, among: Indices | None, k: int, high: npt.NDArray[np.uint64],

@@ -36,5 +36,5 @@ async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared:
 
 
 def held_profile(rows: ScopeRows, scope: Scope, at: datetime, limit: int) -> list[Memory]:
-    """``profile_rows`` of a scope's own rows, from its rows held in memory as a sync just left them."""
+    """``profile_rows`` from a scope's rows held in memory as a sync just left them (with shared ones, if held so)."""
     return [rows.memory(i) for i in profile_positions(rows.columns(), scope.heroine_id, at.timestamp(), limit).tolist()]

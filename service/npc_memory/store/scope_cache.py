@@ -2,7 +2,7 @@
 
 The search statement reads and scores every row of the scope on each request (the search is exact, so no index
 can skip rows): ~4-8 ms at 2,000 rows, most of a caller-vector search. A scope the server has seen is kept as
-columns instead, and each search sends one small statement (``SYNC``) that returns the scope's version
+columns instead, and each search sends one small statement (store/scope_sync.py) that returns the scope's version
 (migration 0013: every insert or update stamps the next version of its scope on the row, in commit order) and
 the rows stamped after the version held: none when nothing changed, the few a store wrote, or every row on the
 first search, after a delete, or if the counter went back. The ranking then runs on rows that are exactly the
@@ -10,8 +10,9 @@ table's at that statement's snapshot, so a store acknowledged before a search be
 other server processes' writes are seen the same way: nothing is trusted that the database did not just confirm.
 
 Only searches of the plain rows are ranked here (``scope_rank.servable``: the live timeline of a player who never
-saved, the scope's own rows, no links to follow, the BM25 keyword side, a query vector); a player who saved
-(``player_state`` has a row) reads through the timeline view, so the statement serves them.
+saved, no links to follow, the BM25 keyword side, a query vector); a player who saved (``player_state`` has a row)
+reads through the timeline view, so the statement serves them. A sharing search (``include_shared``) is ranked from
+the scope held apart, with the player's shared rows of other heroines, synced against each of the player's scopes.
 The scopes held are bounded by rows (``max_rows``), least recently searched dropped first.
 """
 
@@ -20,45 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from psycopg import sql
-
 from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery, Vector
 from npc_memory.domain.scope_rank import rank, servable
-from npc_memory.store.compiled import compile_statement, fetch_yielding
-from npc_memory.store.direct import fetch_direct
 from npc_memory.store.keyword import ResolvedKeywordBackend
-from npc_memory.store.pool import Connection, Database
-from npc_memory.store.rows import MEMORY_COLUMNS
+from npc_memory.store.pool import Database
 from npc_memory.store.scope_rows import ScopeRows
-from npc_memory.store.view import ROOT_TIMELINE
-
-# One row when nothing changed (the version columns, the memory columns NULL), else one per changed row. An epoch
-# other than the one held, or a version below it, means rows went that "stamped after" cannot show: the scope must
-# be read whole again, which a search leaves to a background read (no rows come back then), and which a read from
-# nothing (since -1) is. A saved player's rows are not read at all.
-SYNC = compile_statement(sql.SQL("""
-SELECT v.version, v.epoch, v.saved, v.reload, {columns}, m.scope_version, m.terms, m.embedding
-FROM (
-    SELECT s.version, s.epoch, s.saved, (s.epoch <> %(epoch)s OR s.version < %(since)s) AS reload
-    FROM (SELECT COALESCE(c.version, 0) AS version, COALESCE(c.epoch, 0) AS epoch,
-                 EXISTS (SELECT 1 FROM player_state p WHERE p.user_id = %(user_id)s) AS saved
-          FROM (SELECT 1) one
-          LEFT JOIN scope_versions c ON c.user_id = %(user_id)s AND c.heroine_id = %(heroine_id)s) s
-) v
-LEFT JOIN LATERAL (
-    SELECT * FROM user_memories m
-    WHERE NOT v.saved AND (NOT v.reload OR %(since)s < 0)
-      AND m.user_id = %(user_id)s AND m.heroine_id = %(heroine_id)s AND m.timeline_id = {root}
-      AND m.scope_version > CASE WHEN v.reload THEN -1 ELSE %(since)s END
-) m ON true
-""").format(columns=MEMORY_COLUMNS, root=sql.Literal(ROOT_TIMELINE)))
-
+from npc_memory.store.scope_sync import State, Synced, sync
 
 log = logging.getLogger(__name__)
 
@@ -68,39 +41,24 @@ SYNC_ATTEMPTS = 3
 """Syncs tried when another search of the scope changed what is held meanwhile, before the statement runs instead."""
 
 
-Connect = Callable[[], AbstractAsyncContextManager[Connection]]
-"""Where a sync takes its connection for one use: the pool (a whole scope's read) or the kept one (store/pool.py)."""
-
-
-async def _sync(connect: Connect, scope: Scope, asked: tuple[int, int],
-                beside: Callable[[], object] | None = None) -> list[dict[str, Any]]:
-    """The scope's version, epoch and saved flag, with the rows stamped after ``asked`` (every row: (-1, -1)).
-
-    A whole scope's rows are made a chunk at a time (store/compiled.py ``fetch_yielding``); a sync after a store
-    brings one row. ``beside`` runs while the database answers a sync of held rows.
-    """
-    params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "since": asked[0], "epoch": asked[1]}
-    async with connect() as conn:
-        if asked[0] < 0:
-            return await fetch_yielding(conn, SYNC, params)
-        return await fetch_direct(conn, SYNC, params, beside)
-
-
-def _built(found: list[dict[str, Any]]) -> ScopeRows | None:
+def _built(scope: Scope, found: list[dict[str, Any]]) -> ScopeRows | None:
     """A scope's rows as columns; None if its vectors are of two sizes (a re-embedding half done)."""
-    rows = ScopeRows()
+    rows = ScopeRows(scope)
     if not rows.fits(found):
         return None
     rows.apply(found)
     return rows
 
 
+Key = tuple[Scope, bool]
+"""A held scope: its own rows (False), or with the player's shared rows of other heroines (True)."""
+
+
 @dataclass
 class _Held:
-    """A scope as last synced: its version, epoch, and rows (None: the statement serves it)."""
+    """A scope as last synced: its state (store/scope_sync.py), and rows (None: the statement serves it)."""
 
-    version: int
-    epoch: int
+    state: State
     rows: ScopeRows | None
     counted: int = 0
     """Its weight against ``max_rows`` when last kept: its rows, and one for the entry itself (so the entries of
@@ -112,8 +70,8 @@ class ScopeCache:
 
     def __init__(self, max_rows: int) -> None:
         self.max_rows = max_rows
-        self._held: OrderedDict[Scope, _Held] = OrderedDict()
-        self._loading: dict[Scope, asyncio.Task[None]] = {}
+        self._held: OrderedDict[Key, _Held] = OrderedDict()
+        self._loading: dict[Key, asyncio.Task[None]] = {}
         self._rows = 0
         self._weight = 0
 
@@ -124,10 +82,10 @@ class ScopeCache:
 
     def forget(self, user_id: str) -> None:
         """Drop every held scope of a player (ForgetPlayer: nothing of theirs stays in this process)."""
-        for scope in [s for s in self._held if s.user_id == user_id]:
-            self._drop(scope)
-        for scope, task in list(self._loading.items()):
-            if scope.user_id == user_id:
+        for key in [k for k in self._held if k[0].user_id == user_id]:
+            self._drop(key)
+        for key, task in list(self._loading.items()):
+            if key[0].user_id == user_id:
                 task.cancel()
 
     def takes(self, query: SearchQuery, backend: ResolvedKeywordBackend) -> bool:
@@ -142,7 +100,9 @@ class ScopeCache:
 
         ``synced``: this scope's ``current`` already under way (a text search sends it while the model runs).
         """
-        rows = await (synced if synced is not None else self.current(db, query.scope, query.embedding))
+        if synced is None:
+            synced = self.current(db, query.scope, query.embedding, query.include_shared)
+        rows = await synced
         return None if rows is None else self.ranked(rows, query, terms, per_side)
 
     def ranked(
@@ -156,7 +116,9 @@ class ScopeCache:
         return [ScoredMemory(rows.memory(r.row), r.scores, cosine=r.cosine)
                 for r in rank(rows.columns(), query, terms, per_side, rows.memo, rows.product(query.embedding))]
 
-    async def current(self, db: Database, scope: Scope, vector: Vector | None = None) -> ScopeRows | None:
+    async def current(
+        self, db: Database, scope: Scope, vector: Vector | None = None, shared: bool = False
+    ) -> ScopeRows | None:
         """The scope's held rows, brought to the table's state by one sync; None when the statement must serve it.
 
         It needs nothing of the query but its scope, so a text search sends it while the model runs. A scope not
@@ -164,31 +126,33 @@ class ScopeCache:
         scope. A sync's rows are applied only to the state it was asked against: if another search of the scope
         synced while this one waited, this one syncs again from the newer state. ``vector``: the query's, known
         already (a caller's): every held row's product with it is worked out while the database answers the sync,
-        and kept for the ranking if the sync changes no row (``ScopeRows.product``).
+        and kept for the ranking if the sync changes no row (``ScopeRows.product``). ``shared``: the scope with the
+        player's shared rows of other heroines (an ``include_shared`` search), held apart from its own rows.
         """
+        key = (scope, shared)
         for _ in range(SYNC_ATTEMPTS):
-            held = self._held.get(scope)
+            held = self._held.get(key)
             if held is None:
-                self._start_loading(db, scope)
+                self._start_loading(db, key)
                 return None
             if held.rows is None:
-                self._held.move_to_end(scope)
+                self._held.move_to_end(key)
                 return None
-            asked = (held.version, held.epoch)
+            asked = held.state
             beside = None
             if vector is not None and vector.size == held.rows.dimensions:
                 beside = partial(held.rows.product, vector)
                 vector = None  # once: a second attempt's rows changed meanwhile
-            found = await _sync(db.kept_connection, scope, asked, beside)
-            now = self._held.get(scope)
-            if now is not held or (now.version, now.epoch) != asked:
+            found = await sync(db.kept_connection, scope, shared, asked, beside)
+            now = self._held.get(key)
+            if now is not held or now.state != asked:
                 continue
-            return self._synced(db, scope, held, found)
+            return self._synced(db, key, held, found)
         return None
 
-    async def loaded(self, scope: Scope) -> None:
+    async def loaded(self, scope: Scope, shared: bool = False) -> None:
         """Wait for a background read of ``scope`` under way, if any (for tests and benchmarks)."""
-        task = self._loading.get(scope)
+        task = self._loading.get((scope, shared))
         if task is not None:
             await asyncio.wait([task])
 
@@ -200,66 +164,63 @@ class ScopeCache:
         if tasks:
             await asyncio.wait(tasks)
 
-    def _start_loading(self, db: Database, scope: Scope) -> None:
-        if scope in self._loading:
+    def _start_loading(self, db: Database, key: Key) -> None:
+        if key in self._loading:
             return
-        task = asyncio.ensure_future(self._load(db, scope))
-        self._loading[scope] = task
-        task.add_done_callback(partial(self._loaded, scope))
+        task = asyncio.ensure_future(self._load(db, key))
+        self._loading[key] = task
+        task.add_done_callback(partial(self._loaded, key))
 
-    async def _load(self, db: Database, scope: Scope) -> None:
-        found = await _sync(db.connection, scope, (-1, -1))
-        head = found[0]
+    async def _load(self, db: Database, key: Key) -> None:
+        found = await sync(db.connection, key[0], key[1], None)
         rows = None
-        if not head["saved"]:
+        if not found.saved:
             # Columns built in a thread: ~30 ms of Python at 2,000 rows, which would hold up every other request.
-            rows = await asyncio.to_thread(_built, [r for r in found if r["id"] is not None])
+            rows = await asyncio.to_thread(_built, key[0], found.rows)
             if rows is None:
                 return  # vectors of two sizes (a re-embedding half done): read again on a later search
-        if scope not in self._held:  # else a newer state was kept meanwhile (a saved player's, after its own read)
-            self._keep(scope, _Held(head["version"], head["epoch"], rows))
+        if key not in self._held:  # else a newer state was kept meanwhile (a saved player's, after its own read)
+            self._keep(key, _Held(found.state, rows))
 
-    def _loaded(self, scope: Scope, task: asyncio.Task[None]) -> None:
-        self._loading.pop(scope, None)
+    def _loaded(self, key: Key, task: asyncio.Task[None]) -> None:
+        self._loading.pop(key, None)
         if not task.cancelled() and task.exception() is not None:
             # The search that asked was answered by the statement; the next one tries again.
             log.warning("reading a scope to hold failed", exc_info=task.exception())
 
-    def _synced(self, db: Database, scope: Scope, held: _Held, found: list[dict[str, Any]]) -> ScopeRows | None:
+    def _synced(self, db: Database, key: Key, held: _Held, found: Synced) -> ScopeRows | None:
         """The held rows after a sync's changes; None when the statement must serve this search.
 
         A saved player is marked for the statement; a scope that must be read whole again (a delete, a new epoch)
         is dropped and read in the background, like a scope seen for the first time.
         """
-        head = found[0]
-        changed = [r for r in found if r["id"] is not None]
-        if head["saved"]:
-            self._keep(scope, _Held(head["version"], head["epoch"], None))
+        if found.saved:
+            self._keep(key, _Held(found.state, None))
             return None
         rows = held.rows
-        if head["reload"] or rows is None or not rows.fits(changed):  # not fitting: vectors of two sizes
-            self._drop(scope)
-            self._start_loading(db, scope)
+        if found.reload or rows is None or not rows.fits(found.rows):  # not fitting: vectors of two sizes
+            self._drop(key)
+            self._start_loading(db, key)
             return None
-        rows.apply(changed)
-        held.version = head["version"]
-        return self._keep(scope, held).rows
+        rows.apply(found.rows)
+        held.state = found.state
+        return self._keep(key, held).rows
 
-    def _drop(self, scope: Scope) -> None:
-        old = self._held.pop(scope, None)
+    def _drop(self, key: Key) -> None:
+        old = self._held.pop(key, None)
         if old is not None:
             self._weight -= old.counted
             self._rows -= old.counted - 1
 
-    def _keep(self, scope: Scope, held: _Held) -> _Held:
-        """Hold ``held`` for ``scope`` as the most recently used, dropping the least recent past ``max_rows``."""
-        self._drop(scope)
+    def _keep(self, key: Key, held: _Held) -> _Held:
+        """Hold ``held`` for ``key`` as the most recently used, dropping the least recent past ``max_rows``."""
+        self._drop(key)
         size = held.rows.count if held.rows is not None else 0
         if size >= self.max_rows:
-            held = _Held(held.version, held.epoch, None)
+            held = _Held(held.state, None)
             size = 0
         held.counted = size + 1
-        self._held[scope] = held
+        self._held[key] = held
         self._weight += held.counted
         self._rows += size
         while self._weight > self.max_rows:

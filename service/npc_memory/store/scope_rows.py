@@ -39,14 +39,17 @@ _INTERNED = ("subject_id", "slot", "embedding_model")
 
 
 class ScopeRows:
-    """A scope's root-timeline rows: the ranking's columns, each row's versions and the rows themselves."""
+    """A scope's root-timeline rows: the ranking's columns, each row's versions and the rows themselves.
 
-    def __init__(self) -> None:
+    Held for sharing searches, they include the player's shared rows of other heroines.
+    """
+
+    def __init__(self, scope: Scope) -> None:
         self.dimensions = 0
         """The vectors' size, set by the first row."""
         self.count = 0
-        self._scope: Scope | None = None
-        """The scope of every row (one object for all)."""
+        self._scopes = {scope.heroine_id: scope}
+        """Each row's scope by heroine (one object per heroine): the scope held, and those a shared row came from."""
         self._rows: list[tuple[Any, ...]] = []
         """Each row's Memory fields in order (a tuple is ~1 KB a row smaller than its dict); the enums converted
         once here, not each time a search first returns the row."""
@@ -156,9 +159,10 @@ class ScopeRows:
         self._replace(at, row)
 
     def _replace(self, at: int, row: dict[str, Any]) -> None:
-        if self._scope is None:
-            self._scope = Scope(row["user_id"], row["heroine_id"])
-        held = memory_values(row, self._scope)
+        scope = self._scopes.get(row["heroine_id"])
+        if scope is None:
+            scope = self._scopes[row["heroine_id"]] = Scope(row["user_id"], row["heroine_id"])
+        held = memory_values(row, scope)
         for name in _INTERNED:
             held[name] = _shared(held[name])
         self._rows[at] = tuple(held[name] for name in _FIELDS)
