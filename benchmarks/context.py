@@ -8,9 +8,10 @@ vectors, sent as caller vectors), spread over the subjects, content types and im
 by, with a quarter stored as shared. Every question is searched once first, so both calls find its vector in
 the server's query cache: the embedder's cost is the same for both and is measured by benchmarks.search_speed.
 Then, question by question, a SearchMemories (limit 10) and a BuildContext (the same utterance) alternate, once with
-include_shared (the player's shared rows of other heroines: the statements answer) and once without (the scope's own
-rows: a scope held in memory answers both the search and the block's profile). ``--pause`` waits between calls, as a
-lone player's game does. Printed: p50/p95/p99/mean in ms of each and the ratio context / search.
+include_shared (the player's shared rows of other heroines) and once without (the scope's own rows); either way a
+scope held in memory (with the shared rows, for the first) answers both the search and the block's profile.
+``--pause`` waits between calls, as a lone player's game does. Printed: p50/p95/p99/mean in ms of each and the
+ratio context / search.
 """
 
 from __future__ import annotations

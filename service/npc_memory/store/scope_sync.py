@@ -68,6 +68,7 @@ LEFT JOIN LATERAL (
     WHERE NOT st.saved AND NOT s.reload
       AND m.user_id = %(user_id)s AND m.heroine_id = s.heroine AND m.timeline_id = {root} AND {shared}
       AND m.scope_version > s.since
+    OFFSET 0
 ) m ON true
 """).format(columns=MEMORY_COLUMNS, root=sql.Literal(ROOT_TIMELINE), shared=SHARED_ROWS))
 
