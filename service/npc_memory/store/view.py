@@ -80,11 +80,11 @@ _PLAIN = """(%(view_timeline)s::bigint IS NULL AND %(known_at)s::timestamptz IS 
 # a hashed NOT IN, whose cost per row is one hash probe whatever plan the prepared statement settles on, and the
 # few changed rows are fetched by key. (A LEFT JOIN let the generic plan of the prepared search, which estimates a
 # handful of scope rows, pick a nested loop over the changes: 30,000 comparisons for a 400-row scope.)
-_VISIBLE = sql.SQL("""(
+_PLAIN_ROWS = """
     SELECT {fixed}, m.importance, m.tier, m.metadata, m.updated_at, m.invalid_at, m.close_reason, m.superseded_by
     FROM user_memories m
-    WHERE {plain} AND m.user_id = %(user_id)s AND {scope} AND m.timeline_id = {root}
-  UNION ALL
+    WHERE {plain} AND m.user_id = %(user_id)s AND {scope} AND m.timeline_id = {root}"""
+_VIEW_ROWS = """
     SELECT {fixed}, m.importance, m.tier, m.metadata, m.updated_at,
            CASE WHEN {closed} THEN m.invalid_at END AS invalid_at,
            CASE WHEN {closed} THEN m.close_reason END AS close_reason,
@@ -98,8 +98,13 @@ _VISIBLE = sql.SQL("""(
     FROM changes ch
     JOIN user_memories m ON m.user_id = %(user_id)s AND m.id = ch.memory_id
     CROSS JOIN view v
-    WHERE NOT {plain} AND {scope} AND m.created_at <= {upto}
-)""")
+    WHERE NOT {plain} AND {scope} AND m.created_at <= {upto}"""
+
+
+def _rows(branches: str, shared: bool) -> sql.Composed:
+    return sql.SQL(f"({branches}\n)").format(
+        closed=sql.SQL(_CLOSED_HERE), fixed=sql.SQL(_FIXED), upto=sql.SQL(_UPTO),
+        scope=SHARED_ROWS if shared else OWN_ROWS, plain=sql.SQL(_PLAIN), root=sql.Literal(ROOT_TIMELINE))
 
 
 def view_ctes(shared: bool = False) -> sql.Composed:
@@ -110,9 +115,16 @@ def view_ctes(shared: bool = False) -> sql.Composed:
 
 def visible(shared: bool = False) -> sql.Composed:
     """The rows the view sees: the scope's own, or (``shared``) also the player's shared rows of other scopes."""
-    return _VISIBLE.format(closed=sql.SQL(_CLOSED_HERE), fixed=sql.SQL(_FIXED), upto=sql.SQL(_UPTO),
-                           scope=SHARED_ROWS if shared else OWN_ROWS, plain=sql.SQL(_PLAIN),
-                           root=sql.Literal(ROOT_TIMELINE))
+    return _rows(f"{_PLAIN_ROWS}\n  UNION ALL{_VIEW_ROWS}", shared)
+
+
+def visible_apart(shared: bool = False) -> tuple[sql.Composed, sql.Composed]:
+    """``visible``'s two sides: the plain rows (a player who never saved, live) and the view's branches.
+
+    Exactly one side has rows for a statement. Apart, a read can order and cut each side: PostgreSQL cannot read
+    an index in order through the union of all three branches (docs/search.md, "A listing reads the whole scope").
+    """
+    return _rows(_PLAIN_ROWS, shared), _rows(_VIEW_ROWS, shared)
 
 
 VISIBLE = visible()
