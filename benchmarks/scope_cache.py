@@ -1,6 +1,6 @@
 """A search ranked from the scope held in memory (store/scope_cache.py) beside the search statement, one run.
 
-    python -m benchmarks.scope_cache [--queries 300] [--data-dir DIR] [--json PATH]
+    python -m benchmarks.scope_cache [--queries 300] [--saved] [--data-dir DIR] [--json PATH]
 
 On benchmarks.search_speed_load's common-word scopes (500 and 2,000 memories, both query terms in ~80% of them;
 seeded into an embedded PostgreSQL on first use), through one in-process engine with callers' vectors, so only
@@ -12,6 +12,10 @@ the ranking path differs:
   then the search; the held path's sync brings that one row in (the store is not timed);
 - ``first search``: a scope not held yet (a process's first search of it): the statement answers while the scope
   is read in the background; ``scope read``: from that search's start until the scope is held.
+
+``--saved``: each scope's player first saves (a save point) and then changes 100 of the scope's memories (a fifth
+closed, the rest re-weighted): change entries, which the timeline view applies, so both paths read the view (the held
+scope synced with ``VIEW_SYNC``). The saves, entries and timelines are deleted at the end.
 
 Answers are compared (the same ids, in order, but for scores within 1e-5). Rows stored here are deleted at the end.
 """
@@ -29,6 +33,7 @@ from typing import Any
 
 from npc_memory.domain.model import (
     ContentType,
+    MemoryFilter,
     NewMemory,
     Scope,
     ScoredMemory,
@@ -40,6 +45,7 @@ from npc_memory.domain.model import (
 from npc_memory.engine import MemoryEngine
 from npc_memory.runtime import open_engine
 from npc_memory.store.scope_cache import ScopeCache
+from psycopg import sql
 
 from benchmarks.harness import caller_vector_config, emit
 from benchmarks.search_speed_load import COMMON_DATA_DIR, COMMON_QUERY, COMMON_SUFFIX, common_database
@@ -50,6 +56,12 @@ STORED = "scope-cache-bench"
 """The subject id of the memories this benchmark stores (deleted at the end)."""
 CLEAN = "DELETE FROM user_memories WHERE subject_id = %(s)s"
 FIRST_SEARCHES = 20
+SAVE_ID = "scope-cache-bench"
+SAVED_CHANGES = 100
+"""With ``--saved``: memories changed after the save (a fifth closed, the rest re-weighted): change entries."""
+UNSAVE = tuple(sql.SQL("DELETE FROM {} WHERE user_id = ANY(%(users)s)").format(sql.Identifier(table))
+               for table in ("memory_changes", "save_points", "timelines", "player_state"))
+"""What ``--saved`` leaves, undone: the common scopes' players never saved, as the other benchmarks expect."""
 
 
 def held_by(engine: MemoryEngine) -> ScopeCache:
@@ -126,18 +138,34 @@ async def _measure_scope(engine: MemoryEngine, plain: MemoryEngine, scope: Scope
     return {"figures": figures, "answers differing": differ}
 
 
-async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries: int) -> dict[str, Any]:
-    """Every case on every common scope; the memories stored are deleted at the end."""
-    result: dict[str, Any] = {"queries": queries, "at": datetime.now(UTC).isoformat(), "scopes": {}}
+async def _save(engine: MemoryEngine, scope: Scope, changed: int) -> None:
+    """The player saves, then ``changed`` of the scope's newest memories change: change entries, the view's work."""
+    await engine.create_save_point(scope.user_id, SAVE_ID)
+    page, _ = await engine.list_page(scope, MemoryFilter(), False, changed, None)
+    for i, m in enumerate(page):
+        if i % 5 == 4:
+            await engine.invalidate(scope, m.id, None)
+        else:
+            await engine.update(scope, m.id, importance=m.importance % 10 + 1)
+
+
+async def run(url: str, scopes: list[tuple[str, str, int]], pool: Pool, queries: int,
+              saved: bool = False) -> dict[str, Any]:
+    """Every case on every common scope; the memories stored (and with ``saved`` the saves and changes) undone."""
+    result: dict[str, Any] = {"queries": queries, "saved": saved, "at": datetime.now(UTC).isoformat(), "scopes": {}}
     async with open_engine(caller_vector_config(url, pool.dim)) as engine:
         plain = replace(engine, scope_cache=None)
         try:
             for user_id, heroine_id, rows in scopes:
+                if saved:
+                    await _save(engine, Scope(user_id, heroine_id), SAVED_CHANGES)
                 result["scopes"][f"{rows} rows"] = await _measure_scope(
                     engine, plain, Scope(user_id, heroine_id), pool, queries)
         finally:
             async with engine.db.connection() as conn:
                 await conn.execute(CLEAN, {"s": STORED})
+                for statement in UNSAVE:
+                    await conn.execute(statement, {"users": [user_id for user_id, _, _ in scopes]})
     return result
 
 
@@ -156,10 +184,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--data-dir", type=Path, default=COMMON_DATA_DIR)
+    parser.add_argument("--saved", action="store_true",
+                        help="each player saves first and changes memories after it: the held scope is the view's")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with common_database(args.data_dir) as (url, scopes, pool, _):
-        result = asyncio.run(run(url, scopes, pool, args.queries))
+        result = asyncio.run(run(url, scopes, pool, args.queries, args.saved))
     print(report(result))
     emit(result, args.json)
 

@@ -9,10 +9,12 @@ first search, after a delete, or if the counter went back. The ranking then runs
 table's at that statement's snapshot, so a store acknowledged before a search begins is in its results, and
 other server processes' writes are seen the same way: nothing is trusted that the database did not just confirm.
 
-Only searches of the plain rows are ranked here (``scope_rank.servable``: the live timeline of a player who never
-saved, no links to follow, the BM25 keyword side, a query vector); a player who saved (``player_state`` has a row)
-reads through the timeline view, so the statement serves them. A sharing search (``include_shared``) is ranked from
-the scope held apart, with the player's shared rows of other heroines, synced against each of the player's scopes.
+Only searches of the live view are ranked here (``scope_rank.servable``: no past view, no links to follow, the
+BM25 keyword side, a query vector). A player who saved (``player_state`` has a row) sees the rows as the timeline
+view shows them (closes and edits are change entries, a load branches the timeline): such a scope is held as the
+view shows it, synced against a version that counts change entries too, and the player's live timeline. A sharing
+search (``include_shared``) is ranked from the scope held apart, with the player's shared rows of other heroines,
+synced against each of the player's scopes; of a player who saved, the statement serves it.
 The scopes held are bounded by rows (``max_rows``), least recently searched dropped first.
 """
 
@@ -174,7 +176,7 @@ class ScopeCache:
     async def _load(self, db: Database, key: Key) -> None:
         found = await sync(db.connection, key[0], key[1], None)
         rows = None
-        if not found.saved:
+        if not found.statement:
             # Columns built in a thread: ~30 ms of Python at 2,000 rows, which would hold up every other request.
             rows = await asyncio.to_thread(_built, key[0], found.rows)
             if rows is None:
@@ -191,10 +193,10 @@ class ScopeCache:
     def _synced(self, db: Database, key: Key, held: _Held, found: Synced) -> ScopeRows | None:
         """The held rows after a sync's changes; None when the statement must serve this search.
 
-        A saved player is marked for the statement; a scope that must be read whole again (a delete, a new epoch)
-        is dropped and read in the background, like a scope seen for the first time.
+        A scope the statement must serve is marked so; a scope that must be read whole again (a delete, a new
+        epoch, a save, a load) is dropped and read in the background, like a scope seen for the first time.
         """
-        if found.saved:
+        if found.statement:
             self._keep(key, _Held(found.state, None))
             return None
         rows = held.rows

@@ -22,7 +22,7 @@ from npc_memory.store.compiled import Compiled, compile_statement, fetch_yieldin
 from npc_memory.store.direct import fetch_direct
 from npc_memory.store.pool import Connection
 from npc_memory.store.rows import MEMORY_COLUMNS
-from npc_memory.store.view import ROOT_TIMELINE, SHARED_ROWS
+from npc_memory.store.view import ROOT_TIMELINE, SHARED_ROWS, VISIBLE, view_params, with_view
 
 # One row when nothing changed (the version columns, the memory columns NULL), else one per changed row. An epoch
 # other than the one held, or a version below it, means rows went that "stamped after" cannot show: the scope must
@@ -72,36 +72,84 @@ LEFT JOIN LATERAL (
 ) m ON true
 """).format(columns=MEMORY_COLUMNS, root=sql.Literal(ROOT_TIMELINE), shared=SHARED_ROWS))
 
+# A saved player's scope as the timeline view shows it now (the live timeline): the scope's version and epoch and
+# the player's live timeline, with the rows of the ids stamped after the version held (rows, and since migration
+# 0016 change entries: a saved player's closes and edits are entries, not updates) as the view shows them
+# (VIEW_SYNC); or every row the view shows (VIEW_READ, a scope read whole). Another live timeline (a load), another
+# epoch, a version gone back, or no saved state any more: no rows, the scope is read whole again. Nothing changed:
+# the view's rows are not read at all (the lateral read is gated on the ids found). Two statements, not one with a
+# "whole" parameter: under a generic plan ``whole OR id = ANY(ids)`` cannot be an index condition, and every sync
+# read the scope's every row.
+_VIEW = """,
+head AS MATERIALIZED (
+    SELECT s.*, (s.live IS NULL OR s.epoch <> %(epoch)s OR s.version < %(since)s OR s.live <> %(live)s) AS reload
+    FROM (SELECT COALESCE(c.version, 0) AS version, COALESCE(c.epoch, 0) AS epoch,
+                 (SELECT p.timeline_id FROM player_state p WHERE p.user_id = %(user_id)s) AS live
+          FROM (SELECT 1) one
+          LEFT JOIN scope_versions c ON c.user_id = %(user_id)s AND c.heroine_id = %(heroine_id)s) s
+),
+h AS MATERIALIZED (
+    SELECT head.*, CASE WHEN NOT head.reload AND head.version > %(since)s THEN ARRAY(
+                        SELECT u.id FROM user_memories u
+                        WHERE u.user_id = %(user_id)s AND u.heroine_id = %(heroine_id)s
+                          AND u.scope_version > %(since)s
+                      UNION
+                        SELECT c.memory_id FROM memory_changes c
+                        WHERE c.user_id = %(user_id)s AND c.heroine_id = %(heroine_id)s
+                          AND c.scope_version > %(since)s) END AS ids
+    FROM head
+)
+SELECT h.version, h.epoch, h.live, h.reload, {columns}, m.terms, m.embedding
+FROM h
+LEFT JOIN LATERAL (SELECT * FROM {visible} m WHERE {rows} OFFSET 0) m ON true
+"""
+VIEW_SYNC, VIEW_READ = (
+    compile_statement(with_view(sql.SQL(_VIEW).format(columns=MEMORY_COLUMNS, visible=VISIBLE, rows=sql.SQL(rows))))
+    for rows in ("h.ids IS NOT NULL AND m.id = ANY(h.ids)", "true"))
+
 Connect = Callable[[], AbstractAsyncContextManager[Connection]]
 """Where a sync takes its connection for one use: the pool (a whole scope's read) or the kept one (store/pool.py)."""
 
 Versions = tuple[tuple[str, int, int], ...]
 """A sharing scope's state: each of the player's scopes with a counter as (heroine, version, epoch), by heroine."""
 
-State = tuple[int, int] | Versions
-"""What a held scope was synced to: its own (version, epoch), or a sharing scope's ``Versions``."""
+
+@dataclass(frozen=True)
+class ViewState:
+    """A saved player's scope as held: its version and epoch, and the player's live timeline."""
+
+    version: int
+    epoch: int
+    live: int
+
+
+State = tuple[int, int] | Versions | ViewState
+"""What a held scope was synced to: its own (version, epoch), a sharing scope's ``Versions``, or a saved player's
+``ViewState``."""
 
 
 @dataclass(frozen=True)
 class Synced:
-    """What a sync found: the state to hold next, the player's saved flag, a reload, the rows changed since asked.
+    """What a sync found: the state to hold next, the rows changed since the state asked about, and what to do.
 
-    ``reload``: rows went that a sync cannot show (a delete), so the scope must be read whole again.
+    ``reload``: rows went that a sync cannot show (a delete), the player saved or loaded, so the scope must be read
+    whole again; ``statement``: the statement must serve this scope (a sharing search of a player who saved).
     """
 
     state: State
-    saved: bool
-    reload: bool
     rows: list[dict[str, Any]]
+    reload: bool = False
+    statement: bool = False
 
 
 async def sync(connect: Connect, scope: Scope, shared: bool, asked: State | None,
                beside: Callable[[], object] | None = None) -> Synced:
-    """The scope's state, with its rows stamped after ``asked`` (every row when None: a scope read whole).
+    """The scope's state, with its rows changed since ``asked`` (every row when None: a scope read whole).
 
-    ``shared``: the scope held with the player's shared rows of other heroines. A whole scope's rows are made a
-    chunk at a time (store/compiled.py ``fetch_yielding``); a sync after a store brings one row. ``beside`` runs
-    while the database answers a sync of held rows.
+    ``shared``: the scope held with the player's shared rows of other heroines. A saved player's own scope is read
+    through the timeline view. A whole scope's rows are made a chunk at a time (store/compiled.py
+    ``fetch_yielding``); a sync after a store brings one row. ``beside`` runs while the database answers a sync
+    of held rows.
     """
     params: dict[str, Any] = {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
     if shared:
@@ -109,11 +157,31 @@ async def sync(connect: Connect, scope: Scope, shared: bool, asked: State | None
         params |= {"heroines": [h for h, _, _ in held], "since": [v for _, v, _ in held],
                    "epochs": [e for _, _, e in held]}
         return _shared_synced(held, await _fetch(connect, SHARED_SYNC, params, asked is None, beside))
+    if isinstance(asked, ViewState):
+        return await _view_sync(connect, params, asked, beside)
     version, epoch = cast(tuple[int, int], asked or (-1, -1))
     found = await _fetch(connect, SYNC, params | {"since": version, "epoch": epoch}, asked is None, beside)
     head = found[0]
-    return Synced((head["version"], head["epoch"]), head["saved"], head["reload"],
-                  [r for r in found if r["id"] is not None])
+    if head["saved"]:  # the view decides what a saved player sees: read whole through it (now, if reading whole)
+        return await _view_sync(connect, params, None, None) if asked is None else Synced(asked, [], reload=True)
+    return Synced((head["version"], head["epoch"]), [r for r in found if r["id"] is not None], head["reload"])
+
+
+async def _view_sync(connect: Connect, params: dict[str, Any], asked: ViewState | None,
+                     beside: Callable[[], object] | None) -> Synced:
+    """A saved player's scope as the live view shows it, since ``asked`` (None: whole, ``VIEW_READ``)."""
+    since = asked or ViewState(-1, -1, -1)
+    params = params | view_params() | {"since": since.version, "epoch": since.epoch, "live": since.live}
+    found = await _fetch(connect, VIEW_READ if asked is None else VIEW_SYNC, params, asked is None, beside)
+    head = found[0]
+    rows = [r for r in found if r["id"] is not None]
+    for row in rows:  # every row is as the view has it at this version (the view's rows carry no stamp of their own)
+        row["scope_version"] = head["version"]
+    if asked is not None:
+        return Synced(ViewState(head["version"], head["epoch"], head["live"]), rows, head["reload"])
+    if head["live"] is None:  # no saved state any more (a forgotten player): the view's rows are the plain ones
+        return Synced((head["version"], head["epoch"]), rows)
+    return Synced(ViewState(head["version"], head["epoch"], head["live"]), rows)
 
 
 async def _fetch(connect: Connect, statement: Compiled, params: dict[str, Any], whole: bool,
@@ -130,5 +198,5 @@ def _shared_synced(held: Versions, found: list[dict[str, Any]]) -> Synced:
               for r in found if r["synced_heroine"] is not None}
     gone = any(h not in scopes for h, _, _ in held)
     state = tuple(sorted((h, v, e) for h, (v, e, _) in scopes.items()))
-    return Synced(state, found[0]["saved"], gone or any(r for _, _, r in scopes.values()),
-                  [r for r in found if r["id"] is not None])
+    return Synced(state, [r for r in found if r["id"] is not None],
+                  gone or any(r for _, _, r in scopes.values()), found[0]["saved"])
