@@ -17,6 +17,7 @@ from npc_memory.domain.model import ReadView, Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.scope_cache import ScopeCache
 from prometheus_client import REGISTRY
+from test_held_profile import _same_block
 from test_scope_cache import _fact, _held, _query, _same_ranking, _seed, _statement, _terms
 
 
@@ -116,3 +117,18 @@ async def test_a_saved_players_search_is_served_from_held_rows(engine: MemoryEng
     again = await engine.search(query)
     assert held() == before + 1
     assert [h.memory.id for h in again] == [h.memory.id for h in first]
+    # A heroine's block takes its profile from the same held rows, as the view shows them.
+    await engine.update(scope, first[0].memory.id, importance=10)
+    now = query.now
+    plain = replace(engine, scope_cache=None)
+
+    def held_blocks() -> float:
+        return REGISTRY.get_sample_value("npc_memory_context_profile_total", {"path": "held"}) or 0.0
+
+    blocks = held_blocks()
+    for utterance in ("좋아해", ""):
+        block = await engine.build_context(scope, utterance, 400, False, "ko", now)
+        _same_block(block, await plain.build_context(scope, utterance, 400, False, "ko", now))
+        assert any(i.memory.id == first[0].memory.id and i.memory.importance == 10
+                   for s in block.sections for i in s.items)
+    assert held_blocks() == blocks + 2  # the plain engine's blocks are the statement's
