@@ -1,6 +1,6 @@
 """What reading shared memories costs a search: a heroine's search with and without ``include_shared``.
 
-    python -m benchmarks.sharing [--rows 2000] [--heroines 3] [--shared 0.2] [--searches 300] [--json out]
+    python -m benchmarks.sharing [--rows 2000] [--heroines 3] [--shared 0.2] [--searches 300] [--saved] [--json out]
 
 Two players hold the same ``--rows`` memories with letia (caller vectors, the same texts):
 
@@ -13,6 +13,8 @@ Three searches of letia's scope are timed, interleaved so all see the same machi
 and ``others`` with ``include_shared`` (the predicate ``heroine_id = letia OR (include_shared AND
 visibility = 'shared')`` also admits their shared rows). Each with the query text's keyword terms, through the
 service's own MemoryEngine.search on a real PostgreSQL (embedded unless a DSN is given); ratios are to ``alone``.
+``--saved``: both players save first, then ``--changed`` memories of each heroine change (change entries), so every
+search reads the timeline view (held, or by the statement).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 from npc_memory.domain.model import (
     ContentType,
+    MemoryFilter,
     NewMemory,
     Scope,
     SearchQuery,
@@ -99,10 +102,23 @@ async def measure(engine: MemoryEngine, players: dict[str, Scope], searches: int
     return samples
 
 
+async def save(engine: MemoryEngine, players: dict[str, Scope], heroines: int, changed: int) -> None:
+    """Both players save, then ``changed`` of each of their heroines' newest memories get a new importance."""
+    for player in players.values():
+        await engine.create_save_point(player.user_id, "bench")
+        for heroine in HEROINES[:heroines]:
+            scope = Scope(player.user_id, heroine)
+            page, _ = await engine.list_page(scope, MemoryFilter(), False, changed, None)
+            for m in page:
+                await engine.update(scope, m.id, importance=m.importance % 9 + 1)
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     """Build the players, warm up, measure, summarise."""
     async with open_engine(caller_vector_config(args.database_url, DIM)) as engine:
         players = await build(engine, args.rows, args.heroines, args.shared)
+        if args.saved:
+            await save(engine, players, args.heroines, args.changed)
         async with engine.db.connection() as conn:
             await conn.execute("ANALYZE")
         await measure(engine, players, 20)  # warm-up: plans, caches
@@ -111,6 +127,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     base = summary["alone"]
     return {
         "rows_per_heroine": args.rows, "heroines": args.heroines, "shared": args.shared, "searches": args.searches,
+        "saved": args.saved, "changed_after_save": args.changed if args.saved else 0,
         "latency_ms": summary,
         "ratio_to_alone": {name: {k: round(s[k] / base[k], 2) for k in ("p50", "p95")} for name, s in summary.items()},
     }
@@ -123,6 +140,8 @@ def main() -> None:
     parser.add_argument("--heroines", type=int, default=3, choices=range(2, len(HEROINES) + 1))
     parser.add_argument("--shared", type=float, default=0.2, help="share of the other heroines' memories shared")
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--saved", action="store_true", help="both players save first, then memories change")
+    parser.add_argument("--changed", type=int, default=50, help="with --saved: memories per heroine changed after")
     parser.add_argument("--database-url", default="")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
-from npc_memory.domain.model import ReadView, Scope
+from npc_memory.domain.model import ReadView, Scope, ScoredMemory, Visibility
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.scope_cache import ScopeCache
 from prometheus_client import REGISTRY
@@ -132,3 +132,44 @@ async def test_a_saved_players_search_is_served_from_held_rows(engine: MemoryEng
         assert any(i.memory.id == first[0].memory.id and i.memory.importance == 10
                    for s in block.sections for i in s.items)
     assert held_blocks() == blocks + 2  # the plain engine's blocks are the statement's
+
+
+async def test_a_saved_players_sharing_scope_is_held_through_the_view(engine: MemoryEngine) -> None:
+    """Another heroine's shared rows closed or added after a save, and a load, reach the held sharing scope."""
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    scope, roco = Scope(user, "letia"), Scope(user, "roco")
+    await _seed(engine, scope, 60, seed=72)
+    rng = np.random.default_rng(73)
+    shared = [replace(_fact(rng, engine.embedder.dim, i), visibility=Visibility.SHARED) for i in range(20)]
+    stored = await engine.store(roco, shared)
+    await engine.store(roco, [_fact(rng, engine.embedder.dim, 100 + i) for i in range(20)])  # private: never seen
+    await _seed(engine, Scope(f"{user}-b", "roco"), 10, seed=74)
+    await engine.create_save_point(user, "slot-1")
+    cache = ScopeCache(10_000)
+
+    async def compare() -> list[ScoredMemory]:
+        last: list[ScoredMemory] = []
+        for text in ("좋아해", ""):
+            query = _query(engine, scope, rng, text=text, include_shared=True, limit=100)
+            terms = _terms(engine, text)
+            last = await _held(cache, engine, query, terms)
+            _same_ranking(last, await _statement(engine, query, terms))
+            assert all(h.memory.scope == scope or h.memory.visibility is Visibility.SHARED for h in last)
+            assert {h.memory.scope.user_id for h in last} == {user}
+        return last
+
+    await compare()
+    assert cache.rows == 80
+    # After the save: a shared row of roco's closed (a change entry), a new one stored, a private one stored.
+    await engine.invalidate(roco, stored[0].memory_id, _query(engine, scope, rng).now - timedelta(days=1))
+    (new,) = await engine.store(roco, [replace(_fact(rng, engine.embedder.dim, 500), visibility=Visibility.SHARED)])
+    await engine.store(roco, [_fact(rng, engine.embedder.dim, 501)])
+    hits = {h.memory.id for h in await compare()}
+    assert new.memory_id in hits
+    assert stored[0].memory_id not in hits
+    assert cache.rows == 81
+    await engine.load_save_point(user, "slot-1")  # the new rows leave the view; the close too
+    hits = {h.memory.id for h in await compare()}
+    assert new.memory_id not in hits
+    assert stored[0].memory_id in hits
+    assert cache.rows == 80

@@ -14,7 +14,7 @@ BM25 keyword side, a query vector). A player who saved (``player_state`` has a r
 view shows them (closes and edits are change entries, a load branches the timeline): such a scope is held as the
 view shows it, synced against a version that counts change entries too, and the player's live timeline. A sharing
 search (``include_shared``) is ranked from the scope held apart, with the player's shared rows of other heroines,
-synced against each of the player's scopes; of a player who saved, the statement serves it.
+synced against each of the player's scopes (and, for a player who saved, through the view as well).
 The scopes held are bounded by rows (``max_rows``), least recently searched dropped first.
 """
 
@@ -175,13 +175,11 @@ class ScopeCache:
 
     async def _load(self, db: Database, key: Key) -> None:
         found = await sync(db.connection, key[0], key[1], None)
-        rows = None
-        if not found.statement:
-            # Columns built in a thread: ~30 ms of Python at 2,000 rows, which would hold up every other request.
-            rows = await asyncio.to_thread(_built, key[0], found.rows)
-            if rows is None:
-                return  # vectors of two sizes (a re-embedding half done): read again on a later search
-        if key not in self._held:  # else a newer state was kept meanwhile (a saved player's, after its own read)
+        # Columns built in a thread: ~30 ms of Python at 2,000 rows, which would hold up every other request.
+        rows = await asyncio.to_thread(_built, key[0], found.rows)
+        if rows is None:
+            return  # vectors of two sizes (a re-embedding half done): read again on a later search
+        if key not in self._held:  # else a newer state was kept meanwhile (by a sync of a search)
             self._keep(key, _Held(found.state, rows))
 
     def _loaded(self, key: Key, task: asyncio.Task[None]) -> None:
@@ -193,12 +191,9 @@ class ScopeCache:
     def _synced(self, db: Database, key: Key, held: _Held, found: Synced) -> ScopeRows | None:
         """The held rows after a sync's changes; None when the statement must serve this search.
 
-        A scope the statement must serve is marked so; a scope that must be read whole again (a delete, a new
-        epoch, a save, a load) is dropped and read in the background, like a scope seen for the first time.
+        A scope that must be read whole again (a delete, a new epoch, a save, a load) is dropped and read in the
+        background, like a scope seen for the first time.
         """
-        if found.statement:
-            self._keep(key, _Held(found.state, None))
-            return None
         rows = held.rows
         if found.reload or rows is None or not rows.fits(found.rows):  # not fitting: vectors of two sizes
             self._drop(key)

@@ -39,7 +39,7 @@ _INTERNED = ("subject_id", "slot", "embedding_model")
 
 
 class ScopeRows:
-    """A scope's root-timeline rows: the ranking's columns, each row's versions and the rows themselves.
+    """A scope's rows as the live view shows them: the ranking's columns, each row's versions and the rows themselves.
 
     Held for sharing searches, they include the player's shared rows of other heroines.
     """

@@ -5,7 +5,9 @@ Every insert or update of a memory stamps the next version of its scope on the r
 which the rows must be read whole again. A scope's own rows are synced against its one version (``SYNC``). A
 sharing search (``include_shared``) also sees the player's shared rows of every other heroine: such a scope is held
 with those rows, and synced against the version of each of the player's scopes (``SHARED_SYNC``), in one statement
-and so one snapshot. Only root-timeline rows of a player who never saved are held; a saved player's are not read.
+and so one snapshot. A player who saved sees the rows as the timeline view shows them: such a scope is read and
+synced through the view (``VIEW_READ``, ``VIEW_SYNC``; with the shared rows ``SHARED_VIEW_READ``,
+``SHARED_VIEW_SYNC``), by the rows and change entries stamped since.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from npc_memory.store.compiled import Compiled, compile_statement, fetch_yieldin
 from npc_memory.store.direct import fetch_direct
 from npc_memory.store.pool import Connection
 from npc_memory.store.rows import MEMORY_COLUMNS
-from npc_memory.store.view import ROOT_TIMELINE, SHARED_ROWS, VISIBLE, view_params, with_view
+from npc_memory.store.view import ROOT_TIMELINE, SHARED_ROWS, VISIBLE, view_params, visible, with_view
 
 # One row when nothing changed (the version columns, the memory columns NULL), else one per changed row. An epoch
 # other than the one held, or a version below it, means rows went that "stamped after" cannot show: the scope must
 # be read whole again, which a search leaves to a background read (no rows come back then), and which a read from
-# nothing (since -1) is. A saved player's rows are not read at all.
+# nothing (since -1) is. A saved player's rows are not read here (the view's statements read them).
 SYNC = compile_statement(sql.SQL("""
 SELECT v.version, v.epoch, v.saved, v.reload, {columns}, m.scope_version, m.terms, m.embedding
 FROM (
@@ -107,6 +109,43 @@ VIEW_SYNC, VIEW_READ = (
     compile_statement(with_view(sql.SQL(_VIEW).format(columns=MEMORY_COLUMNS, visible=VISIBLE, rows=sql.SQL(rows))))
     for rows in ("h.ids IS NOT NULL AND m.id = ANY(h.ids)", "true"))
 
+# A saved player's sharing scope as the view shows it: one row per scope of the player with a counter (as
+# SHARED_SYNC's) and the player's live timeline, with the rows of the ids stamped after each scope's version held
+# (rows and change entries) that this scope sees through the view (SHARED_ROWS); or, read whole, every such row.
+_SHARED_VIEW = """,
+scopes AS MATERIALIZED (
+    SELECT c.heroine_id AS heroine, c.version, c.epoch, COALESCE(h.since, -1) AS since,
+           (h.heroine IS NOT NULL AND (c.epoch <> h.epoch OR c.version < h.since)) AS reload
+    FROM scope_versions c
+    LEFT JOIN unnest(%(heroines)s::text[], %(since)s::bigint[], %(epochs)s::bigint[]) AS h (heroine, since, epoch)
+      ON h.heroine = c.heroine_id
+    WHERE c.user_id = %(user_id)s
+),
+head AS MATERIALIZED (
+    SELECT p.live, (p.live IS NULL OR p.live <> %(live)s OR EXISTS (SELECT 1 FROM scopes WHERE reload)) AS reload
+    FROM (SELECT (SELECT p.timeline_id FROM player_state p WHERE p.user_id = %(user_id)s) AS live) p
+),
+h AS MATERIALIZED (
+    SELECT head.*, CASE WHEN NOT head.reload THEN ARRAY(
+                        SELECT u.id FROM scopes s
+                        JOIN user_memories u ON u.user_id = %(user_id)s AND u.heroine_id = s.heroine
+                                            AND u.scope_version > s.since
+                      UNION
+                        SELECT c.memory_id FROM scopes s
+                        JOIN memory_changes c ON c.user_id = %(user_id)s AND c.heroine_id = s.heroine
+                                             AND c.scope_version > s.since) END AS ids
+    FROM head
+)
+SELECT s.heroine AS synced_heroine, s.version, s.epoch, h.live, h.reload, {columns}, m.terms, m.embedding
+FROM h
+LEFT JOIN scopes s ON true
+LEFT JOIN LATERAL (SELECT * FROM {visible} m WHERE m.heroine_id = s.heroine AND {rows} OFFSET 0) m ON true
+"""
+SHARED_VIEW_SYNC, SHARED_VIEW_READ = (
+    compile_statement(with_view(sql.SQL(_SHARED_VIEW).format(
+        columns=MEMORY_COLUMNS, visible=visible(shared=True), rows=sql.SQL(rows)), shared=True))
+    for rows in ("h.ids IS NOT NULL AND m.id = ANY(h.ids)", "true"))
+
 Connect = Callable[[], AbstractAsyncContextManager[Connection]]
 """Where a sync takes its connection for one use: the pool (a whole scope's read) or the kept one (store/pool.py)."""
 
@@ -123,48 +162,81 @@ class ViewState:
     live: int
 
 
-State = tuple[int, int] | Versions | ViewState
+@dataclass(frozen=True)
+class SharedViewState:
+    """A saved player's sharing scope as held: each of the player's scopes' versions, and the live timeline."""
+
+    versions: Versions
+    live: int
+
+
+State = tuple[int, int] | Versions | ViewState | SharedViewState
 """What a held scope was synced to: its own (version, epoch), a sharing scope's ``Versions``, or a saved player's
-``ViewState``."""
+``ViewState`` or ``SharedViewState``."""
 
 
 @dataclass(frozen=True)
 class Synced:
-    """What a sync found: the state to hold next, the rows changed since the state asked about, and what to do.
+    """What a sync found: the state to hold next, the rows changed since the state asked about, and a reload.
 
-    ``reload``: rows went that a sync cannot show (a delete), the player saved or loaded, so the scope must be read
-    whole again; ``statement``: the statement must serve this scope (a sharing search of a player who saved).
+    ``reload``: rows went that a sync cannot show (a delete), or the player saved or loaded, so the scope must be
+    read whole again.
     """
 
     state: State
     rows: list[dict[str, Any]]
     reload: bool = False
-    statement: bool = False
 
 
 async def sync(connect: Connect, scope: Scope, shared: bool, asked: State | None,
                beside: Callable[[], object] | None = None) -> Synced:
     """The scope's state, with its rows changed since ``asked`` (every row when None: a scope read whole).
 
-    ``shared``: the scope held with the player's shared rows of other heroines. A saved player's own scope is read
+    ``shared``: the scope held with the player's shared rows of other heroines. A saved player's scopes are read
     through the timeline view. A whole scope's rows are made a chunk at a time (store/compiled.py
     ``fetch_yielding``); a sync after a store brings one row. ``beside`` runs while the database answers a sync
     of held rows.
     """
     params: dict[str, Any] = {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
-    if shared:
-        held = cast(Versions, asked or ())
-        params |= {"heroines": [h for h, _, _ in held], "since": [v for _, v, _ in held],
-                   "epochs": [e for _, _, e in held]}
-        return _shared_synced(held, await _fetch(connect, SHARED_SYNC, params, asked is None, beside))
     if isinstance(asked, ViewState):
         return await _view_sync(connect, params, asked, beside)
+    if isinstance(asked, SharedViewState):
+        return await _shared_view_sync(connect, params, asked, beside)
+    saved, found = await _plain_sync(connect, params, shared, asked, beside)
+    if not saved:
+        return found
+    if asked is not None:  # the view decides what a saved player sees: read whole again through it
+        return Synced(asked, [], reload=True)
+    return await (_shared_view_sync(connect, params, None, None) if shared else _view_sync(connect, params, None, None))
+
+
+async def _plain_sync(connect: Connect, params: dict[str, Any], shared: bool, asked: State | None,
+                      beside: Callable[[], object] | None) -> tuple[bool, Synced]:
+    """``SYNC`` or ``SHARED_SYNC``: whether the player saved, and (if not) what the sync found."""
+    if shared:
+        held = cast(Versions, asked or ())
+        found = await _fetch(connect, SHARED_SYNC, params | _held_params(held), asked is None, beside)
+        return found[0]["saved"], _shared_synced(held, found)
     version, epoch = cast(tuple[int, int], asked or (-1, -1))
     found = await _fetch(connect, SYNC, params | {"since": version, "epoch": epoch}, asked is None, beside)
     head = found[0]
-    if head["saved"]:  # the view decides what a saved player sees: read whole through it (now, if reading whole)
-        return await _view_sync(connect, params, None, None) if asked is None else Synced(asked, [], reload=True)
-    return Synced((head["version"], head["epoch"]), [r for r in found if r["id"] is not None], head["reload"])
+    return head["saved"], Synced((head["version"], head["epoch"]), [r for r in found if r["id"] is not None],
+                                 head["reload"])
+
+
+def _held_params(held: Versions) -> dict[str, Any]:
+    """A sharing sync's held state as three arrays: heroines, versions, epochs."""
+    return {"heroines": [h for h, _, _ in held], "since": [v for _, v, _ in held], "epochs": [e for _, _, e in held]}
+
+
+def _stamped(rows: list[dict[str, Any]], version: int | None = None) -> list[dict[str, Any]]:
+    """The view's rows, each stamped with its scope's version at this sync (``version``, else the row's own).
+
+    The view's rows carry no stamp of their own, and each is as the view has it at that version.
+    """
+    for row in rows:
+        row["scope_version"] = row["version"] if version is None else version
+    return rows
 
 
 async def _view_sync(connect: Connect, params: dict[str, Any], asked: ViewState | None,
@@ -174,14 +246,28 @@ async def _view_sync(connect: Connect, params: dict[str, Any], asked: ViewState 
     params = params | view_params() | {"since": since.version, "epoch": since.epoch, "live": since.live}
     found = await _fetch(connect, VIEW_READ if asked is None else VIEW_SYNC, params, asked is None, beside)
     head = found[0]
-    rows = [r for r in found if r["id"] is not None]
-    for row in rows:  # every row is as the view has it at this version (the view's rows carry no stamp of their own)
-        row["scope_version"] = head["version"]
+    rows = _stamped([r for r in found if r["id"] is not None], head["version"])
     if asked is not None:
         return Synced(ViewState(head["version"], head["epoch"], head["live"]), rows, head["reload"])
     if head["live"] is None:  # no saved state any more (a forgotten player): the view's rows are the plain ones
         return Synced((head["version"], head["epoch"]), rows)
     return Synced(ViewState(head["version"], head["epoch"], head["live"]), rows)
+
+
+async def _shared_view_sync(connect: Connect, params: dict[str, Any], asked: SharedViewState | None,
+                            beside: Callable[[], object] | None) -> Synced:
+    """A saved player's sharing scope as the live view shows it, since ``asked`` (None: whole)."""
+    held = asked.versions if asked is not None else ()
+    params = params | view_params() | _held_params(held) | {"live": asked.live if asked is not None else -1}
+    found = await _fetch(connect, SHARED_VIEW_READ if asked is None else SHARED_VIEW_SYNC, params, asked is None,
+                         beside)
+    head = found[0]
+    plain = _shared_synced(held, found)
+    rows = _stamped(plain.rows)
+    if head["live"] is None:  # no saved state any more: read whole again (as a plain sharing scope)
+        return Synced(plain.state, [], reload=True) if asked is not None else Synced(plain.state, rows)
+    state = SharedViewState(cast(Versions, plain.state), head["live"])
+    return Synced(state, rows, asked is not None and (plain.reload or head["reload"]))
 
 
 async def _fetch(connect: Connect, statement: Compiled, params: dict[str, Any], whole: bool,
@@ -198,5 +284,4 @@ def _shared_synced(held: Versions, found: list[dict[str, Any]]) -> Synced:
               for r in found if r["synced_heroine"] is not None}
     gone = any(h not in scopes for h, _, _ in held)
     state = tuple(sorted((h, v, e) for h, (v, e, _) in scopes.items()))
-    return Synced(state, [r for r in found if r["id"] is not None],
-                  gone or any(r for _, _, r in scopes.values()), found[0]["saved"])
+    return Synced(state, [r for r in found if r["id"] is not None], gone or any(r for _, _, r in scopes.values()))
