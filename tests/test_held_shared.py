@@ -19,9 +19,8 @@ from npc_memory.store.migrate import migrate
 from npc_memory.store.scope_cache import ScopeCache
 from npc_memory.store.scope_sync import SHARED_SYNC
 from own_database import separate_database
-from prometheus_client import REGISTRY
 from psycopg.rows import dict_row
-from test_scope_cache import _fact, _held, _query, _same_ranking, _statement, _terms
+from test_scope_cache import _fact, _held, _query, _same_ranking, _statement, _terms, held_searches
 
 HEROINES = ("letia", "roco", "lupames")
 SHARED, PRIVATE = Visibility.SHARED, Visibility.PRIVATE
@@ -145,13 +144,9 @@ async def test_a_sharing_search_is_served_from_held_rows(engine: MemoryEngine) -
     query = _query(engine, scope, np.random.default_rng(51), text="", include_shared=True, limit=100)
     first = await engine.search(query)
     await engine.scope_cache.loaded(scope, True)
-
-    def held() -> float:
-        return REGISTRY.get_sample_value("npc_memory_search_ranked_total", {"path": "held"}) or 0.0
-
-    before = held()
+    before = held_searches()
     again = await engine.search(query)
-    assert held() == before + 1
+    assert held_searches() == before + 1
     assert [h.memory.id for h in again] == [h.memory.id for h in first]
 
 

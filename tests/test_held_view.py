@@ -18,7 +18,7 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.store.scope_cache import ScopeCache
 from prometheus_client import REGISTRY
 from test_held_profile import _same_block
-from test_scope_cache import _fact, _held, _query, _same_ranking, _seed, _statement, _terms
+from test_scope_cache import _fact, _held, _query, _same_ranking, _seed, _statement, _terms, held_searches
 
 
 async def _compare(cache: ScopeCache, engine: MemoryEngine, scope: Scope, rng: np.random.Generator,
@@ -109,13 +109,9 @@ async def test_a_saved_players_search_is_served_from_held_rows(engine: MemoryEng
     query = _query(engine, scope, np.random.default_rng(71), text="", limit=100)
     first = await engine.search(query)
     await engine.scope_cache.loaded(scope)
-
-    def held() -> float:
-        return REGISTRY.get_sample_value("npc_memory_search_ranked_total", {"path": "held"}) or 0.0
-
-    before = held()
+    before = held_searches()
     again = await engine.search(query)
-    assert held() == before + 1
+    assert held_searches() == before + 1
     assert [h.memory.id for h in again] == [h.memory.id for h in first]
     # A heroine's block takes its profile from the same held rows, as the view shows them.
     await engine.update(scope, first[0].memory.id, importance=10)

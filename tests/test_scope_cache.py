@@ -35,6 +35,7 @@ from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search
 from npc_memory.store.scope_cache import ScopeCache
+from prometheus_client import REGISTRY
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 WORDS = ["고양이", "바다", "축제", "머리핀", "좋아해", "비", "산책", "노래", "편지", "약속", "coffee", "rain", "letter"]
@@ -92,6 +93,11 @@ def _same_ranking(held: list[ScoredMemory], stated: list[ScoredMemory]) -> None:
         assert a.cosine == pytest.approx(b.cosine, abs=TIE)
         for part in ("recency", "importance", "relevance", "keyword"):
             assert getattr(a.scores, part) == pytest.approx(getattr(b.scores, part), abs=TIE)
+
+
+def held_searches() -> float:
+    """Searches the engines of this process ranked from held rows so far (npc_memory_search_ranked_total)."""
+    return REGISTRY.get_sample_value("npc_memory_search_ranked_total", {"path": "held"}) or 0.0
 
 
 async def _held(cache: ScopeCache, engine: MemoryEngine, query: SearchQuery, terms: list[str]) -> list[ScoredMemory]:

@@ -53,17 +53,20 @@ LEFT JOIN LATERAL (
 # a held scope missing here (ForgetPlayer dropped its counter) is found missing by the caller. Every scope with
 # rows has its counter (migrations 0013 and 0014), so no heroine's shared rows are missed. A visibility is set
 # when a row is written and never changed, so a row that is not shared now never was.
-SHARED_SYNC = compile_statement(sql.SQL("""
-SELECT s.heroine AS synced_heroine, s.version, s.epoch, st.saved, s.reload, {columns}, m.scope_version, m.terms,
-       m.embedding
-FROM (SELECT EXISTS (SELECT 1 FROM player_state p WHERE p.user_id = %(user_id)s) AS saved) st
-LEFT JOIN LATERAL (
+_PLAYER_SCOPES = sql.SQL("""
     SELECT c.heroine_id AS heroine, c.version, c.epoch, COALESCE(h.since, -1) AS since,
            (h.heroine IS NOT NULL AND (c.epoch <> h.epoch OR c.version < h.since)) AS reload
     FROM scope_versions c
     LEFT JOIN unnest(%(heroines)s::text[], %(since)s::bigint[], %(epochs)s::bigint[]) AS h (heroine, since, epoch)
       ON h.heroine = c.heroine_id
-    WHERE c.user_id = %(user_id)s
+    WHERE c.user_id = %(user_id)s""")
+"""Each of the player's scopes with a counter, against the state held (three arrays): what to read since, or reload."""
+
+SHARED_SYNC = compile_statement(sql.SQL("""
+SELECT s.heroine AS synced_heroine, s.version, s.epoch, st.saved, s.reload, {columns}, m.scope_version, m.terms,
+       m.embedding
+FROM (SELECT EXISTS (SELECT 1 FROM player_state p WHERE p.user_id = %(user_id)s) AS saved) st
+LEFT JOIN LATERAL ({scopes}
 ) s ON true
 LEFT JOIN LATERAL (
     SELECT * FROM user_memories m
@@ -72,7 +75,7 @@ LEFT JOIN LATERAL (
       AND m.scope_version > s.since
     OFFSET 0
 ) m ON true
-""").format(columns=MEMORY_COLUMNS, root=sql.Literal(ROOT_TIMELINE), shared=SHARED_ROWS))
+""").format(columns=MEMORY_COLUMNS, root=sql.Literal(ROOT_TIMELINE), shared=SHARED_ROWS, scopes=_PLAYER_SCOPES))
 
 # A saved player's scope as the timeline view shows it now (the live timeline): the scope's version and epoch and
 # the player's live timeline, with the rows of the ids stamped after the version held (rows, and since migration
@@ -113,13 +116,7 @@ VIEW_SYNC, VIEW_READ = (
 # SHARED_SYNC's) and the player's live timeline, with the rows of the ids stamped after each scope's version held
 # (rows and change entries) that this scope sees through the view (SHARED_ROWS); or, read whole, every such row.
 _SHARED_VIEW = """,
-scopes AS MATERIALIZED (
-    SELECT c.heroine_id AS heroine, c.version, c.epoch, COALESCE(h.since, -1) AS since,
-           (h.heroine IS NOT NULL AND (c.epoch <> h.epoch OR c.version < h.since)) AS reload
-    FROM scope_versions c
-    LEFT JOIN unnest(%(heroines)s::text[], %(since)s::bigint[], %(epochs)s::bigint[]) AS h (heroine, since, epoch)
-      ON h.heroine = c.heroine_id
-    WHERE c.user_id = %(user_id)s
+scopes AS MATERIALIZED ({scopes}
 ),
 head AS MATERIALIZED (
     SELECT p.live, (p.live IS NULL OR p.live <> %(live)s OR EXISTS (SELECT 1 FROM scopes WHERE reload)) AS reload
@@ -143,7 +140,7 @@ LEFT JOIN LATERAL (SELECT * FROM {visible} m WHERE m.heroine_id = s.heroine AND 
 """
 SHARED_VIEW_SYNC, SHARED_VIEW_READ = (
     compile_statement(with_view(sql.SQL(_SHARED_VIEW).format(
-        columns=MEMORY_COLUMNS, visible=visible(shared=True), rows=sql.SQL(rows)), shared=True))
+        columns=MEMORY_COLUMNS, visible=visible(shared=True), rows=sql.SQL(rows), scopes=_PLAYER_SCOPES), shared=True))
     for rows in ("h.ids IS NOT NULL AND m.id = ANY(h.ids)", "true"))
 
 Connect = Callable[[], AbstractAsyncContextManager[Connection]]
