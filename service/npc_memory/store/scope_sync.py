@@ -226,13 +226,13 @@ def _held_params(held: Versions) -> dict[str, Any]:
     return {"heroines": [h for h, _, _ in held], "since": [v for _, v, _ in held], "epochs": [e for _, _, e in held]}
 
 
-def _stamped(rows: list[dict[str, Any]], version: int | None = None) -> list[dict[str, Any]]:
-    """The view's rows, each stamped with its scope's version at this sync (``version``, else the row's own).
+def _stamped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The view's rows, each stamped with its scope's version at this sync (the ``version`` beside it).
 
     The view's rows carry no stamp of their own, and each is as the view has it at that version.
     """
     for row in rows:
-        row["scope_version"] = row["version"] if version is None else version
+        row["scope_version"] = row["version"]
     return rows
 
 
@@ -243,7 +243,7 @@ async def _view_sync(connect: Connect, params: dict[str, Any], asked: ViewState 
     params = params | view_params() | {"since": since.version, "epoch": since.epoch, "live": since.live}
     found = await _fetch(connect, VIEW_READ if asked is None else VIEW_SYNC, params, asked is None, beside)
     head = found[0]
-    rows = _stamped([r for r in found if r["id"] is not None], head["version"])
+    rows = _stamped([r for r in found if r["id"] is not None])
     if asked is not None:
         return Synced(ViewState(head["version"], head["epoch"], head["live"]), rows, head["reload"])
     if head["live"] is None:  # no saved state any more (a forgotten player): the view's rows are the plain ones
