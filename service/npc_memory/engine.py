@@ -43,7 +43,7 @@ from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
 from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
-from npc_memory.engine_writes import INLINE_ANALYSIS_CHARS, reads_beside_model, store_beside_model
+from npc_memory.engine_writes import INLINE_ANALYSIS_CHARS, early_analyses, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
@@ -136,11 +136,14 @@ class MemoryEngine:
             if first is not None:
                 return first
         now = utcnow()
-        turns, stored = await turn_flags(self.db, write, scope, facts, now)
-        texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored)
-        if beside and answered is None:
+        pool = self.analysis_pool
+        early = early_analyses(self.tokenizer, facts, pool.min_chars if pool is not None else None)
+        turns, stored = await turn_flags(self.db, write, scope, facts, now, early)
+        texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored,
+                                           early)
+        if beside and answered is None and early is not None:
             # Tokenised first: work of this process beside a model call on every core slows it (docs/search.md).
-            analysed = [self._analysed(f, now, turn=t) for f, t in zip(facts, turns, strict=True)]
+            analysed = [self._analysed(f, now, a, t) for f, a, t in zip(facts, early(), turns, strict=True)]
             making = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
             making.add_done_callback(_retrieved)
             STORE_ORDER.labels("beside_model").inc()
@@ -155,9 +158,10 @@ class MemoryEngine:
         # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
         # process's GIL, so a big batch is analysed in the worker processes and only assembled here, and a
         # short one (a line or two: ~0.8 ms of Kiwi) here on the loop, which the thread hop cost ~0.4 ms more.
-        pool, texts = self.analysis_pool, [f.content for f in facts]
+        texts = [f.content for f in facts]
         analyses: list[Analysis | None] = (
-            list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
+            list(early()) if early is not None
+            else list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
         )
         def prepared() -> list[PreparedMemory]:
             return [self._prepare(f, v, now, a, t) for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
@@ -203,8 +207,10 @@ class MemoryEngine:
             held = self._sync_held(query)
         try:
             if terms is None:
-                if embedding is not None:
-                    await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
+                if embedding is not None or held is not None:
+                    # A turn of the loop: the model's thread takes the text and the sync goes out; the tokenising
+                    # here then runs while they work, not before the database is asked.
+                    await asyncio.sleep(0)
                 terms = self._keyword_terms(query)
             await self._check_view(query.scope.user_id, query.view)
             if embedding is not None:

@@ -5,6 +5,7 @@ And the one write a later turn makes to an earlier one: a question stored alone 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -75,17 +76,22 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND 
 _PREVIOUS_TURN, _SAID_IN_DIALOGUE = map(compile_statement, (PREVIOUS_TURN, SAID_IN_DIALOGUE))
 
 
-async def previous_turn(db: Database, scope: Scope, before: datetime, since: datetime) -> StoredTurn | None:
-    """The scope's latest valid short row (not a gist) said in ``[since, before]``, if any, with its predecessor."""
+async def previous_turn(db: Database, scope: Scope, before: datetime, since: datetime,
+                        beside: Callable[[], object] | None = None) -> StoredTurn | None:
+    """The scope's latest valid short row (not a gist) said in ``[since, before]``, if any, with its predecessor.
+
+    ``beside``: the caller's work, run while the database answers (store/direct.py).
+    """
     rows = await read_direct(db, _PREVIOUS_TURN, scope_params(scope) | {
-        "before": before, "since": since, "max_chars": MAX_TURN_CHARS, "window": before - since})
+        "before": before, "since": since, "max_chars": MAX_TURN_CHARS, "window": before - since}, beside)
     return _stored(rows[0]) if rows else None
 
 
-async def said_in_dialogue(db: Database, scope: Scope, content: str, speaker: Speaker) -> bool:
+async def said_in_dialogue(db: Database, scope: Scope, content: str, speaker: Speaker,
+                           beside: Callable[[], object] | None = None) -> bool:
     """Whether ``speaker`` said ``content`` (the same normalised text) before as a line of a dialogue."""
     rows = await read_direct(db, _SAID_IN_DIALOGUE, scope_params(scope) | {
-        "content_key": content_key(content), "speaker": speaker.value, "max_chars": MAX_TURN_CHARS})
+        "content_key": content_key(content), "speaker": speaker.value, "max_chars": MAX_TURN_CHARS}, beside)
     return bool(rows and rows[0]["said"])
 
 
