@@ -1,6 +1,6 @@
 """A lone player's text search (or store) over gRPC, two servers side by side in one run, beside the embedder alone.
 
-    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--call search|store] [--before-src DIR]
+    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--call search|store|dated-store] [--before-src DIR]
                                    [--before-env KEY=VALUE ...] [--after-env KEY=VALUE ...] [--json out.json]
 
 Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale. Two ``npc-memory serve``
@@ -15,7 +15,10 @@ p50 less the embedder's (the issue's target: within 3 ms), with a health check's
 (what gRPC and this machine cost a lone call), and each server's own /metrics over the measured calls: its handler's
 mean, the model's within it, and what the client saw beyond the handler. ``--call store``: single stores instead
 (one new line each, every server its own player, as ``benchmarks.search_speed`` stores), beside the model embedding
-the same text as a passage (the issue's target: within 2 ms).
+the same text as a passage (the issue's target: within 2 ms). ``--call dated-store``: the same lines, each with its
+moment (now), as a game keeping game time sends them: such a line is read as a possible dialogue turn, a read of the
+scope's latest line before the model (and, when it continues one, embedded over the line before it, so its model call
+takes a longer text than the embedder alone's).
 """
 
 from __future__ import annotations
@@ -89,10 +92,11 @@ Stubs = dict[str, tuple[svc_grpc.MemoryServiceStub, health_pb2_grpc.HealthStub]]
 def _calls(call: str, i: int, a: Ask, stubs: Stubs, players: dict[str, str], lines: list[str], texts: list[str],
            embedder: LocalE5Embedder, loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Any]]]:
     """The ``i``-th round's calls: each server's, then the embedder alone's on the same text."""
-    if call == "store":
+    if call in ("store", "dated-store"):
         line = lines[i % len(lines)]
+        dated = call == "dated-store"
         calls: list[tuple[str, Callable[[], Any]]] = [
-            (name, partial(stub.StoreMemories, store_request(players[name], f"{line} ({name} {i})")))
+            (name, partial(stub.StoreMemories, store_request(players[name], f"{line} ({name} {i})", dated)))
             for name, (stub, _h) in stubs.items()]
         calls.append(("embedder alone", partial(
             loop.run_until_complete, embedder.embed_passages([f"{line} (alone {i})"]))))
@@ -132,10 +136,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             players = {name: f"lone-store-{name}-{uuid.uuid4().hex[:8]}" for name in stubs}
             questions = set(pool.queries)
             lines = [p for p in pool.passages if p not in questions]
-            if args.call == "store":  # each player's scope made, the write statements prepared
+            if args.call != "search":  # each player's scope made, the write statements prepared
                 for i in range(5):
                     for name, (stub, _health) in stubs.items():
-                        stub.StoreMemories(store_request(players[name], f"{lines[-1 - i]} (warm-up)"))
+                        stub.StoreMemories(store_request(players[name], f"{lines[-1 - i]} (warm-up)",
+                                                         args.call == "dated-store"))
             time.sleep(1.0)  # the background reads finish
             scraped = {name: scrape(port) for name, port in metrics.items()}
             for i, a in enumerate(asks):
@@ -147,7 +152,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     started = time.perf_counter()
                     call()
                     samples[name].append((time.perf_counter() - started) * 1000)
-            parts = STORE_PARTS if args.call == "store" else SEARCH_PARTS
+            parts = SEARCH_PARTS if args.call == "search" else STORE_PARTS
             servers_seen = {name: server_means(scraped[name], scrape(port), parts) for name, port in metrics.items()}
     finally:
         loop.run_until_complete(embedder.aclose())
@@ -165,7 +170,8 @@ def show(result: dict[str, Any]) -> None:
     """Print the table and each server's distance from the embedder alone."""
     before = "before (" + " ".join([result["before_src"] or "this code", *result.get("before_env", [])]) + ")"
     after = "after (" + " ".join(["this code", *result.get("after_env", [])]) + ")"
-    what = "single stores" if result.get("call") == "store" else "text searches"
+    what = {"store": "single stores", "dated-store": "single dated stores"}.get(result.get("call", ""),
+                                                                            "text searches")
     print(f"lone {what} over gRPC, {result['rows']:,} rows, {result['queries']} requests, {PAUSE_S} s apart\n")
     print("| call | p50 ms | p95 ms | mean ms | p50 - embedder alone p50 |")
     print("|---|---:|---:|---:|---:|")
@@ -189,8 +195,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=150, help="requests to each server")
-    parser.add_argument("--call", choices=("search", "store"), default="search",
-                        help="what a lone player sends: a text search, or a single store of a new line")
+    parser.add_argument("--call", choices=("search", "store", "dated-store"), default="search",
+                        help="what a lone player sends: a text search, a single store of a new line, or one that "
+                             "carries its moment (read as a possible dialogue turn before the model)")
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
     parser.add_argument("--before-src", dest="before_src", type=Path, help="an earlier tree's server as 'before'")
     parser.add_argument("--before-env", dest="before_env", action="append", default=[], metavar="KEY=VALUE",

@@ -219,10 +219,16 @@ def wake_cost(channel: grpc.Channel) -> dict[str, dict[str, float]]:
     return {"after_pause": percentiles(paused), "at_once": percentiles(at_once)}
 
 
-def store_request(user_id: str, text: str) -> svc.StoreMemoriesRequest:
-    """One new line of ``user_id`` with the heroine ``store``, as a game stores a player's line."""
+def store_request(user_id: str, text: str, dated: bool = False) -> svc.StoreMemoriesRequest:
+    """One new line of ``user_id`` with the heroine ``store``, as a game stores a player's line.
+
+    ``dated``: the line carries its moment (now), as a game that keeps game time sends it; such a line is read as a
+    possible dialogue turn (a read of the scope's latest line before the model).
+    """
     request = svc.StoreMemoriesRequest(scope=pb.Scope(user_id=user_id, heroine_id="store"))
-    request.memories.add(content=text, importance=5, speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER)
+    fact = request.memories.add(content=text, importance=5, speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER)
+    if dated:
+        fact.valid_at.GetCurrentTime()
     return request
 
 

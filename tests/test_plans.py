@@ -9,7 +9,7 @@ test fails on the form of its statement that did so.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,8 @@ import psycopg
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
+from npc_memory.store.compiled import Compiled
+from npc_memory.store.dialogue import _PREVIOUS_TURN
 from npc_memory.store.links import NEIGHBOURS
 from npc_memory.store.search_sql import compiled_search, search_params
 from npc_memory.store.view import view_params
@@ -33,7 +35,13 @@ def _explained_search(database_url: str, query: SearchQuery, terms: list[str], p
                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The search statement's EXPLAIN ANALYZE lines and its rows, prepared on the generic plan the pool forces."""
     statement = compiled_search(query, terms, "bm25")
-    args = statement.args(search_params(query, terms, per_side, "bm25"))
+    return _explained(database_url, statement, search_params(query, terms, per_side, "bm25"))
+
+
+def _explained(database_url: str, statement: Compiled, params: dict[str, Any],
+               ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A compiled statement's EXPLAIN ANALYZE lines and its rows, prepared on the generic plan the pool forces."""
+    args = statement.args(params)
     with psycopg.connect(database_url, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("SET plan_cache_mode = force_generic_plan")
@@ -119,3 +127,28 @@ async def test_candidates_are_fetched_by_key(engine: MemoryEngine, database_url:
     assert any("loops=" in line for line in plan)
     removed = [int(m.group(1)) for line in plan if (m := REMOVED_BY_JOIN.search(line))]
     assert max(removed, default=0) <= 3 * PER_SIDE, "\n".join(plan)  # the old form: ~(3 x PER_SIDE) squared
+
+
+LOOPS = re.compile(r"loops=(\d+)")
+
+
+async def test_the_previous_turn_is_found_before_its_context_is_read(engine: MemoryEngine, database_url: str,
+                                                                   scope: Scope) -> None:
+    """A lone line's dialogue read probes around the newest line of the window only.
+
+    With the lateral read of the line before and the other voice's probe at the query's own level, the generic plan
+    made both for every line of the window, then sorted: 18.6 ms for a player's 155 lines in the last half hour.
+    """
+    rng = np.random.default_rng(41)
+    now = datetime.now(UTC)
+    lines = [NewMemory(Speaker.USER if i % 2 else Speaker.HEROINE, Subject.USER, "user", ContentType.FACT,
+                       f"{i}번째 말: 오늘 날씨 좋네", valid_at=now - timedelta(seconds=10 * (ROWS - i)), embedding=v)
+             for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
+    ids = [r.memory_id for r in await engine.store(scope, lines)]
+    params = scope_params(scope) | {"before": now, "since": now - timedelta(minutes=30), "max_chars": 200,
+                                    "window": timedelta(minutes=30)}
+    plan, rows = _explained(database_url, _PREVIOUS_TURN, params)
+    assert [r[0] for r in rows] == [ids[-1]]
+    loops = [int(m.group(1)) for line in plan if (m := LOOPS.search(line))]
+    assert loops, "\n".join(plan)
+    assert max(loops) == 1, "\n".join(plan)
