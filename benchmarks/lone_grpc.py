@@ -1,6 +1,7 @@
 """A lone player's text search (or store) over gRPC, two servers side by side in one run, beside the embedder alone.
 
-    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--call search|store|dated-store] [--before-src DIR]
+    python -m benchmarks.lone_grpc [--rows 10000] [--queries 150] [--call search|vector-search|store|dated-store]
+                                   [--before-src DIR]
                                    [--before-env KEY=VALUE ...] [--after-env KEY=VALUE ...] [--json out.json]
 
 Uses (and seeds on first use) the database of ``benchmarks.search_speed`` at that scale. Two ``npc-memory serve``
@@ -18,7 +19,9 @@ mean, the model's within it, and what the client saw beyond the handler. ``--cal
 the same text as a passage (the issue's target: within 2 ms). ``--call dated-store``: the same lines, each with its
 moment (now), as a game keeping game time sends them: such a line is read as a possible dialogue turn, a read of the
 scope's latest line before the model (and, when it continues one, embedded over the line before it, so its model call
-takes a longer text than the embedder alone's).
+takes a longer text than the embedder alone's). ``--call vector-search``: the text searches with the question's vector
+given (a game that embeds on its side); each text is new to the server, so its keyword terms are too, and the embedder
+alone's line is only the rhythm of the other modes (no model runs in the servers).
 """
 
 from __future__ import annotations
@@ -102,7 +105,8 @@ def _calls(call: str, i: int, a: Ask, stubs: Stubs, players: dict[str, str], lin
             loop.run_until_complete, embedder.embed_passages([f"{line} (alone {i})"]))))
         return calls
     text = texts[(i + 10) % len(texts)]
-    calls = [(name, partial(stub.SearchMemories, search_request(replace(a, text=f"{text} ({name})"), False)))
+    with_vector = call == "vector-search"
+    calls = [(name, partial(stub.SearchMemories, search_request(replace(a, text=f"{text} ({name} {i})"), with_vector)))
              for name, (stub, _h) in stubs.items()]
     calls.append(("embedder alone", partial(loop.run_until_complete, embedder.embed_queries([f"{text} (alone)"]))))
     return calls
@@ -136,7 +140,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             players = {name: f"lone-store-{name}-{uuid.uuid4().hex[:8]}" for name in stubs}
             questions = set(pool.queries)
             lines = [p for p in pool.passages if p not in questions]
-            if args.call != "search":  # each player's scope made, the write statements prepared
+            if args.call.endswith("store"):  # each player's scope made, the write statements prepared
                 for i in range(5):
                     for name, (stub, _health) in stubs.items():
                         stub.StoreMemories(store_request(players[name], f"{lines[-1 - i]} (warm-up)",
@@ -152,7 +156,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     started = time.perf_counter()
                     call()
                     samples[name].append((time.perf_counter() - started) * 1000)
-            parts = SEARCH_PARTS if args.call == "search" else STORE_PARTS
+            parts = STORE_PARTS if args.call.endswith("store") else SEARCH_PARTS
             servers_seen = {name: server_means(scraped[name], scrape(port), parts) for name, port in metrics.items()}
     finally:
         loop.run_until_complete(embedder.aclose())
@@ -170,8 +174,8 @@ def show(result: dict[str, Any]) -> None:
     """Print the table and each server's distance from the embedder alone."""
     before = "before (" + " ".join([result["before_src"] or "this code", *result.get("before_env", [])]) + ")"
     after = "after (" + " ".join(["this code", *result.get("after_env", [])]) + ")"
-    what = {"store": "single stores", "dated-store": "single dated stores"}.get(result.get("call", ""),
-                                                                            "text searches")
+    what = {"store": "single stores", "dated-store": "single dated stores",
+            "vector-search": "caller-vector searches (each text new)"}.get(result.get("call", ""), "text searches")
     print(f"lone {what} over gRPC, {result['rows']:,} rows, {result['queries']} requests, {PAUSE_S} s apart\n")
     print("| call | p50 ms | p95 ms | mean ms | p50 - embedder alone p50 |")
     print("|---|---:|---:|---:|---:|")
@@ -195,9 +199,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=150, help="requests to each server")
-    parser.add_argument("--call", choices=("search", "store", "dated-store"), default="search",
-                        help="what a lone player sends: a text search, a single store of a new line, or one that "
-                             "carries its moment (read as a possible dialogue turn before the model)")
+    parser.add_argument("--call", choices=("search", "vector-search", "store", "dated-store"), default="search",
+                        help="what a lone player sends: a text search, one with its vector (the caller's), a single "
+                             "store of a new line, or one that carries its moment (read as a possible dialogue turn "
+                             "before the model)")
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "npc-memory-speed")
     parser.add_argument("--before-src", dest="before_src", type=Path, help="an earlier tree's server as 'before'")
     parser.add_argument("--before-env", dest="before_env", action="append", default=[], metavar="KEY=VALUE",

@@ -1,10 +1,9 @@
 """The event loop's own work goes beside a read it waits for, not before it is sent (engine.py).
 
 A lone line's store reads the scope's previous turn before its model (store/dialogue.py): its Kiwi analysis runs
-while that read is in the database (engine_writes.py ``EarlyAnalyses``). A held scope's search with a caller vector
-sends its sync first and tokenises its query while the database answers. Both are observed on the real engine and
-database: the tokenizer used is the engine's own, wrapped to note at each call whether the connection those reads
-take (the pool's kept one, store/pool.py) has a statement in flight.
+while that read is in the database (engine_writes.py ``EarlyAnalyses``). Observed on the real engine and database:
+the tokenizer used is the engine's own, wrapped to note at each call whether the connection the read takes (the
+pool's kept one, store/pool.py) has a statement in flight.
 """
 
 from __future__ import annotations
@@ -14,17 +13,15 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, cast
 
-import numpy as np
 import psycopg
 import pytest
 import pytest_asyncio
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject, Tier
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.scope_cache import ScopeCache
 from npc_memory.text import Tokenizer
 from npc_memory.text.tokenize import Analysis
 from psycopg import pq
-from test_scope_cache import T0, _query, _seed
+from test_scope_cache import T0
 
 
 @dataclass
@@ -56,9 +53,9 @@ class Watching:
 
 @pytest_asyncio.fixture
 async def watched(engine: MemoryEngine) -> AsyncIterator[tuple[MemoryEngine, Watching]]:
-    """The session's engine with a watched tokenizer and a scope cache of its own."""
+    """The session's engine with a watched tokenizer."""
     watching = Watching(engine.tokenizer)
-    eng = replace(engine, tokenizer=cast(Tokenizer, watching), scope_cache=ScopeCache(10_000))
+    eng = replace(engine, tokenizer=cast(Tokenizer, watching))
     watching.engine = eng
     yield eng, watching
 
@@ -85,21 +82,3 @@ async def test_a_lone_lines_analysis_runs_while_its_dialogue_read_is_in_the_data
         row = await cur.fetchone()
     assert row is not None
     assert row == (said[1].content, list(watching.inner.analyse(said[1].content).terms))
-
-
-async def test_a_held_search_tokenises_its_query_while_the_sync_is_in_the_database(
-    watched: tuple[MemoryEngine, Watching], scope: Scope,
-) -> None:
-    """A caller-vector search of a held scope: the sync goes out first; the hits match the statement's."""
-    engine, watching = watched
-    await _seed(engine, scope, 60, seed=5)
-    query = _query(engine, scope, np.random.default_rng(6), text="고양이 머리핀 축제")
-    cache = engine.scope_cache
-    assert cache is not None
-    await engine.search(query)
-    await cache.loaded(scope, False)  # the first search reads the scope in the background
-    watching.seen.clear()
-    held = await engine.search(query)
-    assert watching.seen[query.text] is True
-    without = await replace(engine, scope_cache=None).search(query)
-    assert [h.memory.id for h in held] == [h.memory.id for h in without]

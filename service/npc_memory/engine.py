@@ -207,10 +207,8 @@ class MemoryEngine:
             held = self._sync_held(query)
         try:
             if terms is None:
-                if embedding is not None or held is not None:
-                    # A turn of the loop: the model's thread takes the text and the sync goes out; the tokenising
-                    # here then runs while they work, not before the database is asked.
-                    await asyncio.sleep(0)
+                if embedding is not None:
+                    await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
                 terms = self._keyword_terms(query)
             await self._check_view(query.scope.user_id, query.view)
             if embedding is not None:
