@@ -104,6 +104,11 @@ def slot_key(item: AnalysedFact) -> SlotKey | None:
     return (fact.subject.value, fact.subject_id, fact.slot) if fact.slot is not None else None
 
 
+def repeats_only_itself(item: AnalysedFact) -> bool:
+    """Whether the fact is a dialogue turn: a duplicate only of its own text said within ``SAME_TURN`` of it."""
+    return item.turn or item.fact.tier is Tier.SOURCE
+
+
 class _Planner:
     def __init__(
         self, items: Sequence[PreparedMemory], dups: Sequence[DupCandidate],
@@ -165,7 +170,7 @@ class _Planner:
     def _repeats(self, index: int, old: FactText, cosine: float, old_at: datetime | None) -> bool:
         """The duplicate rule: a dialogue turn repeats only itself at the same moment, other tiers by meaning."""
         item = self.items[index]
-        if item.turn or item.fact.tier is Tier.SOURCE:
+        if repeats_only_itself(item):
             return old_at is not None and is_repeated_turn(self.texts[index], item.valid_at, old, old_at)
         return is_duplicate(self.texts[index], old, cosine, self.threshold)
 

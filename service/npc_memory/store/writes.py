@@ -26,9 +26,10 @@ from npc_memory.domain.write_plan import (
     WritePlan,
     insert_order,
     plan_batch,
+    repeats_only_itself,
     slot_key,
 )
-from npc_memory.domain.write_rules import FactText, SlotRow
+from npc_memory.domain.write_rules import SAME_TURN, FactText, SlotRow
 from npc_memory.store import changes, idempotency
 from npc_memory.store.compiled import compile_statement
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
@@ -48,13 +49,16 @@ from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
 # still lost to the scope index where the table's scopes are small (tests/test_duplicate_plan.py). The batch's
 # terms come as one JSON array of arrays, so no term is split or joined. No vector goes in: a row of the same
 # terms comes back with its own and the planner takes the cosine (domain/write_plan.py), so the reads can run
-# while the model is still making the batch's vectors (``Pending``).
+# while the model is still making the batch's vectors (``Pending``). A dialogue turn (``turn_at`` its moment; NULL
+# for any other fact) repeats only its own text said within ``same_turn`` of it (write_rules.is_repeated_turn), so
+# it reads only those: players say "응" and "좋아해" every day, and a turn kept as a row each time had its store read
+# every earlier one (300 of "좋아해" made it 7.3 ms instead of 3.0, in-process).
 _BATCH = """
 , b AS (
     SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
     FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-                %(meaning_keys)s::text[])
-        AS u(idx, subject, subject_id, content_key, meaning_key)
+                %(meaning_keys)s::text[], %(turn_ats)s::timestamptz[])
+        AS u(idx, subject, subject_id, content_key, meaning_key, turn_at)
     CROSS JOIN LATERAL (
         SELECT ARRAY(SELECT jsonb_array_elements_text(%(terms)s::jsonb -> u.idx))::text[] AS terms
     ) t
@@ -69,10 +73,12 @@ FROM b CROSS JOIN LATERAL (
 ) m
 WHERE m.subject = b.subject AND {matches}
 """)
-_SAME_TEXT = _PROBE.format(visible=VISIBLE, key=sql.SQL("md5(m.content_key) = md5(b.content_key)"),
+_SAME_TEXT = _PROBE.format(visible=VISIBLE, key=sql.SQL("""md5(m.content_key) = md5(b.content_key)
+      AND (b.turn_at IS NULL OR (m.valid_at > b.turn_at - %(same_turn)s::interval
+                                 AND m.valid_at < b.turn_at + %(same_turn)s::interval))"""),
                            matches=sql.SQL("m.content_key = b.content_key"), vector=sql.SQL("NULL::vector"))
 _SAME_TERMS = _PROBE.format(visible=VISIBLE, key=sql.SQL("hash_array_extended(m.terms, 0) = b.terms_hash"),
-                            matches=sql.SQL("""cardinality(b.terms) > 0 AND m.terms = b.terms
+                            matches=sql.SQL("""b.turn_at IS NULL AND cardinality(b.terms) > 0 AND m.terms = b.terms
   AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key"""),
                             vector=sql.SQL("m.embedding"))
 DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.SQL("UNION ALL"), _SAME_TERMS]))
@@ -172,6 +178,8 @@ def duplicate_params(scope: Scope, items: Sequence[AnalysedFact]) -> dict[str, A
         "content_keys": [i.content_key for i in items],
         "terms": Jsonb([list(i.terms) for i in items]),
         "meaning_keys": [" ".join(i.meaning) for i in items],
+        "turn_ats": [i.valid_at if repeats_only_itself(i) else None for i in items],
+        "same_turn": SAME_TURN,
     }
 
 
