@@ -83,12 +83,21 @@ _SAME_TERMS = _PROBE.format(visible=VISIBLE, key=sql.SQL("hash_array_extended(m.
                             vector=sql.SQL("m.embedding"))
 DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.SQL("UNION ALL"), _SAME_TERMS]))
 
-# Every version of the slots the batch names; invalidated and retired rows are not part of a timeline.
-SLOT_TIMELINES = with_view(sql.SQL("""
+# The versions of the slots the batch names that placing its facts can touch (domain/write_rules.place_in_slot): per
+# slot, every version from the batch's earliest fact of it (``from_at``) on, and the newest version before that, per
+# subject (ties to the larger id, as place_in_slot breaks them). Invalidated and retired rows are not part of a
+# timeline. Every version once came back: a slot set every day ("호감도") made its store read and place among all of
+# them (300 versions: 8.6 ms a store against 4.3 at 10, in-process).
+_SLOT_VERSIONS = sql.SQL("""
 SELECT m.id, m.subject, m.subject_id, m.slot, m.valid_at, m.invalid_at
-FROM {visible} m
-WHERE m.slot = ANY(%(slots)s) AND (m.close_reason IS NULL OR m.close_reason = 'superseded')
-""").format(visible=VISIBLE))
+FROM {visible} m JOIN unnest(%(slots)s::text[], %(froms)s::timestamptz[]) AS s(slot, from_at) ON m.slot = s.slot
+WHERE (m.close_reason IS NULL OR m.close_reason = 'superseded') AND m.valid_at {side} s.from_at""")
+SLOT_TIMELINES = with_view(sql.SQL("""{later}
+UNION ALL
+(SELECT DISTINCT ON (m.subject, m.subject_id, m.slot) * FROM ({before}) m
+ ORDER BY m.subject, m.subject_id, m.slot, m.valid_at DESC, m.id DESC)
+""").format(later=_SLOT_VERSIONS.format(visible=VISIBLE, side=sql.SQL(">")),
+            before=_SLOT_VERSIONS.format(visible=VISIBLE, side=sql.SQL("<="))))
 
 TARGETS = with_view(sql.SQL("""
 SELECT m.id, m.valid_at, m.invalid_at FROM {visible} m WHERE m.id = ANY(%(ids)s)
@@ -185,10 +194,15 @@ def duplicate_params(scope: Scope, items: Sequence[AnalysedFact]) -> dict[str, A
 
 def _send_reads(pipe: Pipeline, scope: Scope, items: Sequence[AnalysedFact]) -> Reads:
     """Queue the reads of the stored rows the batch can touch (sent together on the pipeline's next sync)."""
-    slots = sorted({i.fact.slot for i in items if i.fact.slot is not None})
+    froms: dict[str, datetime] = {}
+    for i in items:
+        if i.fact.slot is not None:
+            froms[i.fact.slot] = min(froms.get(i.fact.slot, i.valid_at), i.valid_at)
+    slots = sorted(froms)
     ids = list(dict.fromkeys([*(t for i in items for t in i.fact.supersedes), *referenced_ids(items)]))
     dups = pipe.queue(_DUPLICATES, duplicate_params(scope, items))
-    slot_rows = pipe.queue(_SLOTS, scope_params(scope) | {"slots": slots}) if slots else None
+    slot_rows = (pipe.queue(_SLOTS, scope_params(scope) | {"slots": slots, "froms": [froms[s] for s in slots]})
+                 if slots else None)
     target_rows = pipe.queue(_TARGETS, scope_params(scope) | {"ids": ids}) if ids else None
     return dups, slot_rows, target_rows
 
