@@ -136,8 +136,9 @@ class MemoryEngine:
             if first is not None:
                 return first
         now = utcnow()
-        pool = self.analysis_pool
-        early = early_analyses(self.tokenizer, facts, pool.min_chars if pool is not None else None)
+        pool, contents = self.analysis_pool, [f.content for f in facts]
+        to_workers = pool is not None and pool.wants(contents)
+        early = None if to_workers else early_analyses(self.tokenizer, contents)
         turns, stored = await turn_flags(self.db, write, scope, facts, now, early)
         texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored,
                                            early)
@@ -158,15 +159,14 @@ class MemoryEngine:
         # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
         # process's GIL, so a big batch is analysed in the worker processes and only assembled here, and a
         # short one (a line or two: ~0.8 ms of Kiwi) here on the loop, which the thread hop cost ~0.4 ms more.
-        texts = [f.content for f in facts]
         analyses: list[Analysis | None] = (
             list(early()) if early is not None
-            else list(await pool.analyse(texts)) if pool is not None and pool.wants(texts) else [None] * len(facts)
+            else list(await pool.analyse(contents)) if pool is not None and to_workers else [None] * len(facts)
         )
         def prepared() -> list[PreparedMemory]:
             return [self._prepare(f, v, now, a, t) for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
 
-        short = sum(len(t) for t, a in zip(texts, analyses, strict=True) if a is None) <= INLINE_ANALYSIS_CHARS
+        short = sum(len(t) for t, a in zip(contents, analyses, strict=True) if a is None) <= INLINE_ANALYSIS_CHARS
         items = prepared() if short else await asyncio.to_thread(prepared)
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,

@@ -45,12 +45,9 @@ class EarlyAnalyses:
         return self._made
 
 
-def early_analyses(tokenizer: Tokenizer, facts: Sequence[NewMemory], worker_chars: int | None) -> EarlyAnalyses | None:
-    """The analyses of a batch short enough for the event loop (and not for the workers, from ``worker_chars``)."""
-    chars = sum(len(f.content) for f in facts)
-    if chars > INLINE_ANALYSIS_CHARS or (worker_chars is not None and chars >= worker_chars):
-        return None
-    return EarlyAnalyses(tokenizer, [f.content for f in facts])
+def early_analyses(tokenizer: Tokenizer, texts: Sequence[str]) -> EarlyAnalyses | None:
+    """The analyses of a batch short enough for the event loop (the caller leaves out one bound for the workers)."""
+    return EarlyAnalyses(tokenizer, texts) if sum(map(len, texts)) <= INLINE_ANALYSIS_CHARS else None
 
 
 def reads_beside_model(embedder: Embedder, facts: Sequence[NewMemory]) -> bool:
