@@ -35,10 +35,10 @@ def _explained_search(database_url: str, query: SearchQuery, terms: list[str], p
                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The search statement's EXPLAIN ANALYZE lines and its rows, prepared on the generic plan the pool forces."""
     statement = compiled_search(query, terms, "bm25")
-    return _explained(database_url, statement, search_params(query, terms, per_side, "bm25"))
+    return explained(database_url, statement, search_params(query, terms, per_side, "bm25"))
 
 
-def _explained(database_url: str, statement: Compiled, params: dict[str, Any],
+def explained(database_url: str, statement: Compiled, params: dict[str, Any],
                ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """A compiled statement's EXPLAIN ANALYZE lines and its rows, prepared on the generic plan the pool forces."""
     args = statement.args(params)
@@ -147,7 +147,7 @@ async def test_the_previous_turn_is_found_before_its_context_is_read(engine: Mem
     ids = [r.memory_id for r in await engine.store(scope, lines)]
     params = scope_params(scope) | {"before": now, "since": now - timedelta(minutes=30), "max_chars": 200,
                                     "window": timedelta(minutes=30)}
-    plan, rows = _explained(database_url, _PREVIOUS_TURN, params)
+    plan, rows = explained(database_url, _PREVIOUS_TURN, params)
     assert [r[0] for r in rows] == [ids[-1]]
     loops = [int(m.group(1)) for line in plan if (m := LOOPS.search(line))]
     assert loops, "\n".join(plan)

@@ -29,10 +29,18 @@ FIND_SAVE = """
 SELECT save_id, timeline_id, saved_at FROM save_points WHERE user_id = %(user_id)s AND save_id = %(save_id)s
 """
 
+# The new timeline's lineage is its parent's (the root's is itself alone), each seen up to the branch point, then
+# itself (migration 0017). Its id is one more than the player's largest, so the lineage stays ascending.
 BRANCH = """
-INSERT INTO timelines (user_id, timeline_id, parent_id, branched_at, save_id)
-SELECT %(user_id)s, COALESCE(max(t.timeline_id), %(root)s) + 1, %(parent)s, %(branched_at)s, %(save_id)s
-FROM timelines t WHERE t.user_id = %(user_id)s
+INSERT INTO timelines (user_id, timeline_id, parent_id, branched_at, save_id, lineage, lineage_upto)
+SELECT %(user_id)s, n.timeline_id, %(parent)s, %(branched_at)s, %(save_id)s,
+       COALESCE(p.lineage, ARRAY[%(parent)s::bigint]) || n.timeline_id,
+       ARRAY(SELECT LEAST(a.upto, %(branched_at)s::timestamptz)
+             FROM unnest(COALESCE(p.lineage_upto, ARRAY['infinity'::timestamptz])) WITH ORDINALITY AS a (upto, i)
+             ORDER BY a.i) || 'infinity'::timestamptz
+FROM (SELECT COALESCE(max(t.timeline_id), %(root)s) + 1 AS timeline_id
+      FROM timelines t WHERE t.user_id = %(user_id)s) n
+LEFT JOIN timelines p ON p.user_id = %(user_id)s AND p.timeline_id = %(parent)s
 RETURNING timeline_id
 """
 
