@@ -20,7 +20,7 @@ from npc_memory.domain.model import Scope
 from npc_memory.store.compiled import Compiled, compile_statement, execute
 from npc_memory.store.pipelined import Pipeline
 from npc_memory.store.pool import Connection
-from npc_memory.store.view import VISIBLE, view_params, with_view
+from npc_memory.store.view import PICKED, view_params, with_view
 
 # Writers of a player share this lock; a save or a load takes it alone, so a save point falls between writes:
 # every row written before it committed before it, and the load's new timeline is in force for every write after.
@@ -67,7 +67,7 @@ FROM {visible} m
 WHERE m.id = ANY(%(ids)s)
   AND (%(raise_to)s::int IS NULL OR m.importance < %(raise_to)s)
   AND (NOT %(only_open)s OR m.invalid_at IS NULL)
-""").format(visible=VISIBLE))
+""").format(visible=PICKED))
 
 _NO_CHANGE: dict[str, Any] = {
     "importance": None, "raise_to": None, "tier": None, "metadata": None,

@@ -19,13 +19,13 @@ from npc_memory.store.compiled import compile_statement
 from npc_memory.store.direct import read_direct
 from npc_memory.store.pipelined import Pipeline
 from npc_memory.store.pool import Database
-from npc_memory.store.view import VISIBLE, with_view
+from npc_memory.store.view import PICKED, with_view
 from npc_memory.store.writes import scope_params
 
 # Whether another speaker said a short line at row m's moment (its session stored line by line at one date).
 OTHER_VOICE = sql.SQL("""EXISTS (SELECT 1 FROM {visible} o
     WHERE o.valid_at = m.valid_at AND o.speaker <> m.speaker AND o.tier <> 'gist'
-      AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s)""").format(visible=VISIBLE)
+      AND o.invalid_at IS NULL AND char_length(o.content) <= %(max_chars)s)""").format(visible=PICKED)
 
 # The newest valid short row said in [since, before] (a row said at the same moment was stored earlier: the
 # turn before it, e.g. every turn of a session dated with the session's date); any tier but gist, since a
@@ -55,7 +55,7 @@ LEFT JOIN LATERAL (
       AND (p.valid_at < m.valid_at OR (p.valid_at = m.valid_at AND p.created_at < m.created_at))
     ORDER BY p.valid_at DESC, p.created_at DESC
     LIMIT 1) p ON true
-""").format(visible=VISIBLE, other_voice=OTHER_VOICE))
+""").format(visible=PICKED, other_voice=OTHER_VOICE))
 
 # Whether the speaker said this line before in a dialogue: a valid row of the same text (the content_key index)
 # at a moment that holds another speaker's line. A session's first line stored alone (no row said before it
@@ -67,7 +67,7 @@ SELECT EXISTS (
       AND m.speaker = %(speaker)s AND m.tier <> 'gist' AND m.invalid_at IS NULL
       AND {other_voice}
 ) AS said
-""").format(visible=VISIBLE, other_voice=OTHER_VOICE))
+""").format(visible=PICKED, other_voice=OTHER_VOICE))
 
 # A question's vector taken again over its answer; only while the row is valid (a taken-back line stays as it was).
 SET_TURN_VECTOR = """

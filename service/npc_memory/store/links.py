@@ -15,12 +15,12 @@ from npc_memory.store.changes import LOCK_SCOPE
 from npc_memory.store.link_writes import INSERT_LINK, link_params
 from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.view import VISIBLE, view_params, with_view
+from npc_memory.store.view import PICKED, VISIBLE, view_params, with_view
 from npc_memory.store.writes import scope_params
 
 # Through the player's live timeline view: after a load, a memory of the abandoned timeline is not found, neither
 # as the memory to expand nor as a neighbour.
-EXISTS = with_view(sql.SQL("SELECT 1 FROM {visible} m WHERE m.id = %(id)s").format(visible=VISIBLE))
+EXISTS = with_view(sql.SQL("SELECT 1 FROM {visible} m WHERE m.id = %(id)s").format(visible=PICKED))
 
 STATE = "SELECT memory_id, depth FROM expand_state WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s"
 
@@ -101,7 +101,7 @@ SELECT l.from_id, l.to_id, l.kind, l.depth, l.via, l.discovered_at FROM memory_l
 WHERE {root_links}
   AND EXISTS (SELECT 1 FROM {visible} m WHERE m.id = {other_end})
 ORDER BY l.kind, l.depth, l.discovered_at, l.from_id, l.to_id
-""").format(visible=VISIBLE, other_end=OTHER_END, root_links=ROOT_LINKS))
+""").format(visible=PICKED, other_end=OTHER_END, root_links=ROOT_LINKS))
 
 
 def link_from_row(row: dict[str, Any]) -> Link:

@@ -16,11 +16,11 @@ from npc_memory.store.direct import read_direct
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.view import VISIBLE, view_params, visible_apart, with_view
+from npc_memory.store.view import PICKED, VISIBLE, view_params, visible_apart, with_view
 
 GET = with_view(sql.SQL("""
 SELECT {columns} FROM {visible} m WHERE m.id = %(id)s
-""").format(columns=MEMORY_COLUMNS, visible=VISIBLE))
+""").format(columns=MEMORY_COLUMNS, visible=PICKED))
 
 # Each side of the view (view.visible_apart) is ordered and cut to the page on its own: the plain rows of a player
 # who never saved come newest first from the scope index (user_id, heroine_id, valid_at DESC, id DESC; migration

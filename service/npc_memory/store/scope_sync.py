@@ -24,7 +24,7 @@ from npc_memory.store.compiled import Compiled, compile_statement, fetch_yieldin
 from npc_memory.store.direct import fetch_direct
 from npc_memory.store.pool import Connection
 from npc_memory.store.rows import MEMORY_COLUMNS
-from npc_memory.store.view import ROOT_TIMELINE, SHARED_ROWS, VISIBLE, view_params, visible, with_view
+from npc_memory.store.view import PICKED, ROOT_TIMELINE, SHARED_ROWS, VISIBLE, view_params, visible, with_view
 
 # One row when nothing changed (the version columns, the memory columns NULL), else one per changed row. An epoch
 # other than the one held, or a version below it, means rows went that "stamped after" cannot show: the scope must
@@ -108,9 +108,10 @@ SELECT h.version, h.epoch, h.live, h.reload, {columns}, m.terms, m.embedding
 FROM h
 LEFT JOIN LATERAL (SELECT * FROM {visible} m WHERE {rows} OFFSET 0) m ON true
 """
+# A sync reads the ids stamped since (PICKED); a scope read whole reads every row (VISIBLE).
 VIEW_SYNC, VIEW_READ = (
-    compile_statement(with_view(sql.SQL(_VIEW).format(columns=MEMORY_COLUMNS, visible=VISIBLE, rows=sql.SQL(rows))))
-    for rows in ("h.ids IS NOT NULL AND m.id = ANY(h.ids)", "true"))
+    compile_statement(with_view(sql.SQL(_VIEW).format(columns=MEMORY_COLUMNS, visible=rows_of, rows=sql.SQL(rows))))
+    for rows_of, rows in ((PICKED, "h.ids IS NOT NULL AND m.id = ANY(h.ids)"), (VISIBLE, "true")))
 
 # A saved player's sharing scope as the view shows it: one row per scope of the player with a counter (as
 # SHARED_SYNC's) and the player's live timeline, with the rows of the ids stamped after each scope's version held

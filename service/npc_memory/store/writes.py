@@ -35,7 +35,7 @@ from npc_memory.store.compiled import compile_statement
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
 from npc_memory.store.pipelined import Pipeline, Reply, in_transaction
 from npc_memory.store.pool import Database
-from npc_memory.store.view import ROOT_TIMELINE, VISIBLE, view_params, with_view
+from npc_memory.store.view import PICKED, ROOT_TIMELINE, view_params, with_view
 
 # For each fact of the batch, the valid rows of the same subject with the same normalised text, or with the
 # same terms and meaning signature and a cosine at or above the threshold (domain/write_rules.is_duplicate makes
@@ -73,11 +73,11 @@ FROM b CROSS JOIN LATERAL (
 ) m
 WHERE m.subject = b.subject AND {matches}
 """)
-_SAME_TEXT = _PROBE.format(visible=VISIBLE, key=sql.SQL("""md5(m.content_key) = md5(b.content_key)
+_SAME_TEXT = _PROBE.format(visible=PICKED, key=sql.SQL("""md5(m.content_key) = md5(b.content_key)
       AND (b.turn_at IS NULL OR (m.valid_at > b.turn_at - %(same_turn)s::interval
                                  AND m.valid_at < b.turn_at + %(same_turn)s::interval))"""),
                            matches=sql.SQL("m.content_key = b.content_key"), vector=sql.SQL("NULL::vector"))
-_SAME_TERMS = _PROBE.format(visible=VISIBLE, key=sql.SQL("hash_array_extended(m.terms, 0) = b.terms_hash"),
+_SAME_TERMS = _PROBE.format(visible=PICKED, key=sql.SQL("hash_array_extended(m.terms, 0) = b.terms_hash"),
                             matches=sql.SQL("""b.turn_at IS NULL AND cardinality(b.terms) > 0 AND m.terms = b.terms
   AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key"""),
                             vector=sql.SQL("m.embedding"))
@@ -96,12 +96,12 @@ SLOT_TIMELINES = with_view(sql.SQL("""{later}
 UNION ALL
 (SELECT DISTINCT ON (m.subject, m.subject_id, m.slot) * FROM ({before}) m
  ORDER BY m.subject, m.subject_id, m.slot, m.valid_at DESC, m.id DESC)
-""").format(later=_SLOT_VERSIONS.format(visible=VISIBLE, side=sql.SQL(">")),
-            before=_SLOT_VERSIONS.format(visible=VISIBLE, side=sql.SQL("<="))))
+""").format(later=_SLOT_VERSIONS.format(visible=PICKED, side=sql.SQL(">")),
+            before=_SLOT_VERSIONS.format(visible=PICKED, side=sql.SQL("<="))))
 
 TARGETS = with_view(sql.SQL("""
 SELECT m.id, m.valid_at, m.invalid_at FROM {visible} m WHERE m.id = ANY(%(ids)s)
-""").format(visible=VISIBLE))
+""").format(visible=PICKED))
 
 # The columns a write sets, in insert_params' order; created_at and updated_at take the table's defaults.
 # The load-test seeder COPYs these same columns (loadtest/seed.py).
