@@ -16,7 +16,7 @@ from uuid import UUID
 
 import numpy as np
 import psycopg
-from npc_memory.domain.model import ContentType, MemoryFilter, NewMemory, Scope, Speaker, Subject
+from npc_memory.domain.model import ContentType, Memory, MemoryFilter, NewMemory, Scope, Speaker, Subject
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.filters import filter_params
@@ -67,18 +67,27 @@ class Model:
 
 
 async def _listed(engine: MemoryEngine, scope: Scope) -> set[str]:
+    """The live view's open rows, listed in one page and in pages of 7: the same rows, newest first, each once."""
     memories, cursor = await engine.list_page(scope, MemoryFilter(), False, 500, None)
     assert cursor is None
+    paged: list[Memory] = []
+    while True:
+        page, cursor = await engine.list_page(scope, MemoryFilter(), False, 7, cursor)
+        paged += page
+        if cursor is None:
+            break
+    assert [m.id for m in paged] == [m.id for m in memories]
+    assert [(m.valid_at, m.id.int) for m in paged] == sorted(((m.valid_at, m.id.int) for m in paged), reverse=True)
     return {m.content for m in memories}
 
 
 async def test_a_view_many_loads_deep_shows_its_lineage_and_nothing_else(engine: MemoryEngine, scope: Scope) -> None:
-    """Random writes, closes, saves in three slots and loads: every view matches the model, however deep."""
+    """Random writes, closes, raises, saves in three slots and loads: every view matches the model, however deep."""
     rng, vectors = random.Random(5), np.random.default_rng(5)
     model = Model()
     loads = 0
     for op in range(150):
-        kind = rng.choices(("write", "close", "save", "load"), (5, 1, 2, 2))[0]
+        kind = rng.choices(("write", "close", "raise", "save", "load"), (5, 1, 1, 2, 2))[0]
         if kind == "write":
             text = f"{op}번째 기억: 레티아와 {rng.choice(['바다', '숲', '시장', '성'])}에서 {op}번 이야기함"
             fact = NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, text,
@@ -93,6 +102,12 @@ async def test_a_view_many_loads_deep_shows_its_lineage_and_nothing_else(engine:
                 row = rng.choice(open_rows)
                 await engine.invalidate(scope, row, None)
                 model.closes.append((row, model.live, model.tick()))
+        elif kind == "raise":  # after a save, an entry: the row is listed with its entry's values
+            limits = model.limits()
+            seen = [i for i, (_, t, s) in model.rows.items() if t in limits and s < limits[t]]
+            if seen:
+                await engine.update(scope, rng.choice(seen), importance=rng.randint(1, 10))
+                model.tick()
         elif kind == "save":
             slot = rng.choice("abc")
             await engine.create_save_point(scope.user_id, slot)

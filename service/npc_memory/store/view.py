@@ -161,13 +161,15 @@ def visible(shared: bool = False) -> sql.Composed:
     return _rows(f"{_PLAIN_ROWS}\n  UNION ALL{_UNCHANGED_ROWS}\n  UNION ALL{_CHANGED_ROWS}", shared)
 
 
-def visible_apart(shared: bool = False) -> tuple[sql.Composed, sql.Composed]:
-    """``visible``'s two sides: the plain rows (a player who never saved, live) and the view's branches.
+def visible_apart(shared: bool = False) -> tuple[sql.Composed, sql.Composed, sql.Composed]:
+    """``visible``'s rows apart: the plain rows (a player who never saved, live), the view's unchanged and changed ones.
 
-    Exactly one side has rows for a statement. Apart, a read can order and cut each side: PostgreSQL cannot read
-    an index in order through the union of all three branches (docs/search.md, "A listing reads the whole scope").
+    Exactly one of the plain side and the view's has rows for a statement. Apart, a read can order and cut each: no
+    index is read in order through a union (docs/search.md, "A listing reads the whole scope"). The changed rows are
+    ``PICKED``'s, found through the index in order too, so a page looks up the entries of the rows it shows.
     """
-    return _rows(_PLAIN_ROWS, shared), _rows(f"{_UNCHANGED_ROWS}\n  UNION ALL{_CHANGED_ROWS}", shared)
+    return (_rows(_PLAIN_ROWS, shared), _rows(_UNCHANGED_ROWS, shared, "changed"),
+            _rows(_CHANGED_ROWS_PICKED, shared, "changed"))
 
 
 VISIBLE = visible()
