@@ -22,19 +22,17 @@ GET = with_view(sql.SQL("""
 SELECT {columns} FROM {visible} m WHERE m.id = %(id)s
 """).format(columns=MEMORY_COLUMNS, visible=PICKED))
 
-# Each branch of the view (view.visible_apart) is ordered and cut to the page on its own: the plain rows of a player
-# who never saved, and a saved player's unchanged and changed rows, come newest first from the scope index (user_id,
-# heroine_id, valid_at DESC, id DESC; migration 0015), which stops after the page. Through the union of the view's
-# branches PostgreSQL sorted every row of the scope for each page (9 ms for a 3,800-row scope; a saved player's first
-# page of 1,500 rows 7.5-9.8 ms against 1.4-1.6 for one who never saved). A later page's cursor is a statement of its
-# own, so it is a bound of the index scan rather than a filter of every newer row.
+# Each side of the view (view.visible_apart) is ordered and cut to the page on its own: the plain rows of a player
+# who never saved, and a saved player's rows (each one's entry looked up, view.PICKED's form), come newest first from
+# the scope index (user_id, heroine_id, valid_at DESC, id DESC; migration 0015), which stops after the page. Through
+# the union of the view's branches PostgreSQL sorted every row of the scope for each page (9 ms for a 3,800-row
+# scope; a saved player's first page of 1,500 rows 7.5-9.8 ms against 1.4-1.6 for one who never saved). A later
+# page's cursor is a statement of its own, so it is a bound of the index scan rather than a filter of every newer row.
 _LIST = """
 SELECT {columns} FROM (
     (SELECT {columns} FROM {plain} m WHERE {filter} AND {after} ORDER BY m.valid_at DESC, m.id DESC LIMIT %(limit)s)
   UNION ALL
-    (SELECT {columns} FROM {unchanged} m WHERE {filter} AND {after} ORDER BY m.valid_at DESC, m.id DESC LIMIT %(limit)s)
-  UNION ALL
-    (SELECT {columns} FROM {changed} m WHERE {filter} AND {after} ORDER BY m.valid_at DESC, m.id DESC LIMIT %(limit)s)
+    (SELECT {columns} FROM {viewed} m WHERE {filter} AND {after} ORDER BY m.valid_at DESC, m.id DESC LIMIT %(limit)s)
 ) m
 ORDER BY m.valid_at DESC, m.id DESC
 LIMIT %(limit)s
@@ -43,9 +41,8 @@ _AFTER = sql.SQL("(m.valid_at, m.id) < (%(after_valid_at)s, %(after_id)s::uuid)"
 
 
 def _listing(shared: bool, paged: bool) -> sql.Composed:
-    plain, unchanged, changed = visible_apart(shared)
-    return with_view(sql.SQL(_LIST).format(columns=MEMORY_COLUMNS, plain=plain, unchanged=unchanged, changed=changed,
-                                           filter=MEMORY_FILTER,
+    plain, viewed = visible_apart(shared)
+    return with_view(sql.SQL(_LIST).format(columns=MEMORY_COLUMNS, plain=plain, viewed=viewed, filter=MEMORY_FILTER,
                                            after=_AFTER if paged else sql.SQL("true")), shared)
 
 
