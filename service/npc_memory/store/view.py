@@ -4,8 +4,10 @@ A player's timeline is its own rows plus its ancestors' rows as they were at the
 copies nothing). ``view_ctes`` reads the lineage the timeline's row holds (migration 0017) into one row of two
 small arrays (timeline ids, ascending, and the system time up to which each is seen) and the newest per-timeline
 change of each row; ``VISIBLE`` is the scope's rows in that view, with the changeable columns (importance, tier,
-metadata, invalid_at, close_reason, superseded_by) as the view has them. Every read of memories (search, list,
-get, history, the write path's duplicate and slot reads) selects from ``VISIBLE``.
+metadata, invalid_at, close_reason, superseded_by) as the view has them. Every read of memories selects from it:
+``VISIBLE`` for statements over the whole scope (search, history, a scope read whole), ``PICKED`` for those that
+pick a few rows (get, a listing's page, the write path's duplicate, slot and dialogue reads, a held scope's sync),
+which looks each picked row's change entry up instead of building the scope's newest entries.
 
 A player who never saved has no state row, no other timeline and no change entries: reading the live view
 (no timeline, no ``known_at``), ``VISIBLE`` is then a plain scan of the scope's rows, chosen inside the
