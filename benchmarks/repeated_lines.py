@@ -1,6 +1,7 @@
 """A line the player says every day ("좋아해"), or a slot set every day, stored again: its cost beside a new line's.
 
-    python -m benchmarks.repeated_lines [--days 300] [--stores 60] [--slot] [--database-url DSN] [--json out]
+    python -m benchmarks.repeated_lines [--days 300] [--stores 60] [--slot] [--saved] [--database-url DSN]
+                                        [--json out]
 
 In this process: the service's engine on a fresh embedded PostgreSQL (or ``--database-url``), one scope where the
 player said "좋아해" once a day for ``--days`` days, each beside a new line (dialogue turns, tier source, caller
@@ -8,8 +9,9 @@ vectors: the store's own reads and writes, no model). Then ``--stores`` more day
 new line, alternating; printed: p50 / p95 / mean of each and the ratio. A turn is kept every day (it repeats only
 itself at the same moment), so a read that brought every earlier one back to the planner grew with the days.
 ``--slot``: the heroine's "호감도" slot set to a new value every day instead (each a new version that supersedes the
-last), beside a new fact of no slot. ``PYTHONPATH=DIR/service`` runs an earlier tree's engine (``git archive COMMIT |
-tar -x -C DIR``).
+last), beside a new fact of no slot. ``--saved``: the player saved once before day 1, so every version closed since
+is a change entry (store/changes.py) rather than a close in place. ``PYTHONPATH=DIR/service`` runs an earlier
+tree's engine (``git archive COMMIT | tar -x -C DIR``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     async with open_engine(bench_config(args)) as engine:
         scope = Scope("repeated-lines", "letia")
+        if args.saved:
+            await engine.create_save_point(scope.user_id, "start")
         for d in range(args.days):
             at = T0 + timedelta(days=d)
             await engine.store(scope, [repeated(d, at)])
@@ -63,13 +67,15 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 await engine.store(scope, [fact])
                 if i >= SETTLE:
                     samples[name].append((time.perf_counter() - started) * 1000)
-    return {"days": args.days, "slot": args.slot, **{name: percentiles(ms) for name, ms in samples.items()}}
+    return {"days": args.days, "slot": args.slot, "saved": args.saved,
+            **{name: percentiles(ms) for name, ms in samples.items()}}
 
 
 def show(result: dict[str, Any]) -> None:
     """One line per kind of line, and the ratio."""
     what = "a slot set" if result.get("slot") else "a line said"
-    print(f"{what} on each of {result['days']} days, stored again (caller vectors, in-process)\n")
+    saved = ", by a player who saved before day 1" if result.get("saved") else ""
+    print(f"{what} on each of {result['days']} days{saved}, stored again (caller vectors, in-process)\n")
     print_latencies("line", {name: result[name] for name in ("repeated", "new")})
     print(f"\nrepeated / new p50: {result['repeated']['p50'] / result['new']['p50']:.2f}x")
 
@@ -80,6 +86,8 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=300, help="days the line was said before")
     parser.add_argument("--stores", type=int, default=60, help="measured days")
     parser.add_argument("--slot", action="store_true", help="a slot set every day instead of a line said every day")
+    parser.add_argument("--saved", action="store_true",
+                        help="the player saved once before day 1: each version closed since is a change entry")
     run_main(parser, measure, show)
 
 

@@ -39,7 +39,7 @@ def _explained_search(database_url: str, query: SearchQuery, terms: list[str], p
 
 
 def explained(database_url: str, statement: Compiled, params: dict[str, Any],
-               ) -> tuple[list[str], list[tuple[Any, ...]]]:
+              ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """A compiled statement's EXPLAIN ANALYZE lines and its rows, prepared on the generic plan the pool forces."""
     args = statement.args(params)
     with psycopg.connect(database_url, autocommit=True) as conn:
