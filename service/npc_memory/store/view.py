@@ -119,7 +119,8 @@ _CHANGED_ROWS = """
 
 # The rows of a statement that picks a few (by key, by slot, in a short window), in one branch: each row the
 # statement's own conditions on the table chose has its newest entry the view sees looked up by key (a lateral read
-# stays a per-row probe whatever plan is chosen), and shows the entry's columns if it has one, its own otherwise.
+# per row: it is never turned into a join over the scope's entries), and shows the entry's columns if it has one,
+# its own otherwise.
 # The whole-scope branches above first build the scope's newest entries (O(entries) in every statement) and join
 # each back to its row: a player who saved once and then played 300 days (600 entries) paid ~0.8 ms for the set and
 # ~1 ms for the 300 rows' lookups in every read of a statement, whatever it asked for (a lone dated store 2.6x a
