@@ -14,10 +14,9 @@ import numpy as np
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.dialogue import _PREVIOUS_TURN
 from npc_memory.store.reads import _GET
 from npc_memory.store.writes import scope_params
-from test_plans import explained
+from test_plans import explained, explained_previous_turn, loops_of
 
 OLD = 30
 ROW_LOOPS = re.compile(r"on user_memories \w+ .*loops=(\d+)")
@@ -39,11 +38,9 @@ async def test_a_saved_players_window_looks_up_no_row_outside_it(engine: MemoryE
                         f"방금 {i}번째 말", valid_at=now - timedelta(seconds=30 - 10 * i), embedding=vectors[OLD + i])
               for i in range(3)]
     recent_ids = [r.memory_id for r in await engine.store(scope, recent)]
-    params = scope_params(scope) | {"before": now, "since": now - timedelta(minutes=30), "max_chars": 200,
-                                    "window": timedelta(minutes=30)}
-    plan, rows = explained(database_url, _PREVIOUS_TURN, params)
+    plan, rows = explained_previous_turn(database_url, scope, now)
     assert [r[0] for r in rows] == [recent_ids[-1]]
-    loops = [int(m.group(1)) for line in plan if (m := ROW_LOOPS.search(line))]
+    loops = loops_of(plan, ROW_LOOPS)
     assert loops, "\n".join(plan)
     assert max(loops) == 1, "\n".join(plan)
 

@@ -69,7 +69,7 @@ async def test_the_second_hop_looks_each_memory_up_once(engine: MemoryEngine, da
     query = SearchQuery(scope=scope, text="산책", limit=LIMIT, weights=Weights(), now=datetime.now(UTC),
                         embedding=normalise(rng.standard_normal((1, 384)))[0], hops=2)
     plan, hits = _explained_search(database_url, query, ["산책"], 50)
-    loops = [int(m.group(1)) for line in plan if (m := LINK_LOOPS.search(line))]
+    loops = loops_of(plan, LINK_LOOPS)
     assert loops, "\n".join(plan)
     reached = sum(1 for h in hits if h[-2] > 0)  # the hops column
     assert reached > 0
@@ -99,7 +99,7 @@ async def test_an_expand_step_reads_each_candidates_terms_once(engine: MemoryEng
                                            params)]
         found = conn.execute(NEIGHBOURS, params).fetchall()
     assert len(found) == 5
-    loops = [int(m.group(1)) for line in plan if (m := UNNEST_LOOPS.search(line))]
+    loops = loops_of(plan, UNNEST_LOOPS)
     assert loops, "\n".join(plan)
     assert max(loops) <= ROWS, "\n".join(plan)
 
@@ -132,6 +132,19 @@ async def test_candidates_are_fetched_by_key(engine: MemoryEngine, database_url:
 LOOPS = re.compile(r"loops=(\d+)")
 
 
+def explained_previous_turn(database_url: str, scope: Scope, now: datetime,
+                            ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The previous-turn read of the half hour before ``now``: its EXPLAIN ANALYZE lines and rows (generic plan)."""
+    params = scope_params(scope) | {"before": now, "since": now - timedelta(minutes=30), "max_chars": 200,
+                                    "window": timedelta(minutes=30)}
+    return explained(database_url, _PREVIOUS_TURN, params)
+
+
+def loops_of(plan: list[str], nodes: re.Pattern[str]) -> list[int]:
+    """The loop counts of the plan's lines that ``nodes`` matches (its first group: the count)."""
+    return [int(m.group(1)) for line in plan if (m := nodes.search(line))]
+
+
 async def test_the_previous_turn_is_found_before_its_context_is_read(engine: MemoryEngine, database_url: str,
                                                                    scope: Scope) -> None:
     """A lone line's dialogue read probes around the newest line of the window only.
@@ -145,10 +158,8 @@ async def test_the_previous_turn_is_found_before_its_context_is_read(engine: Mem
                        f"{i}번째 말: 오늘 날씨 좋네", valid_at=now - timedelta(seconds=10 * (ROWS - i)), embedding=v)
              for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
     ids = [r.memory_id for r in await engine.store(scope, lines)]
-    params = scope_params(scope) | {"before": now, "since": now - timedelta(minutes=30), "max_chars": 200,
-                                    "window": timedelta(minutes=30)}
-    plan, rows = explained(database_url, _PREVIOUS_TURN, params)
+    plan, rows = explained_previous_turn(database_url, scope, now)
     assert [r[0] for r in rows] == [ids[-1]]
-    loops = [int(m.group(1)) for line in plan if (m := LOOPS.search(line))]
+    loops = loops_of(plan, LOOPS)
     assert loops, "\n".join(plan)
     assert max(loops) == 1, "\n".join(plan)
