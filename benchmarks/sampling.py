@@ -26,7 +26,6 @@ GROUPS: Groups = (
     ("response building (api/convert.py)", ("api/convert.py",)),
     ("request parsing and validation", ("api/requests.py", "api/validation.py")),
     ("rows to domain values", ("scored_from_row", "memory_from_row", "search_ranked.<locals>")),
-    ("interceptor: initial metadata (x-request-id)", ("interceptor.py:93",)),
     # Not "ops/": the event loop's own frame is ops/loop.py, under every sample of the loop's thread.
     ("interceptor: decode, auth, metrics, logs",
      ("interceptor.py", "deserialize.py", "ops/metrics.py", "ops/logs.py", "ops/keys.py")),

@@ -134,7 +134,7 @@ async def test_an_allowed_call_reaches_the_database(channel: grpc.aio.Channel, e
     request.scope.user_id, request.scope.heroine_id = "game-a:p2", "letia"
     call_ = stub(request, metadata=(("x-api-key", GAME_A_KEY), ("x-request-id", "req-123")))
     await call_
-    assert dict(await call_.initial_metadata())["x-request-id"] == "req-123"
+    assert dict(await call_.trailing_metadata())["x-request-id"] == "req-123"
     assert db_requests(engine) > before
 
 
@@ -171,10 +171,10 @@ def test_a_malformed_keys_file_refuses_to_start(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", ["answered", "no key", "bad field", "bad bytes"])
 async def test_the_request_id_comes_back_however_the_call_ends(channel: grpc.aio.Channel, case: str) -> None:
-    """The caller's x-request-id is in the initial metadata of a refused call too, and the refusal's status is intact.
+    """The caller's x-request-id is in the trailing metadata of a refused call too, and the refusal's status is intact.
 
-    The interceptor sends the initial metadata while the handler runs: an abort that did not wait for it would make
-    gRPC send a second one, and the caller would see the call fail with another status.
+    gRPC's abort replaces the call's trailing metadata with its own when it brings any (a status with details does):
+    the interceptor adds the id to it. No initial metadata is sent apart from the answer (a gRPC operation of its own).
     """
     name = "SearchMemories" if case == "bad field" else "ListMemories"
     rpc: Any = channel.unary_unary(f"/npc_memory.v1.MemoryService/{name}", request_serializer=lambda b: b,
@@ -188,6 +188,9 @@ async def test_the_request_id_comes_back_however_the_call_ends(channel: grpc.aio
     expected = {"answered": grpc.StatusCode.OK, "no key": grpc.StatusCode.UNAUTHENTICATED}.get(
         case, grpc.StatusCode.INVALID_ARGUMENT)
     assert await call_.code() == expected
-    assert dict(await call_.initial_metadata())["x-request-id"] == rid
+    assert dict(await call_.trailing_metadata())["x-request-id"] == rid
+    assert "x-request-id" not in dict(await call_.initial_metadata())
+    if expected == grpc.StatusCode.INVALID_ARGUMENT:  # the BadRequest details are kept beside the id
+        assert "grpc-status-details-bin" in dict(await call_.trailing_metadata())
     if case == "bad field":
         assert "limit" in await call_.details()

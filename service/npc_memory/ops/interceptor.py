@@ -3,9 +3,10 @@
 It wraps each MemoryService method's handler, so it sees the deserialised request (and its user id) before the
 servicer runs: a refused call never reaches the engine or the database.
 
-The request id goes back in the initial metadata, which gRPC sends as an operation of its own. Its completion comes
-back through gRPC's poller thread, ~0.2 ms later on two cores (timed in the server), so the handler runs meanwhile
-instead of waiting for it; the answer and any abort wait for it (``_MetadataFirst``).
+The request id goes back in the trailing metadata, beside the call's status, however the call ends. gRPC's asyncio
+server sends the answer, the status and the trailing metadata in one operation; custom initial metadata would be an
+operation of its own, whose completion comes back through gRPC's poller thread, on every call (docs/search.md,
+"Twenty-fifth session").
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="")
 """The current call's request id; the JSON log formatter adds it to every record."""
 
 MEMORY_SERVICE = "/npc_memory.v1.MemoryService/"
+REQUEST_ID_KEY = "x-request-id"
+"""The metadata key of the request id: the caller's, if sent, and the answer's trailing metadata."""
 MAX_REQUEST_ID = 128
 """A caller's x-request-id is cut to this many characters before it is logged and echoed."""
 Behavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
@@ -69,39 +72,27 @@ def _record_outcome(method: str, response: Any) -> None:
         SEARCH_CANDIDATES.observe(len(response.results))
 
 
-async def _settled(sent: asyncio.Future[None]) -> None:
-    """Wait until the initial metadata's send is over, however it ended (a failed one fails the call anyway)."""
-    await asyncio.wait((sent,))
+class _RequestIdKept:
+    """The call's context for the handler: an abort keeps the request id in the trailing metadata it sends.
 
-
-def _retrieve(sent: asyncio.Future[None]) -> None:
-    if not sent.cancelled():
-        sent.exception()  # a send that failed (the caller went away) is not an unhandled error
-
-
-class _MetadataFirst:
-    """The call's context for the handler while the initial metadata is on its way: an abort waits for it first.
-
-    gRPC adds initial metadata to an abort's status when none was sent yet; while ours is in flight that would be a
-    second send, which the call refuses. Everything else is the call's own context.
+    gRPC's abort replaces the call's trailing metadata with the abort's own when it brings any (a status with
+    details does); everything else is the call's own context.
     """
 
-    def __init__(self, context: grpc.aio.ServicerContext[Any, Any], sent: asyncio.Future[None]) -> None:
+    def __init__(self, context: grpc.aio.ServicerContext[Any, Any], request_id: str) -> None:
         self._context = context
-        self._sent = sent
+        self._request_id = request_id
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._context, name)
 
     async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()) -> None:
-        """The call's ``abort``, once the initial metadata is sent."""
-        await _settled(self._sent)
-        await self._context.abort(code, details, trailing_metadata)
+        """The call's ``abort``, the request id added to its trailing metadata."""
+        await self._context.abort(code, details, (*trailing_metadata, (REQUEST_ID_KEY, self._request_id)))
 
     async def abort_with_status(self, status: Any) -> None:
-        """The call's ``abort_with_status``, once the initial metadata is sent."""
-        await _settled(self._sent)
-        await self._context.abort_with_status(status)
+        """The call's ``abort_with_status``, the request id added to its trailing metadata."""
+        await self.abort(status.code, status.details, status.trailing_metadata)
 
 
 class ServiceInterceptor(grpc.aio.ServerInterceptor):
@@ -110,6 +101,8 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, keys: KeyRing, log_user_ids: bool = False) -> None:
         self._keys = keys
         self._log_user_ids = log_user_ids
+        # Each method's wrapped handler, made once: gRPC resolves the same registered handler for every call.
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler[Any, Any], grpc.RpcMethodHandler[Any, Any]]] = {}
 
     async def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
@@ -120,34 +113,36 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         path: str = details.method
         if handler is None or handler.unary_unary is None or not path.startswith(MEMORY_SERVICE):
             return handler
+        found = self._wrapped.get(path)
+        if found is not None and found[0] is handler:
+            return found[1]
         method = path.rsplit("/", 1)[-1]
-        return grpc.unary_unary_rpc_method_handler(
+        wrapped = grpc.unary_unary_rpc_method_handler(
             self._wrap(method, cast(Behavior, handler.unary_unary)),
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+        self._wrapped[path] = (handler, wrapped)
+        return wrapped
 
     def _wrap(self, method: str, behavior: Behavior) -> Behavior:
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             if isinstance(request, bytes):  # the service decodes its own requests (api/deserialize.py)
                 request = decoded(method, request)
             metadata = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
-            request_id = metadata.get("x-request-id", "")[:MAX_REQUEST_ID] or uuid.uuid4().hex
+            request_id = metadata.get(REQUEST_ID_KEY, "")[:MAX_REQUEST_ID] or uuid.uuid4().hex
             token = REQUEST_ID.set(request_id)
             start = time.perf_counter()
-            sent = asyncio.ensure_future(context.send_initial_metadata((("x-request-id", request_id),)))
-            sent.add_done_callback(_retrieve)
-            guarded_context = cast(grpc.aio.ServicerContext[Any, Any], _MetadataFirst(context, sent))
+            context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
+            guarded_context = cast(grpc.aio.ServicerContext[Any, Any], _RequestIdKept(context, request_id))
             code = grpc.StatusCode.OK
             try:
                 await self._authorize(method, request, metadata, guarded_context)
                 response = await behavior(request, guarded_context)
             except BaseException:
-                await _settled(sent)
                 code = context.code() or grpc.StatusCode.UNKNOWN
                 raise
             else:
-                await _settled(sent)  # the answer's own send would otherwise add a second initial metadata
                 code = context.code() or grpc.StatusCode.OK
                 if code == grpc.StatusCode.OK and response is not None:
                     _record_outcome(method, response)
