@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from npc_memory.domain.dialogue import distinct_turns
 from npc_memory.domain.model import (
     ContentType,
     Fusion,
@@ -31,6 +32,7 @@ from npc_memory.domain.model import (
     Weights,
 )
 from npc_memory.domain.scope_rank import rank
+from npc_memory.domain.write_rules import content_key
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search
@@ -135,6 +137,30 @@ async def test_held_scopes_rank_as_the_statement_does(engine: MemoryEngine, scop
             compared += 1
     assert compared == len(variants) * len(texts)
     assert cache.rows == 400
+
+
+async def test_a_held_scope_drops_repeated_lines_as_search_does(engine: MemoryEngine, scope: Scope) -> None:
+    """``distinct``: the held hits are the statement's, repeated texts dropped as ``dialogue.distinct_turns`` does.
+
+    The engine asks for twice the hits it answers with when it collapses repeats; the held scope drops them before
+    it makes the hits. Lines of the source tier repeat (the duplicate rule merges only knowledge).
+    """
+    rng = np.random.default_rng(43)
+    lines = ["ㅋㅋ 그러게", "좋아해", "ㅋㅋ 그러게!", "바다 가자", "좋아해 ", "응"]
+    facts = [replace(_fact(rng, engine.embedder.dim, i), content=lines[i % len(lines)], tier=Tier.SOURCE)
+             for i in range(36)]
+    await engine.store(scope, facts)
+    cache = ScopeCache(10_000)
+    for limit in (2, 4, 5):
+        for text in ("ㅋㅋ 그러게", "좋아해", ""):
+            query = _query(engine, scope, rng, text=text, limit=2 * limit)
+            terms = _terms(engine, text)
+            stated = await _statement(engine, query, terms)
+            assert len({content_key(h.memory.content) for h in stated}) < len(stated)  # repeats to drop
+            await _held(cache, engine, query, terms)  # held from here on
+            held = await cache.search(engine.db, query, terms, engine.search_settings.candidates, distinct=limit)
+            assert held is not None
+            _same_ranking(held, distinct_turns(stated, limit))
 
 
 async def test_writes_are_seen_by_the_next_search(engine: MemoryEngine, scope: Scope) -> None:

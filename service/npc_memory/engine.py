@@ -226,8 +226,8 @@ class MemoryEngine:
         wanted = query.limit * sessions.SPREAD_HEADROOM if cap else query.limit
         headroom = dialogue.REPEAT_HEADROOM if collapse else 1
         asked = replace(query, limit=wanted * headroom) if collapse or cap else query
-        hits = await self._ranked(asked, terms, held)
-        if collapse:
+        hits = await self._ranked(asked, terms, held, wanted if collapse else 0)
+        if collapse:  # the held scope's hits are collapsed already; the statement's are not
             hits = dialogue.distinct_turns(hits, wanted)
         if cap:
             window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
@@ -245,17 +245,18 @@ class MemoryEngine:
         return asyncio.ensure_future(cache.current(self.db, query.scope, query.embedding, query.include_shared))
 
     async def _ranked(
-        self, query: SearchQuery, terms: Sequence[str], held: asyncio.Future[ScopeRows | None] | None = None
+        self, query: SearchQuery, terms: Sequence[str], held: asyncio.Future[ScopeRows | None] | None = None,
+        distinct: int = 0,
     ) -> list[ScoredMemory]:
         """The query's ranked hits: from the scope held in memory when it can answer, else from the statement.
 
         ``held``: the scope's rows, already being brought up to date (``ScopeCache.current``), if the caller
-        started that.
+        started that. ``distinct``: the held scope answers with its first this many distinct texts (0: all).
         """
         per_side = self.search_settings.candidates
         cache = self.scope_cache
         if cache is not None and (held is not None or cache.takes(query, self.keyword_backend)):
-            hits = await cache.search(self.db, query, terms, per_side, held)
+            hits = await cache.search(self.db, query, terms, per_side, held, distinct)
             HELD_ROWS.set(cache.rows)
             if hits is not None:
                 SEARCH_RANKED.labels("held").inc()

@@ -17,15 +17,17 @@ The stored content and keyword terms stay the line itself. Search shows a line s
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
-from typing import Literal
+from typing import Literal, TypeVar
 from uuid import UUID
 
 from npc_memory.domain.model import NewMemory, ScoredMemory, Speaker, Tier
 from npc_memory.domain.write_rules import content_key
+
+T = TypeVar("T")
 
 MAX_TURN_CHARS = 400
 """Longer source memories are documents, not turns: they carry their own context."""
@@ -325,14 +327,23 @@ def distinct_turns(hits: Sequence[ScoredMemory], limit: int) -> list[ScoredMemor
     stored as knowledge) and a restated line's closed history repeat. The best-ranked copy stays, which with
     context vectors is the one said in the context that fits the question.
     """
+    return distinct_contents(hits, _hit_content, limit)
+
+
+def _hit_content(hit: ScoredMemory) -> str:
+    return hit.memory.content
+
+
+def distinct_contents(items: Iterable[T], content: Callable[[T], str], limit: int) -> list[T]:
+    """``distinct_turns``' rule over any items in rank order: ``content`` gives each item's text."""
     seen: set[str] = set()
-    out: list[ScoredMemory] = []
-    for hit in hits:
-        key = content_key(hit.memory.content)
+    out: list[T] = []
+    for item in items:
+        key = content_key(content(item))
         if key in seen:
             continue
         seen.add(key)
-        out.append(hit)
+        out.append(item)
         if len(out) == limit:
             break
     return out

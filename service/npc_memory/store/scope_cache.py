@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery, Vector
-from npc_memory.domain.scope_rank import rank, servable
+from npc_memory.domain import dialogue
+from npc_memory.domain.model import Memory, Scope, ScoredMemory, SearchQuery, Vector
+from npc_memory.domain.scope_rank import RankedRow, rank, servable
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.store.scope_rows import ScopeRows
@@ -50,6 +51,10 @@ def _built(scope: Scope, found: list[dict[str, Any]]) -> ScopeRows | None:
         return None
     rows.apply(found)
     return rows
+
+
+def _content(hit: tuple[Memory, RankedRow]) -> str:
+    return hit[0].content
 
 
 Key = tuple[Scope, bool]
@@ -96,27 +101,36 @@ class ScopeCache:
 
     async def search(
         self, db: Database, query: SearchQuery, terms: Sequence[str], per_side: int,
-        synced: Awaitable[ScopeRows | None] | None = None,
+        synced: Awaitable[ScopeRows | None] | None = None, distinct: int = 0,
     ) -> list[ScoredMemory] | None:
         """The ranked hits, as the search statement would return them now; None when the statement must run.
 
         ``synced``: this scope's ``current`` already under way (a text search sends it while the model runs).
+        ``distinct``: the first this many hits whose texts differ (``dialogue.distinct_turns``), or 0: every hit.
         """
         if synced is None:
             synced = self.current(db, query.scope, query.embedding, query.include_shared)
         rows = await synced
-        return None if rows is None else self.ranked(rows, query, terms, per_side)
+        return None if rows is None else self.ranked(rows, query, terms, per_side, distinct)
 
     def ranked(
-        self, rows: ScopeRows, query: SearchQuery, terms: Sequence[str], per_side: int
+        self, rows: ScopeRows, query: SearchQuery, terms: Sequence[str], per_side: int, distinct: int = 0,
     ) -> list[ScoredMemory] | None:
-        """The query's hits among rows ``current`` returned; None when they cannot answer it (no or another vector)."""
+        """The query's hits among rows ``current`` returned; None when they cannot answer it (no or another vector).
+
+        With ``distinct``, repeated texts are dropped before the hits are made: the search asks for twice the hits it
+        answers with when it collapses repeats, and making each hit's two frozen objects was most of the ranking's
+        Python (py-spy).
+        """
         if rows.count == 0:
             return []
         if query.embedding is None or query.embedding.size != rows.dimensions:
             return None
-        return [ScoredMemory(rows.memory(r.row), r.scores, cosine=r.cosine)
-                for r in rank(rows.columns(), query, terms, per_side, rows.memo, rows.product(query.embedding))]
+        found = [(rows.memory(r.row), r)
+                 for r in rank(rows.columns(), query, terms, per_side, rows.memo, rows.product(query.embedding))]
+        if distinct:
+            found = dialogue.distinct_contents(found, _content, distinct)
+        return [ScoredMemory(memory, r.scores, r.cosine) for memory, r in found]
 
     async def current(
         self, db: Database, scope: Scope, vector: Vector | None = None, shared: bool = False
