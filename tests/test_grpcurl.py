@@ -130,6 +130,17 @@ async def test_invalid_request_shows_the_field_violations(server_port: int, scop
 
 
 
+async def test_the_request_id_comes_back_in_the_trailers(server_port: int, scope: Scope) -> None:
+    """The documented verbose call: its failure and the caller's request id among the response trailers."""
+    code, out, err = await _grpcurl(_command("x-request-id"), server_port, scope)
+    assert code == 64 + 3, (out, err)
+    trailers = out.split("Response trailers received:", 1)[1]
+    assert "x-request-id: letia-turn-42" in trailers
+    assert "InvalidArgument" in err
+    assert "limit" in err
+    assert "x-request-id" not in out.split("Response trailers received:", 1)[0].split("Response headers received:")[-1]
+
+
 async def test_links_expand_hops_and_deepen_as_documented(server_port: int, scope: Scope) -> None:
     """The documented linked store, two expands, a hops search and a deepen search run and answer as described."""
     code, out, err = await _grpcurl(_command("StoreMemories", "demo-links-1"), server_port, scope)
