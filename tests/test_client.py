@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -121,6 +122,15 @@ async def test_bad_fields_are_named_in_the_exception(client: AsyncClient, scope:
     assert {"scope.heroine_id", "memories[0].content", "memories[1].importance"} <= set(fields)
     assert "between 1 and 10" in fields["memories[1].importance"]
     assert "memories[0].content" in str(err.value)
+    assert re.fullmatch(r"[0-9a-f]{32}", err.value.request_id)  # the id the server made: its log lines carry it
+
+
+async def test_a_failure_names_the_callers_request_id(server_port: int, scope: Scope) -> None:
+    """A client whose metadata carries an x-request-id gets it back on the error (the server's trailers)."""
+    async with AsyncClient(f"127.0.0.1:{server_port}", metadata=(("x-request-id", "letia-turn-7"),)) as client:
+        with pytest.raises(NotFoundError) as err:
+            await client.get(scope.user_id, scope.heroine_id, uuid.uuid4())
+    assert err.value.request_id == "letia-turn-7"
 
 
 async def test_missing_memory_raises_not_found(client: AsyncClient, scope: Scope) -> None:

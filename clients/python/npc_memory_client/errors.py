@@ -9,6 +9,8 @@ from google.rpc import error_details_pb2, status_pb2
 
 # The trailer in which a gRPC server sends the full google.rpc.Status, details included.
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
+# The trailer in which npc-memory sends the call's request id (the caller's x-request-id, or one it made).
+REQUEST_ID_KEY = "x-request-id"
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,8 @@ class ClientError(Exception):
     """A call to npc-memory failed; ``code`` is the gRPC status code."""
 
     code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+    request_id: str = ""
+    """The server's id for the failed call, which its log lines carry; empty when no server answered with one."""
 
     def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
         super().__init__(message)
@@ -102,11 +106,19 @@ def _violations(error: grpc.Call | grpc.aio.AioRpcError) -> tuple[FieldViolation
     return tuple(found)
 
 
+def _request_id(error: grpc.Call | grpc.aio.AioRpcError) -> str:
+    for key, value in error.trailing_metadata() or ():
+        if key == REQUEST_ID_KEY and isinstance(value, str):
+            return value
+    return ""
+
+
 def from_rpc_error(error: grpc.RpcError) -> ClientError:
     """The typed exception for a failed call (sync ``grpc.RpcError`` or ``grpc.aio.AioRpcError``)."""
     if not isinstance(error, grpc.Call | grpc.aio.AioRpcError):
         return ClientError(str(error))
     code, message = error.code(), error.details() or ""
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidArgumentError(message, _violations(error))
-    return _BY_CODE.get(code, ClientError)(message, code)
+    found = (InvalidArgumentError(message, _violations(error)) if code == grpc.StatusCode.INVALID_ARGUMENT
+             else _BY_CODE.get(code, ClientError)(message, code))
+    found.request_id = _request_id(error)
+    return found
