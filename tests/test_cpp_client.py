@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import re
 import shutil
 import subprocess
 import uuid
@@ -102,6 +103,8 @@ async def test_cpp_surfaces_field_violations(cli: Path, server_port: int, scope:
     assert violations == {
         "violation scope.heroine_id", "violation memories[0].content", "violation memories[0].importance",
     }
+    (request_id,) = [line.split(" ", 1)[1] for line in err.splitlines() if line.startswith("request_id ")]
+    assert re.fullmatch(r"[0-9a-f]{32}", request_id)  # the id the server made, from its trailing metadata
 
 
 async def test_cpp_keeps_heroines_apart(cli: Path, server_port: int, scope: Scope) -> None:
@@ -119,6 +122,7 @@ async def test_cpp_reports_unavailable(cli: Path) -> None:
     code, _, err = await _run(cli, dead, "search", f"p-{uuid.uuid4().hex[:8]}", "letia", "q")
     assert code == 1
     assert err.startswith("error 14: ")
+    assert "request_id" not in err  # no server answered
 
 
 async def test_cpp_expands_and_searches_with_hops_and_deepen(

@@ -16,8 +16,9 @@
 // context prints "context<TAB>tokens<TAB>budget<TAB>left_out<TAB>method", one
 // "section<TAB>kind<TAB>tokens<TAB>memory_id,memory_id,..." per section, then the block's text; save and load
 // print "saved|loaded<TAB>timeline_id".
-// On failure: "error <code>: <message>" and one "violation <field>: <description>" per bad field on
-// stderr; exit 2 for INVALID_ARGUMENT, 1 otherwise.
+// On failure: "error <code>: <message>", one "violation <field>: <description>" per bad field and
+// "request_id <id>" (the server's id for the call, which its log lines carry) on stderr; exit 2 for
+// INVALID_ARGUMENT, 1 otherwise.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +49,7 @@ int Fail(const npc_memory_client::CallStatus& s) {
   for (const auto& v : s.violations) {
     std::fprintf(stderr, "violation %s: %s\n", v.first.c_str(), v.second.c_str());
   }
+  if (!s.request_id.empty()) std::fprintf(stderr, "request_id %s\n", s.request_id.c_str());
   return s.code == 3 ? 2 : 1;  // 3 = INVALID_ARGUMENT
 }
 

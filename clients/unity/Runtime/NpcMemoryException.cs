@@ -17,11 +17,16 @@ namespace NpcMemory
         /// <summary>Bad fields by proto path (e.g. "memories[0].content") with what is wrong with each.</summary>
         public IReadOnlyDictionary<string, string> FieldViolations { get; }
 
+        /// <summary>The server's id for the failed call (its x-request-id trailer), which its log lines carry;
+        /// empty when no server answered with one.</summary>
+        public string RequestId { get; }
+
         public NpcMemoryException(RpcException inner)
             : base(Describe(inner, out var violations), inner)
         {
             Code = inner.StatusCode;
             FieldViolations = violations;
+            RequestId = (inner.Trailers ?? Metadata.Empty).FirstOrDefault(entry => entry.Key == "x-request-id")?.Value ?? "";
         }
 
         static string Describe(RpcException e, out IReadOnlyDictionary<string, string> violations)

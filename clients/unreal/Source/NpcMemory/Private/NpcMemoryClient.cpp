@@ -29,6 +29,7 @@ FNpcMemoryStatus ToStatus(const npc_memory_client::CallStatus& In)
 	{
 		Out.FieldViolations.Add(FromUtf8(Violation.first), FromUtf8(Violation.second));
 	}
+	Out.RequestId = FromUtf8(In.request_id);
 	return Out;
 }
 

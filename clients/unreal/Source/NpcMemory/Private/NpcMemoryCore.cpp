@@ -64,11 +64,15 @@ std::string First(const std::string& bytes, int number) {
   return all.empty() ? std::string() : all.front();
 }
 
-CallStatus FromStatus(const grpc::Status& s) {
+CallStatus FromStatus(const grpc::Status& s, const grpc::ClientContext& ctx) {
   CallStatus out;
   out.ok = s.ok();
   out.code = static_cast<int>(s.error_code());
   out.message = s.error_message();
+  // The server's id for the call, in its trailing metadata however the call ended.
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  const auto id = trailers.find("x-request-id");
+  if (id != trailers.end()) out.request_id.assign(id->second.data(), id->second.size());
   // google.rpc.Status{3: repeated Any{1: type_url, 2: value}}; BadRequest{1: FieldViolation{1: field, 2: description}}
   for (const auto& any : Fields(s.error_details(), 3)) {
     const std::string type_url = First(any, 1);
@@ -135,7 +139,7 @@ CallStatus MemoryClient::Store(const std::string& user_id, const std::string& he
   pb::StoreMemoriesResponse resp;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
-  CallStatus status = FromStatus(impl_->stub->StoreMemories(&ctx, req, &resp));
+  CallStatus status = FromStatus(impl_->stub->StoreMemories(&ctx, req, &resp), ctx);
   if (status.ok && out != nullptr) {
     for (const auto& r : resp.results()) out->push_back({r.memory_id(), OutcomeName(r.outcome())});
   }
@@ -161,7 +165,7 @@ CallStatus MemoryClient::Search(const std::string& user_id, const std::string& h
   pb::SearchMemoriesResponse resp;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
-  CallStatus status = FromStatus(impl_->stub->SearchMemories(&ctx, req, &resp));
+  CallStatus status = FromStatus(impl_->stub->SearchMemories(&ctx, req, &resp), ctx);
   if (status.ok && out != nullptr) {
     for (const auto& r : resp.results()) {
       const auto& m = r.memory();
@@ -190,7 +194,7 @@ CallStatus MemoryClient::Expand(const std::string& user_id, const std::string& h
   pb::ExpandMemoryResponse resp;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
-  CallStatus status = FromStatus(impl_->stub->ExpandMemory(&ctx, req, &resp));
+  CallStatus status = FromStatus(impl_->stub->ExpandMemory(&ctx, req, &resp), ctx);
   if (status.ok && out != nullptr) {
     out->memory_id = resp.memory_id();
     out->depth = resp.depth();
@@ -216,7 +220,7 @@ CallStatus MemoryClient::BuildContext(const std::string& user_id, const std::str
   pb::BuildContextResponse resp;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
-  CallStatus status = FromStatus(impl_->stub->BuildContext(&ctx, req, &resp));
+  CallStatus status = FromStatus(impl_->stub->BuildContext(&ctx, req, &resp), ctx);
   if (status.ok && out != nullptr) {
     out->text = resp.text();
     out->tokens = resp.tokens();
@@ -241,7 +245,7 @@ CallStatus MemoryClient::CreateSavePoint(const std::string& user_id, const std::
   pb::CreateSavePointResponse resp;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
-  CallStatus status = FromStatus(impl_->stub->CreateSavePoint(&ctx, req, &resp));
+  CallStatus status = FromStatus(impl_->stub->CreateSavePoint(&ctx, req, &resp), ctx);
   if (status.ok && timeline_id != nullptr) *timeline_id = resp.save_point().timeline_id();
   return status;
 }
@@ -254,7 +258,7 @@ CallStatus MemoryClient::LoadSavePoint(const std::string& user_id, const std::st
   pb::LoadSavePointResponse resp;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
-  CallStatus status = FromStatus(impl_->stub->LoadSavePoint(&ctx, req, &resp));
+  CallStatus status = FromStatus(impl_->stub->LoadSavePoint(&ctx, req, &resp), ctx);
   if (status.ok && timeline_id != nullptr) *timeline_id = resp.timeline().timeline_id();
   return status;
 }

@@ -97,6 +97,7 @@ struct CallStatus {
   int code = 0;  // grpc::StatusCode
   std::string message;
   std::vector<std::pair<std::string, std::string>> violations;  // (field path, description)
+  std::string request_id;  // the server's id for the call (x-request-id trailer): its log lines carry it
 };
 
 // How to reach a server that uses TLS and API keys. All empty: plaintext, no key.

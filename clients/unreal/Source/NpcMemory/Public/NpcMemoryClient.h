@@ -56,6 +56,8 @@ struct NPCMEMORY_API FNpcMemoryStatus
 	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") int32 Code = 0;
 	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") FString Message;
 	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") TMap<FString, FString> FieldViolations;
+	/** The server's id for the call (its x-request-id trailer), which the server's log lines carry. */
+	UPROPERTY(BlueprintReadOnly, Category = "NPC Memory") FString RequestId;
 };
 
 /** The heroine's context block: what she remembers that matters now, ready for her system prompt. */
