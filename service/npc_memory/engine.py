@@ -227,8 +227,6 @@ class MemoryEngine:
         headroom = dialogue.REPEAT_HEADROOM if collapse else 1
         asked = replace(query, limit=wanted * headroom) if collapse or cap else query
         hits = await self._ranked(asked, terms, held, wanted if collapse else 0)
-        if collapse:  # the held scope's hits are collapsed already; the statement's are not
-            hits = dialogue.distinct_turns(hits, wanted)
         if cap:
             window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
             hits = sessions.spread_sessions(hits, query.limit, cap, window)
@@ -251,7 +249,8 @@ class MemoryEngine:
         """The query's ranked hits: from the scope held in memory when it can answer, else from the statement.
 
         ``held``: the scope's rows, already being brought up to date (``ScopeCache.current``), if the caller
-        started that. ``distinct``: the held scope answers with its first this many distinct texts (0: all).
+        started that. ``distinct``: the first this many hits whose texts differ (``dialogue.distinct_turns``), or 0:
+        every hit. A held scope drops the repeats before it makes its hits; the statement's are collapsed here.
         """
         per_side = self.search_settings.candidates
         cache = self.scope_cache
@@ -262,7 +261,8 @@ class MemoryEngine:
                 SEARCH_RANKED.labels("held").inc()
                 return hits
         SEARCH_RANKED.labels("statement").inc()
-        return await search.search_ranked(self.db, query, terms, per_side, self.keyword_backend)
+        hits = await search.search_ranked(self.db, query, terms, per_side, self.keyword_backend)
+        return dialogue.distinct_turns(hits, distinct) if distinct else hits
 
     async def build_context(
         self, scope: Scope, utterance: str, budget: int, include_shared: bool, language: str, now: datetime,
