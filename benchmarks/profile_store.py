@@ -27,7 +27,7 @@ from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Scope
 from npc_memory.runtime import open_engine
 
-from benchmarks.sampling import grouped, share_table
+from benchmarks.sampling import grouped, py_spy, share_table
 from benchmarks.search_speed_parts import percentiles
 from benchmarks.write import fact, seed, texts
 
@@ -65,7 +65,7 @@ async def profile(args: argparse.Namespace, database: DatabaseConfig) -> None:
         for f in facts[:30]:
             await engine.store(scope, [f])
         spy = await asyncio.create_subprocess_exec(
-            "py-spy", "record", "--pid", str(os.getpid()), "--rate", "200", "--format", "raw",
+            py_spy(), "record", "--pid", str(os.getpid()), "--rate", "200", "--format", "raw",
             "--output", str(args.raw), "--nonblocking")
         await asyncio.sleep(1.5)  # py-spy attaches
         wall: list[float] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,11 +66,17 @@ def share_table(path: str, total: int, counts: dict[str, int], groups: Groups = 
     return "\n".join([f"| part of the {path} | share of samples |", "|---|---:|", *rows])
 
 
+def py_spy() -> str:
+    """The py-spy program: on the PATH, or beside this Python (a virtualenv's, run without activating it)."""
+    found = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if found is None:
+        raise FileNotFoundError("py-spy is not installed (scripts/setup --dev installs it)")
+    return found
+
+
 def sampled(pid: int, seconds: float, raw: Path, run: Callable[[], T]) -> T:
     """``run()``'s answer, while py-spy samples process ``pid`` for ``seconds`` into ``raw`` (its raw format)."""
-    if shutil.which("py-spy") is None:
-        raise FileNotFoundError("py-spy is not installed (scripts/setup --dev installs it)")
-    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--duration", str(max(1, int(seconds))),
+    spy = subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--duration", str(max(1, int(seconds))),
                             "--rate", "200", "--format", "raw", "--output", str(raw), "--nonblocking"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)  # py-spy attaches
