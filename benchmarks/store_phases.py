@@ -97,26 +97,29 @@ def instrument(steps: Steps) -> None:
     _swap(writes, "store_memories", store)
     _swap(pipelined, "pipelined_transaction", transaction)
 
-    async def timed_sync(self: pipelined.Pipeline) -> None:
-        mark("a sync: statements queued")
-        self._pgconn.pipeline_sync()
-        mark("a sync: pipeline_sync (the send)")
-        self._waiting.append(pipelined._SYNC)
-        for reply in self._unsent:
-            reply.sent = True
-        self._unsent.clear()
-        await self._flush()
-        mark("a sync: flushed")
+    def send_sync(original: Any) -> Any:
+        def timed_send(self: pipelined.Pipeline) -> None:
+            mark("a sync: statements queued")
+            original(self)
+            mark("a sync: pipeline_sync (the send)")
+        return timed_send
 
-    pipelined.Pipeline.sync = timed_sync  # type: ignore[method-assign]
-    settle = pipelined.Pipeline.settle
+    def flush(original: Any) -> Any:
+        async def timed_flush(self: pipelined.Pipeline) -> None:
+            await original(self)
+            mark("a sync: flushed")
+        return timed_flush
 
-    async def timed_settle(self: pipelined.Pipeline) -> None:
-        mark("the last answers are awaited")
-        await settle(self)
-        mark("the last answers are in (writes, COMMIT)")
+    def settle(original: Any) -> Any:
+        async def timed_settle(self: pipelined.Pipeline) -> None:
+            mark("the last answers are awaited")
+            await original(self)
+            mark("the last answers are in (writes, COMMIT)")
+        return timed_settle
 
-    pipelined.Pipeline.settle = timed_settle  # type: ignore[method-assign]
+    _swap(pipelined.Pipeline, "_send_sync", send_sync)
+    _swap(pipelined.Pipeline, "_flush", flush)
+    _swap(pipelined.Pipeline, "settle", settle)
 
 
 def wrap_model(steps: Steps, embed: Callable[[Sequence[str]], Any]) -> Callable[[Sequence[str]], Any]:
