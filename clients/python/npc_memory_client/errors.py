@@ -87,11 +87,17 @@ _BY_CODE: dict[grpc.StatusCode, type[ClientError]] = {
 }
 
 
-def _status(error: grpc.Call | grpc.aio.AioRpcError) -> status_pb2.Status | None:
+def _trailer(error: grpc.Call | grpc.aio.AioRpcError, wanted: str) -> str | bytes | None:
+    """The value of the ``wanted`` key in the call's trailing metadata, or None."""
     for key, value in error.trailing_metadata() or ():
-        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
-            return status_pb2.Status.FromString(value)
+        if key == wanted:
+            return value
     return None
+
+
+def _status(error: grpc.Call | grpc.aio.AioRpcError) -> status_pb2.Status | None:
+    value = _trailer(error, STATUS_DETAILS_KEY)
+    return status_pb2.Status.FromString(value) if isinstance(value, bytes) else None
 
 
 def _violations(error: grpc.Call | grpc.aio.AioRpcError) -> tuple[FieldViolation, ...]:
@@ -107,10 +113,8 @@ def _violations(error: grpc.Call | grpc.aio.AioRpcError) -> tuple[FieldViolation
 
 
 def _request_id(error: grpc.Call | grpc.aio.AioRpcError) -> str:
-    for key, value in error.trailing_metadata() or ():
-        if key == REQUEST_ID_KEY and isinstance(value, str):
-            return value
-    return ""
+    value = _trailer(error, REQUEST_ID_KEY)
+    return value if isinstance(value, str) else ""
 
 
 def from_rpc_error(error: grpc.RpcError) -> ClientError:
