@@ -5,7 +5,7 @@ The sync and async clients only differ in how they run a Call, so each RPC is de
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -16,7 +16,8 @@ from google.protobuf.message import Message
 from npc_memory_client import _requests as rq
 from npc_memory_client import _results as rs
 from npc_memory_client import extraction as ex
-from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
+from npc_memory_client._shapes import known_options
+from npc_memory_client.inputs import Facts, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
 from npc_memory_client.model import (
     Expansion,
     LinkView,
@@ -45,7 +46,7 @@ class Call(Generic[T]):
 
 
 def store(
-    user_id: str, heroine_id: str, facts: Sequence[Fact | str], request_id: str | None
+    user_id: str, heroine_id: str, facts: Facts, request_id: str | None
 ) -> Call[list[StoreResult]]:
     """StoreMemories; retried only with a request_id, which makes a repeat return the first answer."""
     return Call(
@@ -56,6 +57,7 @@ def store(
 
 def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> Call[list[ScoredMemory]]:
     """SearchMemories, best first."""
+    known_options(opts, SearchOptions, "search")
     return Call(
         "SearchMemories", rq.search(user_id, heroine_id, query, opts),
         lambda r: [rs.scored(x) for x in r.results], idempotent=True,
@@ -64,6 +66,7 @@ def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> Ca
 
 def get(user_id: str, heroine_id: str, memory_id: UUID | str, view: ViewOptions) -> Call[Memory]:
     """GetMemory."""
+    known_options(view, ViewOptions, "get")
     request = svc.GetMemoryRequest(scope=rq.scope(user_id, heroine_id), memory_id=str(memory_id))
     rq.read_view(request, view)
     return Call("GetMemory", request, lambda r: rs.memory(r.memory), idempotent=True)
@@ -71,6 +74,7 @@ def get(user_id: str, heroine_id: str, memory_id: UUID | str, view: ViewOptions)
 
 def list_page(user_id: str, heroine_id: str, opts: ListOptions) -> Call[rs.MemoryPage]:
     """ListMemories, one page."""
+    known_options(opts, ListOptions, "list_memories")
     return Call(
         "ListMemories", rq.list_page(user_id, heroine_id, opts),
         lambda r: rs.MemoryPage([rs.memory(m) for m in r.memories], r.next_page_token), idempotent=True,
@@ -91,6 +95,7 @@ def invalidate(
 
 def update(user_id: str, heroine_id: str, memory_id: UUID | str, opts: UpdateOptions) -> Call[Memory]:
     """UpdateMemory; the current row comes back."""
+    known_options(opts, UpdateOptions, "update")
     return Call(
         "UpdateMemory", rq.update(user_id, heroine_id, str(memory_id), opts), lambda r: rs.memory(r.memory),
         idempotent=False,
@@ -99,6 +104,7 @@ def update(user_id: str, heroine_id: str, memory_id: UUID | str, opts: UpdateOpt
 
 def history(user_id: str, heroine_id: str, opts: HistoryOptions) -> Call[rs.MemoryPage]:
     """GetMemoryHistory, one page, ordered by valid_at."""
+    known_options(opts, HistoryOptions, "history")
     return Call(
         "GetMemoryHistory", rq.history(user_id, heroine_id, opts),
         lambda r: rs.MemoryPage([rs.memory(m) for m in r.memories], r.next_page_token), idempotent=True,
@@ -151,7 +157,7 @@ def drop_timeline(user_id: str, timeline_id: int) -> Call[int]:
         lambda r: int(r.deleted_memories), idempotent=False,
     )
 def extract(
-    user_id: str, heroine_id: str, dialogue_id: str, turns: Sequence[ex.Turn | str], wait: bool
+    user_id: str, heroine_id: str, dialogue_id: str, turns: ex.Turns, wait: bool
 ) -> Call[ex.ExtractionJob]:
     """ExtractMemories; safe to repeat (one job per dialogue id)."""
     return Call("ExtractMemories", ex.extract_request(user_id, heroine_id, dialogue_id, turns, wait),
@@ -168,6 +174,7 @@ def build_context(
     user_id: str, heroine_id: str, utterance: str, opts: ex.ContextOptions
 ) -> Call[ex.ContextBlock]:
     """BuildContext."""
+    known_options(opts, ex.ContextOptions, "build_context")
     return Call("BuildContext", ex.context_request(
         user_id, heroine_id, utterance, opts.get("token_budget", 0), opts.get("include_shared", False),
         opts.get("language", ""), opts.get("now"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -10,7 +9,8 @@ from uuid import UUID
 from google.protobuf import struct_pb2, timestamp_pb2
 
 from npc_memory_client._enums import to_wire
-from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
+from npc_memory_client._shapes import not_text, one_or_many
+from npc_memory_client.inputs import Fact, Facts, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
 from npc_memory_client.model import MemoryFilter, Visibility, Weights
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
@@ -37,6 +37,13 @@ def scope(user_id: str, heroine_id: str) -> pb.Scope:
     return pb.Scope(user_id=user_id, heroine_id=heroine_id)
 
 
+_IDS = (UUID, str)
+_ID_EXAMPLE = "a memory id (UUID or str) or a list of them"
+_REFS = (UUID, str, int)
+_REF_EXAMPLE = "a memory id, the position (int) of another fact of the call, or a list of them"
+_FACT_EXAMPLE = 'a Fact, a text ("고양이를 좋아함") or a list of them (["고양이를 좋아함", Fact(...)])'
+
+
 def memory_input(fact: Fact | str) -> pb.MemoryInput:
     """One fact; a bare string is the player's own fact about themself."""
     f = Fact(fact) if isinstance(fact, str) else fact
@@ -49,10 +56,10 @@ def memory_input(fact: Fact | str) -> pb.MemoryInput:
         importance=f.importance,
         tier=to_wire(f.tier) if f.tier else pb.TIER_UNSPECIFIED,
         slot=f.slot,
-        supersedes=[str(s) for s in f.supersedes],
-        embedding=list(f.embedding),
-        related=[memory_ref(r) for r in f.related],
-        parents=[memory_ref(r) for r in f.parents],
+        supersedes=[str(s) for s in one_or_many(f.supersedes, _IDS, "Fact.supersedes", _ID_EXAMPLE)],
+        embedding=not_text(f.embedding, "Fact.embedding", "a list of floats"),
+        related=[memory_ref(r) for r in one_or_many(f.related, _REFS, "Fact.related", _REF_EXAMPLE)],
+        parents=[memory_ref(r) for r in one_or_many(f.parents, _REFS, "Fact.parents", _REF_EXAMPLE)],
         visibility=to_wire(Visibility.SHARED if f.shared else Visibility.PRIVATE),
     )
     if f.valid_at is not None:
@@ -72,22 +79,22 @@ def memory_ref(ref: UUID | str | int) -> pb.MemoryRef:
 def memory_filter(f: MemoryFilter) -> pb.MemoryFilter:
     """The filter message."""
     return pb.MemoryFilter(
-        speakers=[to_wire(s) for s in f.speakers],
-        subjects=[to_wire(s) for s in f.subjects],
-        subject_ids=list(f.subject_ids),
-        content_types=[to_wire(c) for c in f.content_types],
+        speakers=[to_wire(s) for s in not_text(f.speakers, "MemoryFilter.speakers", "a tuple of Speaker")],
+        subjects=[to_wire(s) for s in not_text(f.subjects, "MemoryFilter.subjects", "a tuple of Subject")],
+        subject_ids=not_text(f.subject_ids, "MemoryFilter.subject_ids", "a tuple of str"),
+        content_types=[to_wire(c) for c in not_text(f.content_types, "MemoryFilter.content_types",
+                                                    "a tuple of ContentType")],
         min_importance=f.min_importance,
-        tiers=[to_wire(t) for t in f.tiers],
+        tiers=[to_wire(t) for t in not_text(f.tiers, "MemoryFilter.tiers", "a tuple of Tier")],
         slot=f.slot or "",
     )
 
 
-def store(
-    user_id: str, heroine_id: str, facts: Sequence[Fact | str], request_id: str | None
-) -> svc.StoreMemoriesRequest:
-    """A StoreMemories request."""
+def store(user_id: str, heroine_id: str, facts: Facts, request_id: str | None) -> svc.StoreMemoriesRequest:
+    """A StoreMemories request; one fact or text is a batch of one."""
+    batch = one_or_many(facts, (Fact, str), "facts", _FACT_EXAMPLE)
     return svc.StoreMemoriesRequest(
-        scope=scope(user_id, heroine_id), memories=[memory_input(f) for f in facts], request_id=request_id or ""
+        scope=scope(user_id, heroine_id), memories=[memory_input(f) for f in batch], request_id=request_id or ""
     )
 
 

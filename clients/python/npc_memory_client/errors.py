@@ -41,8 +41,10 @@ class InvalidArgumentError(ClientError):
     code = grpc.StatusCode.INVALID_ARGUMENT
 
     def __init__(self, message: str, violations: tuple[FieldViolation, ...]) -> None:
-        named = "; ".join(f"{v.field}: {v.description}" for v in violations)
-        super().__init__(f"{message} ({named})" if named else message)
+        # npc-memory's own message already names each field; only what it does not say is added.
+        unsaid = [text for v in violations if (text := f"{v.field}: {v.description}") not in message]
+        named = "; ".join(unsaid)
+        super().__init__(f"{message} ({named})" if message and named else message or named)
         self.violations = violations
 
     @property

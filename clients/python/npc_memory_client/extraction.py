@@ -11,6 +11,7 @@ from uuid import UUID
 from npc_memory_client import _requests as rq
 from npc_memory_client import _results as rs
 from npc_memory_client._enums import to_wire
+from npc_memory_client._shapes import one_or_many
 from npc_memory_client.model import Memory, Speaker, StoreResult
 from npc_memory_client.v1 import context_pb2 as ctx_pb
 from npc_memory_client.v1 import extraction_pb2 as ex_pb
@@ -109,16 +110,20 @@ class ContextBlock:
     token_count_method: str
 
 
+Turns = Turn | str | Sequence[Turn | str]
+"""What ``extract`` takes: one turn, one line of the player, or a list of either."""
+
+
 def extract_request(
-    user_id: str, heroine_id: str, dialogue_id: str, turns: Sequence[Turn | str], wait: bool
+    user_id: str, heroine_id: str, dialogue_id: str, turns: Turns, wait: bool
 ) -> ex_pb.ExtractMemoriesRequest:
-    """An ExtractMemories request; a bare string is a line of the player."""
+    """An ExtractMemories request; a bare string is a line of the player, and one turn a dialogue of one."""
     out = ex_pb.ExtractMemoriesRequest(
         scope=rq.scope(user_id, heroine_id),
         mode=ex_pb.EXTRACTION_MODE_SYNC if wait else ex_pb.EXTRACTION_MODE_ASYNC,
     )
     out.dialogue.dialogue_id = dialogue_id
-    for t in turns:
+    for t in one_or_many(turns, (Turn, str), "turns", 'a Turn, a line ("안녕") or a list of them'):
         turn = Turn(t) if isinstance(t, str) else t
         wire = out.dialogue.turns.add(text=turn.text, speaker=to_wire(turn.speaker))
         if turn.game_time is not None:

@@ -24,18 +24,23 @@ class Fact:
     """1-10; 0 means the server's default (5)."""
     tier: Tier | None = None
     slot: str = ""
-    supersedes: Sequence[UUID | str] = ()
+    supersedes: UUID | str | Sequence[UUID | str] = ()
+    """The memories this fact replaces: one id, or a list of them."""
     valid_at: datetime | None = None
     valid_game_day: float | None = None
     """Instead of ``valid_at``: the game day the fact became true."""
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Sequence[float] = ()
-    related: Sequence[UUID | str | int] = ()
+    related: UUID | str | int | Sequence[UUID | str | int] = ()
     """Memories this fact is related to: ids, or the position (int) of another fact of the same call."""
-    parents: Sequence[UUID | str | int] = ()
+    parents: UUID | str | int | Sequence[UUID | str | int] = ()
     """Memories this fact was distilled from, named the same way."""
     shared: bool = False
     """Visible to every heroine of the player (when a read asks for shared memories), not only this one."""
+
+
+Facts = Fact | str | Sequence[Fact | str]
+"""What ``store`` takes: one fact, one text (the player's own fact about themself), or a list of either."""
 
 
 class ViewOptions(TypedDict, total=False):

@@ -14,8 +14,8 @@ import grpc
 from npc_memory_client import _calls
 from npc_memory_client._results import MemoryPage
 from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
-from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, Turn
-from npc_memory_client.inputs import Fact, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
+from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, Turns
+from npc_memory_client.inputs import Facts, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
 from npc_memory_client.model import (
     Expansion,
     LinkView,
@@ -87,10 +87,10 @@ class Client:
             time.sleep(pause)
 
     def store(
-        self, user_id: str, heroine_id: str, facts: Sequence[Fact | str], *, request_id: str | None = None,
+        self, user_id: str, heroine_id: str, facts: Facts, *, request_id: str | None = None,
         timeout: float | None = None,
     ) -> list[StoreResult]:
-        """Store facts atomically; one result per fact, in order."""
+        """Store one fact or text, or a list of them, atomically; one result per fact, in order."""
         return self._run(_calls.store(user_id, heroine_id, facts, request_id), timeout)
 
     def search(
@@ -164,7 +164,7 @@ class Client:
         """Erase an abandoned timeline (and its branches); the number of rows erased."""
         return self._run(_calls.drop_timeline(user_id, timeline_id), timeout)
     def extract(
-        self, user_id: str, heroine_id: str, dialogue_id: str, turns: Sequence[Turn | str], *, wait: bool = False,
+        self, user_id: str, heroine_id: str, dialogue_id: str, turns: Turns, *, wait: bool = False,
         timeout: float | None = None,
     ) -> ExtractionJob:
         """Queue a dialogue for extraction (one job per dialogue id); ``wait`` runs one attempt first."""
