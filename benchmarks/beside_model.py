@@ -24,7 +24,7 @@ from typing import Any
 
 from npc_memory.embedding import local
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import database_url, open_engine
+from npc_memory.server.runtime import database_url, open_engine
 
 from benchmarks.search_speed_parts import distinct_questions
 from benchmarks.write import bench_config, percentiles, print_latencies, run_main

@@ -24,7 +24,7 @@ from typing import Any
 from npc_memory.domain.context import ContextBlock, assemble
 from npc_memory.domain.model import Scope, ScoredMemory, SearchQuery
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import database_url, open_engine
+from npc_memory.server.runtime import database_url, open_engine
 from npc_memory.store import context
 
 from benchmarks.search_speed_parts import distinct_questions

@@ -13,7 +13,7 @@ flight), starts it again on the same database and checks:
   is written once and answered the same both times (mismatches = 0);
 - the server's tokenising worker processes are gone after the kill (orphans = 0).
 
-tests/test_crash.py runs one round of this against the test database's server.
+tests/resilience/test_crash.py runs one round of this against the test database's server.
 """
 
 from __future__ import annotations

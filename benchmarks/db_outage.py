@@ -14,7 +14,7 @@ down ``--outage`` seconds, starts it again, and prints:
   search, and the first SERVING check;
 - acknowledged writes lost (0): every memory id a store answered is in the database afterwards.
 
-tests/test_db_outage.py runs one short round and asserts the codes, the flip and the recovery.
+tests/resilience/test_db_outage.py runs one short round and asserts the codes, the flip and the recovery.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Built from templates over a game's vocabulary (deterministic). ``same`` pairs ar
 player repeats a fact in other words; ``different`` pairs must never merge — above all the contradictions
 (좋아함/싫어함, 좋아함/안 좋아함), which a supersession, not a duplicate, has to handle. The grammar pairs differ
 only in what BM25 terms drop: an auxiliary (삶 / 살고 싶어 함), tense, a frequency or degree adverb, a particle
-of "only" or "with". The tests (tests/test_write_meaning.py) use their own hand-written sentences.
+of "only" or "with". The tests (tests/store/test_write_meaning.py) use their own hand-written sentences.
 """
 
 from __future__ import annotations

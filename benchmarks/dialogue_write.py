@@ -31,7 +31,7 @@ from typing import Any
 
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.conversation.generate import DATASET
 from benchmarks.write import analyse, bench_config, percentiles, run_main, timed

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from npc_memory.config import Config
 from npc_memory.domain.model import Scope
-from npc_memory.runtime import database_url, open_engine
 from npc_memory.server import create_server
+from npc_memory.server.runtime import database_url, open_engine
 
 from benchmarks.search_speed_parts import percentiles
 from benchmarks.write import bench_config

@@ -31,7 +31,7 @@ from npc_memory.domain import dialogue
 from npc_memory.domain.model import Scope, SearchQuery, Weights
 from npc_memory.embedding.base import Embedder
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import database_url, open_engine
+from npc_memory.server.runtime import database_url, open_engine
 from npc_memory.store import search as store_search
 
 from benchmarks.search_speed_parts import distinct_questions

@@ -42,7 +42,7 @@ from npc_memory.config import Config, SearchConfig
 from npc_memory.domain import dialogue
 from npc_memory.domain.model import Scope, SearchQuery, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import database_url, open_engine
+from npc_memory.server.runtime import database_url, open_engine
 from npc_memory.store import search as store_search
 from npc_memory.store.pool import Database, PlanCacheMode, PoolSettings
 from npc_memory.text import Tokenizer

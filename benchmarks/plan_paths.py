@@ -29,7 +29,7 @@ from uuid import UUID
 
 from npc_memory.domain.model import ContentType, MemoryFilter, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import database_url, open_engine
+from npc_memory.server.runtime import database_url, open_engine
 
 from benchmarks.plan_cache import HEAVY_ROWS, MODES
 from benchmarks.search_speed import LINK_SCOPES

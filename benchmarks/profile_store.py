@@ -25,7 +25,7 @@ from pathlib import Path
 
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Scope
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.sampling import grouped, py_spy, share_table
 from benchmarks.search_speed_parts import percentiles
@@ -39,7 +39,7 @@ GROUPS = (
     ("model (embedding)", ("embedding/",)),
     ("tokenising the fact", ("text/", "kiwipiepy")),
     ("write planning (domain)", ("domain/",)),
-    ("engine and store code", ("engine.py", "store/")),
+    ("engine and store code", ("engine/memory.py", "store/")),
 )
 REST = "event loop (asyncio, selectors) and other"
 

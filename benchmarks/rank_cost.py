@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from npc_memory.domain.model import Scope, SearchQuery, Weights
 from npc_memory.domain.scope_rank import RankedRow, rank
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 from npc_memory.store.scope_rows import ScopeRows
 
 from benchmarks.harness import caller_vector_config, emit

@@ -1,6 +1,6 @@
 """The search score as plain Python: the reference the service's ranking SQL must equal, and the benchmark's ranker.
 
-tests/test_search_ranking.py checks the SQL against ``rank`` on the same candidates; benchmarks/quality ranks
+tests/store/test_search_ranking.py checks the SQL against ``rank`` on the same candidates; benchmarks/quality ranks
 gathered candidates every way it compares, including relevance calibrations the service does not offer.
 The constants are the service's own (npc_memory.domain.scoring).
 """

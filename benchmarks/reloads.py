@@ -39,7 +39,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine, utcnow
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.write import bench_config, percentiles, print_latencies, run_main
 

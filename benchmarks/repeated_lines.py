@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject, Tier
 from npc_memory.embedding.base import normalise
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.write import bench_config, percentiles, print_latencies, run_main
 

@@ -31,7 +31,7 @@ GROUPS: Groups = (
     ("interceptor: decode, auth, metrics, logs",
      ("interceptor.py", "deserialize.py", "ops/metrics.py", "ops/logs.py", "ops/keys.py")),
     ("held scopes: ranking in memory", ("scope_rank.py", "scope_kept.py", "scope_rows.py", "scope_cache.py")),
-    ("engine and statement choice", ("engine.py", "search_sql.py", "store/search.py")),
+    ("engine and statement choice", ("engine/memory.py", "search_sql.py", "store/search.py")),
     ("event loop's own work (uvloop's C code, gRPC's callbacks on the loop)", ("ops/loop.py",)),
 )
 REST = "other threads (gRPC's poller thread, executors)"

@@ -43,7 +43,7 @@ from npc_memory.domain.model import (
     Weights,
 )
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 from npc_memory.store.scope_cache import ScopeCache
 from psycopg import sql
 

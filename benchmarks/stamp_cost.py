@@ -22,7 +22,7 @@ from typing import Any
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import NewMemory, Scope
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.harness import emit
 from benchmarks.write import fact, percentiles, seed, texts, timed

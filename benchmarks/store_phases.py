@@ -31,11 +31,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from npc_memory import engine as engine_module
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Scope, Vector
+from npc_memory.engine import memory as engine_module
 from npc_memory.ops.loop import run
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 from npc_memory.store import pipelined, writes
 
 from benchmarks.write import fact, texts

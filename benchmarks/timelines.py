@@ -38,7 +38,7 @@ from npc_memory.domain.model import (
     Weights,
 )
 from npc_memory.engine import MemoryEngine, utcnow
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.harness import caller_vector_config, emit
 from benchmarks.search_speed_parts import percentiles

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import numpy as np
 from npc_memory.config import Config, SearchConfig
 from npc_memory.domain.model import Scope, SearchQuery, Weights
-from npc_memory.runtime import resolve_backend
+from npc_memory.server.runtime import resolve_backend
 from npc_memory.store.pool import Database, PoolSettings
 from npc_memory.store.search import search_ranked
 from npc_memory.store.search_pgroonga import pgroonga_available

@@ -20,8 +20,8 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
 from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.ops.loop import loop_factory
-from npc_memory.runtime import open_engine
 from npc_memory.server import create_server
+from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 

@@ -22,7 +22,7 @@ from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain import scoring
 from npc_memory.domain.model import Fusion, SearchQuery, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.metrics import Answer

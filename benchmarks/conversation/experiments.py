@@ -24,7 +24,7 @@ import numpy as np
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Fusion, ScoredMemory, SearchQuery, Vector, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 from npc_memory.text.periods import period_in
 
 from benchmarks.conversation import metrics

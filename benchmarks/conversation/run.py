@@ -42,7 +42,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import PLAIN, Tokenizer
 

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import build_engine, open_database, open_engine
+from npc_memory.server.runtime import build_engine, open_database, open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import PLAIN, TextOptions, Tokenizer
 from psycopg import sql

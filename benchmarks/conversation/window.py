@@ -18,7 +18,7 @@ from typing import Any
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.dialogue import asks, speaker_label
 from npc_memory.domain.model import Speaker
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.bm25 import MODES, ask_conversations

@@ -21,7 +21,7 @@ from typing import Any
 
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import Weights
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 
 from benchmarks.quality import run as quality

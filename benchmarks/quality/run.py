@@ -5,7 +5,7 @@
 Loads benchmarks/quality/dataset.json into a fresh embedded PostgreSQL (or a new database on --database-url),
 embeds with the bundled multilingual-e5-small, and for every question gathers the candidates once (the
 service's own candidate SQL, BM25 keyword side) and ranks them every way compared with the Python reference of
-the service's score (benchmarks/reference_scoring.py, which tests/test_search_ranking.py holds equal to the SQL).
+the service's score (benchmarks/reference_scoring.py, which tests/store/test_search_ranking.py holds equal to the SQL).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from npc_memory.domain.model import (
     Weights,
 )
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
+from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 
 from benchmarks.candidates import search_candidates

@@ -79,7 +79,7 @@ async def _reembed(config: Config, batch_size: int) -> None:
 
     from npc_memory.domain.dialogue import TurnContext
     from npc_memory.embedding import create_embedder
-    from npc_memory.runtime import open_database
+    from npc_memory.server.runtime import open_database
     from npc_memory.store.reembed import reembed_all
     from npc_memory.store.settings import set_embedding_model
     from npc_memory.store.sweep import count_rows
@@ -105,7 +105,7 @@ async def _retokenize(config: Config, batch_size: int) -> None:
     """Re-make every row's terms, then record the text options so that ``serve`` starts with them."""
     from tqdm import tqdm
 
-    from npc_memory.runtime import open_database
+    from npc_memory.server.runtime import open_database
     from npc_memory.store.retokenize import retokenize_all
     from npc_memory.store.settings import set_text_terms
     from npc_memory.store.sweep import count_rows
@@ -123,7 +123,7 @@ async def _retokenize(config: Config, batch_size: int) -> None:
 
 async def _retain(config: Config) -> None:
     """One maintenance pass: retention policies, expired idempotency keys."""
-    from npc_memory.runtime import open_database
+    from npc_memory.server.runtime import open_database
     from npc_memory.store.retention import maintain
 
     async with open_database(config.database) as db:
@@ -151,7 +151,7 @@ async def _serve(config: Config, reuse_port: bool = False) -> None:
 
 async def _migrate(config: Config, citus: bool, shard_count: int | None) -> None:
     """Apply the migrations (then, with ``citus``, distribute the tables); an embedded server is stopped after."""
-    from npc_memory.runtime import database_url, migrate_database
+    from npc_memory.server.runtime import database_url, migrate_database
 
     if shard_count is not None and (not citus or shard_count < 1):
         raise ConfigError("--shard-count needs --citus and a positive number")
@@ -186,7 +186,7 @@ def _worker(config: Config, log_level: str) -> None:
 
 async def _serve_workers(config: Config, log_level: str) -> None:
     """Start the database once, then ``workers`` server processes on one port; SIGTERM is passed on to each."""
-    from npc_memory.runtime import database_url, migrate_database
+    from npc_memory.server.runtime import database_url, migrate_database
 
     if config.server.port == 0:
         raise ConfigError("--workers needs a fixed --port (each process binds the same one)")

@@ -1,6 +1,6 @@
 """The values the client hands back and takes in: enums, scopes, memories, scores, search filters.
 
-They mirror the service's model field for field (tests/test_client_api.py holds them equal), but belong to
+They mirror the service's model field for field (tests/clients/test_client_api.py holds them equal), but belong to
 the client, so a game tool needs nothing of the server to use them.
 """
 

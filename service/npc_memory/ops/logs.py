@@ -6,7 +6,7 @@ import logging
 
 from pythonjsonlogger.json import JsonFormatter
 
-from npc_memory.ops.interceptor import REQUEST_ID
+from npc_memory.api.interceptor import REQUEST_ID
 
 
 class _RequestId(logging.Filter):

@@ -7,7 +7,7 @@ import importlib.util
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from npc_memory.config_server import EventLoop
+from npc_memory.config.server import EventLoop
 from npc_memory.errors import ConfigError
 
 R = TypeVar("R")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import grpc
 
-from npc_memory.config_server import SecurityConfig
+from npc_memory.config.server import SecurityConfig
 from npc_memory.errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -77,7 +77,7 @@ PERIOD_TOP = """(SELECT id, cosine{carried} FROM {source}
 # probe is a LATERAL subquery kept whole by OFFSET 0: joined to the candidates, the generic plan (estimating a
 # handful of rows on both sides) fetched the rows once, then compared every candidate with every row (99 x 99 in
 # a nested loop over the materialised rows, ~1.2 ms of a 4 ms statement, benchmarks.plan_paths under
-# auto_explain; tests/test_plans.py).
+# auto_explain; tests/store/test_plans.py).
 CANDIDATES = """,
 candidates AS ({dense}{keyword}{period}{prior}){scored}
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score

@@ -46,7 +46,7 @@ from npc_memory.store.view import PICKED, ROOT_TIMELINE, view_params, with_view
 # OFFSET 0, so once the table has statistics the plan is an index lookup per fact: joined on the keys, the
 # generic plan (estimating a handful of scope rows) read and hashed every row of the scope for both joins (5 ms
 # of a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
-# still lost to the scope index where the table's scopes are small (tests/test_duplicate_plan.py). The batch's
+# still lost to the scope index where the table's scopes are small (tests/store/test_duplicate_plan.py). The batch's
 # terms come as one JSON array of arrays, so no term is split or joined. No vector goes in: a row of the same
 # terms comes back with its own and the planner takes the cosine (domain/write_plan.py), so the reads can run
 # while the model is still making the batch's vectors (``Pending``). A dialogue turn (``turn_at`` its moment; NULL

@@ -2,7 +2,7 @@
 -- as a role allowed to call Citus's functions (`psql -f distribute.sql`, or store.citus.distribute_for_citus).
 -- Safe to run again: a table already distributed is skipped. Existing rows are moved to the workers.
 --
--- Every table of the schema is named here (tests/test_schema_distribution.py checks it), except the
+-- Every table of the schema is named here (tests/store/test_schema_distribution.py checks it), except the
 -- migration ledger schema_migrations, which only the coordinator reads.
 
 -- Service-wide settings (the embedding model of the stored vectors): no player, a few rows, read at start.

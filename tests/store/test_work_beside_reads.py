@@ -1,7 +1,7 @@
-"""The event loop's own work goes beside a read it waits for, not before it is sent (engine.py).
+"""The event loop's own work goes beside a read it waits for, not before it is sent (engine/memory.py).
 
 A lone line's store reads the scope's previous turn before its model (store/dialogue.py): its Kiwi analysis runs
-while that read is in the database (engine_writes.py ``EarlyAnalyses``). Observed on the real engine and database:
+while that read is in the database (engine/write.py ``EarlyAnalyses``). Observed on the real engine and database:
 the tokenizer used is the engine's own, wrapped to note at each call whether the connection the read takes (the
 pool's kept one, store/pool.py) has a statement in flight.
 """

@@ -20,7 +20,7 @@ from npc_memory.embedding.local import MODEL_NAME
 from loadtest.pool import load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SERVE_TIMEOUT = 90.0
 POOL = ("--pool-passages", "300", "--pool-queries", "40")

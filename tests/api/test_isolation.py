@@ -131,7 +131,7 @@ async def _drop(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]
 
 async def _extract(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message | None:
     # This suite's server has no chat model: the dialogue is refused before anything is written. Jobs of
-    # another player are covered by _job here and by tests/test_extraction.py against a scripted model.
+    # another player are covered by _job here and by tests/api/test_extraction.py against a scripted model.
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await stub.ExtractMemories(ex_pb.ExtractMemoriesRequest(scope=me, dialogue=ex_pb.Dialogue(
             dialogue_id=victim.memory_id, turns=[ex_pb.DialogueTurn(speaker=pb.SPEAKER_USER, text="서울")])))
@@ -141,7 +141,7 @@ async def _extract(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[flo
 
 async def _job(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message | None:
     # Without a model the jobs RPCs are refused outright (FAILED_PRECONDITION); with one, another player's job
-    # is NOT_FOUND (tests/test_extraction.py). Either way nothing of the victim comes back.
+    # is NOT_FOUND (tests/api/test_extraction.py). Either way nothing of the victim comes back.
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await stub.GetExtractionJob(ex_pb.GetExtractionJobRequest(user_id=me.user_id, job_id=victim.memory_id))
     assert refused.value.code() in {grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND}
@@ -166,7 +166,7 @@ CASES: dict[str, Case] = {
 def test_every_rpc_has_an_isolation_case() -> None:
     """Each MemoryService RPC has a case here, so a new RPC cannot skip the isolation property."""
     missing = [m.name for m in SERVICE.methods if m.name not in CASES]
-    assert not missing, f"add an isolation case to tests/test_isolation.py for {missing}"
+    assert not missing, f"add an isolation case to tests/api/test_isolation.py for {missing}"
 
 
 def _memory_ids(message: Message | None) -> set[str]:

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from npc_memory.config_server import SecurityConfig
+from npc_memory.config.server import SecurityConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server
 from npc_memory_client import AsyncClient

@@ -42,8 +42,8 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.engine_turns import turn_flags, turn_texts, with_answer
-from npc_memory.engine_writes import INLINE_ANALYSIS_CHARS, early_analyses, reads_beside_model, store_beside_model
+from npc_memory.engine.turns import turn_flags, turn_texts, with_answer
+from npc_memory.engine.write import INLINE_ANALYSIS_CHARS, early_analyses, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes

@@ -18,7 +18,7 @@ from npc_memory.config import Config
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
-from npc_memory.runtime import build_engine, open_database
+from npc_memory.server.runtime import build_engine, open_database
 from npc_memory.store.migrate import migrate
 from npc_memory.store.settings import TERMS_KEY
 from npc_memory.text import PLAIN, TextOptions, Tokenizer

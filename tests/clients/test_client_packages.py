@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 UNITY = ROOT / "clients" / "unity"
 UNREAL = ROOT / "clients" / "unreal"
 GENERATED_CC = ROOT / "clients" / "unreal" / "Source" / "ThirdParty" / "NpcMemoryProto" / "npc_memory" / "v1"

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from grpc_health.v1 import health_pb2
-from npc_memory.background import SERVICE_NAME, watch_health
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server
+from npc_memory.server.background import SERVICE_NAME, watch_health
 from ports import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "docker" / "healthcheck.py"
 
 

@@ -11,12 +11,12 @@ import numpy as np
 import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
-from npc_memory.background import maintain_every
 from npc_memory.cli import main
 from npc_memory.domain.model import Scope
 from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
+from npc_memory.server.background import maintain_every
 from npc_memory.store.settings import check_embedding_model, set_embedding_model
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from npc_memory.errors import ConfigError
 
 if TYPE_CHECKING:
-    from npc_memory.config import Config, WriteConfig
-    from npc_memory.config_server import ServerConfig
+    from npc_memory.config.sections import Config, WriteConfig
+    from npc_memory.config.server import ServerConfig
     from npc_memory.extraction.settings import ExtractionSettings
 
 

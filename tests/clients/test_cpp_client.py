@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from npc_memory.config_server import SecurityConfig
+from npc_memory.config.server import SecurityConfig
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.ops.keys import KeyRing, hash_key
@@ -21,7 +21,7 @@ from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 from ports import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CPP = ROOT / "clients" / "cpp"
 UUID_LEN = 36
 

@@ -12,17 +12,17 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from npc_memory.api.deserialize import add_memory_service
+from npc_memory.api.interceptor import ServiceInterceptor
 from npc_memory.api.servicer import MemoryServicer
-from npc_memory.background import SERVICE_NAME, maintain_every, watch_health
 from npc_memory.config import Config
-from npc_memory.config_server import SecurityConfig, ServerConfig
+from npc_memory.config.server import SecurityConfig, ServerConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
-from npc_memory.ops.interceptor import ServiceInterceptor
 from npc_memory.ops.keys import KeyRing
 from npc_memory.ops.metrics import sample_pool
 from npc_memory.ops.tls import server_credentials
-from npc_memory.runtime import open_engine, open_extractor
+from npc_memory.server.background import SERVICE_NAME, maintain_every, watch_health
+from npc_memory.server.runtime import open_engine, open_extractor
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 STEPS = [
     "Kiwi starts", "Kiwi done", "the write transaction is called", "a connection is had",

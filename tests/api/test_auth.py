@@ -17,7 +17,7 @@ import pytest_asyncio
 from google.protobuf import message_factory
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.config import Config
-from npc_memory.config_server import ServerConfig
+from npc_memory.config.server import ServerConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
 from npc_memory.ops.keys import KeyRing, hash_key

@@ -23,7 +23,7 @@ from npc_memory_client import AsyncClient, Client, _enums
 from npc_memory_client import model as client_model
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = ROOT / "clients" / "python"
 ENUMS = ("Speaker", "Subject", "ContentType", "Tier", "CloseReason", "Fusion", "StoreOutcome", "Visibility")
 VALUES = ("Scope", "Weights", "MemoryFilter", "Memory", "StoreResult", "Scores", "ScoredMemory")

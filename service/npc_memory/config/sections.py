@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from npc_memory.config_checks import check
-from npc_memory.config_server import EventLoop, SecurityConfig, ServerConfig
-from npc_memory.config_values import (
+from npc_memory.config.checks import check
+from npc_memory.config.server import EventLoop, SecurityConfig, ServerConfig
+from npc_memory.config.values import (
     ENV_PREFIX,
     HALF_LIFE_KEY,
     T,

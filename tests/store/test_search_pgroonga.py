@@ -3,7 +3,7 @@
 The search tests need a server with the pgroonga extension (the embedded PostgreSQL has none). Run them with
     docker compose -f docker/compose.yaml --profile pgroonga up -d postgres-pgroonga
     export NPC_MEMORY_TEST_DATABASE_URL=postgresql://postgres:memory@localhost:54322/postgres
-    python -m pytest tests/test_search_pgroonga.py
+    python -m pytest tests/store/test_search_pgroonga.py
 or point NPC_MEMORY_TEST_DATABASE_URL at a Supabase database (pgvector and PGroonga both ship there).
 """
 
@@ -16,7 +16,7 @@ import pytest
 from npc_memory.domain.model import NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
-from npc_memory.runtime import resolve_backend
+from npc_memory.server.runtime import resolve_backend
 from npc_memory.store.search_pgroonga import pgroonga_available, pgroonga_query, prepare_pgroonga
 
 SKIP_REASON = (

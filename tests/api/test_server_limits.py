@@ -9,7 +9,7 @@ import grpc
 import numpy as np
 import pytest
 from npc_memory.config import load_config
-from npc_memory.config_server import ServerConfig
+from npc_memory.config.server import ServerConfig
 from npc_memory.domain.model import ContentType, MemoryFilter, NewMemory, Scope, Speaker, Subject
 from npc_memory.engine import MemoryEngine
 from npc_memory.server import create_server

@@ -18,11 +18,11 @@ import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from npc_memory.background import watch_health
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.engine import MemoryEngine
-from npc_memory.runtime import open_engine
 from npc_memory.server import create_server
+from npc_memory.server.background import watch_health
+from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc

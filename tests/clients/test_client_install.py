@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from npc_memory.domain.model import Scope
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT = 600
 
 # Run by the virtualenv's interpreter: store, search, a rejected request; report what it saw as JSON.
