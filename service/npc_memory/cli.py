@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import logging
 import multiprocessing
 import os
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TextIO
 
 from npc_memory.config import Config, load_config
 from npc_memory.errors import ConfigError, NpcMemoryError
@@ -70,7 +71,64 @@ def build_parser() -> argparse.ArgumentParser:
     retokenize.add_argument("--batch-size", dest="batch_size", type=int, default=500, help="rows per transaction")
     retain = sub.add_parser("retain", help="apply the retention policies and prune expired idempotency keys")
     _common(retain)
+    _portable_parsers(sub)
     return parser
+
+
+def _portable_parsers(sub: Any) -> None:
+    """``export`` and ``import`` (docs/guide/export-import.md)."""
+    export = sub.add_parser("export", help="write players' memories as JSON Lines to standard output")
+    _common(export)
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--user-id", dest="user_id", help="the player to export")
+    which.add_argument("--all", dest="all_players", action="store_true",
+                       help="every player (a progress bar on standard error)")
+    load = sub.add_parser("import", help="load an export file into the database, whole or not at all")
+    _common(load)
+    load.add_argument("file", help="the export file, or - for standard input")
+    load.add_argument("--replace", action="store_true",
+                      help="erase what the database holds of the file's players first (default: refuse such a file)")
+
+
+def _utf8(stream: TextIO) -> TextIO:
+    """A standard stream read or written as UTF-8, whatever the locale says."""
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(encoding="utf-8")
+    return stream
+
+
+def _open(path: str) -> TextIO:
+    """The export file to import (ConfigError if it cannot be read)."""
+    try:
+        return open(path, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+async def _export(config: Config, user_id: str | None) -> None:
+    """Write one player (or every player) to standard output."""
+    from tqdm import tqdm
+
+    from npc_memory.engine_portable import export_players
+    from npc_memory.runtime import open_database
+
+    out = _utf8(sys.stdout)
+    async with open_database(config.database) as db:
+        with tqdm(unit="player", desc="exporting", file=sys.stderr, disable=user_id is not None) as bar:
+            moved = await export_players(db, user_id, out.write, on_players=bar.reset, on_player=bar.update)
+    out.flush()
+    print(f"exported {moved.records} record(s) of {moved.players} player(s)", file=sys.stderr)
+
+
+async def _import(config: Config, path: str, replace: bool) -> None:
+    """Load an export file (or standard input) in one transaction."""
+    from npc_memory.engine_portable import import_players
+    from npc_memory.runtime import open_database
+
+    with _utf8(sys.stdin) if path == "-" else _open(path) as lines:
+        async with open_database(config.database) as db:
+            moved = await import_players(db, lines, replace)
+    print(f"imported {moved.records} record(s) of {moved.players} player(s)")
 
 
 async def _reembed(config: Config, batch_size: int) -> None:
@@ -234,6 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_retokenize(config, args.batch_size))
         elif args.command == "retain":
             asyncio.run(_retain(config))
+        elif args.command == "export":
+            asyncio.run(_export(config, None if args.all_players else args.user_id))
+        elif args.command == "import":
+            asyncio.run(_import(config, args.file, args.replace))
     except NpcMemoryError as exc:
         # One line, whatever the driver's message spans (libpq's "connection refused" adds a hint line).
         print(f"npc-memory: {' '.join(str(exc).split())}", file=sys.stderr)
