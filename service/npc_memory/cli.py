@@ -109,8 +109,8 @@ async def _export(config: Config, user_id: str | None) -> None:
     """Write one player (or every player) to standard output."""
     from tqdm import tqdm
 
-    from npc_memory.engine_portable import export_players
-    from npc_memory.runtime import open_database
+    from npc_memory.engine.portable import export_players
+    from npc_memory.server.runtime import open_database
 
     out = _utf8(sys.stdout)
     async with open_database(config.database) as db:
@@ -122,8 +122,8 @@ async def _export(config: Config, user_id: str | None) -> None:
 
 async def _import(config: Config, path: str, replace: bool) -> None:
     """Load an export file (or standard input) in one transaction."""
-    from npc_memory.engine_portable import import_players
-    from npc_memory.runtime import open_database
+    from npc_memory.engine.portable import import_players
+    from npc_memory.server.runtime import open_database
 
     with _utf8(sys.stdin) if path == "-" else _open(path) as lines:
         async with open_database(config.database) as db:

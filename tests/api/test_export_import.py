@@ -24,12 +24,12 @@ from chat_endpoint import ChatEndpoint, facts_answer
 from google.protobuf import field_mask_pb2, json_format, timestamp_pb2
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.engine import MemoryEngine
-from npc_memory.engine_portable import export_players, import_players
+from npc_memory.engine.portable import export_players, import_players
 from npc_memory.errors import FailedPreconditionError, InvalidArgumentError
 from npc_memory.extraction.service import Extractor
 from npc_memory.extraction.settings import ExtractionSettings
-from npc_memory.runtime import build_engine, open_database
 from npc_memory.server import create_server
+from npc_memory.server.runtime import build_engine, open_database
 from npc_memory.store.pool import Database
 from npc_memory_client.v1 import context_pb2 as ctx
 from npc_memory_client.v1 import extraction_pb2 as ex
