@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", dest="tls_key", help="PEM private key (NPC_MEMORY_TLS_KEY)")
     serve.add_argument("--tls-client-ca", dest="tls_client_ca",
                        help="CA of client certificates: mutual TLS (NPC_MEMORY_TLS_CLIENT_CA)")
+    serve.add_argument("--http-port", dest="http_port",
+                       help="HTTP port of the inspector, gRPC-Web and MCP; off by default, 0 picks one "
+                       "(NPC_MEMORY_HTTP_PORT)")
     serve.add_argument("--metrics-port", dest="metrics_port", type=int,
                        help="Prometheus /metrics port, 0 off (NPC_MEMORY_METRICS_PORT)")
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
@@ -200,8 +203,10 @@ async def _serve(config: Config, reuse_port: bool = False) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     serve_metrics(config.security.metrics_port)
-    async with serving(config, reuse_port) as (port, _health):
+    async with serving(config, reuse_port) as (port, _health, http_port):
         print(f"npc-memory serving on port {port}", flush=True)
+        if http_port is not None:
+            print(f"npc-memory inspector, gRPC-Web and MCP on http port {http_port}", flush=True)
         await stop.wait()
         logging.getLogger(__name__).info("stopping: draining in-flight calls for up to %ss",
                                          config.server.grace_seconds)

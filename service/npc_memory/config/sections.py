@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from npc_memory.config.checks import check
+from npc_memory.config.http import HttpConfig, http_port, origins
 from npc_memory.config.server import EventLoop, SecurityConfig, ServerConfig
 from npc_memory.config.values import (
     ENV_PREFIX,
@@ -164,6 +165,8 @@ class Config:
 
     server: ServerConfig = ServerConfig()  # noqa: RUF009  (frozen, so sharing it is safe)
     security: SecurityConfig = SecurityConfig()  # noqa: RUF009  (frozen, so sharing it is safe)
+    http: HttpConfig = HttpConfig()  # noqa: RUF009  (frozen, so sharing it is safe)
+    """The HTTP face (inspector, gRPC-Web, MCP); off unless a port is given."""
     database: DatabaseConfig = DatabaseConfig()
     embedding: EmbeddingSettings = EmbeddingSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     search: SearchConfig = SearchConfig()
@@ -249,6 +252,11 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             metrics_port=pick("metrics_port", SecurityConfig.metrics_port, int),
             log_json=pick("log_json", SecurityConfig.log_json, boolean),
             log_user_ids=pick("log_user_ids", SecurityConfig.log_user_ids, boolean),
+        ),
+        http=HttpConfig(
+            port=pick("http_port", HttpConfig.port, http_port),
+            allow_edits=pick("http_allow_edits", HttpConfig.allow_edits, boolean),
+            cors_origins=pick("http_cors_origins", HttpConfig.cors_origins, origins),
         ),
         database=DatabaseConfig(
             url=url,

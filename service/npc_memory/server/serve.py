@@ -68,39 +68,68 @@ def bind_host(config: Config, keys: KeyRing) -> str:
 
 
 @contextlib.asynccontextmanager
-async def serving(config: Config, reuse_port: bool = False) -> AsyncIterator[tuple[int, health.aio.HealthServicer]]:
-    """The whole service for the block, yielding its port and health servicer.
+async def started(
+    config: Config, engine: MemoryEngine, server: grpc.aio.Server, keys: KeyRing, host: str, reuse_port: bool,
+) -> AsyncIterator[int | None]:
+    """The gRPC server started, and the HTTP face beside it when configured, yielding the HTTP port (else None).
+
+    The HTTP face calls the server on a private socket (api/http/loopback.py), added before the server starts.
+    """
+    if not config.http.enabled:
+        await server.start()
+        yield None
+        return
+    from npc_memory.api.http.app import create_app, serving_http
+    from npc_memory.api.http.loopback import open_channel, private_socket
+
+    with private_socket() as address:
+        server.add_insecure_port(address)
+        await server.start()
+        async with open_channel(address) as channel:
+            app = create_app(channel, engine, keys, config.http, config.security.tls, host)
+            async with serving_http(app, host, config.http, config.security, reuse_port) as port:
+                yield port
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    config: Config, reuse_port: bool = False,
+) -> AsyncIterator[tuple[int, health.aio.HealthServicer, int | None]]:
+    """The whole service for the block, yielding its port, health servicer and HTTP port (None when off).
 
     Runs the health watcher, the pool sampler and, when configured, the retention schedule and the extraction
-    worker. On exit health turns NOT_SERVING, new calls are refused, in-flight calls get ``grace_seconds``, then
-    the pool, the embedder and an embedded PostgreSQL stop (in open_engine's exits).
+    worker. On exit health turns NOT_SERVING, the HTTP face finishes its requests, new calls are refused,
+    in-flight calls get ``grace_seconds``, then the pool, the embedder and an embedded PostgreSQL stop (in
+    open_engine's exits).
     """
     keys = KeyRing(path=config.security.api_keys_file)
     async with open_engine(config) as engine, open_extractor(config, engine) as extractor:
         host = bind_host(config, keys)
         server, port, health_servicer = await create_server(
             engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, config.server, extractor)
-        await server.start()
-        tasks = [asyncio.create_task(watch_health(
-                     engine, health_servicer, config.server.health_interval_seconds,
-                     config.server.health_timeout_seconds)),
-                 asyncio.create_task(sample_pool(engine.db))]
-        if extractor is not None:
-            tasks.append(asyncio.create_task(extractor.work_forever()))
-        if config.retention.interval_minutes > 0:
-            tasks.append(asyncio.create_task(maintain_every(
-                engine.db, config.retention.interval_minutes, config.retention.policies,
-                config.write.idempotency_hours,
-            )))
-        log.info("npc-memory listening on %s:%d (embedder %s, %d-d, tls %s, api keys %s, event loop %s)", host, port,
-                 engine.embedder.name, engine.embedder.dim, config.security.tls, keys.enabled,
-                 type(asyncio.get_running_loop()).__module__.split(".")[0])
         try:
-            yield port, health_servicer
+            async with started(config, engine, server, keys, host, reuse_port) as http_port:
+                tasks = [asyncio.create_task(watch_health(
+                             engine, health_servicer, config.server.health_interval_seconds,
+                             config.server.health_timeout_seconds)),
+                         asyncio.create_task(sample_pool(engine.db))]
+                if extractor is not None:
+                    tasks.append(asyncio.create_task(extractor.work_forever()))
+                if config.retention.interval_minutes > 0:
+                    tasks.append(asyncio.create_task(maintain_every(
+                        engine.db, config.retention.interval_minutes, config.retention.policies,
+                        config.write.idempotency_hours,
+                    )))
+                log.info("npc-memory listening on %s:%d (embedder %s, %d-d, tls %s, api keys %s, event loop %s)",
+                         host, port, engine.embedder.name, engine.embedder.dim, config.security.tls, keys.enabled,
+                         type(asyncio.get_running_loop()).__module__.split(".")[0])
+                try:
+                    yield port, health_servicer, http_port
+                finally:
+                    for task in tasks:
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
+                    await health_servicer.enter_graceful_shutdown()
         finally:
-            for task in tasks:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await health_servicer.enter_graceful_shutdown()
             await server.stop(config.server.grace_seconds)
