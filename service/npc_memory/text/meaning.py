@@ -5,14 +5,17 @@ Daegu), or "자주 먹는다" and "가끔 먹는다" (often / sometimes eats) ha
 them at cosine 0.96-0.99: the duplicate rule needs these morphemes too. The signature holds, from Kiwi's
 analysis: adverbs (frequency, degree, negation 안/못), determiners (counts), auxiliary verbs with the ending
 that links them (-고 싶다, -어야 하다, -지 않다), tense (past 었, future 겠 and -ㄹ 것), the negative copula, and
-the particles of "only", "than", "like", "with", "to", "from", "until" and "if". Endings of politeness or mood
-and case particles (를/가) are left out, so a fact re-told with other endings or particles keeps its signature.
+the particles of "only", "than", "like", "with", "to", "from", "until" and "if"; and the role of each noun a case
+particle marks (text/roles.py), so "엄마가 나를 혼냈다" and "내가 엄마를 혼냈다" differ. Endings of politeness or
+mood are left out, so a fact re-told with other endings keeps its signature.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from npc_memory.text.roles import roles
 
 # Words of one meaning spelled differently: a re-told fact may use either.
 _ADVERBS = {
@@ -91,4 +94,4 @@ _BY_TAG: dict[str, Callable[[Sequence[Any], int], str | None]] = {
 def signature(tokens: Sequence[Any]) -> tuple[str, ...]:
     """The meaning markers of a Kiwi token sequence, sorted (word order does not change them)."""
     found = (_BY_TAG[tag](tokens, i) for i, tag in enumerate(map(_tag, tokens)) if tag in _BY_TAG)
-    return tuple(sorted(m for m in found if m is not None))
+    return tuple(sorted([*(m for m in found if m is not None), *roles(tokens)]))
