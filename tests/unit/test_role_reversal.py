@@ -13,42 +13,27 @@ from npc_memory.domain.write_rules import FactText, is_duplicate
 from npc_memory.text import Tokenizer
 from npc_memory.text.roles import is_role
 
+from loadtest.korean import obj, subj, topic
+
 PEOPLE = ("엄마", "아빠", "레티아", "선생님", "친구", "동생")
 VERBS = ("혼냈다", "좋아한다", "칭찬했다", "불렀다", "속였다", "믿는다", "기다렸다", "때렸다")
 GIFTS = ("고백했다", "편지를 보냈다", "선물을 줬다", "거짓말을 했다")
-
-
-def _final(word: str) -> bool:
-    code = ord(word[-1]) - 0xAC00
-    return 0 <= code < 11172 and code % 28 != 0
-
-
-def _subj(word: str) -> str:
-    return word + ("이" if _final(word) else "가")
-
-
-def _obj(word: str) -> str:
-    return word + ("을" if _final(word) else "를")
-
-
-def _topic(word: str) -> str:
-    return word + ("은" if _final(word) else "는")
 
 
 def _swaps() -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for x, v in itertools.product(PEOPLE, VERBS):
         out += [
-            (f"{_subj(x)} 나를 {v}", f"내가 {_obj(x)} {v}"),  # x did it to me / I did it to x
-            (f"{_obj(x)} {v}", f"{_subj(x)} 나를 {v}"),  # (I) did it to x / x did it to me
-            (f"나는 {_obj(x)} {v}", f"{_topic(x)} 나를 {v}"),
-            (f"{_obj(x)} {v}", f"{_subj(x)} {v}"),  # (I) did it to x / x did it
+            (f"{subj(x)} 나를 {v}", f"내가 {obj(x)} {v}"),  # x did it to me / I did it to x
+            (f"{obj(x)} {v}", f"{subj(x)} 나를 {v}"),  # (I) did it to x / x did it to me
+            (f"나는 {obj(x)} {v}", f"{topic(x)} 나를 {v}"),
+            (f"{obj(x)} {v}", f"{subj(x)} {v}"),  # (I) did it to x / x did it
         ]
     for x, g in itertools.product(PEOPLE, GIFTS):
         out += [
-            (f"{x}에게 {g}", f"{_subj(x)} 나에게 {g}"),  # to x / x to me
-            (f"{x}한테 {g}", f"{_subj(x)} 나한테 {g}"),
-            (f"{_subj(x)} 나에게 {g}", f"내가 {x}에게 {g}"),
+            (f"{x}에게 {g}", f"{subj(x)} 나에게 {g}"),  # to x / x to me
+            (f"{x}한테 {g}", f"{subj(x)} 나한테 {g}"),
+            (f"{subj(x)} 나에게 {g}", f"내가 {x}에게 {g}"),
         ]
     return out
 
@@ -57,11 +42,11 @@ def _retellings() -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for x, v in itertools.product(PEOPLE, VERBS):
         out += [
-            (f"{_obj(x)} {v}", f"내가 {_obj(x)} {v}"),  # the speaker as subject, said or left out
-            (f"{_obj(x)} {v}", f"나는 {_obj(x)} {v}"),
-            (f"{_obj(x)} {v}", f"제가 {_obj(x)} {v}"),
-            (f"{_subj(x)} 나를 {v}", f"{_topic(x)} 나를 {v}"),  # a topic is the subject when none is marked
-            (f"{_subj(x)} 나를 {v}", f"{_subj(x)} 날 {v}"),
+            (f"{obj(x)} {v}", f"내가 {obj(x)} {v}"),  # the speaker as subject, said or left out
+            (f"{obj(x)} {v}", f"나는 {obj(x)} {v}"),
+            (f"{obj(x)} {v}", f"제가 {obj(x)} {v}"),
+            (f"{subj(x)} 나를 {v}", f"{topic(x)} 나를 {v}"),  # a topic is the subject when none is marked
+            (f"{subj(x)} 나를 {v}", f"{subj(x)} 날 {v}"),
         ]
     for x, g in itertools.product(PEOPLE, GIFTS):
         out += [(f"{x}에게 {g}", f"{x}한테 {g}"), (f"{x}에게 {g}", f"내가 {x}에게 {g}")]
