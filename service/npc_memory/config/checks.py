@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 def _check_limits(server: ServerConfig) -> None:
     if server.health_interval_seconds <= 0 or server.health_timeout_seconds <= 0:
         raise ConfigError("health_interval and health_timeout must be positive")
-    if server.max_concurrent_streams < 1 or server.max_send_message_bytes < 1024:
-        raise ConfigError("max_concurrent_streams must be >= 1 and max_send_message_bytes >= 1024")
+    if server.max_concurrent_streams < 0 or server.max_send_message_bytes < 1024:
+        raise ConfigError("max_concurrent_streams must be >= 0 (0: no cap) and max_send_message_bytes >= 1024")
 
 
 def _check_extraction(ex: ExtractionSettings) -> None:

@@ -27,8 +27,13 @@ class ServerConfig:
     """How often the health watcher pings the database and embedder."""
     health_timeout_seconds: float = 0.8
     """How long one ping may take before health says NOT_SERVING; interval + timeout bounds the flip time."""
-    max_concurrent_streams: int = 100
-    """Calls one HTTP/2 connection may have open at once; more wait in the client."""
+    max_concurrent_streams: int = 0
+    """Calls one HTTP/2 connection may have open at once; 0: no cap, every call is accepted and waits its turn here.
+
+    A cap is sent to the client in the connection's SETTINGS, and calls a client opens before it reads them (a
+    burst on a new channel) are refused with RST_STREAM, which the client reports as UNAVAILABLE; open streaming
+    calls (health ``Watch``) also count against it, so a cap of N lets N watchers block every other call.
+    """
     max_send_message_bytes: int = 16 * 1024 * 1024
     """Largest response the server sends; a larger one fails RESOURCE_EXHAUSTED instead of being buffered."""
     keepalive_seconds: float = 60.0
@@ -43,9 +48,10 @@ class ServerConfig:
     def grpc_options(self) -> list[tuple[str, int]]:
         """These limits as gRPC core channel arguments."""
         ms = 1000
+        streams = [("grpc.max_concurrent_streams", self.max_concurrent_streams)] if self.max_concurrent_streams else []
         return [
             ("grpc.so_reuseport", 0),
-            ("grpc.max_concurrent_streams", self.max_concurrent_streams),
+            *streams,
             ("grpc.max_send_message_length", self.max_send_message_bytes),
             ("grpc.keepalive_time_ms", int(self.keepalive_seconds * ms)),
             ("grpc.keepalive_timeout_ms", int(self.keepalive_timeout_seconds * ms)),
