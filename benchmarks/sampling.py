@@ -26,11 +26,12 @@ GROUPS: Groups = (
     ("tokenising the query", ("text/", "kiwipiepy")),
     ("response building (api/convert.py)", ("api/convert.py",)),
     ("request parsing and validation", ("api/requests.py", "api/validation.py")),
-    ("rows to domain values", ("scored_from_row", "memory_from_row", "search_ranked.<locals>")),
+    ("rows to domain values", ("store/search.py", "memory_from_row")),
     # Not "ops/": the event loop's own frame is ops/loop.py, under every sample of the loop's thread.
     ("interceptor: decode, auth, metrics, logs",
      ("interceptor.py", "deserialize.py", "ops/metrics.py", "ops/logs.py", "ops/keys.py")),
-    ("held scopes: ranking in memory", ("scope_rank.py", "scope_kept.py", "scope_rows.py", "scope_cache.py")),
+    ("held scopes and the scoring function",
+     ("domain/scoring.py", "scope_rank.py", "scope_kept.py", "scope_rows.py", "scope_cache.py")),
     ("engine and statement choice", ("engine/memory.py", "search_sql.py", "store/search.py")),
     ("event loop's own work (uvloop's C code, gRPC's callbacks on the loop)", ("ops/loop.py",)),
 )

@@ -1,8 +1,9 @@
 """The floor: the service's own search SQL run bare through psycopg, no gRPC, no embedder.
 
-The same call the engine makes (``store.search.search_ranked``: one statement, scored in SQL, with the keyword
-backend the server would pick on that database) with the same query vectors and terms as the Locust searches,
-at a fixed concurrency, so the benchmark can report how far the service is above what PostgreSQL alone costs.
+The same call the engine makes (``store.search.search_ranked``: one statement, its candidates scored by
+domain/scoring.py, with the keyword backend the server would pick on that database) with the same query vectors
+and terms as the Locust searches, at a fixed concurrency, so the benchmark can report how far the service is
+above what PostgreSQL alone costs.
 """
 
 from __future__ import annotations

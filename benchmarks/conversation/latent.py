@@ -39,13 +39,13 @@ from npc_memory.domain.model import Fusion, ScoredMemory, SearchQuery, Vector, W
 from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
 
+from benchmarks.candidates import DEFAULT_CALIBRATION, rank
 from benchmarks.conversation import metrics
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.readtime import WIDE, stored_as_defaults
 from benchmarks.conversation.run import experiment_main
 from benchmarks.quality import run as quality
 from benchmarks.quality.generate import DATASET as FACTS
-from benchmarks.reference_scoring import DEFAULT_CALIBRATION, rank
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.8)
 LAMBDAS = (0.95, 0.9, 0.85, 0.8, 0.7)

@@ -6,7 +6,7 @@ Both benchmarks are stored as the defaults store them: the conversations in the 
 request, speaker labels, answers; as ``benchmarks.conversation.readtime``) and the Korean fact set
 (``benchmarks.quality``). For every question the service's candidate union is fetched unranked
 (``benchmarks.candidates``) and each candidate's components computed as the statement computes them
-(``benchmarks.reference_scoring``): recency, importance, relevance (min-max over the candidates), keyword. Two
+(``npc_memory.domain.scoring``): recency, importance, relevance (min-max over the candidates), keyword. Two
 more are offered to the fit: the raw cosine (clipped), and the relevance of the line embedded alone (its speaker
 label and its own words, without the turn before it; min-max) — what a second vector per turn would give.
 
@@ -35,13 +35,12 @@ from npc_memory.domain.write_rules import content_key
 from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
 
-from benchmarks.candidates import search_candidates
+from benchmarks.candidates import Candidate, components, minmax, search_candidates
 from benchmarks.conversation.readtime import MODE
 from benchmarks.conversation.run import experiment_main, load, step_engines
 from benchmarks.conversation.steps import WRITE_MODES
 from benchmarks.quality import run as quality
 from benchmarks.quality.generate import DATASET as FACTS
-from benchmarks.reference_scoring import Candidate, importance_score, keyword_scores, recency_score, relevance_scores
 
 COMPONENTS = ("recency", "importance", "relevance", "keyword", "raw cosine", "relevance of the line alone")
 GRIDS = {"the four components": (4, 0.05), "six components": (6, 0.1)}
@@ -69,14 +68,9 @@ class Question:
 def features(cands: Sequence[Candidate], query: SearchQuery, alone: Sequence[float] | None) -> np.ndarray:
     """The components of every candidate, as the statement computes them, and the two extra ones."""
     cosines = [c.cosine for c in cands]
-    return np.array([
-        [recency_score(c.memory.valid_at, query.now, query.recency_days) for c in cands],
-        [importance_score(c.memory.importance) for c in cands],
-        relevance_scores(cosines, True),
-        keyword_scores([c.keyword for c in cands]),
-        np.clip(cosines, 0.0, 1.0),
-        relevance_scores(list(alone) if alone is not None else cosines, True),
-    ]).T
+    base = components(cands, query)
+    return np.column_stack([base[:, 0], base[:, 1], minmax(cosines), base[:, 3], np.clip(cosines, 0.0, 1.0),
+                            minmax(list(alone) if alone is not None else cosines)])
 
 
 def question(cands: Sequence[Candidate], query: SearchQuery, evidence: list[UUID | None], group: str,

@@ -13,18 +13,20 @@ service.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.dialogue import asks, speaker_label
-from npc_memory.domain.model import Speaker
+from npc_memory.domain.model import Fusion, SearchQuery, Speaker, Weights
+from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
 
 from benchmarks.conversation import metrics
-from benchmarks.conversation.bm25 import MODES, ask_conversations
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.readtime import stored_as_defaults
-from benchmarks.conversation.run import experiment_main, load
+from benchmarks.conversation.run import Loaded, experiment_main, load
+from benchmarks.quality.run import Mode
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,26 @@ class Window:
     after_question: bool = True
     as_query: bool = False
     """Embedded with e5's ``query:`` prefix, as the questions are (the symmetric use), not ``passage:``."""
+
+
+MODES = (Mode("hybrid", Weights()), Mode("keyword only", Weights(0.0, 0.0, 0.0, 1.0)),
+         Mode("RRF", Weights(), Fusion.RRF))
+"""The default ranking, the keyword side alone (where b matters most) and RRF."""
+
+
+async def ask_conversations(engine: MemoryEngine, loaded: list[tuple[dict[str, Any], Loaded]],
+                            vectors: dict[str, Any], mode: Mode) -> list[Answer]:
+    """Every conversation question through ``engine.search`` in ``mode``, its first 15 hits."""
+    answers = []
+    for conv, lo in loaded:
+        now = datetime.fromisoformat(conv["now"])
+        for q in conv["questions"]:
+            hits = await engine.search(SearchQuery(
+                scope=lo.scope, text=q["text"], limit=15, weights=mode.weights, now=now, fusion=mode.fusion,
+                embedding=vectors[q["id"]], recency_days=engine.search_settings.recency_days_for(lo.scope.heroine_id)))
+            evidence = [None if t in lo.dropped else lo.memory_of[t] for t in q["evidence"]]
+            answers.append(Answer(q["kind"], q["shape"], conv["language"], [h.memory.id for h in hits], evidence))
+    return answers
 
 
 DEFAULTS = MODES[0]

@@ -4,8 +4,8 @@
 
 Loads benchmarks/quality/dataset.json into a fresh embedded PostgreSQL (or a new database on --database-url),
 embeds with the bundled multilingual-e5-small, and for every question gathers the candidates once (the
-service's own candidate SQL, BM25 keyword side) and ranks them every way compared with the Python reference of
-the service's score (benchmarks/reference_scoring.py, which tests/store/test_search_ranking.py holds equal to the SQL).
+service's own candidate SQL, BM25 keyword side) and ranks them every way compared: the service's way with its own
+scoring function (npc_memory.domain.scoring, through benchmarks/candidates.py).
 """
 
 from __future__ import annotations
@@ -39,9 +39,15 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 
-from benchmarks.candidates import search_candidates
+from benchmarks.candidates import (
+    DEFAULT_CALIBRATION,
+    Calibration,
+    Candidate,
+    RelevanceCalibration,
+    rank,
+    search_candidates,
+)
 from benchmarks.quality.generate import DATASET
-from benchmarks.reference_scoring import DEFAULT_CALIBRATION, Calibration, Candidate, RelevanceCalibration, rank
 
 K = (1, 5, 10)
 

@@ -23,7 +23,7 @@ def test_stacks_go_to_their_innermost_known_part(tmp_path: Path) -> None:
     assert total == 21
     assert counts == {
         "event loop's own work (uvloop's C code, gRPC's callbacks on the loop)": 7,
-        "held scopes: ranking in memory": 5,
+        "held scopes and the scoring function": 5,
         "interceptor: decode, auth, metrics, logs": 3,
         "psycopg: send, wait, fetch, row making": 2,
         REST: 4,

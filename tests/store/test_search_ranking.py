@@ -1,4 +1,4 @@
-"""The score computed in SQL (store/search_sql.py) equals the Python reference (benchmarks/reference_scoring.py)."""
+"""The statement's search (store/search.py) ranks its candidates as tests/score_reference.py does."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import score_reference
 from npc_memory.domain.model import (
     ContentType,
     Fusion,
@@ -19,9 +20,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search
-
-from benchmarks.candidates import search_candidates
-from benchmarks.reference_scoring import rank
+from npc_memory.store.search_sql import search_params, search_statement
 
 DAY0 = datetime(2026, 3, 1, tzinfo=UTC)
 FACTS = [
@@ -30,6 +29,18 @@ FACTS = [
     "레티아에게 꽃을 선물함", "시험 때문에 요즘 잠을 못 잠", "여동생이 한 명 있음", "수영을 못함",
     "기타를 배우는 중", "딸기 케이크를 제일 좋아함", "마을 축제에 같이 가기로 약속함", "오늘 점심은 김밥을 먹음",
 ]
+
+
+async def reference(engine: MemoryEngine, query: SearchQuery, terms: list[str]) -> list[score_reference.Hit]:
+    """The statement's candidates, ranked by the independent reference."""
+    per_side = engine.search_settings.candidates
+    async with engine.db.connection() as conn:
+        cur = await conn.execute(search_statement(query, terms, "bm25"), search_params(query, terms, per_side, "bm25"))
+        rows = await cur.fetchall()
+    return score_reference.rank([score_reference.Row(r["id"], r["valid_at"], r["importance"], float(r["cosine"]),
+                                                     float(r["keyword_score"])) for r in rows], query)
+
+
 QUERIES = ["좋아하는 음식이 뭐야?", "고양이", "생일 언제야", "요즘 어떻게 지내?", "무서워하는 거 있어?", "홍차"]
 
 
@@ -50,7 +61,7 @@ async def ranked_scope(engine: MemoryEngine) -> Scope:
 @pytest.mark.parametrize("fusion", [Fusion.WEIGHTED, Fusion.RRF], ids=["weighted", "rrf"])
 @pytest.mark.parametrize("side", ["both", "no-vector", "no-terms"])
 @pytest.mark.parametrize("weights", [Weights(), Weights(0.6, 0.3, 0.1, 0.0)], ids=["default", "recency-heavy"])
-async def test_sql_ranking_equals_the_python_reference(
+async def test_the_statements_ranking_equals_the_reference(
     engine: MemoryEngine, ranked_scope: Scope, fusion: Fusion, side: str, weights: Weights
 ) -> None:
     """Every query: the same memories in the same order, every component and the final score equal to 1e-9."""
@@ -59,14 +70,12 @@ async def test_sql_ranking_equals_the_python_reference(
         vector = None if side == "no-vector" else (await engine.embedder.embed_queries([text]))[0]
         terms = [] if side == "no-terms" else engine.tokenizer.terms(text)
         query = SearchQuery(ranked_scope, text, 8, weights, now, fusion=fusion, embedding=vector)
-        candidates = await search_candidates(engine.db, query, terms, engine.search_settings.candidates)
-        expected = rank(candidates, query)
+        expected = await reference(engine, query, terms)
         got = await search.search_ranked(engine.db, query, terms, engine.search_settings.candidates, "bm25")
-        assert [h.memory.id for h in got] == [h.memory.id for h in expected], text
+        assert [h.memory.id for h in got] == [e.id for e in expected], text
         for g, e in zip(got, expected, strict=True):
-            assert g.memory == e.memory
             for part in ("recency", "importance", "relevance", "keyword", "final"):
-                assert getattr(g.scores, part) == pytest.approx(getattr(e.scores, part), abs=1e-9), (text, part)
+                assert getattr(g.scores, part) == pytest.approx(getattr(e, part), abs=1e-9), (text, part)
 
 
 async def test_engine_search_returns_the_sql_ranking(engine: MemoryEngine, ranked_scope: Scope) -> None:
@@ -100,20 +109,20 @@ async def calendar_scope(engine: MemoryEngine) -> Scope:
 
 @pytest.mark.parametrize("fusion", [Fusion.WEIGHTED, Fusion.RRF], ids=["weighted", "rrf"])
 @pytest.mark.parametrize("now", [DAY0, EDGES[-1], EDGES[0]], ids=["now-2026", "now-9999", "now-year-1"])
-async def test_sql_recency_equals_the_reference_across_the_calendar(
+async def test_recency_equals_the_reference_across_the_calendar(
     engine: MemoryEngine, calendar_scope: Scope, fusion: Fusion, now: datetime
 ) -> None:
-    """Facts from year 1 to 9999, with or without a vector: SQL and reference agree on order and every score."""
+    """Facts from year 1 to 9999, with or without a vector: statement and reference agree on order and every score."""
     text = QUERIES[0]
     vector = (await engine.embedder.embed_queries([text]))[0]
     for embedding in (vector, None):
         query = SearchQuery(calendar_scope, text, 10, Weights(), now, as_of=EDGES[-1], fusion=fusion,
                             embedding=embedding)
         terms = engine.tokenizer.terms(text)
-        expected = rank(await search_candidates(engine.db, query, terms, engine.search_settings.candidates), query)
+        expected = await reference(engine, query, terms)
         got = await search.search_ranked(engine.db, query, terms, engine.search_settings.candidates, "bm25")
         assert len(got) == len(EDGES)
-        assert [h.memory.id for h in got] == [h.memory.id for h in expected]
+        assert [h.memory.id for h in got] == [e.id for e in expected]
         for g, e in zip(got, expected, strict=True):
             for part in ("recency", "importance", "relevance", "keyword", "final"):
-                assert getattr(g.scores, part) == pytest.approx(getattr(e.scores, part), abs=1e-9), part
+                assert getattr(g.scores, part) == pytest.approx(getattr(e, part), abs=1e-9), part

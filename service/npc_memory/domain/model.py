@@ -11,7 +11,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from npc_memory.domain.scoring import RECENCY_DAYS, RRF_K
+from npc_memory.domain.score_constants import RECENCY_DAYS
 
 Vector = npt.NDArray[np.float32]
 
@@ -107,11 +107,6 @@ class Weights:
     importance: float = 0.15
     relevance: float = 0.60
     keyword: float = 0.15
-
-    @property
-    def rrf_best(self) -> float:
-        """RRF's sum for a memory first on every side: the scale that makes its final score 1 (1 if all are 0)."""
-        return (self.recency + self.importance + self.relevance + self.keyword) / (RRF_K + 1) or 1.0
 
 
 @dataclass(frozen=True)

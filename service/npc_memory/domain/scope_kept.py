@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from npc_memory.domain import scoring
 from npc_memory.domain.model import SearchQuery
 from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns, wanted
+from npc_memory.domain.score_constants import BM25_B, BM25_K1
 
 MAX_SHARES = 4096
 """Query terms whose shares one selection keeps (a scope has a few thousand distinct terms at most)."""
@@ -34,17 +34,17 @@ class Kept:
     rows: Indices
     """The ranked rows' indices into the columns."""
     importance: Floats
-    """Importance / 10."""
+    """Importance, 1-10."""
     valid_at: Floats
     high: npt.NDArray[np.uint64]
     low: npt.NDArray[np.uint64]
     avgdl: float
     """The rows' average number of terms."""
     _position: Indices | None = None
-    _shares: dict[tuple[str, float, float], tuple[Indices, Floats]] = field(default_factory=dict)
-    keyword_sides: dict[tuple[tuple[str, ...], int, float, float], tuple[Floats, tuple[Indices | slice, ...]]] = (
-        field(default_factory=dict))
-    """Per query (its distinct terms and the ranking's settings): every kept row's BM25 score and where the best
+    _shares: dict[str, tuple[Indices, Floats]] = field(default_factory=dict)
+    keyword_sides: dict[tuple[tuple[str, ...], int], tuple[Floats, tuple[Indices | slice, ...]]] = field(
+        default_factory=dict)
+    """Per query (its distinct terms and the candidates per side): every kept row's BM25 score and where the best
     scoring rows are (domain/scope_rank.py fills it); at most ``MAX_KEYWORD_SIDES``."""
 
     @property
@@ -57,9 +57,7 @@ class Kept:
 
         search_bm25's unrolled form, with N, df and the average length over the ranked rows.
         """
-        k1, b = scoring.BM25_K1, scoring.BM25_B  # read per call: benchmarks.conversation.bm25 varies them
-        key = (term, k1, b)
-        found = self._shares.get(key)
+        found = self._shares.get(term)
         if found is None:
             if len(self._shares) >= MAX_SHARES:  # many distinct words asked while the rows stay the same
                 self._shares.clear()
@@ -68,8 +66,8 @@ class Kept:
             held, tf = held[kept], tf[kept]
             n, df = float(self.rows.size), float(held.size)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            c1, c2 = k1 * (1.0 - b), k1 * b / self.avgdl
-            found = self._shares[key] = (self.position[held], idf * tf / (tf + (c1 + c2 * cols.lengths[held])))
+            c1, c2 = BM25_K1 * (1.0 - BM25_B), BM25_K1 * BM25_B / self.avgdl
+            found = self._shares[term] = (self.position[held], idf * tf / (tf + (c1 + c2 * cols.lengths[held])))
         return found
 
     @property
@@ -109,8 +107,8 @@ def select(cols: ScopeColumns, query: SearchQuery) -> Kept:
     lengths = cols.lengths if whole else cols.lengths[rows]
     avgdl = float(lengths.mean()) if rows.size else 0.0
     if whole:  # no copies: the columns as they are
-        return Kept(keep, rows, cols.importance / 10.0, cols.valid_at, cols.id_high, cols.id_low, avgdl)
-    return Kept(keep, rows, cols.importance[rows] / 10.0, cols.valid_at[rows], cols.id_high[rows],
+        return Kept(keep, rows, cols.importance, cols.valid_at, cols.id_high, cols.id_low, avgdl)
+    return Kept(keep, rows, cols.importance[rows], cols.valid_at[rows], cols.id_high[rows],
                 cols.id_low[rows], avgdl)
 
 

@@ -1,11 +1,11 @@
-"""The search statement's ranking, over one scope's rows held in memory as columns (store/scope_cache.py).
+"""A search's candidates gathered from one scope's rows held in memory as columns (store/scope_cache.py).
 
-The same arithmetic as store/search_sql.py and store/search_bm25.py, step for step: the rows valid at the
-request's time and matching its filter, each row's cosine, prior and BM25 score over those rows, the union of the
-candidate lists (best cosine, best keyword score, best prior, and a named period's best cosine, ``per_side``
-each), the components normalised over the candidates, and the weighted sum or RRF, the period's rows first when
-asked, ties to the newer fact, then the smaller id. Cosines are float32 inner products, as pgvector computes
-them; the order of the additions differs, so two rows whose scores differ by ~1e-7 may swap.
+The statement's gathering (store/search_sql.py, store/search_bm25.py), step for step: the rows valid at the
+request's time and matching its filter, each row's cosine, prior and BM25 score over those rows, and the union of
+the candidate lists (best cosine, best keyword score, best prior, and a named period's best cosine, ``per_side``
+each, ties to the smaller id). The candidates are then scored by the one scoring function (domain/scoring.py), as
+the statement's are. Cosines are float32 inner products, as pgvector computes them; the order of the additions
+differs, so two rows whose cosines differ by ~1e-7 may swap.
 
 Only queries the plain rows can answer are ranked here (``servable``): the live timeline (the scope's own rows, or
 with the player's shared rows of other heroines when the query includes them), no links to follow; every other
@@ -21,10 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from npc_memory.domain import scoring
-from npc_memory.domain.model import LIVE, Fusion, Scores, SearchQuery
+from npc_memory.domain.model import LIVE, Scores, SearchQuery
 from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns
 from npc_memory.domain.scope_kept import MAX_KEYWORD_SIDES, Kept, KeptMemo, select
-from npc_memory.domain.scoring import FLAT_RANGE, RECENCY_EXPONENT_CAP, RRF_K, SECONDS_PER_DAY
 
 
 class RankedRow(NamedTuple):
@@ -85,7 +84,7 @@ def _keyword_side(cols: ScopeColumns, kept: Kept, terms: Sequence[str], per_side
     Players repeat themselves ("좋아해", "기억나?"), often in words most of the scope holds: the same words again cost
     a lookup, not their postings, until the selection changes.
     """
-    key = (tuple(dict.fromkeys(terms)), per_side, scoring.BM25_K1, scoring.BM25_B)
+    key = (tuple(dict.fromkeys(terms)), per_side)
     found = kept.keyword_sides.get(key)
     if found is None:
         if len(kept.keyword_sides) >= MAX_KEYWORD_SIDES:
@@ -108,20 +107,6 @@ def _bm25(cols: ScopeColumns, kept: Kept, terms: Sequence[str]) -> Floats:
     return score
 
 
-def _order(final: Floats, valid_at: Floats, high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64],
-           first: npt.NDArray[np.bool_] | None = None) -> Indices:
-    """Positions by final score descending, then the newer fact, then the smaller id (``first`` rows before all)."""
-    keys = (low, high, -valid_at, -final) if first is None else (low, high, -valid_at, -final, ~first)
-    return np.lexsort(keys)
-
-
-def _in_period(query: SearchQuery, valid_at: Floats) -> npt.NDArray[np.bool_]:
-    """Which of the rows were valid from in the query's period ``[start, end)``."""
-    assert query.period is not None
-    start, end = (t.timestamp() for t in query.period)
-    return np.asarray((valid_at >= start) & (valid_at < end))
-
-
 def _candidates(cols: ScopeColumns, kept: Kept, query: SearchQuery, terms: Sequence[str], per_side: int,
                 prior: Floats, cosine: Floats) -> tuple[Indices, Floats]:
     """The union of the candidate lists (positions, ascending) and every kept row's keyword score (zeros: no side).
@@ -140,7 +125,7 @@ def _candidates(cols: ScopeColumns, kept: Kept, query: SearchQuery, terms: Seque
     else:
         score = np.zeros(kept.rows.size)
     if query.period is not None:  # the period's best by cosine, then prior, then id
-        inside = np.flatnonzero(_in_period(query, kept.valid_at))
+        inside = np.flatnonzero(scoring.in_period(kept.valid_at, query))
         order = np.lexsort((low[inside], high[inside], -prior[inside], -cosine[inside]))
         union[inside[order[:per_side]]] = True
     return np.flatnonzero(union), score
@@ -157,13 +142,7 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
     rows = kept.rows
     if rows.size == 0:
         return []
-    w = query.weights
-    # exp(-min(max(now - valid_at, 0) / T, cap)), the same floats in four passes over the rows instead of six.
-    recency = np.exp(np.clip((kept.valid_at - query.now.timestamp()) / (query.recency_days * SECONDS_PER_DAY),
-                             -RECENCY_EXPONENT_CAP, 0.0))
-    importance = kept.importance
-    prior = w.recency * recency + w.importance * importance
-    has_vector = query.embedding is not None
+    prior = scoring.prior(kept.valid_at, kept.importance, query)
     if query.embedding is not None:
         # Every row's product, then the kept ones: indexing the matrix first would copy it (3 MB at 2,000 rows).
         if product is None:
@@ -172,44 +151,11 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
     else:
         cosine = np.zeros(rows.size)
     c, score = _candidates(cols, kept, query, terms, per_side, prior, cosine)
-    high, low = kept.high, kept.low
-    c_cos, c_score = cosine[c], score[c]
-    low_cos, high_cos = (float(c_cos.min()), float(c_cos.max())) if has_vector else (0.0, 0.0)
-    if not has_vector:
-        relevance = np.zeros(c.size)
-    elif high_cos - low_cos < FLAT_RANGE:
-        relevance = np.clip(c_cos, 0.0, 1.0)
-    else:
-        relevance = (c_cos - low_cos) / (high_cos - low_cos)
-    best = c_score.max()
-    s_keyword = np.zeros(c.size) if best <= 0 else np.maximum(c_score, 0.0) / best
-    s_recency, s_importance = recency[c], importance[c]
-    row = rows[c]
-    c_high, c_low = high[c], low[c]
-    if query.fusion is Fusion.RRF:
-        final = _rrf(query, [s_recency, s_importance, relevance, s_keyword], c_high, c_low, has_vector)
-    else:
-        final = w.recency * s_recency + w.importance * s_importance + w.relevance * relevance + w.keyword * s_keyword
-    c_valid = kept.valid_at[c]
-    first = _in_period(query, c_valid) if query.period is not None and query.period_first else None
-    chosen = _order(final, c_valid, c_high, c_low, first)[:query.limit]
+    c_cos = cosine[c]
+    ranked = scoring.rank(scoring.Gathered(c_cos, score[c], kept.valid_at[c], kept.importance[c], kept.high[c],
+                                           kept.low[c]), query)
+    at = ranked.positions
     # Python numbers a column at a time (tolist), not a NumPy scalar per value and field.
-    picked = [part[chosen].tolist() for part in (row, s_recency, s_importance, relevance, s_keyword, final, c_cos)]
+    picked = [part.tolist() for part in (rows[c][at], ranked.recency, ranked.importance, ranked.relevance,
+                                         ranked.keyword, ranked.final, c_cos[at])]
     return list(map(RankedRow, *picked))
-
-
-def _rrf(query: SearchQuery, components: list[Floats], high: npt.NDArray[np.uint64], low: npt.NDArray[np.uint64],
-         has_vector: bool) -> Floats:
-    """RRF's final score: each side's weight / (RRF_K + rank), ranks by the component then the id, scaled."""
-    w = query.weights
-    ranks = []
-    for values in components:
-        rank_of = np.empty(values.size)
-        rank_of[np.lexsort((low, high, -values))] = np.arange(1, values.size + 1, dtype=np.float64)
-        ranks.append(rank_of)
-    k = float(RRF_K)
-    s_keyword = components[3]
-    total = (w.recency / (k + ranks[0]) + w.importance / (k + ranks[1])
-             + (w.relevance / (k + ranks[2]) if has_vector else 0.0)
-             + np.where(s_keyword > 0, w.keyword / (k + ranks[3]), 0.0))
-    return np.asarray(total / w.rrf_best, dtype=np.float64)

@@ -18,7 +18,7 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain import scoring
+from npc_memory.domain.score_constants import BM25_B, BM25_K1
 from npc_memory.store.keyword import KeywordSide
 
 UNROLLED_TERMS = 8
@@ -103,7 +103,7 @@ def _unrolled_columns(n: int) -> sql.Composed:
 def bm25_params(terms: Sequence[str]) -> dict[str, Any]:
     """The query's morphemes (the whole list, and each distinct one by position) and the BM25 constants."""
     distinct = distinct_terms(terms)
-    constants = {"k1": scoring.BM25_K1, "b": scoring.BM25_B}
+    constants = {"k1": BM25_K1, "b": BM25_B}
     return {"terms": list(terms), **constants} | {f"t{i}": t for i, t in enumerate(distinct)}
 
 

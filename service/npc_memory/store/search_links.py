@@ -1,17 +1,15 @@
-"""The link part of the search statement: after ranking, follow links from the top results (``hops``).
+"""The links a search follows from its top results (``hops``): a second statement, after the ranking.
 
-store/search_sql.py composes this around its ranked statement, so a search with hops is still one statement
-and one round trip. The ranked rows (``top``) are the request's ``limit`` best; memories linked to them
-(RELATED_TO or DERIVED_FROM, either direction) are reached in one hop, memories linked to those in two. A
-reached memory must pass the same validity (``as_of`` or now) and filter as a ranked one, and appears once:
-never when it is already ranked, and at its fewest hops.
+The ranked rows (``top``: the request's ``limit`` best, their ids and final scores, as the scoring function
+ranked them) are parameters; memories linked to them (RELATED_TO or DERIVED_FROM, either direction) are reached
+in one hop, memories linked to those in two. A reached memory must pass the same validity (``as_of`` or now) and
+filter as a ranked one, and appears once: never when it is already ranked, and at its fewest hops, through the
+best-scored row it was reached from. The statement returns each reached row with its raw cosine; the scoring
+function (domain/scoring.py ``reached``) scores them and store/search.py gives them their places.
 
 Places: reached memories take at most ``limit // 2`` places at the end of the answer, replacing the
 lowest-ranked results; the places they do not fill stay with the ranked results, so the limit holds and a
-search without links answers as with hops = 0. They are ordered by hops, then by their own score: the
-weighted formula over their recency, importance and raw cosine (clipped to [0, 1]); their keyword score is
-0 (they were not matched, they were reached). Their scores are therefore not comparable with the ranked
-results' calibrated ones, which is why they come after them.
+search without links answers as with hops = 0. They are ordered by hops, then by their own score.
 """
 
 from __future__ import annotations
@@ -49,37 +47,16 @@ ORDER BY m.id, n.score DESC, n.via
 """
 
 LINKED = """
-, top AS MATERIALIZED ({ranked}),
+, top AS MATERIALIZED (
+    SELECT t.id, t.s_final FROM unnest(%(top_ids)s::uuid[], %(top_scores)s::float8[]) AS t(id, s_final)
+),
 next1 AS MATERIALIZED ({next1}),
 hop1 AS MATERIALIZED ({hop1}),
 next2 AS MATERIALIZED ({next2}),
-hop2 AS ({hop2}),
-reached AS (
-    SELECT {columns}, r.via_memory_id, r.hops, {cosine} AS cosine,
-           {recency} AS s_recency, {importance} AS s_importance
-    FROM (SELECT * FROM hop1 UNION ALL SELECT * FROM hop2) r
-    JOIN {visible} m ON m.id = r.id
-),
-linked AS (
-    SELECT s.*, row_number() OVER (ORDER BY s.hops, s.s_final DESC, s.id) AS pos
-    FROM (
-        SELECT r.*, LEAST(1.0::float8, GREATEST(0.0::float8, r.cosine)) AS s_relevance, 0.0::float8 AS s_keyword,
-               %(w_recency)s * r.s_recency + %(w_importance)s * r.s_importance
-               + %(w_relevance)s * LEAST(1.0::float8, GREATEST(0.0::float8, r.cosine)) AS s_final
-        FROM reached r
-    ) s
-),
-places AS (SELECT LEAST(count(*), %(link_places)s) AS n FROM linked)
-SELECT {top_columns}, t.cosine, t.s_recency, t.s_importance, t.s_relevance, t.s_keyword, t.s_final,
-       NULL::uuid AS via_memory_id, 0 AS hops, t.pos
-FROM (SELECT top.*, row_number() OVER (ORDER BY top.s_final DESC, top.valid_at DESC, top.id) AS pos FROM top) t
-WHERE t.pos <= %(limit)s - (SELECT n FROM places)
-UNION ALL
-SELECT {linked_columns}, l.cosine, l.s_recency, l.s_importance, l.s_relevance, l.s_keyword, l.s_final,
-       l.via_memory_id, l.hops, l.pos
-FROM linked l
-WHERE l.pos <= (SELECT n FROM places)
-ORDER BY hops, pos
+hop2 AS ({hop2})
+SELECT {columns}, r.via_memory_id, r.hops, {cosine} AS cosine
+FROM (SELECT * FROM hop1 UNION ALL SELECT * FROM hop2) r
+JOIN {visible} m ON m.id = r.id
 """
 
 NOT_RANKED = "AND NOT EXISTS (SELECT 1 FROM top x WHERE x.id = m.id)"
@@ -87,11 +64,8 @@ NOT_REACHED = """AND NOT EXISTS (SELECT 1 FROM top x WHERE x.id = m.id)
      AND NOT EXISTS (SELECT 1 FROM hop1 y WHERE y.id = m.id)"""
 
 
-def with_links(
-    ranked: sql.Composable, filter_sql: sql.Composable, cosine: sql.Composable, recency: sql.Composable,
-    importance: sql.Composable, shared: bool = False,
-) -> sql.Composed:
-    """The ranked statement wrapped with the link part; the signals are expressions over ``m``.
+def with_links(filter_sql: sql.Composable, cosine: sql.Composable, shared: bool = False) -> sql.Composed:
+    """The link statement: the rows reached from ``top_ids``; ``cosine`` is an expression over ``m``.
 
     ``shared``: the reached memories may be the player's shared ones too, as the ranked ones may.
     """
@@ -107,10 +81,8 @@ def with_links(
     # The reached memories are read through the player's timeline view, as the ranked ones are: a link never
     # brings back a row of an abandoned timeline or one the view has closed.
     return with_view(sql.SQL(LINKED).format(
-        ranked=ranked, visible=visible(shared), next1=neighbours(1, "top"), hop1=hop(1, NOT_RANKED),
-        next2=neighbours(2, "hop1"), hop2=hop(2, NOT_REACHED),
-        columns=memory_columns("m"), cosine=cosine, recency=recency, importance=importance,
-        top_columns=memory_columns("t"), linked_columns=memory_columns("l"),
+        visible=visible(shared), next1=neighbours(1, "top"), hop1=hop(1, NOT_RANKED),
+        next2=neighbours(2, "hop1"), hop2=hop(2, NOT_REACHED), columns=memory_columns("m"), cosine=cosine,
     ), shared)
 
 
