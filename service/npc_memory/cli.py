@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TextIO
 
 from npc_memory.config import Config, load_config
@@ -75,6 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
     retain = sub.add_parser("retain", help="apply the retention policies and prune expired idempotency keys")
     _common(retain)
     _portable_parsers(sub)
+    mcp = sub.add_parser("mcp", help="memory as MCP tools on stdin/stdout for an LLM-driven NPC (docs/guide/mcp.md)")
+    _common(mcp)
+    mcp.add_argument("--target", default=os.environ.get("NPC_MEMORY_TARGET", ""),
+                     help="host:port of a running npc-memory serve to call (NPC_MEMORY_TARGET); unset runs the "
+                     "service in this process on the configured database")
+    mcp.add_argument("--target-ca", dest="target_ca", default=os.environ.get("NPC_MEMORY_TARGET_CA", ""),
+                     help="PEM CA of the target's TLS certificate: call it over TLS (NPC_MEMORY_TARGET_CA)")
+    mcp.add_argument("--api-key", dest="api_key", default=os.environ.get("NPC_MEMORY_API_KEY", ""),
+                     help="the API key every tool call presents (NPC_MEMORY_API_KEY)")
+    mcp.add_argument("--api-keys-file", dest="api_keys_file",
+                     help="without --target: the keys file the service checks (NPC_MEMORY_API_KEYS_FILE)")
     return parser
 
 
@@ -297,6 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_retokenize(config, args.batch_size))
         elif args.command == "retain":
             asyncio.run(_retain(config))
+        elif args.command == "mcp":
+            from npc_memory.api.mcp.stdio import run_stdio
+
+            ca = Path(args.target_ca).expanduser() if args.target_ca else None
+            run_loop(run_stdio(config, args.target or None, args.api_key, ca), config.server.event_loop)
         elif args.command == "export":
             asyncio.run(_export(config, None if args.all_players else args.user_id))
         elif args.command == "import":
