@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -188,8 +189,8 @@ async def crash_round(
     return result
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    """Rounds against one database; totals at the end."""
+async def main_async(args: argparse.Namespace) -> dict[str, int]:
+    """Rounds against one database; the totals, printed at the end."""
     with tempfile.TemporaryDirectory(prefix="npc-crash-") as tmp:
         database_url = args.database_url
         embedded = None
@@ -216,6 +217,7 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"all {args.rounds} rounds: acked {totals.acked} calls ({totals.acked_facts} facts), cut off "
               f"{totals.cut_off}; lost {totals.lost}, half batches {totals.half_batches}, replay mismatches "
               f"{totals.replay_mismatches}, orphans {totals.orphans}")
+        return {"rounds": args.rounds} | {k: v for k, v in vars(totals).items() if k != "failures"}
 
 
 def main() -> None:
@@ -226,7 +228,11 @@ def main() -> None:
     parser.add_argument("--min-acks", dest="min_acks", type=int, default=200,
                         help="acknowledged calls before the kill")
     parser.add_argument("--database-url")
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--json", type=Path, help="also write the totals here")
+    args = parser.parse_args()
+    totals = asyncio.run(main_async(args))
+    if args.json:
+        args.json.write_text(json.dumps(totals, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

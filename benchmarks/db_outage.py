@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import json
 import random
 import statistics
 import tempfile
@@ -30,6 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
@@ -245,14 +247,35 @@ def report(r: OutageResult, n: int) -> str:
     )
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    """Run and print."""
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    """Run and print; the figures."""
     with tempfile.TemporaryDirectory(prefix="npc-outage-") as tmp:
         results = await run_outages(Path(tmp), args.rounds, args.outage, args.writers, args.searchers)
     for n, r in enumerate(results, 1):
         print(report(r, n))
     if results:
         print(f"acknowledged writes: {results[-1].acked}, lost: {results[-1].lost}")
+    return figures(results)
+
+
+def figures(results: list[OutageResult]) -> dict[str, Any]:
+    """The rounds' numbers as JSON: failing calls' codes and latency, the health flip, recovery, writes lost."""
+    def worst(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) or not values else max(v for v in values if v is not None)
+
+    failed = [c.ended - c.started for r in results for c in r.failed]
+    codes: dict[str, int] = {}
+    for r in results:
+        for code, n in r.codes().items():
+            codes[code] = codes.get(code, 0) + n
+    return {"rounds": len(results), "failed_calls": len(failed), "codes": codes,
+            "failed_call_p50_s": statistics.median(failed) if failed else None,
+            "failed_call_max_s": max(failed) if failed else None,
+            "health_flip_max_s": worst([r.health_flip for r in results]),
+            "first_store_max_s": worst([r.first_store for r in results]),
+            "first_search_max_s": worst([r.first_search for r in results]),
+            "serving_again_max_s": worst([r.serving_again for r in results]),
+            "acked": results[-1].acked if results else 0, "lost": results[-1].lost if results else 0}
 
 
 def main() -> None:
@@ -262,7 +285,11 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=5.0, help="seconds the database stays down")
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--searchers", type=int, default=4)
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    found = asyncio.run(main_async(args))
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

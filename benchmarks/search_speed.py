@@ -32,6 +32,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -47,7 +48,6 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from benchmarks.embed_speed import lone
 from benchmarks.search_speed_load import (
     THREAD_SETTINGS,
     ensure_common_scopes,
@@ -79,6 +79,16 @@ class LoadOptions:
     clients: int = 8
     seconds: float = 10.0
     stores: int = 100
+
+
+async def lone(embedder: LocalE5Embedder, texts: Sequence[str]) -> list[float]:
+    """One caller, one question at a time: milliseconds each."""
+    out = []
+    for text in texts:
+        start = time.perf_counter()
+        await embedder.embed_queries([text])
+        out.append((time.perf_counter() - start) * 1000.0)
+    return out
 
 
 async def embedder_alone(threads: int, texts: list[str]) -> list[float]:

@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import re
 import signal
@@ -152,7 +153,7 @@ def p99(ms: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-async def main_async(args: argparse.Namespace) -> None:
+async def main_async(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Idle and during-batch health latencies of both settings, round by round, and their ratios."""
     settings = {"in-thread": {"NPC_MEMORY_TOKENIZE_PROCESSES": "0"},
                 f"{args.processes} process(es)": {"NPC_MEMORY_TOKENIZE_PROCESSES": str(args.processes)}}
@@ -183,6 +184,9 @@ async def main_async(args: argparse.Namespace) -> None:
             base, new = settings
             print(f"processes / in-thread during a batch: worst {max(busy_all[new]) / max(busy_all[base]):.2f}x, "
                   f"p99 {p99(busy_all[new]) / p99(busy_all[base]):.2f}x")
+            return {name: {"idle_p99_ms": p99(idle_all[name]), "during_p50_ms": statistics.median(busy_all[name]),
+                           "during_p99_ms": p99(busy_all[name]), "during_max_ms": max(busy_all[name])}
+                    for name in settings}
 
 
 def main() -> None:
@@ -191,7 +195,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--processes", type=int, default=1, help="tokenize_processes of the second server")
     parser.add_argument("--database-url")
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    found = asyncio.run(main_async(args))
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ async def test_a_cancelled_call_gives_its_cores_and_its_place_in_line_back() -> 
 async def test_only_one_thread_ever_runs_the_model_on_more_than_one_core() -> None:
     """Lone calls (every core) all run in one thread, overlapping calls on one core: OpenMP starts one team.
 
-    (A second thread's idle team halved a lone call's speed: benchmarks/embed_speed.py, docs/loadtest.md.)
+    (A second thread's idle team halved a lone call's speed: docs/decisions/embedding-threads.md.)
     """
     embedder = LocalE5Embedder(threads=2)
     embedder.cores = CoreBudget(2, idle_probe=False)

@@ -11,9 +11,19 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.store import search as store_search
 from npc_memory.store.pool import Database, PlanCacheMode, PoolSettings
 
-from benchmarks.plan_cache import plan_counts
-
 SEARCHES = 8
+PLAN_COUNTS = """
+SELECT COALESCE(sum(generic_plans), 0) AS generic, COALESCE(sum(custom_plans), 0) AS custom
+FROM pg_prepared_statements WHERE statement LIKE '%scope_rows%'
+"""
+
+
+async def plan_counts(db: Database) -> tuple[int, int]:
+    """Generic and custom plans made for the search statements on the pool's one connection."""
+    async with db.connection() as conn:
+        row = await (await conn.execute(PLAN_COUNTS)).fetchone()
+    assert row is not None
+    return int(row["generic"]), int(row["custom"])
 
 
 async def _searches_and_plans(url: str, mode: PlanCacheMode, scopes: list[Scope]) -> tuple[str, int, int]:
@@ -42,7 +52,7 @@ async def test_searches_run_on_the_configured_plans(engine: MemoryEngine, databa
     """Every execution of the prepared search is planned as the setting says: the default plans once, not each time.
 
     A player with memories and a new player with none share the connection, as in a game: under PostgreSQL's
-    ``auto`` such a mix can keep every execution re-planned (benchmarks/plan_cache.py).
+    ``auto`` such a mix can keep every execution re-planned (docs/decisions/generic-plans.md).
     """
     await engine.store(scope, [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, "공원에서 산책했어")])
     assert await _searches_and_plans(database_url, mode, [scope, Scope(scope.user_id + "-new", "letia")]) == (
