@@ -54,8 +54,13 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def config(database_url: str) -> Config:
-    """The default configuration pointed at the test database."""
-    return replace(Config(), database=DatabaseConfig(url=database_url, pool_min=1, pool_max=8))
+    """The default configuration pointed at the test database, with BM25 as the keyword side.
+
+    The test PostgreSQL carries PGroonga (scripts/build-extensions), which `auto` would pick; the suite's figures
+    are BM25's, and tests/test_search_pgroonga.py switches to PGroonga where it means to.
+    """
+    return replace(Config(), database=DatabaseConfig(url=database_url, pool_min=1, pool_max=8),
+                   keyword_backend="bm25")
 
 
 @pytest_asyncio.fixture(scope="session")

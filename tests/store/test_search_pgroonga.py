@@ -1,10 +1,7 @@
-"""The PGroonga keyword backend: query building and backend choice everywhere; searches where PGroonga exists.
+"""The PGroonga keyword backend: query building and backend choice everywhere; searches on the test server.
 
-The search tests need a server with the pgroonga extension (the embedded PostgreSQL has none). Run them with
-    docker compose -f docker/compose.yaml --profile pgroonga up -d postgres-pgroonga
-    export NPC_MEMORY_TEST_DATABASE_URL=postgresql://postgres:memory@localhost:54322/postgres
-    python -m pytest tests/store/test_search_pgroonga.py
-or point NPC_MEMORY_TEST_DATABASE_URL at a Supabase database (pgvector and PGroonga both ship there).
+`scripts/build-extensions` (run by `scripts/setup --dev`) builds PGroonga into the test PostgreSQL, so the searches
+run on every test server; against another server (NPC_MEMORY_TEST_DATABASE_URL) it must have the extension too.
 """
 
 from __future__ import annotations
@@ -13,15 +10,15 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-from npc_memory.domain.model import NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
+from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
-from npc_memory.server.runtime import resolve_backend
+from npc_memory.server.runtime import keyword_backend, resolve_backend
 from npc_memory.store.search_pgroonga import pgroonga_available, pgroonga_query, prepare_pgroonga
 
-SKIP_REASON = (
+MISSING = (
     "PGroonga is not installed on the server under test (pg_available_extensions has no 'pgroonga'); "
-    "run against docker/compose.yaml --profile pgroonga or Supabase via NPC_MEMORY_TEST_DATABASE_URL"
+    "scripts/build-extensions installs it into the embedded PostgreSQL"
 )
 
 
@@ -51,24 +48,24 @@ def test_asking_for_a_missing_pgroonga_fails_at_start() -> None:
         resolve_backend("pgroonga", False)
 
 
-async def test_the_engine_resolved_auto_to_what_the_server_has(engine: MemoryEngine) -> None:
-    """The running engine never carries `auto`: it names the backend it detected at start."""
-    expected = "pgroonga" if await pgroonga_available(engine.db) else "bm25"
-    assert engine.keyword_backend == expected
+async def test_auto_resolves_to_pgroonga_where_the_server_has_it(engine: MemoryEngine) -> None:
+    """`auto` names the backend the server has: PGroonga here; the tests' engine is set to BM25 explicitly."""
+    assert await pgroonga_available(engine.db), MISSING
+    assert await keyword_backend(engine.db, "auto") == "pgroonga"
+    assert engine.keyword_backend == "bm25"
 
 
 @pytest.fixture
 async def groonga(engine: MemoryEngine) -> MemoryEngine:
-    """The engine switched to the PGroonga backend; skipped where the extension is missing."""
-    if not await pgroonga_available(engine.db):
-        pytest.skip(SKIP_REASON)
+    """The engine switched to the PGroonga backend."""
+    assert await pgroonga_available(engine.db), MISSING
     await prepare_pgroonga(engine.db)
     return replace(engine, keyword_backend="pgroonga")
 
 
 async def _store(engine: MemoryEngine, scope: Scope, contents: list[str]) -> None:
     await engine.store(scope, [NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id="user",
-                                         content_type="fact", content=c) for c in contents])  # type: ignore[arg-type]
+                                         content_type=ContentType.FACT, content=c) for c in contents])
 
 
 def _query(scope: Scope, text: str, weights: Weights | None = None) -> SearchQuery:

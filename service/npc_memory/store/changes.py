@@ -37,10 +37,12 @@ SELECT {LOCK_PLAYER.removeprefix("SELECT ")},
 # None: the player never saved, rows change in place.
 LIVE_TIMELINE = "SELECT timeline_id FROM player_state WHERE user_id = %(user_id)s"
 
+# statement_timestamp(), not clock_timestamp(): Citus refuses a volatile function in an UPDATE of a distributed table
+# (a stable one it evaluates on the coordinator), and the statement still starts after the one taking the lock.
 CLOSE_IN_PLACE = """
 UPDATE user_memories
 SET invalid_at = GREATEST(%(invalid_at)s, valid_at), close_reason = %(close_reason)s,
-    superseded_by = %(successor)s, closed_at = clock_timestamp(), updated_at = clock_timestamp()
+    superseded_by = %(successor)s, closed_at = statement_timestamp(), updated_at = statement_timestamp()
 WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s)
   AND (NOT %(only_open)s OR invalid_at IS NULL)
 """
@@ -48,7 +50,7 @@ WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s
 EDIT_IN_PLACE = """
 UPDATE user_memories
 SET importance = GREATEST(COALESCE(%(importance)s, importance), COALESCE(%(raise_to)s, 0)),
-    tier = COALESCE(%(tier)s, tier), metadata = COALESCE(%(metadata)s, metadata), updated_at = clock_timestamp()
+    tier = COALESCE(%(tier)s, tier), metadata = COALESCE(%(metadata)s, metadata), updated_at = statement_timestamp()
 WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = ANY(%(ids)s)
   AND (%(raise_to)s::int IS NULL OR importance < %(raise_to)s)
 """

@@ -71,7 +71,7 @@ SELECT EXISTS (
 
 # A question's vector taken again over its answer; only while the row is valid (a taken-back line stays as it was).
 SET_TURN_VECTOR = """
-UPDATE user_memories SET embedding = %(embedding)s, embedding_model = %(model)s, updated_at = clock_timestamp()
+UPDATE user_memories SET embedding = %(embedding)s, embedding_model = %(model)s, updated_at = statement_timestamp()
 WHERE user_id = %(user_id)s AND heroine_id = %(heroine_id)s AND id = %(id)s AND invalid_at IS NULL
 """
 

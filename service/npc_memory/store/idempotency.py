@@ -27,7 +27,7 @@ RECORD = """
 INSERT INTO store_requests (user_id, heroine_id, request_id, fingerprint, response)
 VALUES (%(user_id)s, %(heroine_id)s, %(request_id)s, %(fingerprint)s, %(response)s)
 ON CONFLICT (user_id, heroine_id, request_id) DO UPDATE
-SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response, created_at = now()
+SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response, created_at = EXCLUDED.created_at
 """
 
 _LOOKUP, _RECORD = (compile_statement(sql.SQL(q)) for q in (LOOKUP, RECORD))

@@ -27,7 +27,7 @@ STATE = "SELECT memory_id, depth FROM expand_state WHERE user_id = %(user_id)s A
 SAVE_STATE = """
 INSERT INTO expand_state (user_id, heroine_id, memory_id, depth) VALUES (%(user_id)s, %(heroine_id)s, %(id)s, %(depth)s)
 ON CONFLICT (user_id, heroine_id) DO UPDATE SET memory_id = excluded.memory_id, depth = excluded.depth,
-                                                updated_at = now()
+                                                updated_at = excluded.updated_at
 """
 
 # The deepest expansion step recorded from a memory (0 before the first).

@@ -52,11 +52,26 @@ class PoolSettings:
 
 
 SET_PLAN_CACHE_MODE = "SET plan_cache_mode = {mode}"
+CITUS_HERE = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"
 
 
 async def _configure(conn: Connection, plan_cache_mode: PlanCacheMode) -> None:
     await register_vector_async(conn)
-    await conn.execute(sql.SQL(SET_PLAN_CACHE_MODE).format(mode=sql.Literal(plan_cache_mode)))
+    mode = await _plan_cache_mode(conn, plan_cache_mode)
+    await conn.execute(sql.SQL(SET_PLAN_CACHE_MODE).format(mode=sql.Literal(mode)))
+
+
+async def _plan_cache_mode(conn: Connection, configured: PlanCacheMode) -> PlanCacheMode:
+    """The configured mode, except on a Citus coordinator: there every statement is planned for its parameters.
+
+    Citus routes a statement to the worker holding the player's shard by the value of ``user_id``; a generic plan
+    holds it as a parameter, and Citus refuses to plan it ("could not create distributed plan").
+    """
+    if configured == "force_custom_plan":
+        return configured
+    cur = await conn.execute(CITUS_HERE)
+    row = await cur.fetchone()
+    return "force_custom_plan" if row is not None and row["citus"] else configured
 
 
 class Database:

@@ -8,7 +8,7 @@ from npc_memory.store.pool import Connection, Database
 GET = "SELECT value FROM service_settings WHERE key = %(key)s"
 PUT = """
 INSERT INTO service_settings (key, value) VALUES (%(key)s, %(value)s)
-ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
 """
 CLAIM = "INSERT INTO service_settings (key, value) VALUES (%(key)s, %(value)s) ON CONFLICT (key) DO NOTHING"
 

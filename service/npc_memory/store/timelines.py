@@ -21,7 +21,7 @@ ON CONFLICT (user_id) DO NOTHING
 SAVE = """
 INSERT INTO save_points (user_id, save_id, timeline_id)
 SELECT %(user_id)s, %(save_id)s, p.timeline_id FROM player_state p WHERE p.user_id = %(user_id)s
-ON CONFLICT (user_id, save_id) DO UPDATE SET timeline_id = excluded.timeline_id, saved_at = clock_timestamp()
+ON CONFLICT (user_id, save_id) DO UPDATE SET timeline_id = excluded.timeline_id, saved_at = excluded.saved_at
 RETURNING save_id, timeline_id, saved_at
 """
 
@@ -45,7 +45,7 @@ RETURNING timeline_id
 """
 
 SET_LIVE = """
-UPDATE player_state SET timeline_id = %(timeline_id)s, updated_at = clock_timestamp() WHERE user_id = %(user_id)s
+UPDATE player_state SET timeline_id = %(timeline_id)s, updated_at = statement_timestamp() WHERE user_id = %(user_id)s
 """
 
 HAS_TIMELINE = "SELECT 1 FROM timelines WHERE user_id = %(user_id)s AND timeline_id = %(timeline_id)s"

@@ -145,7 +145,7 @@ _LOOKED_UP_ROWS = """
     LEFT JOIN LATERAL (
         SELECT c.changed_at, c.importance, c.tier, c.metadata, c.invalid_at, c.close_reason, c.superseded_by
         FROM memory_changes c
-        WHERE c.user_id = m.user_id AND c.heroine_id = m.heroine_id AND c.memory_id = m.id AND {change_seen}
+        WHERE c.user_id = %(user_id)s AND c.heroine_id = m.heroine_id AND c.memory_id = m.id AND {change_seen}
         ORDER BY c.seq DESC
         LIMIT 1) ch ON true
     WHERE NOT {plain} AND m.user_id = %(user_id)s AND {scope} AND {seen}"""

@@ -5,6 +5,12 @@
 -- Every table of the schema is named here (tests/store/test_schema_distribution.py checks it), except the
 -- migration ledger schema_migrations, which only the coordinator reads.
 
+-- user_memories and memory_changes carry the scope-version triggers (migrations 0013, 0016). Citus distributes a
+-- table with triggers only when told they are safe: each trigger runs on the worker holding the row's shard and
+-- writes only the counter row of the same player and heroine in scope_versions, co-located below, so on that
+-- same worker.
+SET citus.enable_unsafe_triggers = on;
+
 -- Service-wide settings (the embedding model of the stored vectors): no player, a few rows, read at start.
 -- A reference table is copied to every node.
 SELECT create_reference_table('service_settings')
@@ -38,8 +44,7 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'save_poi
 SELECT create_distributed_table('memory_changes', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'memory_changes'::regclass);
 -- Each scope's change counter (migration 0013) next to its rows, so the trigger that stamps a row's version runs on
--- the row's worker. Citus runs a trigger on a distributed table only with citus.enable_unsafe_triggers on; without
--- it, set scope_cache_rows = 0 (every search then runs the statement, which needs no counter).
+-- the row's worker.
 SELECT create_distributed_table('scope_versions', 'user_id', colocate_with => 'user_memories')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'scope_versions'::regclass);
 -- Extraction jobs next to the player's memories (co-located), so a job's completion and the memories it
