@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "(NPC_MEMORY_HTTP_PORT)")
     serve.add_argument("--metrics-port", dest="metrics_port", type=int,
                        help="Prometheus /metrics port, 0 off (NPC_MEMORY_METRICS_PORT)")
+    serve.add_argument("--tracing", action="store_const", const="true",
+                       help="send OpenTelemetry traces, configured by the OTEL_* variables (NPC_MEMORY_TRACING)")
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     _common(migrate)
     migrate.add_argument("--citus", action="store_true",

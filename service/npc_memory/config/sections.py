@@ -250,6 +250,7 @@ def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             tls_key=pick("tls_key", None, optional_path),
             tls_client_ca=pick("tls_client_ca", None, optional_path),
             metrics_port=pick("metrics_port", SecurityConfig.metrics_port, int),
+            tracing=pick("tracing", SecurityConfig.tracing, boolean),
             log_json=pick("log_json", SecurityConfig.log_json, boolean),
             log_user_ids=pick("log_user_ids", SecurityConfig.log_user_ids, boolean),
         ),

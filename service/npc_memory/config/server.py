@@ -74,6 +74,8 @@ class SecurityConfig:
     """PEM CA bundle; when set, clients must present a certificate it signed (mutual TLS)."""
     metrics_port: int = 0
     """Port of the Prometheus /metrics endpoint; 0 leaves it off (the Kubernetes example uses 9464)."""
+    tracing: bool = False
+    """Send OpenTelemetry traces over OTLP/HTTP, configured by the standard ``OTEL_*`` variables (ops/tracing.py)."""
     log_json: bool = True
     """JSON lines with request ids; false gives the plain terminal format."""
     log_user_ids: bool = False

@@ -46,6 +46,7 @@ from npc_memory.engine.turns import turn_flags, turn_texts, with_answer
 from npc_memory.engine.write import INLINE_ANALYSIS_CHARS, early_analyses, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
+from npc_memory.ops.tracing import span
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
@@ -99,7 +100,7 @@ class MemoryEngine:
         over = texts if texts is not None else [f.content for f in facts]
         wanted = [over[i] for i in missing] + list(extra)
         try:
-            with EMBED_SECONDS.labels("passages").time():
+            with EMBED_SECONDS.labels("passages").time(), span("embed", texts=len(wanted)):
                 vectors = await self.embedder.embed_passages(wanted) if wanted else []
         except InputRejectedError as exc:
             raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
@@ -176,7 +177,7 @@ class MemoryEngine:
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
             try:
-                with EMBED_SECONDS.labels("query").time():
+                with EMBED_SECONDS.labels("query").time(), span("embed", texts=1):
                     (vector,) = await self.embedder.embed_queries([query.text])
             except InputRejectedError as exc:
                 raise TextRefusedError("query", (), exc.detail) from exc

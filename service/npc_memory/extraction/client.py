@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 from npc_memory.errors import UnavailableError
 from npc_memory.extraction.settings import ExtractionSettings
+from npc_memory.ops.tracing import span
 
 _DETAIL_CHARS = 200
 
@@ -66,7 +67,8 @@ class ChatClient:
         }
         url = self._settings.url
         try:
-            response = await self._client.post("/chat/completions", json=payload)
+            with span("chat", prompt_chars=len(prompt)):
+                response = await self._client.post("/chat/completions", json=payload)
         except httpx.HTTPError as exc:
             raise UnavailableError(f"chat endpoint {url}: {exc!r}") from exc
         if response.status_code >= 400:

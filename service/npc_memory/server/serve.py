@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -18,11 +19,15 @@ from npc_memory.config import Config
 from npc_memory.config.server import SecurityConfig, ServerConfig
 from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
+from npc_memory.ops import tracing
 from npc_memory.ops.keys import KeyRing
 from npc_memory.ops.metrics import sample_pool
 from npc_memory.ops.tls import server_credentials
 from npc_memory.server.background import SERVICE_NAME, maintain_every, watch_health
 from npc_memory.server.runtime import open_engine, open_extractor
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +35,18 @@ log = logging.getLogger(__name__)
 async def create_server(
     engine: MemoryEngine, address: str, security: SecurityConfig = SecurityConfig(),  # noqa: B008  (frozen)
     keys: KeyRing | None = None, reuse_port: bool = False, limits: ServerConfig = ServerConfig(),  # noqa: B008
-    extractor: Extractor | None = None,
+    extractor: Extractor | None = None, traces: TracerProvider | None = None,
 ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
-    """A ready (not yet started) server with the memory, health and reflection services behind the interceptor."""
-    interceptor = ServiceInterceptor(keys or KeyRing(), log_user_ids=security.log_user_ids)
+    """A ready (not yet started) server with the memory, health and reflection services behind the interceptor.
+
+    ``traces``: where each call's span goes (ops/tracing.py); None leaves the server without tracing.
+    """
+    interceptors: list[grpc.aio.ServerInterceptor] = [
+        ServiceInterceptor(keys or KeyRing(), log_user_ids=security.log_user_ids)]
+    if traces is not None:
+        interceptors.insert(0, tracing.server_interceptor(traces, SERVICE_NAME))
     options = [(k, int(reuse_port) if k == "grpc.so_reuseport" else v) for k, v in limits.grpc_options()]
-    server = grpc.aio.server(interceptors=[interceptor], options=options)
+    server = grpc.aio.server(interceptors=interceptors, options=options)
     add_memory_service(MemoryServicer(engine, extractor), server)
     health_servicer = health.aio.HealthServicer()
     # The memory service is NOT_SERVING until the health watcher's first check (not NOT_FOUND, which a probe
@@ -103,10 +114,12 @@ async def serving(
     open_engine's exits).
     """
     keys = KeyRing(path=config.security.api_keys_file)
-    async with open_engine(config) as engine, open_extractor(config, engine) as extractor:
+    traces = tracing.provider() if config.security.tracing else None
+    async with tracing.tracing(traces), open_engine(config) as engine, open_extractor(config, engine) as extractor:
         host = bind_host(config, keys)
         server, port, health_servicer = await create_server(
-            engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, config.server, extractor)
+            engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, config.server, extractor,
+            traces)
         try:
             async with started(config, engine, server, keys, host, reuse_port) as http_port:
                 tasks = [asyncio.create_task(watch_health(

@@ -16,6 +16,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from npc_memory.errors import ConflictError, UnavailableError
+from npc_memory.ops.tracing import span
 
 Connection = psycopg.AsyncConnection[DictRow]
 
@@ -24,6 +25,11 @@ Connection = psycopg.AsyncConnection[DictRow]
 DOWN_WAIT_SECONDS = 0.25
 KEEPS_ONE_FROM = 4
 """A pool of at least this many connections lends one for good (``kept_connection``); a smaller one keeps them all."""
+
+STATEMENT_SPAN = "db.statement"
+"""The trace span of one use of a connection: a statement, or a pipeline of them (ops/tracing.py)."""
+TRANSACTION_SPAN = "db.transaction"
+"""The trace span of one transaction, its statements inside."""
 
 PlanCacheMode = Literal["force_generic_plan", "auto", "force_custom_plan"]
 """PostgreSQL's ``plan_cache_mode`` values."""
@@ -136,7 +142,7 @@ class Database:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """A pooled connection; outages surface as UnavailableError, serialization races as ConflictError."""
-        with self.mapped_errors() as wait:
+        with span(STATEMENT_SPAN), self.mapped_errors() as wait:
             async with self._pool.connection(timeout=wait) as conn:
                 yield conn
 
@@ -159,7 +165,7 @@ class Database:
         conn = self._kept
         done = False
         try:
-            with self.mapped_errors() as wait:
+            with span(STATEMENT_SPAN), self.mapped_errors() as wait:
                 if conn is None:
                     conn = self._kept = await self._pool.getconn(timeout=wait)
                 yield conn
@@ -173,8 +179,9 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Connection]:
         """A pooled connection inside one transaction: committed on success, rolled back on any error."""
-        async with self.connection() as conn, conn.transaction():
-            yield conn
+        with span(TRANSACTION_SPAN), self.mapped_errors() as wait:
+            async with self._pool.connection(timeout=wait) as conn, conn.transaction():
+                yield conn
 
     async def ping(self) -> None:
         """Raise UnavailableError unless a trivial query answers; until one does, calls wait only briefly."""

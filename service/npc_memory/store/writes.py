@@ -30,6 +30,7 @@ from npc_memory.domain.write_plan import (
     slot_key,
 )
 from npc_memory.domain.write_rules import SAME_TURN, FactText, SlotRow
+from npc_memory.ops.tracing import span
 from npc_memory.store import changes, idempotency
 from npc_memory.store.compiled import compile_statement
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
@@ -304,5 +305,6 @@ async def store_memories(
             on_commit(pipe, plan.results)
         return plan.results
 
-    async with db.connection() as conn:
-        return await in_transaction(conn, write)
+    with span("db.write", facts=len(keys)):
+        async with db.connection() as conn:
+            return await in_transaction(conn, write)

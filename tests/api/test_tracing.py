@@ -1,0 +1,112 @@
+"""OpenTelemetry traces, sent over OTLP/HTTP to a real receiver in the test: the span tree of a store and a search."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import grpc
+import pytest
+import pytest_asyncio
+from npc_memory.engine import MemoryEngine
+from npc_memory.ops import tracing
+from npc_memory.server import create_server
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
+from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
+from opentelemetry.proto.trace.v1 import trace_pb2
+from otlp_collector import Collector, serve_collector
+
+STORED = "레티아는 비밀 정원에서 은방울꽃을 키운다"
+QUERY = "레티아가 키우는 꽃이 뭐였지"
+STORE = "/npc_memory.v1.MemoryService/StoreMemories"
+SEARCH = "/npc_memory.v1.MemoryService/SearchMemories"
+
+
+@pytest.fixture(scope="module")
+def collector() -> Iterator[Collector]:
+    """The OTLP/HTTP receiver for this module."""
+    yield from serve_collector()
+
+
+@pytest_asyncio.fixture(scope="module")
+async def traced(engine: MemoryEngine, collector: Collector) -> AsyncIterator[tuple[svc_grpc.MemoryServiceAsyncStub,
+                                                                                   Any]]:
+    """A live server with tracing on, its exporter pointed at the receiver by the standard OTEL_* variables."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        env.setenv("OTEL_SERVICE_NAME", "npc-memory-test")
+        traces = tracing.provider()
+    async with tracing.tracing(traces):
+        server, port, _ = await create_server(engine, "127.0.0.1:0", traces=traces)
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                yield svc_grpc.MemoryServiceStub(channel), traces
+        finally:
+            await server.stop(0)
+
+
+def _children(spans: list[trace_pb2.Span], parent: trace_pb2.Span) -> list[trace_pb2.Span]:
+    return [s for s in spans if s.parent_span_id == parent.span_id and s.trace_id == parent.trace_id]
+
+
+def _texts(span: trace_pb2.Span) -> list[str]:
+    """Every string a span carries: its name, attributes, events, links' attributes and status message."""
+    out = [span.name, span.status.message]
+    for attributes in [span.attributes, *(e.attributes for e in span.events), *(k.attributes for k in span.links)]:
+        out += [f"{a.key}={a.value}" for a in attributes]
+    out += [e.name for e in span.events]
+    return out
+
+
+async def _received(collector: Collector, traces: Any) -> list[trace_pb2.Span]:
+    """What the receiver holds once the exporter has sent every ended span (force_flush waits for the POST)."""
+    assert await asyncio.to_thread(traces.force_flush, 10_000)
+    return collector.received()
+
+
+async def test_a_store_and_a_search_make_the_expected_span_trees(
+    traced: tuple[svc_grpc.MemoryServiceAsyncStub, Any], collector: Collector,
+) -> None:
+    """Each call is a SERVER span over its model call and database work; no span carries the text or the query."""
+    stub, traces = traced
+    scope = pb.Scope(user_id=f"player-{uuid.uuid4().hex[:10]}", heroine_id="letia")
+    await stub.StoreMemories(svc.StoreMemoriesRequest(scope=scope, memories=[pb.MemoryInput(
+        speaker=pb.SPEAKER_HEROINE, subject=pb.SUBJECT_HEROINE, subject_id="letia", content=STORED, importance=7)]))
+    found = await stub.SearchMemories(svc.SearchMemoriesRequest(scope=scope, query=QUERY))
+    assert [r.memory.content for r in found.results] == [STORED]
+    spans = await _received(collector, traces)
+
+    (store,) = [s for s in spans if s.name == STORE]
+    assert store.kind == trace_pb2.Span.SPAN_KIND_SERVER
+    assert not store.parent_span_id
+    under_store = {s.name: s for s in _children(spans, store)}
+    assert {"embed", "db.write"} <= set(under_store)
+    assert {a.key: a.value.int_value for a in under_store["db.write"].attributes} == {"facts": 1}
+    assert "db.statement" in {s.name for s in _children(spans, under_store["db.write"])}
+
+    (search,) = [s for s in spans if s.name == SEARCH]
+    under_search = [s.name for s in _children(spans, search)]
+    assert "embed" in under_search
+    assert "db.statement" in under_search
+    assert {s.trace_id for s in spans if s.name == "embed"} >= {store.trace_id, search.trace_id}
+
+    carried = [t for s in spans for t in _texts(s)]
+    for secret in (STORED, QUERY, *STORED.split(), *QUERY.split()):
+        assert not any(secret in t for t in carried), secret
+    assert {attrs.get("service.name") for attrs, _ in collector.spans} == {"npc-memory-test"}
+
+
+async def test_the_health_watcher_and_work_outside_calls_make_no_spans(
+    traced: tuple[svc_grpc.MemoryServiceAsyncStub, Any], collector: Collector, engine: MemoryEngine,
+) -> None:
+    """Database work outside a call (a ping, the worker) is not traced: only calls start traces."""
+    _stub, traces = traced
+    before = len(collector.received())
+    await engine.db.ping()
+    await asyncio.to_thread(traces.force_flush)
+    assert len(collector.received()) == before
+
