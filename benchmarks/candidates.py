@@ -80,7 +80,7 @@ class RelevanceCalibration:
 
 
 DEFAULT_CALIBRATION = RelevanceCalibration()
-"""The service's: min-max won on the Korean benchmark (docs/search.md)."""
+"""The service's: min-max won on the Korean benchmark (docs/explanation/ranking.md)."""
 
 
 def rank(

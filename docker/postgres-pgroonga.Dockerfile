@@ -4,7 +4,7 @@
 # No published image carries both at PostgreSQL 17, so this adds pgvector to the PGroonga project's own image.
 # That image is the official postgres:17-bookworm plus PGroonga, so the PostgreSQL project's apt repository
 # (PGDG), which packages pgvector, is configured in it already. Base pinned by tag (no digest at hand, see
-# docs/operations.md); pgvector pinned to its 0.8 series: a build fails, rather than drifts, once PGDG moves on.
+# docs/guide/production.md); pgvector pinned to its 0.8 series: a build fails, rather than drifts, once PGDG moves on.
 FROM groonga/pgroonga:4.0.8-debian-17
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]

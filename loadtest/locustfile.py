@@ -7,7 +7,7 @@
 Name the profile(s) after the options: ``GameSessionUser`` (mixed), ``SearchUser``, ``StoreUser``;
 none named runs all three.
 Options of our own (also in the web UI): ``--vectors caller|server``, ``--scopes-file``, ``--think-time``,
-``--samples-file``; see docs/loadtest.md. The caller vectors are read from loadtest/data/vectors.npz (shipped,
+``--samples-file``; see docs/guide/load-testing.md. The caller vectors are read from loadtest/data/vectors.npz (shipped,
 rebuilt by ``python -m loadtest.vectors``), so a run starts at once.
 """
 

@@ -1,7 +1,7 @@
 """The search score written independently of the service, in plain Python: the reference its tests rank against.
 
-It follows the formula as docs/search.md states it, one candidate at a time (math, sorted), sharing nothing with
-npc_memory.domain.scoring but the published constants.
+It follows the formula as docs/explanation/ranking.md states it, one candidate at a time (math, sorted), sharing
+nothing with npc_memory.domain.scoring but the published constants.
 """
 
 from __future__ import annotations

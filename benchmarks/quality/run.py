@@ -193,7 +193,7 @@ async def run(url: str, data: dict[str, Any], by_day: bool = False, dialogue_bat
 
 
 def report(results: dict[str, Any]) -> str:
-    """The three tables printed by the command (and copied into docs/search.md)."""
+    """The three tables printed by the command (and copied into docs/explanation/ranking.md)."""
     out = [f"{results['facts']} memories, {results['questions']} questions\n",
            table("mode", list(results["modes"].items())), "",
            table("relevance calibration (weighted hybrid)", list(results["calibration"].items())), ""]

@@ -1,4 +1,4 @@
-"""Real grpcurl against the live server, running exactly the commands documented in docs/grpcurl.md."""
+"""Real grpcurl against the live server, running exactly the commands documented in docs/guide/grpcurl.md."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from npc_memory.domain.model import Scope
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "grpcurl.md"
+DOC = ROOT / "docs" / "guide" / "grpcurl.md"
 DOC_ADDRESS = "localhost:50051"
 DOC_PLAYER = "player-1"
 
@@ -47,7 +47,7 @@ async def _grpcurl(command: str, port: int, scope: Scope) -> tuple[int, str, str
 
 
 def test_the_doc_has_every_command_the_issue_asks_for() -> None:
-    """docs/grpcurl.md shows list, describe, a store, a search and an invalid request."""
+    """docs/guide/grpcurl.md shows list, describe, a store, a search and an invalid request."""
     commands = _documented()
     assert all(c.startswith("grpcurl ") for c in commands)
     for needles in (("list",), ("describe npc_memory.v1.MemoryService",), ("StoreMemories", '"content": ""'),

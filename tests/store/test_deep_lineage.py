@@ -3,7 +3,7 @@
 Each load makes a timeline one deeper than the one it branches from, so a player who reloads before every choice
 plays on a timeline hundreds of loads deep. Reads walked the parent links in every statement, one step per load,
 and searched the lineage once per row (a save-scummer's search 300 loads deep took 15-17 ms against 2.4 for a
-player who never saved, scratch benchmark; docs/game-time.md, "A player who reloads").
+player who never saved, scratch benchmark; docs/guide/game-time.md, "A player who reloads").
 """
 
 from __future__ import annotations
