@@ -39,8 +39,8 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from benchmarks.dedup_pairs import ANIMALS, FOODS, obj
 from benchmarks.stall import DIM, served
+from loadtest.korean import ANIMALS, FOODS, obj
 
 Answer = list[tuple[str, int]]
 

@@ -37,7 +37,7 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from benchmarks.dedup_pairs import ANIMALS, FOODS, PLACES, obj
+from loadtest.korean import ANIMALS, FOODS, PLACES, obj
 
 DIM = 384
 BATCH = 256

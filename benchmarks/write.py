@@ -31,7 +31,7 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
 from npc_memory.store.pool import PlanCacheMode
 
-from benchmarks.dedup_pairs import ANIMALS, FOODS, HOBBIES, PLACES, obj
+from loadtest.korean import ANIMALS, FOODS, HOBBIES, PLACES, obj
 
 SLOTS = ("favorite_food", "favorite_animal", "hobby", "home")
 

@@ -1,10 +1,10 @@
-"""benchmarks/sampling.py: which part of the request path a py-spy stack is counted in."""
+"""benchmarks/search_speed_targets.py: which part of the request path a py-spy stack is counted in."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.sampling import REST, grouped
+from benchmarks.search_speed_targets import REST, grouped
 
 LOOP = "<module> (npc_memory/cli.py:245);main (npc_memory/cli.py:228);run (npc_memory/ops/loop.py:30)"
 

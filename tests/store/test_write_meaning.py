@@ -1,7 +1,7 @@
 """Facts that differ only in grammar (tense, auxiliaries, adverbs, negation, particles) are never merged.
 
-The pairs here are written by hand; benchmarks/dedup_pairs.py generates its own from templates, so the two do
-not share sentences.
+The pairs here are written by hand (the measurement that set the rule used pairs generated from templates:
+docs/decisions/duplicate-rule.md).
 """
 
 from __future__ import annotations
