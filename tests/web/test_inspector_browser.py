@@ -201,7 +201,6 @@ async def test_a_read_only_key_s_edit_is_refused_and_changes_nothing(
 
 async def test_an_admin_edit_asks_to_confirm_then_changes_the_memory(
     face: Face, admin_stub: svc_grpc.MemoryServiceAsyncStub, browser: WebDriver, players: tuple[str, str],
-    tmp_path: Path,
 ) -> None:
     """Dismissing the confirm dialog changes nothing; accepting it updates the importance through the service."""
     mine, _theirs = players
@@ -209,7 +208,6 @@ async def test_an_admin_edit_asks_to_confirm_then_changes_the_memory(
 
     def look() -> None:
         _sign_in(browser, face, ADMIN_KEY, f"/players/{mine}/heroines/letia/memories/{memory_id}")
-        browser.save_screenshot(str(screenshot_folder(tmp_path) / "inspector-memory.png"))
         field = browser.find_element(By.ID, "new-importance")
         field.clear()
         field.send_keys("9")
@@ -225,3 +223,61 @@ async def test_an_admin_edit_asks_to_confirm_then_changes_the_memory(
 
     await asyncio.to_thread(look)
     assert (await _memory(admin_stub, mine, memory_id)).importance == 9
+
+
+async def test_the_context_preview_shows_the_block_and_its_token_count(
+    face: Face, admin_stub: svc_grpc.MemoryServiceAsyncStub, browser: WebDriver, players: tuple[str, str],
+    tmp_path: Path,
+) -> None:
+    """BuildContext's block appears as the prompt sees it, with a token count within the budget."""
+    mine, _theirs = players
+    await _store(admin_stub, mine, "letia", CAT, SEA)
+
+    def look() -> None:
+        _sign_in(browser, face, READER_KEY, f"/players/{mine}/heroines/letia/context")
+        browser.find_element(By.ID, "utterance").send_keys("고양이 얘기 기억나?")
+        budget = browser.find_element(By.ID, "budget")
+        budget.clear()
+        budget.send_keys("120")
+        browser.find_element(By.ID, "build").click()
+        _wait_for(browser, "context-block")
+        block = browser.find_element(By.ID, "context-block").text
+        assert CAT in block
+        assert 0 < int(browser.find_element(By.ID, "tokens").text) <= 120
+        browser.save_screenshot(str(screenshot_folder(tmp_path) / "inspector-context.png"))
+
+    await asyncio.to_thread(look)
+
+
+async def test_save_points_and_links_are_drawn(
+    face: Face, admin_stub: svc_grpc.MemoryServiceAsyncStub, browser: WebDriver, players: tuple[str, str],
+    tmp_path: Path,
+) -> None:
+    """Save points and timelines are marks on the player's line; a memory's linked memories are graph nodes."""
+    mine, _theirs = players
+    [cat] = await _store(admin_stub, mine, "letia", CAT)
+    await admin_stub.CreateSavePoint(svc.CreateSavePointRequest(user_id=mine, save_id="slot-1"), metadata=ADMIN)
+    await admin_stub.LoadSavePoint(svc.LoadSavePointRequest(user_id=mine, save_id="slot-1"), metadata=ADMIN)
+    linked = await admin_stub.StoreMemories(svc.StoreMemoriesRequest(
+        scope=pb.Scope(user_id=mine, heroine_id="letia"), memories=[pb.MemoryInput(
+            content="레티아는 고양이 카페에 가자고 했다", importance=6, subject=pb.SUBJECT_USER,
+            speaker=pb.SPEAKER_HEROINE, related=[pb.MemoryRef(memory_id=cat)])]), metadata=ADMIN)
+    other = linked.results[0].memory_id
+
+    def look() -> None:
+        _sign_in(browser, face, READER_KEY, f"/players/{mine}")
+        saves = browser.find_element(By.ID, "saves")
+        assert len(saves.find_elements(By.CSS_SELECTOR, "circle.save")) == 1
+        assert len(saves.find_elements(By.CSS_SELECTOR, "circle.timeline")) == 1
+        assert "slot-1" in saves.text
+        browser.save_screenshot(str(screenshot_folder(tmp_path) / "inspector-saves.png"))
+        browser.get(f"{face.base}/players/{mine}/heroines/letia/memories/{cat}")
+        graph = browser.find_element(By.ID, "links")
+        nodes = graph.find_elements(By.CSS_SELECTOR, "a")
+        assert [(n.get_dom_attribute("href") or "").rsplit("/", 1)[-1] for n in nodes] == [other]
+        assert "고양이 카페" in graph.text
+        browser.set_window_size(1280, 1300)  # the whole page, graph included, in the guide's picture
+        browser.save_screenshot(str(screenshot_folder(tmp_path) / "inspector-memory.png"))
+        browser.set_window_size(1280, 1000)
+
+    await asyncio.to_thread(look)

@@ -212,7 +212,8 @@ class Inspector:
         nodes, edges = views.link_graph(row, links, contents, user_id)
         return self.page(request, "memory.html", caller, user_id=user_id, heroine_id=heroine_id, m=row,
                          versions=versions, history_dots=views.history_line(versions, user_id),
-                         nodes=nodes, edges=edges, width=views.TIMELINE_WIDTH, graph=views.GRAPH_SIZE)
+                         nodes=nodes, edges=edges, width=views.TIMELINE_WIDTH,
+                         graph_width=views.GRAPH_WIDTH, graph_height=views.GRAPH_HEIGHT)
 
     async def search(self, request: Request) -> Response:
         """The search playground: the request's knobs, and each result's four component scores as bars."""

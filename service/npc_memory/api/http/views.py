@@ -154,12 +154,12 @@ def save_line(response: svc.ListSavePointsResponse) -> list[Dot]:
         if at is not None:
             title = f"timeline {t.timeline_id} from {t.parent_timeline_id}" + (f" (load of {t.save_id})"
                                                                               if t.save_id else "")
-            marks.append((at, f"T{t.timeline_id}" + (" live" if t.live else ""), title, "timeline", 30.0))
+            marks.append((at, f"T{t.timeline_id}" + (" live" if t.live else ""), title, "timeline", 28.0))
     for s in response.save_points:
         at = when(s.saved_at)
         if at is not None:
             marks.append((at, s.save_id, f"save {s.save_id} on timeline {s.timeline_id} at {shown(at)}",
-                          "save", 70.0))
+                          "save", 74.0))
     xs = _xs([m[0] for m in marks])
     return [Dot(x, y, label, title, kind=kind) for x, (_, label, title, kind, y) in zip(xs, marks, strict=True)]
 
@@ -185,32 +185,36 @@ class Edge:
     kind: str
 
 
-GRAPH_SIZE = 420.0
+GRAPH_WIDTH = 640.0
+GRAPH_HEIGHT = 420.0
+_LABEL_CHARS = 14
+
+
+def _short(text: str) -> str:
+    return text[:_LABEL_CHARS] + ("…" if len(text) > _LABEL_CHARS else "")
 
 
 def link_graph(center: MemoryRow, links: svc.ListLinksResponse, contents: dict[str, str],
                user_id: str) -> tuple[list[Dot], list[Edge]]:
     """The memory in the middle, its parents above, children below and related memories around, as an SVG graph."""
-    mid = GRAPH_SIZE / 2
-    groups = (("parent", [lk.from_memory_id for lk in links.parents], -1),
-              ("child", [lk.to_memory_id for lk in links.children], 1),
-              ("related", [lk.to_memory_id if lk.from_memory_id == center.memory_id else lk.from_memory_id
-                           for lk in links.related], 0))
-    nodes = [Dot(mid, mid, "●", center.content, kind="center")]
+    mx, my = GRAPH_WIDTH / 2, GRAPH_HEIGHT / 2
+    related = [lk.to_memory_id if lk.from_memory_id == center.memory_id else lk.from_memory_id
+               for lk in links.related]
+    placed: list[tuple[str, str, float, float]] = []
+    for kind, ids, y in (("parent", [lk.from_memory_id for lk in links.parents], 50.0),
+                         ("child", [lk.to_memory_id for lk in links.children], GRAPH_HEIGHT - 50.0)):
+        placed += [(kind, other, (i + 1) * GRAPH_WIDTH / (len(ids) + 1), y) for i, other in enumerate(ids)]
+    for i, other in enumerate(related):
+        # Around the centre on an ellipse, starting to its right, clear of the parents' and children's rows.
+        angle = 2 * math.pi * i / len(related)
+        placed.append(("related", other, mx + 220.0 * math.cos(angle), my + 90.0 * math.sin(angle)))
+    nodes = [Dot(mx, my, "●", center.content, kind="center")]
     edges = []
-    for kind, ids, side in groups:
-        for i, other in enumerate(ids):
-            if side:
-                x = (i + 1) * GRAPH_SIZE / (len(ids) + 1)
-                y = mid + side * 150.0
-            else:
-                angle = math.pi * (i + 1) / (len(ids) + 1)
-                x, y = mid + 170.0 * math.cos(angle - math.pi / 2) * (1 if i % 2 else -1), mid + 60.0 * math.sin(
-                    angle * 2)
-            label = contents.get(other, other[:8])
-            nodes.append(Dot(x, y, label[:18] + ("…" if len(label) > 18 else ""), label,
-                             href=f"/players/{user_id}/heroines/{center.heroine_id}/memories/{other}", kind=kind))
-            edges.append(Edge(mid, mid, x, y, kind))
+    for kind, other, x, y in placed:
+        label = contents.get(other, other[:8])
+        nodes.append(Dot(x, y, _short(label), label,
+                         href=f"/players/{user_id}/heroines/{center.heroine_id}/memories/{other}", kind=kind))
+        edges.append(Edge(mx, my, x, y, kind))
     return nodes, edges
 
 
