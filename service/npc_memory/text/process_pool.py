@@ -1,8 +1,8 @@
 """Tokenising big batches in worker processes, each with its own Kiwi, so the server's GIL stays free.
 
-Kiwi holds the GIL while it analyses: in a thread of the server process, a batch of 256 x 2,000 characters
-(~8 s of analysis) still delayed health checks by 83-122 ms, since the event loop only got the GIL back between
-analyses. In another process it never competes for this one's GIL.
+Kiwi holds the GIL while it analyses: in a thread of the server process, a batch of long facts still delays every
+other call, since the event loop only gets the GIL back between analyses. In another process it never competes for
+this one's GIL (docs/decisions/tokenising-in-processes.md).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ class TextOptions:
     Changing an option that applies to stored text changes the terms of new rows, so rows stored before
     need re-tokenising to match (``npc-memory retokenize``); ``question_words`` applies to queries only.
     The defaults are the options a new database records; ``PLAIN`` made the terms of databases older than
-    that record (docs/conversation-benchmark.md measures each).
+    that record (the conversation benchmark measures each: docs/explanation/benchmarks.md).
     """
 
     latin_words: bool = False
@@ -48,8 +48,8 @@ class TextOptions:
     honorifics: bool = True
     """Korean honorific lemmas as the plain word (드시다 -> 먹다, 생신 -> 생일), stored and query terms alike."""
     question_words: bool = True
-    """Drop the words of asking ("remember", 기억나다, 말하다) from query terms only (on: measured no loss on the
-    Korean fact set, +0.1 point R@10 on the conversation benchmark; docs/conversation-benchmark.md)."""
+    """Drop the words of asking ("remember", 기억나다, 말하다) from query terms only (on: no loss on the Korean
+    fact set, a small gain on the conversation benchmark)."""
 
     def terms_label(self) -> str:
         """The options that shape stored terms, as recorded beside the rows they made (``plain``: none).
@@ -130,7 +130,7 @@ class Tokenizer:
     def __init__(self, cache_size: int = 4096, options: TextOptions = TextOptions()) -> None:
         self.options = options
         # No worker pool: texts are analysed one at a time, which Kiwi does on the calling thread as fast, and a
-        # pool's threads would be more work beside a model call on every core (docs/search.md, twelfth session).
+        # pool's threads would be more work beside a model call on every core.
         with warnings.catch_warnings():  # 0 means this (no pool) since kiwipiepy 0.21, which warns that it changed
             warnings.filterwarnings("ignore", message="behavior of `num_workers=0`", category=DeprecationWarning)
             self._kiwi = Kiwi(num_workers=0)
@@ -141,10 +141,10 @@ class Tokenizer:
 
             self._stem = Stemmer.Stemmer("english")
             self._question_words = QUESTION_WORDS | {self._stem.stemWord(w) for w in QUESTION_WORDS}
-        # A heroine's questions repeat (as the query-embedding cache assumes): ~0.35 ms of Kiwi and per-token
-        # Python per text was ~14% of the server's CPU under the Locust game-session load.
+        # A heroine's questions repeat (as the query-embedding cache assumes), and analysing each again was a
+        # large share of the server's CPU under the Locust game-session load.
         self._cached = functools.lru_cache(maxsize=cache_size)(self._analyse)
-        # Kiwi builds part of its model on the first analysis (~1.7 s holding the GIL): do it now, at start,
+        # Kiwi builds part of its model on the first analysis (seconds, holding the GIL): do it now, at start,
         # not inside the first request, where it stalled every other call.
         self._kiwi.tokenize(_WARM_UP)
 
