@@ -8,10 +8,10 @@ not read names its line and field. Pure: no I/O.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from enum import Enum
 from typing import Any
 from uuid import UUID
@@ -164,12 +164,22 @@ def _bad(line: int, field: str, description: str) -> InvalidArgumentError:
     return InvalidArgumentError([FieldViolation(f"line {line}: {field}", description)])
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def parse_line(text: str, line: int) -> dict[str, Any]:
-    """A line as a JSON object (InvalidArgumentError naming the line otherwise)."""
+    """A line as a JSON object (InvalidArgumentError naming the line otherwise).
+
+    A number with a fraction or exponent is read as a Decimal, its digits exactly as written: a vector goes to
+    PostgreSQL as the same text, with no round trip through a binary float and back.
+    """
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise _bad(line, "(line)", f"is not JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:
+        raise _bad(line, "(line)", str(exc)) from None
     if not isinstance(obj, dict):
         raise _bad(line, "(line)", "must be a JSON object")
     kind = obj.get("kind")
@@ -250,13 +260,6 @@ def _text(value: Any) -> str:
     return value
 
 
-def _number(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TypeError(f"got {value!r}")
-    # repr is the shortest text of the double; float4 values (PostgreSQL writes at most 9 digits) come back exact.
-    return repr(value)
-
-
 def _array(value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise TypeError(f"got {type(value).__name__}")
@@ -267,7 +270,21 @@ def _vector(value: Any) -> str:
     numbers = _array(value)
     if not numbers:
         raise ValueError("is empty")
-    return "[" + ",".join(_number(n) for n in numbers) + "]"
+    bad = next((n for n in numbers if type(n) is not Decimal and type(n) is not int), None)
+    if bad is not None:
+        raise TypeError(f"got {bad!r}")
+    return "[" + ",".join(map(str, numbers)) + "]"
+
+
+def _json(value: Any) -> Any:
+    """A JSON value with its Decimals as floats again (the service wrote them from doubles)."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    return value
 
 
 _READERS: dict[FieldType, Callable[[Any], Any]] = {
@@ -275,7 +292,7 @@ _READERS: dict[FieldType, Callable[[Any], Any]] = {
     FieldType.UUID: lambda v: UUID(_text(v)),
     FieldType.INT: _int,
     FieldType.TIME: _time,
-    FieldType.JSON: lambda v: v,
+    FieldType.JSON: _json,
     FieldType.VECTOR: _vector,
     FieldType.TEXTS: lambda v: [_text(x) for x in _array(v)],
     FieldType.INTS: lambda v: [_int(x) for x in _array(v)],

@@ -22,7 +22,7 @@ FLUSH_RECORDS = 5_000
 
 @dataclass(frozen=True)
 class Moved:
-    """What an export wrote or an import loaded."""
+    """What an export wrote or an import loaded: the players with at least one record, and the records."""
 
     players: int
     records: int
@@ -43,14 +43,17 @@ async def export_players(
         if on_players is not None:
             on_players(len(players))
         write(header.encode(datetime.now(UTC)) + "\n")
+        written = 0
         for player in players:
+            before = records
             async for line in snap.lines(player):
                 write(line + "\n")
                 records += 1
+            written += records > before
             if on_player is not None:
                 on_player()
     write(portable.end_line(records) + "\n")
-    return Moved(len(players), records)
+    return Moved(written, records)
 
 
 def _bad(line: int, field: str, description: str) -> InvalidArgumentError:
