@@ -41,10 +41,10 @@ BACKENDS = ["single-node", "citus"]
 
 
 @pytest.fixture(scope="session")
-def citus_url() -> Iterator[str]:
-    """The coordinator of the cluster ``scripts/citus up`` runs (stopped after the run if this started it)."""
-    with running_cluster() as url:
-        yield url
+def citus_cluster() -> Iterator[None]:
+    """The cluster ``scripts/citus up`` runs (stopped after the run if this started it)."""
+    with running_cluster():
+        yield
 
 
 def _migrate(url: str, citus: bool) -> None:
@@ -59,7 +59,8 @@ def _migrate(url: str, citus: bool) -> None:
 def backend(request: pytest.FixtureRequest, database_url: str) -> Iterator[tuple[str, str]]:
     """The backend's name and a fresh migrated database: on the test server, or on the cluster, every table spread."""
     if request.param == "citus":
-        with citus_database(request.getfixturevalue("citus_url"), "npc_rpc") as url:
+        request.getfixturevalue("citus_cluster")
+        with citus_database("npc_rpc") as url:
             _migrate(url, citus=True)
             yield request.param, url
     else:
