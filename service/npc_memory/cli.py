@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", dest="tls_key", help="PEM private key (NPC_MEMORY_TLS_KEY)")
     serve.add_argument("--tls-client-ca", dest="tls_client_ca",
                        help="CA of client certificates: mutual TLS (NPC_MEMORY_TLS_CLIENT_CA)")
-    serve.add_argument("--http-port", dest="http_port",
+    serve.add_argument("--http-port", dest="http_port", type=int,
                        help="HTTP port of the inspector, gRPC-Web and MCP; off by default, 0 picks one "
                        "(NPC_MEMORY_HTTP_PORT)")
     serve.add_argument("--metrics-port", dest="metrics_port", type=int,

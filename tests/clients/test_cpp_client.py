@@ -171,7 +171,7 @@ async def test_cpp_expands_and_searches_with_hops_and_deepen(
 
 async def test_cpp_client_over_tls_with_an_api_key(cli: Path, engine: MemoryEngine, tmp_path: Path) -> None:
     """The CLI's --ca and --api-key reach a TLS server that requires a key; without the key it is refused."""
-    from test_tls import make_ca, make_leaf
+    from certs import make_ca, make_leaf
 
     ca, ca_cert, ca_key = make_ca(tmp_path)
     leaf = make_leaf(tmp_path, "server", ca_cert, ca_key)

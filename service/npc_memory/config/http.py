@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 
 
@@ -33,5 +34,8 @@ def http_port(value: str) -> int | None:
 
 
 def origins(value: str) -> tuple[str, ...]:
-    """Comma-separated origins (``https://game.example``), or ``*``."""
+    """Comma-separated origins (``https://game.example``) or ``*``; a TOML array of them arrives as its text."""
+    if value.lstrip().startswith("["):
+        listed = tomllib.loads(f"origins = {value}")["origins"]
+        return tuple(str(o).strip().rstrip("/") for o in listed if str(o).strip())
     return tuple(o.strip().rstrip("/") for o in value.split(",") if o.strip())
