@@ -281,3 +281,35 @@ async def test_save_points_and_links_are_drawn(
         browser.set_window_size(1280, 1000)
 
     await asyncio.to_thread(look)
+
+
+async def test_an_admin_invalidates_and_forgets_after_confirming(
+    face: Face, admin_stub: svc_grpc.MemoryServiceAsyncStub, browser: WebDriver, players: tuple[str, str],
+) -> None:
+    """Invalidate closes the memory (it shows closed); forget erases the player across heroines, both confirmed."""
+    mine, _theirs = players
+    [memory_id] = await _store(admin_stub, mine, "letia", CAT)
+    await _store(admin_stub, mine, "roco", CHESS)
+
+    def look() -> None:
+        _sign_in(browser, face, ADMIN_KEY, f"/players/{mine}/heroines/letia/memories/{memory_id}")
+        browser.find_element(By.CSS_SELECTOR, "#invalidate button").click()
+        WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
+        browser.switch_to.alert.accept()
+        WebDriverWait(browser, 10).until(
+            expected_conditions.text_to_be_present_in_element((By.ID, "invalid-at"), "invalidated"))
+        assert not browser.find_elements(By.ID, "invalidate")
+        browser.get(f"{face.base}/players/{mine}")
+        browser.find_element(By.CSS_SELECTOR, "#forget button").click()
+        WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
+        assert mine in browser.switch_to.alert.text
+        browser.switch_to.alert.accept()
+        _wait_for(browser, "forgotten")
+        assert browser.find_element(By.ID, "forgotten").text.startswith("2 memories erased")
+        browser.get(f"{face.base}/players/{mine}")
+        _wait_for(browser, "no-memories")
+
+    await asyncio.to_thread(look)
+    listed = await admin_stub.ListMemories(svc.ListMemoriesRequest(
+        scope=pb.Scope(user_id=mine, heroine_id="letia"), include_invalidated=True), metadata=ADMIN)
+    assert list(listed.memories) == []
