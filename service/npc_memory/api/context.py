@@ -55,8 +55,8 @@ def parse_context(request: ctx_pb.BuildContextRequest) -> ContextRequest:
 def context_block(block: ContextBlock, asked: Scope) -> ctx_pb.BuildContextResponse:
     """The wire form of a block; memories of other scopes carry shared_from.
 
-    Built in place: each memory message built on its own was copied into its item, the item into its section and
-    the section into the response (~1 ms of a block's server time for ~40 items). A held scope's memories come back
+    Built in place: each memory message built on its own would be copied into its item, the item into its section
+    and the section into the response, a copy per level for every item. A held scope's memories come back
     block after block, so their messages are merged from their bytes (``convert.fill_answered``).
     """
     out = ctx_pb.BuildContextResponse(text=block.text, tokens=block.tokens, token_budget=block.budget,

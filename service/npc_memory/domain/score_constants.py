@@ -7,7 +7,7 @@ import math
 RECENCY_HALF_LIFE_DAYS = 365.0
 """Days after which recency has halved by default. A relationship's memories span months: with 30 days
 (``exp(-age / 30)``, the former default) recency buried last spring under last week's small talk; a year
-raised the conversation benchmark's R@10 and the Korean fact set's R@5 (docs/conversation-benchmark.md)."""
+raised the conversation benchmark's R@10 and the Korean fact set's R@5 (docs/decisions/recency-half-life.md)."""
 RECENCY_DAYS = RECENCY_HALF_LIFE_DAYS / math.log(2)
 """Recency decays by 1/e every this many days of a fact's age (~527)."""
 SECONDS_PER_DAY = 86_400.0

@@ -91,7 +91,7 @@ def is_duplicate(new: FactText, old: FactText, cosine: float, threshold: float) 
 
     Cosine alone is not enough for Korean with multilingual-e5: "고양이를 좋아함" and "고양이를 싫어함" score
     0.96, "생일은 3월 5일" and "생일은 3월 6일" 0.98, a swap of who does what to whom 0.99, "대구에 산다" and
-    "대구에 살고 싶어한다" 0.97 (docs/write-path.md, ``python -m benchmarks.dedup``). The ordered terms catch a
+    "대구에 살고 싶어한다" 0.97 (docs/decisions/duplicate-rule.md). The ordered terms catch a
     different object, verb, number or role; the signature catches what the terms drop: negation, tense,
     auxiliaries, adverbs of frequency and degree, counts. A row without a signature only matches its own text:
     merging on less would risk dropping a different fact, and keeping a repeat only costs a row.

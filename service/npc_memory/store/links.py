@@ -53,8 +53,8 @@ OTHER_END = sql.SQL("CASE WHEN l.from_id = %(id)s THEN l.to_id ELSE l.from_id EN
 # those sharing the most keyword terms first (via: the first shared term, as seed 000's ABOUT), then the
 # nearest by cosine (via: the frontier memory it is nearest to). Vectors are unit length, so <#> is -cosine.
 # Shared terms are counted by one hash join of every candidate's terms with the frontier's (a count per
-# candidate and frontier memory as a subquery was ~10 us each: 5 x 1,358 of them took 33 ms), and each pair's
-# cosine is computed before the pairs are sorted, so the sort does not carry two vectors a row (it took 44 ms).
+# candidate and frontier memory as a subquery ran once per pair), and each pair's cosine is computed before the
+# pairs are sorted, so the sort does not carry two vectors a row.
 # The root's linked memories are read once into an array (an InitPlan): as a NOT EXISTS per scope row, the generic
 # plan compared every row with every link of the root (12,593 rows thrown away by a join filter in one step).
 NEIGHBOURS = with_view(sql.SQL(""",

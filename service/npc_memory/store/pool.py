@@ -46,13 +46,11 @@ class PoolSettings:
     connect_timeout: float = 5.0
     """Seconds to wait for a connection before answering UNAVAILABLE."""
     # Every statement is prepared once per connection, and PostgreSQL's ``auto`` mode plans it again on every
-    # execution (a custom plan: ~1 ms for the search statement) unless the generic plan's estimated cost is no
-    # higher than the custom plans' average. The generic estimate goes by the table's rows per player, so a few
-    # heavy players make everyone else's custom plans look cheaper and the generic plan is never used: with six
-    # players of 6,000 memories in the table, 0 of 2,030 searches ran on it, and forcing it took a new player's
-    # search from 1.97 to 0.78 ms p50, an established one's from 3.26 to 2.40 and a single store from 4.89 to 3.59
-    # (benchmarks/plan_cache.py; without the heavy players both modes run generic plans and match). The statements
-    # are written to plan well generically (store/view.py, store/search_sql.py, the write path's compiled reads).
+    # execution (a custom plan) unless the generic plan's estimated cost is no higher than the custom plans'
+    # average. The generic estimate goes by the table's rows per player, so a few heavy players make everyone
+    # else's custom plans look cheaper and the generic plan is never used: every search and store is planned again
+    # (docs/decisions/generic-plans.md). The statements are written to plan well generically (store/view.py,
+    # store/search_sql.py, the write path's reads).
     plan_cache_mode: PlanCacheMode = "force_generic_plan"
     """PostgreSQL's ``plan_cache_mode`` on every pooled connection."""
 
@@ -150,9 +148,9 @@ class Database:
     async def kept_connection(self) -> AsyncIterator[Connection]:
         """The connection kept for a small statement run on every request, when free; else a pooled one.
 
-        Taking a connection from the pool and returning it cost ~0.12-0.16 ms of every held scope's sync in the server
-        (timed there: the pool's lock and bookkeeping and two context managers, run cold between requests), more than
-        the statement's ~0.03 ms in PostgreSQL. So one connection is borrowed from the pool for good (a pool of at least
+        Taking a connection from the pool and returning it (the pool's lock and bookkeeping and two context managers,
+        run cold between requests) cost more of every held scope's sync than the statement itself takes in
+        PostgreSQL. So one connection is borrowed from the pool for good (a pool of at least
         ``KEEPS_ONE_FROM``) and lent to one use at a time; a use meanwhile takes a pooled one as before. A kept
         connection whose use fails goes back to the pool (which closes it if it is broken or still busy after a
         cancelled wait), and the next use borrows another.

@@ -25,8 +25,8 @@ SELECT {columns} FROM {visible} m WHERE m.id = %(id)s
 # Each side of the view (view.visible_apart) is ordered and cut to the page on its own: the plain rows of a player
 # who never saved, and a saved player's rows (each one's entry looked up, view.PICKED's form), come newest first from
 # the scope index (user_id, heroine_id, valid_at DESC, id DESC; migration 0015), which stops after the page. Through
-# the union of the view's branches PostgreSQL sorted every row of the scope for each page (9 ms for a 3,800-row
-# scope; a saved player's first page of 1,500 rows 7.5-9.8 ms against 1.4-1.6 for one who never saved). A later
+# the union of the view's branches PostgreSQL sorted every row of the scope for each page, so a page cost more the
+# larger the scope, and more again for a player who saved. A later
 # page's cursor is a statement of its own, so it is a bound of the index scan rather than a filter of every newer row.
 _LIST = """
 SELECT {columns} FROM (

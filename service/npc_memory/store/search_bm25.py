@@ -53,7 +53,7 @@ keyword AS (
 # A query's term frequencies are counted once per scope row while the scope is read (small float8 columns, so the
 # statistics pass is a count over numbers and the terms arrays are not carried in the materialised scope); a
 # ``= ANY`` test first (it stops at the first match and allocates nothing) spares a row without the term the
-# array_positions count (ordinary queries of rare words: 1.02x of the earlier form, benchmarks.statement_ab). Each
+# array_positions count (so ordinary queries of rare words cost no more than before the count was added). Each
 # term's idf and the length normalisation's two constants are computed once, from the one statistics row; every
 # scope row then gets its score (0 for a row holding no query term), so the dense, keyword and prior lists all
 # read one CTE that carries both the cosine and the score, and the candidates never go back to the keyword rows

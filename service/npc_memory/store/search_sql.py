@@ -73,11 +73,10 @@ PERIOD_TOP = """(SELECT id, cosine{carried} FROM {source}
                  ORDER BY cosine DESC, prior DESC, id LIMIT %(k)s) UNION """
 
 # The final step fetches each candidate's columns by key (an index probe per candidate, ~100-150 of them) instead
-# of hashing the whole scope again: at 2,000 rows that second scope scan was 3.6 of 11.9 ms (EXPLAIN ANALYZE). The
+# of hashing the whole scope again (a second scan of the scope, a large share of the statement). The
 # probe is a LATERAL subquery kept whole by OFFSET 0: joined to the candidates, the generic plan (estimating a
 # handful of rows on both sides) fetched the rows once, then compared every candidate with every row (99 x 99 in
-# a nested loop over the materialised rows, ~1.2 ms of a 4 ms statement, benchmarks.plan_paths under
-# auto_explain; tests/store/test_plans.py).
+# a nested loop over the materialised rows, seen under auto_explain; tests/store/test_plans.py).
 CANDIDATES = """,
 candidates AS ({dense}{keyword}{period}{prior}){scored}
 SELECT {columns}, c.cosine, {keyword_score} AS keyword_score
@@ -88,8 +87,8 @@ CROSS JOIN LATERAL (SELECT * FROM {visible} m WHERE m.id = c.id OFFSET 0) m
 # The candidates' keyword scores, by grouping the candidates together with the keyword rows rather than joining
 # them: a prepared statement's generic plan estimates a handful of rows on both sides and joined them by a
 # nested loop, which with common words (1,505 keyword rows at 2,000 rows) compared every candidate with every
-# keyword row. Grouping costs the same whatever the estimate: with the generic plan forced, 31.1 ms p50 before,
-# 14.0 ms after (benchmarks/view_cost.py --plan-cache-mode force_generic_plan --before-src).
+# keyword row. Grouping costs the same whatever the estimate, and with the generic plan forced it halved the
+# statement for common words.
 SCORED = """,
 scored AS (
     SELECT x.id, max(x.cosine) AS cosine, max(x.score) AS score
