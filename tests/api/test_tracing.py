@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 import pytest_asyncio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.engine import MemoryEngine
 from npc_memory.ops import tracing
 from npc_memory.server import create_server
@@ -110,3 +116,35 @@ async def test_the_health_watcher_and_work_outside_calls_make_no_spans(
     await asyncio.to_thread(traces.force_flush)
     assert len(collector.received()) == before
 
+
+
+def test_serve_with_the_tracing_flag_sends_each_call_and_no_health_check(
+    collector: Collector, database_url: str, tmp_path: Path,
+) -> None:
+    """``serve --tracing`` exports by the OTEL_* variables; a call is traced, a health check is not; SIGTERM flushes."""
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SERVICE_NAME": "npc-memory-serve"}
+    log = tmp_path / "serve.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "npc-memory"), "serve", "--tracing", "--port", "0",
+                                 "--host", "127.0.0.1", "--database-url", database_url],
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("npc-memory serving on port "), log.read_text()[-2000:]
+        port = int(line.rsplit(" ", 1)[1])
+        player = f"player-{uuid.uuid4().hex[:10]}"
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            svc_grpc.MemoryServiceStub(channel).ListMemories(svc.ListMemoriesRequest(
+                scope=pb.Scope(user_id=player, heroine_id="letia")), timeout=10)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert proc.returncode == 0, log.read_text()[-2000:]
+    spans = [s for attrs, s in collector.spans if attrs.get("service.name") == "npc-memory-serve"]
+    (listed,) = [s for s in spans if s.name == "/npc_memory.v1.MemoryService/ListMemories"]
+    assert "db.statement" in [s.name for s in _children(spans, listed)]
+    assert not [s for s in spans if "Health" in s.name]
