@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -24,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Vector, Weights
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
 
 from benchmarks.__main__ import machine
-from benchmarks.harness import caller_vector_config, emit
 from benchmarks.write import percentiles, texts, timed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,8 +76,10 @@ def cluster_database() -> Iterator[str]:
 @asynccontextmanager
 async def engine_on(url: str) -> AsyncIterator[MemoryEngine]:
     """The service's engine with callers' vectors on ``url`` (empty: a fresh embedded PostgreSQL)."""
-    config = caller_vector_config(url, DIM)
-    config = replace(config, database=replace(config.database, pool_min=1, pool_max=4), keyword_backend="bm25")
+    database = DatabaseConfig(url=url or None, data_dir=Path(tempfile.mkdtemp(prefix="npc-bench-")), pool_min=1,
+                              pool_max=4)
+    config = replace(Config(), database=database, embedding=EmbeddingSettings(kind="none", dim=DIM),
+                     keyword_backend="bm25")
     async with open_engine(config) as engine:
         yield engine
 
@@ -148,7 +153,8 @@ def main() -> None:
     result = asyncio.run(main_async(args))
     result["machine"] = started
     show(result)
-    emit(result, args.json)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

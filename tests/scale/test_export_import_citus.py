@@ -31,7 +31,7 @@ NPC_MEMORY = str(Path(sys.executable).with_name("npc-memory"))
 @pytest.fixture(scope="module")
 def citus_target() -> Iterator[str]:
     """A fresh database on the cluster of ``scripts/citus``, migrated with ``migrate --citus``: every table spread."""
-    with running_cluster() as coordinator, citus_database(coordinator, "npc_import") as url:
+    with running_cluster(), citus_database("npc_import") as url:
         env = {**os.environ, "NPC_MEMORY_DATABASE_URL": url, "NPC_MEMORY_LOG_LEVEL": "ERROR"}
         done = subprocess.run([NPC_MEMORY, "migrate", "--citus"], env=env, capture_output=True, text=True,
                               timeout=300, check=False)
