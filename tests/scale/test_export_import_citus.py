@@ -54,6 +54,8 @@ async def test_a_player_moves_into_a_citus_cluster_whole(
         assert counts(citus_target, player) == counts(config.database.url, player)
         with pytest.raises(FailedPreconditionError):
             await import_players(db, lines)
+        await import_players(db, lines, replace=True)  # the player's rows erased first, on every worker
+        assert counts(citus_target, player) == counts(config.database.url, player)
         assert (await exported(db, player))[1:] == lines[1:]
         moved = replace(config, database=DatabaseConfig(url=citus_target), keyword_backend=engine.keyword_backend)
         other = await build_engine(moved, db, engine.embedder)
