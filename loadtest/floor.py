@@ -54,7 +54,7 @@ async def run_floor(
     terms = {q: tokenizer.terms(q) for q in pool.queries}
     db = Database(url, PoolSettings(min_size=concurrency, max_size=concurrency))
     await db.open()
-    backend = resolve_backend(Config().keyword_backend, await pgroonga_available(db))
+    backend = resolve_backend(Config().search.keyword_backend, await pgroonga_available(db))
     per_side = SearchConfig().candidates
     result = FloorResult()
     deadline = time.perf_counter() + seconds

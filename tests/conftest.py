@@ -15,10 +15,10 @@ import pytest
 import pytest_asyncio
 from chat_endpoint import ChatEndpoint, serve_chat
 from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.ops.loop import loop_factory
 from npc_memory.server import create_server
 from npc_memory.server.runtime import open_engine

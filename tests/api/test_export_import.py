@@ -20,11 +20,11 @@ import pytest
 import pytest_asyncio
 from chat_endpoint import ChatEndpoint
 from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.engine import MemoryEngine
 from npc_memory.engine.portable import import_players
 from npc_memory.errors import FailedPreconditionError, InvalidArgumentError
 from npc_memory.extraction.service import Extractor
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.server import create_server
 from npc_memory.server.runtime import build_engine, open_database
 from npc_memory.store.pool import Database

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -168,3 +169,77 @@ async def test_the_suite_runs_on_the_loop_serve_runs_on() -> None:
     import uvloop
 
     assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
+
+
+NAMES_USERS_SET = {
+    "api_keys_file", "connect_timeout", "data_dir", "database_url", "deepen_min_relevance",
+    "duplicate_threshold", "embedder", "embedding_api_key", "embedding_dim", "embedding_model",
+    "embedding_passage_prefix", "embedding_query_prefix", "embedding_spin_count", "embedding_threads",
+    "embedding_timeout", "embedding_url", "event_loop", "expand_per_depth", "extraction_api_key",
+    "extraction_backoff_max_seconds", "extraction_backoff_seconds", "extraction_lease_seconds",
+    "extraction_max_attempts", "extraction_model", "extraction_poll_seconds", "extraction_prompt_path",
+    "extraction_timeout_seconds", "extraction_url", "grace_seconds", "health_interval", "health_timeout", "host",
+    "http_allow_edits", "http_cors_origins", "http_port", "idempotency_hours", "keepalive_seconds",
+    "keepalive_timeout_seconds", "keyword_backend", "log_json", "log_user_ids", "max_batch", "max_concurrent_streams",
+    "max_connection_age_grace_seconds", "max_connection_age_seconds", "max_send_message_bytes", "metrics_port",
+    "plan_cache_mode", "pool_max", "pool_min", "port", "query_cache_size", "retention_interval_minutes",
+    "scope_cache_rows", "search_candidates", "search_period", "text_function_words", "text_honorifics",
+    "text_latin_words", "text_question_words", "text_stem_latin", "tls_cert", "tls_client_ca", "tls_key",
+    "tokenize_process_min_chars", "tokenize_processes", "workers",
+}
+"""Settings users set by name before the sections were read by one loader (``NPC_MEMORY_<NAME>``, ``--<name>``)."""
+
+
+def test_every_name_users_set_is_still_a_setting() -> None:
+    """The one loader reads each of them: its section's prefix and field, or the name kept for it."""
+    from dataclasses import fields
+
+    from npc_memory.config import SECTIONS
+
+    names = {s.name(f.name) for s in SECTIONS for f in fields(s.cls) if f.name not in s.skip}
+    assert NAMES_USERS_SET - names == set()
+
+
+def test_a_section_table_sets_its_fields_and_the_environment_names_its_section(tmp_path: Path) -> None:
+    """``[server] port`` in the file; ``NPC_MEMORY_EXTRACTION_HEROINES`` a list; prefix + field for a new name."""
+    file = tmp_path / "c.toml"
+    file.write_text('[server]\nport = 4444\n[write]\nmax_batch = 7\n[extraction]\nheroines = ["a", "b"]\n')
+    config = load_config(_flags(), {"NPC_MEMORY_CONFIG": str(file), "NPC_MEMORY_SEARCH_DISTINCT_TURNS": "false"})
+    assert (config.server.port, config.write.max_batch, config.extraction.heroines) == (4444, 7, ("a", "b"))
+    assert config.search.distinct_turns is False
+    env = {"NPC_MEMORY_EXTRACTION_HEROINES": "x, y", "NPC_MEMORY_SEARCH_RECENCY_HALF_LIFE_DAYS": "30",
+           "NPC_MEMORY_RETENTION_MAX_VALID": "9"}
+    config = load_config(_flags(), env)
+    assert config.extraction.heroines == ("x", "y")
+    assert config.retention.policies.default.max_valid == 9
+    assert config.search.recency_half_life_days == 30.0
+
+
+def test_a_value_that_does_not_parse_names_where_it_came_from(tmp_path: Path) -> None:
+    """The environment variable, or the file's key or table, is in the message."""
+    with pytest.raises(ConfigError, match="NPC_MEMORY_POOL_MAX"):
+        load_config(_flags(), {"NPC_MEMORY_POOL_MAX": "many"})
+    file = tmp_path / "c.toml"
+    file.write_text('[server]\nworkers = "two"\n')
+    with pytest.raises(ConfigError, match=r"\[server\] workers"):
+        load_config(_flags("--config", str(file)), {})
+
+
+def test_every_field_of_every_section_has_a_docstring() -> None:
+    """The configuration reference is generated from the fields' docstrings: none may be missing."""
+    import ast
+    import inspect
+    from dataclasses import fields
+
+    from npc_memory.config import SECTIONS
+
+    for section in SECTIONS:
+        tree = ast.parse(inspect.getsource(section.cls))
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        documented = {
+            node.target.id for node, after in itertools.pairwise(body)
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        }
+        missing = {f.name for f in fields(section.cls) if f.name not in section.skip} - documented
+        assert missing == set(), (section.table, missing)

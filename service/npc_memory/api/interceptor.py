@@ -16,7 +16,6 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from typing import Any, cast
 
 import grpc
@@ -24,12 +23,11 @@ from npc_memory_client.v1 import memory_pb2
 
 from npc_memory.api.deserialize import decoded
 from npc_memory.ops.keys import KeyRing
+from npc_memory.ops.logs import REQUEST_ID
 from npc_memory.ops.metrics import RPC_SECONDS, SEARCH_CANDIDATES, STORE_OUTCOMES
 
 log = logging.getLogger("npc_memory.access")
 
-REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="")
-"""The current call's request id; the JSON log formatter adds it to every record."""
 
 MEMORY_SERVICE = "/npc_memory.v1.MemoryService/"
 REQUEST_ID_KEY = "x-request-id"

@@ -1,5 +1,8 @@
 """Configuration: one frozen dataclass per section, read once at start from flags, environment and TOML."""
 
+from npc_memory.config.extraction import ExtractionSettings
+from npc_memory.config.http import HttpConfig
+from npc_memory.config.load import SECTIONS, load_config
 from npc_memory.config.sections import (
     Config,
     DatabaseConfig,
@@ -8,14 +11,16 @@ from npc_memory.config.sections import (
     RetentionConfig,
     SearchConfig,
     WriteConfig,
-    load_config,
 )
 from npc_memory.config.server import EventLoop, SecurityConfig, ServerConfig
 
 __all__ = [
+    "SECTIONS",
     "Config",
     "DatabaseConfig",
     "EventLoop",
+    "ExtractionSettings",
+    "HttpConfig",
     "KeywordBackend",
     "PeriodSearch",
     "RetentionConfig",

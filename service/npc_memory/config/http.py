@@ -1,4 +1,4 @@
-"""The HTTP face's part of the configuration: its port, whether the inspector may edit, CORS (see sections.py)."""
+"""The ``http`` section: the HTTP face's port, whether the inspector may edit, CORS."""
 
 from __future__ import annotations
 

@@ -1,42 +1,35 @@
-"""Configuration as frozen dataclasses, built once in ``main`` from flags, environment and a TOML file."""
+"""The configuration's sections as frozen dataclasses, one per TOML table and environment prefix.
+
+Each field's docstring is its documentation (the configuration reference is generated from them); each section
+checks its own values when made (``__post_init__``, ConfigError naming the setting). config/load.py reads every
+section the same way from flags, the environment and the TOML file. The sections of other packages' settings
+(``embedding``, ``text``) are those packages' own plain dataclasses.
+"""
 
 from __future__ import annotations
 
 import math
-import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from npc_memory.config.checks import check
-from npc_memory.config.http import HttpConfig, http_port, origins
-from npc_memory.config.server import EventLoop, SecurityConfig, ServerConfig
-from npc_memory.config.values import (
-    ENV_PREFIX,
-    HALF_LIFE_KEY,
-    T,
-    boolean,
-    half_life_days,
-    one_of,
-    optional_path,
-    pick_setting,
-    retention_policy,
-    weights_table,
-)
+from npc_memory.config.extraction import ExtractionSettings
+from npc_memory.config.http import HttpConfig
+from npc_memory.config.server import SecurityConfig, ServerConfig
 from npc_memory.domain.dialogue import ContextWhen, SpeakerLabel
 from npc_memory.domain.model import Weights
-from npc_memory.domain.retention import RetentionPolicies, RetentionPolicy
-from npc_memory.domain.scoring import RECENCY_HALF_LIFE_DAYS
-from npc_memory.embedding.settings import EmbedderKind, EmbeddingSettings
+from npc_memory.domain.retention import RetentionPolicies
+from npc_memory.domain.score_constants import RECENCY_HALF_LIFE_DAYS
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.errors import ConfigError
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store.pool import PlanCacheMode, PoolSettings
-from npc_memory.store.scope_cache import SCOPE_CACHE_ROWS
-from npc_memory.text import STORED_SIDE, TextOptions
+from npc_memory.text import TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
 PeriodSearch = Literal["off", "candidates", "first"]
+SCOPE_CACHE_ROWS = 50_000
+"""Rows held by default: ~3 KB each with a 384-float vector (measured at 500 and 2,000 rows), so ~150 MB."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +48,10 @@ class DatabaseConfig:
     """Seconds to wait for a connection before answering UNAVAILABLE."""
     plan_cache_mode: PlanCacheMode = PoolSettings.plan_cache_mode
     """PostgreSQL's ``plan_cache_mode`` on the pool's connections (store/pool.py says why generic)."""
+
+    def __post_init__(self) -> None:
+        if self.pool_min < 1 or self.pool_max < self.pool_min:
+            raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
 
     def pool(self) -> PoolSettings:
         """The connection pool's part of these settings."""
@@ -95,6 +92,23 @@ class SearchConfig:
     them above the rest (docs/conversation-benchmark.md measures each)."""
     scope_cache_rows: int = SCOPE_CACHE_ROWS
     """Memories this process holds to rank searches in memory (store/scope_cache.py); 0 ranks every search in SQL."""
+    keyword_backend: KeywordBackend = "auto"
+    """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
+    start against the database (server/runtime.py ``resolve_backend``)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.expand_per_depth <= self.max_limit:
+            raise ConfigError(f"expand_per_depth must be in 1-{self.max_limit}")
+        if not -1.0 < self.deepen_min_relevance <= 1.0:
+            raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
+        if self.session_cap < 0:
+            raise ConfigError("search_session_cap must be >= 0 (0: off)")
+        if self.scope_cache_rows < 0:
+            raise ConfigError("scope_cache_rows must be >= 0 (0: off)")
+        for where, days in (("search", self.recency_half_life_days),
+                            *((f"search.heroines.{h}", d) for h, d in self.heroine_half_lives.items())):
+            if not days > 0:
+                raise ConfigError(f"{where}: recency_half_life_days must be a positive number of days")
 
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
@@ -148,6 +162,16 @@ class WriteConfig:
     tokenize_process_min_chars: int = 4000
     """A batch with fewer characters in all is tokenised in a thread here: cheaper than a process round trip."""
 
+    def __post_init__(self) -> None:
+        if not 0.0 < self.duplicate_threshold <= 1.0:
+            raise ConfigError("duplicate_threshold must be in (0, 1]")
+        if self.dialogue_context_minutes < 0:
+            raise ConfigError("dialogue_context_minutes must be >= 0")
+        if self.dialogue_batch_min < 0:
+            raise ConfigError("dialogue_batch_min must be >= 0")
+        if self.tokenize_processes < 0:
+            raise ConfigError("tokenize_processes must be >= 0 (0 tokenises in a thread of the server process)")
+
 
 @dataclass(frozen=True)
 class RetentionConfig:
@@ -157,6 +181,11 @@ class RetentionConfig:
     """The default policy and the per-heroine ones."""
     interval_minutes: float = 0.0
     """How often ``serve`` applies the policies and prunes expired idempotency keys; 0 leaves it to the command."""
+
+    def __post_init__(self) -> None:
+        for name, policy in {"default": self.policies.default, **self.policies.heroines}.items():
+            if policy.max_valid < 0 or not 1 <= policy.importance_floor <= 11:
+                raise ConfigError(f"retention {name}: max_valid must be >= 0 and importance_floor in 1-11")
 
 
 @dataclass(frozen=True)
@@ -176,174 +205,6 @@ class Config:
     """How text becomes BM25 terms (text/tokenize.py); options that change stored terms need re-tokenising."""
     text_set: bool = False
     """Whether a stored-side text option was set (flag, environment or file). Unset, a database that records
-    other options than the defaults keeps its own (runtime.text_options); set, start-up refuses a mismatch."""
+    other options than the defaults keeps its own (server/runtime.py ``text_options``); set, start-up refuses a
+    mismatch."""
     extraction: ExtractionSettings = ExtractionSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
-    keyword_backend: KeywordBackend = "auto"
-    """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
-    start against the database (runtime.resolve_backend)."""
-
-_kind = one_of(EmbedderKind)
-_backend = one_of(KeywordBackend)
-_period_search = one_of(PeriodSearch)
-_context_when = one_of(ContextWhen)
-_speaker_label = one_of(SpeakerLabel)
-_event_loop = one_of(EventLoop)
-_plan_cache_mode = one_of(PlanCacheMode)
-
-
-def load_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
-    """Build the configuration from parsed flags, an environment mapping and the optional TOML file."""
-    path = flags.get("config") or env.get(ENV_PREFIX + "CONFIG")
-    file: dict[str, Any] = {}
-    if path:
-        try:
-            file = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"config file {path}: {exc}") from exc
-    flat = {k: v for k, v in file.items() if not isinstance(v, dict)}
-    home = Path(env.get("HOME", "~")).expanduser()
-    data_home = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
-
-    def pick(name: str, default: T, parse: Callable[[str], T]) -> T:
-        return pick_setting(name, flags, env, flat, default, parse)
-
-    text_given: dict[str, bool | None] = {name: pick(f"text_{name}", None, boolean) for name in STORED_SIDE}
-    search_file = file.get("search", {})
-    default_weights = weights_table(search_file.get("weights", {}), "search.weights")
-    heroine_weights = {
-        hid: weights_table(w, f"search.heroines.{hid}") for hid, w in search_file.get("heroines", {}).items()
-    }
-    half_life = half_life_days(search_file, "search", SearchConfig.recency_half_life_days)
-    heroine_half_lives = {
-        hid: half_life_days(h, f"search.heroines.{hid}", half_life)
-        for hid, h in search_file.get("heroines", {}).items() if HALF_LIFE_KEY in h
-    }
-    url = pick("database_url", "", str) or None
-    retention_file = file.get("retention", {})
-    # Flags and environment (retention_*), then the [retention] table, then the defaults.
-    retention_default = RetentionPolicy(
-        max_valid=pick("retention_max_valid", int(retention_file.get("max_valid", RetentionPolicy.max_valid)), int),
-        importance_floor=pick("retention_importance_floor", int(retention_file.get(
-            "importance_floor", RetentionPolicy.importance_floor)), int),
-    )
-    config = Config(
-        server=ServerConfig(
-            host=pick("host", ServerConfig.host, str),
-            port=pick("port", ServerConfig.port, int),
-            grace_seconds=pick("grace_seconds", ServerConfig.grace_seconds, float),
-            workers=pick("workers", ServerConfig.workers, int),
-            event_loop=pick("event_loop", ServerConfig.event_loop, _event_loop),
-            health_interval_seconds=pick("health_interval", ServerConfig.health_interval_seconds, float),
-            health_timeout_seconds=pick("health_timeout", ServerConfig.health_timeout_seconds, float),
-            max_concurrent_streams=pick("max_concurrent_streams", ServerConfig.max_concurrent_streams, int),
-            max_send_message_bytes=pick("max_send_message_bytes", ServerConfig.max_send_message_bytes, int),
-            keepalive_seconds=pick("keepalive_seconds", ServerConfig.keepalive_seconds, float),
-            keepalive_timeout_seconds=pick("keepalive_timeout_seconds", ServerConfig.keepalive_timeout_seconds, float),
-            max_connection_age_seconds=pick(
-                "max_connection_age_seconds", ServerConfig.max_connection_age_seconds, float),
-            max_connection_age_grace_seconds=pick(
-                "max_connection_age_grace_seconds", ServerConfig.max_connection_age_grace_seconds, float),
-        ),
-        security=SecurityConfig(
-            api_keys_file=pick("api_keys_file", None, optional_path),
-            tls_cert=pick("tls_cert", None, optional_path),
-            tls_key=pick("tls_key", None, optional_path),
-            tls_client_ca=pick("tls_client_ca", None, optional_path),
-            metrics_port=pick("metrics_port", SecurityConfig.metrics_port, int),
-            tracing=pick("tracing", SecurityConfig.tracing, boolean),
-            log_json=pick("log_json", SecurityConfig.log_json, boolean),
-            log_user_ids=pick("log_user_ids", SecurityConfig.log_user_ids, boolean),
-        ),
-        http=HttpConfig(
-            port=pick("http_port", HttpConfig.port, http_port),
-            allow_edits=pick("http_allow_edits", HttpConfig.allow_edits, boolean),
-            cors_origins=pick("http_cors_origins", HttpConfig.cors_origins, origins),
-        ),
-        database=DatabaseConfig(
-            url=url,
-            data_dir=Path(pick("data_dir", str(data_home / "npc-memory"), str)).expanduser(),
-            pool_min=pick("pool_min", DatabaseConfig.pool_min, int),
-            pool_max=pick("pool_max", DatabaseConfig.pool_max, int),
-            connect_timeout=pick("connect_timeout", DatabaseConfig.connect_timeout, float),
-            plan_cache_mode=pick("plan_cache_mode", DatabaseConfig.plan_cache_mode, _plan_cache_mode),
-        ),
-        embedding=EmbeddingSettings(
-            kind=pick("embedder", EmbeddingSettings.kind, _kind),
-            model=pick("embedding_model", EmbeddingSettings.model, str),
-            url=pick("embedding_url", EmbeddingSettings.url, str),
-            api_key=pick("embedding_api_key", EmbeddingSettings.api_key, str),
-            dim=pick("embedding_dim", EmbeddingSettings.dim, int),
-            timeout_seconds=pick("embedding_timeout", EmbeddingSettings.timeout_seconds, float),
-            threads=pick("embedding_threads", EmbeddingSettings.threads, int),
-            spin_count=pick("embedding_spin_count", EmbeddingSettings.spin_count, int),
-            query_cache_size=pick("query_cache_size", EmbeddingSettings.query_cache_size, int),
-            query_prefix=pick("embedding_query_prefix", EmbeddingSettings.query_prefix, str),
-            passage_prefix=pick("embedding_passage_prefix", EmbeddingSettings.passage_prefix, str),
-        ),
-        search=SearchConfig(
-            default_weights=default_weights,
-            heroine_weights=heroine_weights,
-            recency_half_life_days=half_life,
-            heroine_half_lives=heroine_half_lives,
-            candidates=pick("search_candidates", SearchConfig.candidates, int),
-            deepen_min_relevance=pick("deepen_min_relevance", SearchConfig.deepen_min_relevance, float),
-            expand_per_depth=pick("expand_per_depth", SearchConfig.expand_per_depth, int),
-            period_search=pick("search_period", SearchConfig.period_search, _period_search),
-            distinct_turns=pick("search_distinct_turns", SearchConfig.distinct_turns, boolean),
-            session_cap=pick("search_session_cap", SearchConfig.session_cap, int),
-            scope_cache_rows=pick("scope_cache_rows", SearchConfig.scope_cache_rows, int),
-        ),
-        write=WriteConfig(
-            max_batch=pick("max_batch", WriteConfig.max_batch, int),
-            duplicate_threshold=pick("duplicate_threshold", WriteConfig.duplicate_threshold, float),
-            idempotency_hours=pick("idempotency_hours", WriteConfig.idempotency_hours, float),
-            dialogue_context_minutes=pick(
-                "dialogue_context_minutes", WriteConfig.dialogue_context_minutes, float),
-            dialogue_batch_min=pick("dialogue_batch_min", WriteConfig.dialogue_batch_min, int),
-            dialogue_context_answer=pick("dialogue_context_answer", WriteConfig.dialogue_context_answer, boolean),
-            dialogue_same_voice=pick("dialogue_same_voice", WriteConfig.dialogue_same_voice, boolean),
-            dialogue_repeated_lines=pick("dialogue_repeated_lines", WriteConfig.dialogue_repeated_lines, boolean),
-            dialogue_context_when=pick("dialogue_context_when", WriteConfig.dialogue_context_when, _context_when),
-            dialogue_speaker_label=pick("dialogue_speaker_label", WriteConfig.dialogue_speaker_label, _speaker_label),
-            tokenize_processes=pick("tokenize_processes", WriteConfig.tokenize_processes, int),
-            tokenize_process_min_chars=pick("tokenize_process_min_chars", WriteConfig.tokenize_process_min_chars,
-                                            int),
-        ),
-        retention=RetentionConfig(
-            policies=RetentionPolicies(default=retention_default, heroines={
-                hid: retention_policy(p, f"retention.heroines.{hid}", retention_default)
-                for hid, p in retention_file.get("heroines", {}).items()
-            }),
-            interval_minutes=pick("retention_interval_minutes", float(retention_file.get(
-                "interval_minutes", RetentionConfig.interval_minutes)), float),
-        ),
-        text=TextOptions(
-            **{name: getattr(TextOptions, name) if value is None else value for name, value in text_given.items()},
-            question_words=pick("text_question_words", TextOptions.question_words, boolean),
-        ),
-        text_set=any(value is not None for value in text_given.values()),
-        extraction=_extraction(pick, file.get("extraction", {})),
-        keyword_backend=pick("keyword_backend", Config.keyword_backend, _backend),
-    )
-    check(config)
-    return config
-
-
-def _extraction(pick: Callable[[str, Any, Callable[[str], Any]], Any], raw: Mapping[str, Any]) -> ExtractionSettings:
-    """Flags and environment (extraction_*), then the [extraction] table, then the defaults."""
-    d = ExtractionSettings()
-
-    def get(name: str, parse: Callable[[str], Any]) -> Any:
-        return pick(f"extraction_{name}", parse(str(raw.get(name, getattr(d, name)))), parse)
-
-    heroines = raw.get("heroines")
-    return ExtractionSettings(
-        url=get("url", str), model=get("model", str), api_key=get("api_key", str),
-        timeout_seconds=get("timeout_seconds", float), prompt_path=Path(get("prompt_path", str)).expanduser(),
-        heroines=tuple(heroines) if heroines else d.heroines,
-        max_attempts=get("max_attempts", int), backoff_seconds=get("backoff_seconds", float),
-        backoff_max_seconds=get("backoff_max_seconds", float), lease_seconds=get("lease_seconds", float),
-        poll_seconds=get("poll_seconds", float),
-    )
-
-

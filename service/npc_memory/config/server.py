@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from npc_memory.errors import ConfigError
+
 EventLoop = Literal["auto", "uvloop", "asyncio"]
 
 
@@ -45,6 +47,16 @@ class ServerConfig:
     max_connection_age_grace_seconds: float = 30.0
     """Seconds calls on an aged connection get to finish before it is closed."""
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port {self.port} is outside 0-65535")
+        if self.workers < 1:
+            raise ConfigError("workers must be at least 1")
+        if self.health_interval_seconds <= 0 or self.health_timeout_seconds <= 0:
+            raise ConfigError("health_interval and health_timeout must be positive")
+        if self.max_concurrent_streams < 0 or self.max_send_message_bytes < 1024:
+            raise ConfigError("max_concurrent_streams must be >= 0 (0: no cap) and max_send_message_bytes >= 1024")
+
     def grpc_options(self) -> list[tuple[str, int]]:
         """These limits as gRPC core channel arguments."""
         ms = 1000
@@ -80,6 +92,12 @@ class SecurityConfig:
     """JSON lines with request ids; false gives the plain terminal format."""
     log_user_ids: bool = False
     """Debug only: put user ids in the access log (content is never logged)."""
+
+    def __post_init__(self) -> None:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert and tls_key go together")
+        if self.tls_client_ca is not None and not self.tls:
+            raise ConfigError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
 
     @property
     def tls(self) -> bool:

@@ -1,36 +1,18 @@
-"""Parsers of setting values: where a setting is read from, and how its text becomes a value (config.py uses them)."""
+"""Parsers of setting values: how a setting's text or TOML table becomes a value (config/load.py uses them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Any, get_args
 
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicy
 from npc_memory.errors import ConfigError
 
 ENV_PREFIX = "NPC_MEMORY_"
-T = TypeVar("T")
-
-
-def pick_setting(
-    name: str, flags: Mapping[str, Any], env: Mapping[str, str], file: Mapping[str, Any],
-    default: T, parse: Callable[[str], T],
-) -> T:
-    """Flag, then ``NPC_MEMORY_<NAME>``, then the TOML file, then the default."""
-    if flags.get(name) is not None:
-        return parse(str(flags[name]))
-    env_value = env.get(ENV_PREFIX + name.upper())
-    if env_value not in (None, ""):
-        try:
-            return parse(env_value)
-        except ValueError as exc:
-            raise ConfigError(f"{ENV_PREFIX}{name.upper()}={env_value!r}: {exc}") from exc
-    if name in file:
-        return parse(str(file[name]))
-    return default
+"""What every environment variable of the service starts with."""
 
 
 HALF_LIFE_KEY = "recency_half_life_days"
@@ -42,17 +24,6 @@ def weights_table(raw: Mapping[str, Any], where: str) -> Weights:
         return Weights(**{k: float(v) for k, v in raw.items() if k != HALF_LIFE_KEY})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from exc
-
-
-def half_life_days(raw: Mapping[str, Any], where: str, default: float) -> float:
-    """A recency half-life in days from a TOML table (``recency_half_life_days``), positive."""
-    try:
-        value = float(raw.get(HALF_LIFE_KEY, default))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: {exc}") from exc
-    if not value > 0:
-        raise ConfigError(f"{where}.{HALF_LIFE_KEY}: must be a positive number of days")
-    return value
 
 
 def retention_policy(raw: Mapping[str, Any], where: str, base: RetentionPolicy) -> RetentionPolicy:

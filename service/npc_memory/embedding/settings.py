@@ -1,9 +1,11 @@
-"""What the embedders need to know: which one, which model, where; built by config.py from the configuration."""
+"""The ``embedding`` section: which embedder, which model, where (config/load.py reads it like every section)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from npc_memory.errors import ConfigError
 
 EmbedderKind = Literal["local", "openai", "none"]
 
@@ -41,3 +43,7 @@ class EmbeddingSettings:
     """Prefix for query texts sent to the HTTP embedder (e.g. ``query: `` for e5 models)."""
     passage_prefix: str = ""
     """Prefix for stored texts sent to the HTTP embedder (e.g. ``passage: ``)."""
+
+    def __post_init__(self) -> None:
+        if self.kind == "none" and self.dim <= 0:
+            raise ConfigError("embedder 'none' needs embedding_dim (the size of the caller's vectors)")

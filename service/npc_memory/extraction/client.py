@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.errors import UnavailableError
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.ops.tracing import span
 
 _DETAIL_CHARS = 200

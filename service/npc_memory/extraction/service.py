@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.domain.errors import RequestIdReusedError
 from npc_memory.domain.extracted import ModelOutputError, check_answer
 from npc_memory.domain.jobs import ExtractedMemory, Job, JobResult, JobState, retry_delay
@@ -18,7 +19,6 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.errors import NpcMemoryError
 from npc_memory.extraction.client import ChatClient
 from npc_memory.extraction.prompt import Turn, build_prompt, load_template
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.store import jobs
 from npc_memory.store.pipelined import Pipeline
 

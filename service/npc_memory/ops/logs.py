@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 
 from pythonjsonlogger.json import JsonFormatter
 
-from npc_memory.api.interceptor import REQUEST_ID
+REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="")
+"""The current call's request id; the JSON log formatter adds it to every record."""
 
 
 class _RequestId(logging.Filter):

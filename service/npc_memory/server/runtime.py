@@ -104,7 +104,7 @@ async def build_engine(config: Config, db: Database, embedder: Embedder) -> Memo
     """The engine over an open database and embedder, once they agree on the model and the text options."""
     await check_embedding_model(db, embedder.name, embedder.dim)
     options = await text_options(db, config)
-    backend = await keyword_backend(db, config.keyword_backend)
+    backend = await keyword_backend(db, config.search.keyword_backend)
     tokenizer = await asyncio.to_thread(Tokenizer, options=options)
     rows = config.search.scope_cache_rows
     # The held scopes' cosines are one small matrix product per search: on two BLAS threads the second one spins

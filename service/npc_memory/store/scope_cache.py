@@ -38,8 +38,6 @@ from npc_memory.store.scope_sync import State, Synced, sync
 
 log = logging.getLogger(__name__)
 
-SCOPE_CACHE_ROWS = 50_000
-"""Rows held by default: ~3 KB each with a 384-float vector (measured at 500 and 2,000 rows), so ~150 MB."""
 SYNC_ATTEMPTS = 3
 """Syncs tried when another search of the scope changed what is held meanwhile, before the statement runs instead."""
 

@@ -1,11 +1,14 @@
-"""Settings of extraction: which chat-completions endpoint, which prompt, how jobs retry."""
+"""The ``[extraction]`` section: which chat-completions endpoint turns dialogues into facts, and how jobs retry."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_PROMPT = Path(__file__).with_name("prompt_ko.txt")
+from npc_memory.errors import ConfigError
+
+DEFAULT_PROMPT = Path(__file__).parent.parent / "extraction" / "prompt_ko.txt"
+"""The Korean prompt shipped with the package."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,12 @@ class ExtractionSettings:
     """How long a taken job is held; a worker killed mid-job leaves it to be taken again after this."""
     poll_seconds: float = 1.0
     """How often an idle worker looks for due jobs."""
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or min(self.timeout_seconds, self.lease_seconds, self.poll_seconds) <= 0:
+            raise ConfigError("extraction needs max_attempts >= 1 and positive timeout, lease and poll seconds")
+        if self.lease_seconds <= self.timeout_seconds:
+            raise ConfigError("extraction lease_seconds must exceed timeout_seconds (a job must outlast its call)")
 
     @property
     def enabled(self) -> bool:
