@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, get_args
 
 from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config.database import PlanCacheMode
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject
 from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
-from npc_memory.store.pool import PlanCacheMode
 
 from loadtest.korean import ANIMALS, FOODS, HOBBIES, PLACES, obj
 

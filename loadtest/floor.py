@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 from npc_memory.config import Config, SearchConfig
+from npc_memory.config.database import PoolSettings
 from npc_memory.domain.model import Scope, SearchQuery, Weights
 from npc_memory.server.runtime import resolve_backend
-from npc_memory.store.pool import Database, PoolSettings
+from npc_memory.store.pool import Database
 from npc_memory.store.search import search_ranked
 from npc_memory.store.search_pgroonga import pgroonga_available
 from npc_memory.text import Tokenizer

@@ -232,13 +232,17 @@ def sections(cls: type, prefix: str) -> Iterator[tuple[str, type]]:
 
 def config_page() -> str:
     """docs/reference/configuration.md."""
-    from npc_memory.config import Config
+    from npc_memory.config import SECTIONS, Config
+    from npc_memory.config.load import env_name
 
+    by_table = {section.table: section for section in SECTIONS}
     lines = ["# Configuration reference", "",
              MARK.format(source="the configuration's dataclasses (`npc_memory.config`) and their field docstrings"),
-             "", "Every setting can be given as a flag of `npc-memory serve`, as `NPC_MEMORY_<NAME>` in the",
-             "environment, or in a TOML file (`--config`); see [the command line](cli.md) for the flags. The",
-             "sections below are the configuration as the service holds it, read once at start.", ""]
+             "", "Every setting can be given as a flag of `npc-memory serve` (where the command has one), as its",
+             "environment variable, or in a TOML file (`--config`): as a top-level key named like the variable",
+             "without `NPC_MEMORY_` and in lower case, or as the field in its section's table (`[server] port`);",
+             "the first of these that is given wins. See [the command line](cli.md) for the flags. The sections",
+             "below are the configuration as the service holds it, read once at start.", ""]
     seen: set[type] = set()
     for path, cls in sections(Config, ""):
         if cls in seen:
@@ -247,16 +251,19 @@ def config_page() -> str:
         defaults = cls()
         docs = field_docs(cls)
         doc = " ".join(inspect.cleandoc(cls.__doc__ or "").split())
+        section = by_table.get(path)
         lines += [f"## `{path or 'Config'}` ({cls.__name__})", "", doc, "",
-                  "| setting | type | default | meaning |", "|---|---|---|---|"]
+                  "| setting | environment | type | default | meaning |", "|---|---|---|---|---|"]
         for f in dataclasses.fields(cls):
+            env = (f"`{env_name(section.name(f.name))}`" if section is not None and f.name not in section.skip
+                   else "-")
             value = getattr(defaults, f.name)
             nested = dataclasses.is_dataclass(value) and not isinstance(value, type)
             if nested and any(cls_ is type(value) for _, cls_ in sections(Config, "")):
                 default = f"see `{(path + '.') if path else ''}{f.name}`"
             else:
                 default = shown(value)
-            lines.append(f"| `{f.name}` | `{type_name(cls, f)}` | {default} | {cell(docs.get(f.name, ''))} |")
+            lines.append(f"| `{f.name}` | {env} | `{type_name(cls, f)}` | {default} | {cell(docs.get(f.name, ''))} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

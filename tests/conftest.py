@@ -6,7 +6,6 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -14,7 +13,7 @@ import psycopg
 import pytest
 import pytest_asyncio
 from chat_endpoint import ChatEndpoint, serve_chat
-from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config import Config, DatabaseConfig, SearchConfig
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
@@ -59,8 +58,8 @@ def config(database_url: str) -> Config:
     The test PostgreSQL carries PGroonga (scripts/build-extensions), which `auto` would pick; the suite's figures
     are BM25's, and tests/test_search_pgroonga.py switches to PGroonga where it means to.
     """
-    return replace(Config(), database=DatabaseConfig(url=database_url, pool_min=1, pool_max=8),
-                   keyword_backend="bm25")
+    return Config(database=DatabaseConfig(url=database_url, pool_min=1, pool_max=8),
+                  search=SearchConfig(keyword_backend="bm25"))
 
 
 @pytest_asyncio.fixture(scope="session")

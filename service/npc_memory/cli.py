@@ -312,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "retain":
             asyncio.run(_retain(config))
         elif args.command == "mcp":
-            from npc_memory.api.mcp.stdio import run_stdio
+            from npc_memory.server.mcp import run_stdio
 
             ca = Path(args.target_ca).expanduser() if args.target_ca else None
             run_loop(run_stdio(config, args.target or None, args.api_key, ca), config.server.event_loop)

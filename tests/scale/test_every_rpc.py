@@ -13,7 +13,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,9 @@ import pytest_asyncio
 from chat_endpoint import ChatEndpoint, facts_answer
 from citus_cluster import citus_database, running_cluster
 from google.protobuf import field_mask_pb2
-from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config import Config, DatabaseConfig, SearchConfig
+from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.extraction.service import Extractor
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.server import create_server
 from npc_memory.server.runtime import open_engine
 from npc_memory_client.v1 import context_pb2 as ctx
@@ -82,8 +82,8 @@ class Served:
 async def served(backend: tuple[str, str], chat: ChatEndpoint) -> AsyncIterator[Served]:
     """The engine, an extractor on the scripted chat endpoint and a gRPC server, on the backend's database."""
     name, backend_url = backend
-    config = replace(Config(), database=DatabaseConfig(url=backend_url, pool_min=1, pool_max=8),
-                     keyword_backend="bm25")
+    config = Config(database=DatabaseConfig(url=backend_url, pool_min=1, pool_max=8),
+                  search=SearchConfig(keyword_backend="bm25"))
     settings = ExtractionSettings(url=chat.url, model="scripted", timeout_seconds=2.0, lease_seconds=5.0,
                                   max_attempts=3, backoff_seconds=0.05, backoff_max_seconds=0.2, poll_seconds=0.05)
     async with open_engine(config) as engine:

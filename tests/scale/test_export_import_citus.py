@@ -15,11 +15,11 @@ import pytest
 from chat_endpoint import ChatEndpoint
 from citus_cluster import citus_database, running_cluster
 from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.engine import MemoryEngine
 from npc_memory.engine.portable import import_players
 from npc_memory.errors import FailedPreconditionError
 from npc_memory.extraction.service import Extractor
-from npc_memory.extraction.settings import ExtractionSettings
 from npc_memory.server import create_server
 from npc_memory.server.runtime import build_engine, open_database
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
@@ -57,7 +57,8 @@ async def test_a_player_moves_into_a_citus_cluster_whole(
         await import_players(db, lines, replace=True)  # the player's rows erased first, on every worker
         assert counts(citus_target, player) == counts(config.database.url, player)
         assert (await exported(db, player))[1:] == lines[1:]
-        moved = replace(config, database=DatabaseConfig(url=citus_target), keyword_backend=engine.keyword_backend)
+        moved = replace(config, database=DatabaseConfig(url=citus_target),
+                        search=replace(config.search, keyword_backend=engine.keyword_backend))
         other = await build_engine(moved, db, engine.embedder)
         extractor = Extractor.create(other, ExtractionSettings(url=chat.url, model="scripted"))
         server, port, _ = await create_server(other, "127.0.0.1:0", extractor=extractor)

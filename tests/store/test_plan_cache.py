@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
+from npc_memory.config.database import PlanCacheMode, PoolSettings
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Weights
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search as store_search
-from npc_memory.store.pool import Database, PlanCacheMode, PoolSettings
+from npc_memory.store.pool import Database
 
 SEARCHES = 8
 PLAN_COUNTS = """

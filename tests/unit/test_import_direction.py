@@ -1,9 +1,10 @@
 """The service's packages import one way: a lower layer never imports a higher one, and no import cycle appears.
 
 Read from the source (AST), every import counted, deferred and type-only ones too: the layers are the architecture
-(DESIGN.md): errors at the bottom; the pure domain; text and embedding beside it; the store; the configuration
-that composes their settings; running aids (metrics, logs, keys, TLS, the event loop); the engine's use cases;
-extraction on top of them; the API faces; the server that starts it all; the command line.
+(DESIGN.md): errors at the bottom; the pure domain; text and embedding beside it; the configuration, read once
+and passed down (its sections are plain values); running aids (metrics, logs, tracing, keys, TLS, the event loop);
+the store; the engine's use cases; extraction on top of them; the API faces; the server that starts it all; the
+command line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import npc_memory
 
 PACKAGE = Path(npc_memory.__file__).parent
 LAYERS = (
-    ("errors",), ("domain",), ("text", "embedding"), ("store",), ("config",), ("ops",), ("engine",),
+    ("errors",), ("domain",), ("text", "embedding"), ("config",), ("ops",), ("store",), ("engine",),
     ("extraction",), ("api",), ("server",), ("cli",),
 )
 """Lowest first; a package may import its own layer's and lower ones (packages in one layer: not each other)."""
@@ -32,14 +33,7 @@ def module_name(path: Path) -> str:
 def imports(path: Path, runtime_only: bool = False) -> Iterator[str]:
     """The npc_memory modules a file imports (``runtime_only``: at module level, outside ``if TYPE_CHECKING``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes: list[ast.AST] = []
-    if runtime_only:
-        for node in tree.body:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
-                continue
-            nodes.extend(ast.walk(node))
-    else:
-        nodes = list(ast.walk(tree))
+    nodes = list(_module_level(tree.body)) if runtime_only else list(ast.walk(tree))
     for node in nodes:
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names if a.name.startswith("npc_memory."))
@@ -48,6 +42,19 @@ def imports(path: Path, runtime_only: bool = False) -> Iterator[str]:
             for alias in node.names:  # ``from npc_memory.store import search`` imports the module store.search
                 sub = f"{module}.{alias.name}"
                 yield sub if _exists(sub) else module
+
+
+def _module_level(statements: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements run when the module is imported: not in functions or classes, nor under TYPE_CHECKING."""
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            if "TYPE_CHECKING" not in ast.dump(statement.test):
+                yield from _module_level(statement.body + statement.orelse)
+        elif isinstance(statement, ast.Try):
+            handlers = [s for h in statement.handlers for s in h.body]
+            yield from _module_level(statement.body + handlers + statement.orelse + statement.finalbody)
+        else:
+            yield statement
 
 
 def _exists(module: str) -> bool:

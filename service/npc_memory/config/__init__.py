@@ -1,11 +1,11 @@
 """Configuration: one frozen dataclass per section, read once at start from flags, environment and TOML."""
 
+from npc_memory.config.database import DatabaseConfig, PlanCacheMode, PoolSettings
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.config.http import HttpConfig
 from npc_memory.config.load import SECTIONS, load_config
 from npc_memory.config.sections import (
     Config,
-    DatabaseConfig,
     KeywordBackend,
     PeriodSearch,
     RetentionConfig,
@@ -23,6 +23,8 @@ __all__ = [
     "HttpConfig",
     "KeywordBackend",
     "PeriodSearch",
+    "PlanCacheMode",
+    "PoolSettings",
     "RetentionConfig",
     "SearchConfig",
     "SecurityConfig",

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from npc_memory.config.database import DatabaseConfig
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.config.http import HttpConfig, http_port, origins
 from npc_memory.config.sections import (
     Config,
-    DatabaseConfig,
     RetentionConfig,
     SearchConfig,
     WriteConfig,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
+from npc_memory.config.database import DatabaseConfig
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.config.http import HttpConfig
 from npc_memory.config.server import SecurityConfig, ServerConfig
@@ -23,40 +23,12 @@ from npc_memory.domain.retention import RetentionPolicies
 from npc_memory.domain.score_constants import RECENCY_HALF_LIFE_DAYS
 from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.errors import ConfigError
-from npc_memory.store.pool import PlanCacheMode, PoolSettings
 from npc_memory.text import TextOptions
 
 KeywordBackend = Literal["auto", "bm25", "pgroonga"]
 PeriodSearch = Literal["off", "candidates", "first"]
 SCOPE_CACHE_ROWS = 50_000
 """Rows held by default: ~3 KB each with a 384-float vector (measured at 500 and 2,000 rows), so ~150 MB."""
-
-
-@dataclass(frozen=True)
-class DatabaseConfig:
-    """Which PostgreSQL to use and how to pool connections to it."""
-
-    url: str | None = None
-    """A libpq DSN; ``None`` starts the embedded PostgreSQL in ``data_dir``."""
-    data_dir: Path = Path("npc-memory-data")
-    """Where the embedded PostgreSQL keeps its files (``load_config`` defaults it to $XDG_DATA_HOME/npc-memory)."""
-    pool_min: int = 2
-    """Connections opened at start."""
-    pool_max: int = 10
-    """Upper bound on open connections."""
-    connect_timeout: float = 5.0
-    """Seconds to wait for a connection before answering UNAVAILABLE."""
-    plan_cache_mode: PlanCacheMode = PoolSettings.plan_cache_mode
-    """PostgreSQL's ``plan_cache_mode`` on the pool's connections (store/pool.py says why generic)."""
-
-    def __post_init__(self) -> None:
-        if self.pool_min < 1 or self.pool_max < self.pool_min:
-            raise ConfigError("pool sizes need 1 <= pool_min <= pool_max")
-
-    def pool(self) -> PoolSettings:
-        """The connection pool's part of these settings."""
-        return PoolSettings(min_size=self.pool_min, max_size=self.pool_max, connect_timeout=self.connect_timeout,
-                            plan_cache_mode=self.plan_cache_mode)
 
 
 @dataclass(frozen=True)
@@ -196,7 +168,7 @@ class Config:
     security: SecurityConfig = SecurityConfig()  # noqa: RUF009  (frozen, so sharing it is safe)
     http: HttpConfig = HttpConfig()  # noqa: RUF009  (frozen, so sharing it is safe)
     """The HTTP face (inspector, gRPC-Web, MCP); off unless a port is given."""
-    database: DatabaseConfig = DatabaseConfig()
+    database: DatabaseConfig = DatabaseConfig()  # noqa: RUF009  (frozen, so sharing it is safe)
     embedding: EmbeddingSettings = EmbeddingSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
     search: SearchConfig = SearchConfig()
     write: WriteConfig = WriteConfig()

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
-
-from npc_memory.store.pool import Database
 
 RPC_SECONDS = Histogram(
     "npc_memory_rpc_seconds", "gRPC call latency by method and status code", ["method", "code"],
@@ -40,15 +35,3 @@ def serve_metrics(port: int) -> None:
     """Expose /metrics on the port (0 leaves it off)."""
     if port > 0:
         start_http_server(port)
-
-
-async def sample_pool(db: Database, interval: float = 5.0) -> None:
-    """Copy the pool's statistics into the gauges every ``interval`` seconds."""
-    while True:
-        stats = db.stats()
-        POOL_SIZE.set(stats.get("pool_size", 0))
-        POOL_AVAILABLE.set(stats.get("pool_available", 0))
-        POOL_WAITING.set(stats.get("requests_waiting", 0))
-        POOL_WAIT_MS.set(stats.get("requests_wait_ms", 0))
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.sleep(interval)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import UTC, datetime
 
@@ -12,6 +13,7 @@ from npc_memory_client.v1 import memory_service_pb2
 from npc_memory.domain.retention import RetentionPolicies
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import NpcMemoryError
+from npc_memory.ops import metrics
 from npc_memory.store.pool import Database
 from npc_memory.store.retention import maintain
 
@@ -66,3 +68,15 @@ async def maintain_every(
             await maintain(db, policies, idempotency_hours, datetime.now(UTC))
         except NpcMemoryError as exc:
             log.warning("maintenance failed: %s", exc)
+
+
+async def sample_pool(db: Database, interval: float = 5.0) -> None:
+    """Copy the pool's statistics into the gauges every ``interval`` seconds."""
+    while True:
+        stats = db.stats()
+        metrics.POOL_SIZE.set(stats.get("pool_size", 0))
+        metrics.POOL_AVAILABLE.set(stats.get("pool_available", 0))
+        metrics.POOL_WAITING.set(stats.get("requests_waiting", 0))
+        metrics.POOL_WAIT_MS.set(stats.get("requests_wait_ms", 0))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.sleep(interval)

@@ -21,9 +21,8 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
 from npc_memory.ops import tracing
 from npc_memory.ops.keys import KeyRing
-from npc_memory.ops.metrics import sample_pool
 from npc_memory.ops.tls import server_credentials
-from npc_memory.server.background import SERVICE_NAME, maintain_every, watch_health
+from npc_memory.server.background import SERVICE_NAME, maintain_every, sample_pool, watch_health
 from npc_memory.server.runtime import open_engine, open_extractor
 
 if TYPE_CHECKING:

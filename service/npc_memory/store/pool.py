@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
 from functools import partial
-from typing import Literal
 
 import psycopg
 from pgvector.psycopg import register_vector_async
@@ -15,6 +13,7 @@ from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from npc_memory.config.database import PlanCacheMode, PoolSettings
 from npc_memory.errors import ConflictError, UnavailableError
 from npc_memory.ops.tracing import span
 
@@ -30,29 +29,6 @@ STATEMENT_SPAN = "db.statement"
 """The trace span of one use of a connection: a statement, or a pipeline of them (ops/tracing.py)."""
 TRANSACTION_SPAN = "db.transaction"
 """The trace span of one transaction, its statements inside."""
-
-PlanCacheMode = Literal["force_generic_plan", "auto", "force_custom_plan"]
-"""PostgreSQL's ``plan_cache_mode`` values."""
-
-
-@dataclass(frozen=True)
-class PoolSettings:
-    """How many connections to keep and how long to wait for one."""
-
-    min_size: int = 2
-    """Connections opened at start."""
-    max_size: int = 10
-    """Upper bound on open connections."""
-    connect_timeout: float = 5.0
-    """Seconds to wait for a connection before answering UNAVAILABLE."""
-    # Every statement is prepared once per connection, and PostgreSQL's ``auto`` mode plans it again on every
-    # execution (a custom plan) unless the generic plan's estimated cost is no higher than the custom plans'
-    # average. The generic estimate goes by the table's rows per player, so a few heavy players make everyone
-    # else's custom plans look cheaper and the generic plan is never used: every search and store is planned again
-    # (docs/decisions/generic-plans.md). The statements are written to plan well generically (store/view.py,
-    # store/search_sql.py, the write path's reads).
-    plan_cache_mode: PlanCacheMode = "force_generic_plan"
-    """PostgreSQL's ``plan_cache_mode`` on every pooled connection."""
 
 
 SET_PLAN_CACHE_MODE = "SET plan_cache_mode = {mode}"
