@@ -146,7 +146,7 @@ class _Sources:
                 continue
             self.given.add(name)
             try:
-                return tuple(raw) if isinstance(raw, list) else parse(str(raw))
+                return parse(",".join(map(str, raw)) if isinstance(raw, list) else str(raw))
             except ValueError as exc:
                 raise ConfigError(f"{where} = {raw!r}: {exc}") from exc
         return default
