@@ -19,14 +19,13 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig
+from npc_memory.config import Config, DatabaseConfig, SearchConfig
 from npc_memory.domain.model import ContentType, NewMemory, Scope, SearchQuery, Speaker, Subject, Vector, Weights
 from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine
@@ -78,8 +77,8 @@ async def engine_on(url: str) -> AsyncIterator[MemoryEngine]:
     """The service's engine with callers' vectors on ``url`` (empty: a fresh embedded PostgreSQL)."""
     database = DatabaseConfig(url=url or None, data_dir=Path(tempfile.mkdtemp(prefix="npc-bench-")), pool_min=1,
                               pool_max=4)
-    config = replace(Config(), database=database, embedding=EmbeddingSettings(kind="none", dim=DIM),
-                     keyword_backend="bm25")
+    config = Config(database=database, embedding=EmbeddingSettings(kind="none", dim=DIM),
+                    search=SearchConfig(keyword_backend="bm25"))
     async with open_engine(config) as engine:
         yield engine
 
