@@ -69,6 +69,8 @@ SUITES: dict[str, Suite] = {
                         {"crash": Command("benchmarks.crash", ("--rounds", "2")),
                          "db_outage": Command("benchmarks.db_outage", ("--rounds", "2")),
                          "stall": Command("benchmarks.stall", ("--batches", "2"))}),
+    "scale": Suite("Scale: a search and a store on one PostgreSQL beside a Citus coordinator (scripts/citus up)",
+                   {"scale": Command("benchmarks.scale")}),
 }
 
 

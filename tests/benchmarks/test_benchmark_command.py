@@ -16,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_suites_are_the_jobs_people_measure() -> None:
-    """``list`` names the six suites: Korean quality, conversation recall, search speed, writes, load, resilience."""
+    """``list`` names the suites: Korean quality, conversation recall, search speed, writes, load, resilience, scale."""
     out = subprocess.run([sys.executable, "-m", "benchmarks", "list"], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     assert [line.split()[0] for line in out.splitlines()] == [
-        "quality", "conversation", "search", "write", "load", "resilience"]
+        "quality", "conversation", "search", "write", "load", "resilience", "scale"]
     assert list(SUITES) == list(report.ORDER)
 
 
