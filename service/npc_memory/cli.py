@@ -209,14 +209,12 @@ async def _retain(config: Config) -> None:
 
 async def _serve(config: Config, reuse_port: bool = False) -> None:
     """Serve until SIGTERM or SIGINT, then stop gracefully."""
-    from npc_memory.ops.metrics import serve_metrics
     from npc_memory.server import serving
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    serve_metrics(config.security.metrics_port)
     async with serving(config, reuse_port) as (port, _health, http_port):
         print(f"npc-memory serving on port {port}", flush=True)
         if http_port is not None:

@@ -57,6 +57,18 @@ def presented_key(metadata: dict[str, str]) -> str:
     return metadata.get("x-api-key", "").strip()
 
 
+DEADLINE_SLACK = 0.1
+"""Seconds: a client gives up at its deadline, which reaches the server as a cancel a few ms before the server's
+copy of it (that copy starts when the request arrives), so a cancel this close to the deadline is the deadline."""
+
+
+def _abandoned(context: grpc.aio.ServicerContext[Any, Any]) -> grpc.StatusCode:
+    """Why gRPC cancelled a handler: its deadline passed, else the client (or a stopping server) cancelled it."""
+    left = context.time_remaining()
+    past_deadline = left is not None and left < DEADLINE_SLACK
+    return grpc.StatusCode.DEADLINE_EXCEEDED if past_deadline else grpc.StatusCode.CANCELLED
+
+
 def _log_access(extra: dict[str, Any]) -> None:
     log.info("rpc", extra=extra)
 
@@ -137,6 +149,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             try:
                 await self._authorize(method, request, metadata, guarded_context)
                 response = await behavior(request, guarded_context)
+            except asyncio.CancelledError:
+                code = context.code() or _abandoned(context)
+                raise
             except BaseException:
                 code = context.code() or grpc.StatusCode.UNKNOWN
                 raise

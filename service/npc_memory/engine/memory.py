@@ -149,8 +149,11 @@ class MemoryEngine:
             making = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
             making.add_done_callback(_retrieved)
             STORE_ORDER.labels("beside_model").inc()
-            return await store_beside_model(self.db, write, self.embedder.name, scope, analysed, making, request_id,
-                                            fingerprint, on_commit)
+            try:
+                return await store_beside_model(self.db, write, self.embedder.name, scope, analysed, making,
+                                                request_id, fingerprint, on_commit)
+            finally:
+                making.cancel()  # a call given up while its reads ran must not go on embedding (done: no-op)
         if any(f.embedding is None for f in facts):
             STORE_ORDER.labels("after_model").inc()
         vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())

@@ -31,7 +31,7 @@ POOL_WAITING = Gauge("npc_memory_pool_waiting", "requests waiting for a connecti
 POOL_WAIT_MS = Gauge("npc_memory_pool_wait_ms_total", "total milliseconds requests waited for a connection")
 
 
-def serve_metrics(port: int) -> None:
-    """Expose /metrics on the port (0 leaves it off)."""
+def serve_metrics(port: int, address: str) -> None:
+    """Expose /metrics on ``address`` (the gRPC listener's interface) and the port (0 leaves it off)."""
     if port > 0:
-        start_http_server(port)
+        start_http_server(port, addr=address)

@@ -21,6 +21,7 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.extraction.service import Extractor
 from npc_memory.ops import tracing
 from npc_memory.ops.keys import KeyRing
+from npc_memory.ops.metrics import serve_metrics
 from npc_memory.ops.tls import server_credentials
 from npc_memory.server.background import SERVICE_NAME, maintain_every, sample_pool, watch_health
 from npc_memory.server.runtime import open_engine, open_extractor
@@ -63,17 +64,30 @@ async def create_server(
     return server, port, health_servicer
 
 
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
 def bind_host(config: Config, keys: KeyRing) -> str:
     """The configured host, or every interface when keys guard the service and localhost when nothing does."""
     if config.server.host:
         if not keys.enabled:
             log.warning("no API keys configured: any caller that reaches %s can read and erase every player",
                         config.server.host)
-        return config.server.host
-    if keys.enabled:
-        return "[::]"
-    log.warning("no API keys configured: listening on localhost only (set api_keys_file, or host to override)")
-    return "localhost"
+        host = config.server.host
+    elif keys.enabled:
+        host = "[::]"
+    else:
+        log.warning("no API keys configured: listening on localhost only (set api_keys_file, or host to override)")
+        return "localhost"
+    if keys.enabled and not config.security.tls and host not in _LOOPBACK:
+        log.warning("API keys without TLS on %s: bearer keys and every memory travel in clear over the network "
+                    "(set tls_cert and tls_key, or bind a loopback host behind a TLS proxy)", host)
+    return host
+
+
+def metrics_address(host: str) -> str:
+    """The /metrics listener's address for the gRPC bind ``host`` (the same interface; ``[::]`` is ``::``)."""
+    return host.removeprefix("[").removesuffix("]")
 
 
 
@@ -116,6 +130,7 @@ async def serving(
     traces = tracing.provider() if config.security.tracing else None
     async with tracing.tracing(traces), open_engine(config) as engine, open_extractor(config, engine) as extractor:
         host = bind_host(config, keys)
+        serve_metrics(config.security.metrics_port, metrics_address(host))
         server, port, health_servicer = await create_server(
             engine, f"{host}:{config.server.port}", config.security, keys, reuse_port, config.server, extractor,
             traces)
