@@ -1,6 +1,6 @@
 """``npc-memory serve --http-port`` as a real process: grpcurl stores a player, the inspector on / shows them.
 
-The issue's acceptance run: the documented grpcurl store (docs/grpcurl.md) against the gRPC port, then the
+The issue's acceptance run: the documented grpcurl store (docs/guide/grpcurl.md) against the gRPC port, then the
 front page and the player's page on the HTTP port of the same process; SIGTERM then stops both.
 """
 
@@ -73,8 +73,8 @@ def served(database_url: str, tmp_path: Path) -> Iterator[Served]:
 
 
 def _documented_store() -> list[str]:
-    """docs/grpcurl.md's store command, as arguments."""
-    doc = (ROOT / "docs" / "grpcurl.md").read_text(encoding="utf-8")
+    """docs/guide/grpcurl.md's store command, as arguments."""
+    doc = (ROOT / "docs" / "guide" / "grpcurl.md").read_text(encoding="utf-8")
     [command] = [b.replace("\\\n", " ").strip() for b in re.findall(r"```sh\n(.*?)```", doc, flags=re.DOTALL)
                  if "StoreMemories" in b and '"request_id": "demo-store-1"' in b]
     return shlex.split(command)
