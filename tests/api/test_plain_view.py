@@ -74,7 +74,7 @@ async def test_a_player_who_never_saved_gets_the_views_rows(stub: Stub, engine: 
         found = await _searched(stub, scope, query)
         assert found
         # Scores to 1e-5: the live view's search of a player who never saved is ranked in memory
-        # (store/scope_cache.py), whose float32 cosines are summed in another order than pgvector's (~1e-7).
+        # (search/held.py), whose float32 cosines are summed in another order than pgvector's (~1e-7).
         rooted = await _searched(stub, scope, query, ROOT)
         assert [i for i, _ in found] == [i for i, _ in rooted]
         assert [s for _, s in found] == pytest.approx([s for _, s in rooted], abs=1e-5)

@@ -14,7 +14,7 @@ def test_stacks_go_to_their_innermost_known_part(tmp_path: Path) -> None:
     raw.write_text("\n".join([
         # The loop's own work (uvloop's C code shows as its Python caller): not the interceptor's, as once counted.
         f"{LOOP};Runner.run (asyncio/runners.py:118) 7",
-        f"{LOOP};guarded (npc_memory/api/interceptor.py:98);rank (npc_memory/domain/scope_rank.py:102) 5",
+        f"{LOOP};guarded (npc_memory/api/interceptor.py:98);rank (npc_memory/search/rank.py:102) 5",
         f"{LOOP};guarded (npc_memory/api/interceptor.py:98);observe (npc_memory/ops/metrics.py:201) 3",
         f"{LOOP};guarded (npc_memory/api/interceptor.py:98);execute (psycopg/cursor_async.py:113) 2",
         "Thread._bootstrap (threading.py:1002);Thread.run (threading.py:982) 4",

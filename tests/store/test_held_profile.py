@@ -18,9 +18,10 @@ from npc_memory.domain.context import ContextBlock
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject, Visibility
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
+from npc_memory.search.held import ScopeCache
+from npc_memory.search.profile import held_profile
+from npc_memory.search.rows import ScopeRows
 from npc_memory.store import context
-from npc_memory.store.scope_cache import ScopeCache
-from npc_memory.store.scope_rows import ScopeRows
 from prometheus_client import REGISTRY
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -66,7 +67,7 @@ async def test_held_profile_is_the_statement_profile(engine: MemoryEngine, scope
     compared = 0
     for at, limit in itertools.product(times, [1, 7, 50, 200, 1000]):
         stated = await context.profile_rows(engine.db, scope, at, False, limit)
-        assert context.held_profile(rows, scope, at, limit) == stated
+        assert held_profile(rows, scope, at, limit) == stated
         compared += bool(stated)
     assert compared >= 20  # most cases had rows to compare
     everything = await context.profile_rows(engine.db, scope, T0 + timedelta(days=40), False, 1000)

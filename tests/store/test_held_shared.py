@@ -15,8 +15,8 @@ import numpy as np
 import psycopg
 from npc_memory.domain.model import Fusion, MemoryFilter, Scope, ScoredMemory, Subject, Visibility, Weights
 from npc_memory.engine import MemoryEngine
+from npc_memory.search.held import ScopeCache
 from npc_memory.store.migrate import migrate
-from npc_memory.store.scope_cache import ScopeCache
 from npc_memory.store.scope_sync import SHARED_SYNC
 from own_database import separate_database
 from psycopg.rows import dict_row

@@ -15,7 +15,7 @@ from datetime import timedelta
 import numpy as np
 from npc_memory.domain.model import ReadView, Scope, ScoredMemory, Visibility
 from npc_memory.engine import MemoryEngine
-from npc_memory.store.scope_cache import ScopeCache
+from npc_memory.search.held import ScopeCache
 from prometheus_client import REGISTRY
 from test_held_profile import _same_block
 from test_scope_cache import _fact, _held, _query, _same_ranking, _seed, _statement, _terms, held_searches

@@ -18,8 +18,8 @@ from npc_memory.config.database import PoolSettings
 from npc_memory.domain.model import Scope
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import UnavailableError
+from npc_memory.search.held import ScopeCache
 from npc_memory.store.pool import KEEPS_ONE_FROM, Database
-from npc_memory.store.scope_cache import ScopeCache
 from test_scope_cache import _held, _query, _seed
 
 

@@ -1,4 +1,4 @@
-"""Scopes ranked in memory (store/scope_cache.py) answer as the search statement does, and stay exact under writes.
+"""Scopes ranked in memory (search/held.py) answer as the search statement does, and stay exact under writes.
 
 Every comparison runs both paths on the same real database: the statement (store/search.py) and the held scope.
 Cosines are float32 sums in both, added in a different order, so scores may differ by ~1e-6 and rows whose scores
@@ -31,12 +31,12 @@ from npc_memory.domain.model import (
     Vector,
     Weights,
 )
-from npc_memory.domain.scope_rank import rank
 from npc_memory.domain.write_rules import content_key
 from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
+from npc_memory.search.held import ScopeCache
+from npc_memory.search.rank import rank
 from npc_memory.store import search
-from npc_memory.store.scope_cache import ScopeCache
 from prometheus_client import REGISTRY
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -3,8 +3,8 @@
 Read from the source (AST), every import counted, deferred and type-only ones too: the layers are the architecture
 (DESIGN.md): errors at the bottom; the pure domain; text and embedding beside it; the configuration, read once
 and passed down (its sections are plain values); running aids (metrics, logs, tracing, keys, TLS, the event loop);
-the store; the engine's use cases; extraction on top of them; the API faces; the server that starts it all; the
-command line.
+the store; search (scopes held in memory, a search's candidates gathered from them); the engine's use cases;
+extraction on top of them; the API faces; the server that starts it all; the command line.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import npc_memory
 
 PACKAGE = Path(npc_memory.__file__).parent
 LAYERS = (
-    ("errors",), ("domain",), ("text", "embedding"), ("config",), ("ops",), ("store",), ("engine",),
+    ("errors",), ("domain",), ("text", "embedding"), ("config",), ("ops",), ("store",), ("search",), ("engine",),
     ("extraction",), ("api",), ("server",), ("cli",),
 )
 """Lowest first; a package may import its own layer's and lower ones (packages in one layer: not each other)."""

@@ -1,4 +1,4 @@
-"""A held scope's reused selection of rows (domain/scope_kept.py) ranks exactly as a fresh one.
+"""A held scope's reused selection of rows (search/kept.py) ranks exactly as a fresh one.
 
 Pure domain code on synthetic columns: rows that start and stop being valid at known times, searches whose time
 walks across those times (and back), filters that must not reuse the plain selection, and the memo cleared when
@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from npc_memory.domain.model import MemoryFilter, Scope, SearchQuery, Speaker, Weights
-from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns
-from npc_memory.domain.scope_kept import MAX_KEYWORD_SIDES, MAX_SHARES, KeptMemo
-from npc_memory.domain.scope_rank import RankedRow, rank
+from npc_memory.search.columns import Floats, Indices, ScopeColumns
+from npc_memory.search.kept import MAX_KEYWORD_SIDES, MAX_SHARES, KeptMemo
+from npc_memory.search.rank import RankedRow, rank
 
 BASE = datetime(2026, 11, 1, tzinfo=UTC)
 ROWS = 300

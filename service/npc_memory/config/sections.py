@@ -63,7 +63,7 @@ class SearchConfig:
     ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
     them above the rest (docs/conversation-benchmark.md measures each)."""
     scope_cache_rows: int = SCOPE_CACHE_ROWS
-    """Memories this process holds to rank searches in memory (store/scope_cache.py); 0 ranks every search in SQL."""
+    """Memories this process holds to rank searches in memory (search/held.py); 0 ranks every search in SQL."""
     keyword_backend: KeywordBackend = "auto"
     """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
     start against the database (server/runtime.py ``resolve_backend``)."""

@@ -1,7 +1,7 @@
 """THE search score: the four components and the final score of a search's candidates, for every path.
 
 Whatever gathered the candidates (the statement, store/search_sql.py; a scope held in memory,
-domain/scope_rank.py; the rows a search's links reached, store/search_links.py) hands their raw signals here as
+search/rank.py; the rows a search's links reached, store/search_links.py) hands their raw signals here as
 columns (``Gathered``), and ``rank`` scores and orders them. The components, each in [0, 1]:
 
 - recency ``exp(-age / recency_days)``, the age from ``valid_at`` to the request's ``now``, never negative (a fact

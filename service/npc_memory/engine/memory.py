@@ -47,11 +47,12 @@ from npc_memory.engine.write import INLINE_ANALYSIS_CHARS, early_analyses, reads
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
 from npc_memory.ops.tracing import span
+from npc_memory.search.held import ScopeCache
+from npc_memory.search.profile import held_profile
+from npc_memory.search.rows import ScopeRows
 from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
-from npc_memory.store.scope_cache import ScopeCache
-from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.text import Tokenizer
 from npc_memory.text.periods import period_in
 from npc_memory.text.process_pool import AnalysisPool
@@ -84,7 +85,7 @@ class MemoryEngine:
     analysis_pool: AnalysisPool | None = None
     """Worker processes for big batches' tokenising; None analyses every batch in a thread here."""
     scope_cache: ScopeCache | None = None
-    """Scopes ranked in memory (store/scope_cache.py); None ranks every search with the statement."""
+    """Scopes ranked in memory (search/held.py); None ranks every search with the statement."""
 
     async def _embed_passages(
         self, facts: Sequence[NewMemory], source: TextSource, texts: Sequence[str] | None = None,
@@ -274,7 +275,7 @@ class MemoryEngine:
     ) -> ContextBlock:
         """The heroine's context block: profile rows and the utterance's search hits, assembled within budget.
 
-        The utterance is embedded first, alone on the cores. A scope held in memory (store/scope_cache.py) is synced
+        The utterance is embedded first, alone on the cores. A scope held in memory (search/held.py) is synced
         once, and both the search and the profile are taken from its rows; otherwise the profile read and the search
         statement run side by side on two connections, so a block costs the longer of the two reads, not their sum.
         """
@@ -291,7 +292,7 @@ class MemoryEngine:
         try:
             rows = await held if held is not None else None
             CONTEXT_PROFILE.labels("held" if rows is not None else "statement").inc()
-            profile = (context.held_profile(rows, scope, now, profile_limit) if rows is not None
+            profile = (held_profile(rows, scope, now, profile_limit) if rows is not None
                        else await context.profile_rows(self.db, scope, now, include_shared, profile_limit))
             hits = await search if search is not None else []
         except BaseException:

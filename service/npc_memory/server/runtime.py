@@ -18,11 +18,11 @@ from npc_memory.embedding import Embedder, create_embedder
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
 from npc_memory.extraction.service import Extractor
+from npc_memory.search.held import ScopeCache
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.migrate import migrate
 from npc_memory.store.pool import Database
-from npc_memory.store.scope_cache import ScopeCache
 from npc_memory.store.search_pgroonga import pgroonga_available, prepare_pgroonga
 from npc_memory.store.settings import check_embedding_model, check_text_terms, recorded_text_terms
 from npc_memory.text import TextOptions, Tokenizer

@@ -5,12 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from npc_memory.domain.model import Memory, Scope
-from npc_memory.domain.scope_profile import profile_positions
 from npc_memory.store.compiled import compile_statement
 from npc_memory.store.direct import read_direct
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
-from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.store.view import own_and_shared, view_params
 
 # Facts about the player, about this heroine, and events, valid at %(at)s, most important first; the domain
@@ -33,8 +31,3 @@ async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared:
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "at": at, "limit": limit}
     params |= view_params(include_shared=include_shared)
     return [memory_from_row(r) for r in await read_direct(db, _COMPILED[include_shared], params)]
-
-
-def held_profile(rows: ScopeRows, scope: Scope, at: datetime, limit: int) -> list[Memory]:
-    """``profile_rows`` from a scope's rows held in memory as a sync just left them (with shared ones, if held so)."""
-    return [rows.memory(i) for i in profile_positions(rows.columns(), scope.heroine_id, at.timestamp(), limit).tolist()]

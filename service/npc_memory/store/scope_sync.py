@@ -1,4 +1,4 @@
-"""The statements that bring a held scope to the table's state, and what they found (store/scope_cache.py holds it).
+"""The statements that bring a held scope to the table's state, and what they found (search/held.py holds it).
 
 Every insert or update of a memory stamps the next version of its scope on the row, in commit order (migration
 0013), so "the rows stamped after the version held" is exactly what changed; a delete starts a new epoch, after

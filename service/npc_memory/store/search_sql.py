@@ -60,7 +60,7 @@ scope_rows AS MATERIALIZED (
 
 # Each list breaks its ties by id, so the rows cut at its limit are the same on every plan (many rows share a
 # keyword score: the same word once in texts of one length), and the same the in-memory ranking cuts
-# (domain/scope_rank.py).
+# (search/rank.py).
 # Each list carries the cosine (one value per id, so UNION still removes repeats): the final join then never
 # goes back over the scope rows, which a generic plan (estimating one scope row) made a nested loop.
 # With a keyword side that scores every scope row (KeywordSide.every_row), every list reads that side's CTE and

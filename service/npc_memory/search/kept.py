@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from npc_memory.domain.model import SearchQuery
-from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns, wanted
 from npc_memory.domain.score_constants import BM25_B, BM25_K1
+from npc_memory.search.columns import Floats, Indices, ScopeColumns, wanted
 
 MAX_SHARES = 4096
 """Query terms whose shares one selection keeps (a scope has a few thousand distinct terms at most)."""
@@ -45,7 +45,7 @@ class Kept:
     keyword_sides: dict[tuple[tuple[str, ...], int], tuple[Floats, tuple[Indices | slice, ...]]] = field(
         default_factory=dict)
     """Per query (its distinct terms and the candidates per side): every kept row's BM25 score and where the best
-    scoring rows are (domain/scope_rank.py fills it); at most ``MAX_KEYWORD_SIDES``."""
+    scoring rows are (search/rank.py fills it); at most ``MAX_KEYWORD_SIDES``."""
 
     @property
     def every_row(self) -> bool:

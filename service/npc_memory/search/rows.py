@@ -1,6 +1,6 @@
-"""One scope's rows held in memory as columns (domain/scope_rank.py ranks them), updated row by row.
+"""One scope's rows held in memory as columns (search/rank.py ranks them), updated row by row.
 
-Rows come from the cache's sync statement (store/scope_cache.py) with their scope version: a row already held is
+Rows come from the cache's sync statement (search/held.py) with their scope version: a row already held is
 replaced only by a newer version of itself, a new row is appended. The columns grow by doubling, so keeping a
 scope current after a store costs the changed rows, not a rebuild.
 """
@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from npc_memory.domain.model import Memory, Scope, Vector
-from npc_memory.domain.scope_columns import FILTERED, Floats, Indices, ScopeColumns
-from npc_memory.domain.scope_kept import KeptMemo
+from npc_memory.search.columns import FILTERED, Floats, Indices, ScopeColumns
+from npc_memory.search.kept import KeptMemo
 from npc_memory.store.rows import memory_values
 
 _NEVER = float("inf")

@@ -1,4 +1,4 @@
-"""A held scope's rows as columns: what domain/scope_rank.py ranks and store/scope_rows.py keeps up to date."""
+"""A held scope's rows as columns: what search/rank.py ranks and search/rows.py keeps up to date."""
 
 from __future__ import annotations
 

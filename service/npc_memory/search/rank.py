@@ -1,4 +1,4 @@
-"""A search's candidates gathered from one scope's rows held in memory as columns (store/scope_cache.py).
+"""A search's candidates gathered from one scope's rows held in memory as columns (search/held.py).
 
 The statement's gathering (store/search_sql.py, store/search_bm25.py), step for step: the rows valid at the
 request's time and matching its filter, each row's cosine, prior and BM25 score over those rows, and the union of
@@ -22,8 +22,8 @@ import numpy.typing as npt
 
 from npc_memory.domain import scoring
 from npc_memory.domain.model import LIVE, Scores, SearchQuery
-from npc_memory.domain.scope_columns import Floats, Indices, ScopeColumns
-from npc_memory.domain.scope_kept import MAX_KEYWORD_SIDES, Kept, KeptMemo, select
+from npc_memory.search.columns import Floats, Indices, ScopeColumns
+from npc_memory.search.kept import MAX_KEYWORD_SIDES, Kept, KeptMemo, select
 
 
 class RankedRow(NamedTuple):

@@ -1,4 +1,4 @@
-"""Scopes held in memory and ranked here (domain/scope_rank.py), kept exact by one round trip per search.
+"""Scopes held in memory and ranked here (search/rank.py), kept exact by one round trip per search.
 
 The search statement reads and scores every row of the scope on each request (the search is exact, so no index
 can skip rows): ~4-8 ms at 2,000 rows, most of a caller-vector search. A scope the server has seen is kept as
@@ -30,10 +30,10 @@ from typing import Any
 
 from npc_memory.domain import dialogue
 from npc_memory.domain.model import Memory, Scope, ScoredMemory, SearchQuery, Vector
-from npc_memory.domain.scope_rank import RankedRow, rank, servable
+from npc_memory.search.rank import RankedRow, rank, servable
+from npc_memory.search.rows import ScopeRows
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
-from npc_memory.store.scope_rows import ScopeRows
 from npc_memory.store.scope_sync import State, Synced, sync
 
 log = logging.getLogger(__name__)
