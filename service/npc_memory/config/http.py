@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
+
+from npc_memory.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,10 @@ class HttpConfig:
     cors_origins: tuple[str, ...] = ()
     """Browser origins allowed to call gRPC-Web and MCP from another site (``*`` for any); none: same origin only."""
 
+    def __post_init__(self) -> None:
+        if self.port is not None and not 0 <= self.port <= 65535:
+            raise ConfigError(f"http_port {self.port} is outside 0-65535")
+
     @property
     def enabled(self) -> bool:
         """Whether the HTTP face is served."""
@@ -27,15 +32,9 @@ def http_port(value: str) -> int | None:
     """A port number; ``off`` or an empty value leaves the HTTP face off."""
     if value.strip().lower() in ("", "off", "none"):
         return None
-    port = int(value)
-    if not 0 <= port <= 65535:
-        raise ValueError("must be a port number 0-65535 or off")
-    return port
+    return int(value)
 
 
 def origins(value: str) -> tuple[str, ...]:
-    """Comma-separated origins (``https://game.example``) or ``*``; a TOML array of them arrives as its text."""
-    if value.lstrip().startswith("["):
-        listed = tomllib.loads(f"origins = {value}")["origins"]
-        return tuple(str(o).strip().rstrip("/") for o in listed if str(o).strip())
+    """Comma-separated origins (``https://game.example``) or ``*`` (a TOML array arrives joined by commas)."""
     return tuple(o.strip().rstrip("/") for o in value.split(",") if o.strip())
