@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from locust import events, task
 from locust.env import Environment
+from locust.runners import WorkerRunner
 from npc_memory_client.v1 import memory_pb2 as pb
 
 from loadtest.grpc_user import GrpcUser
@@ -96,7 +97,17 @@ def _write_samples(environment: Environment, **_kw: Any) -> None:
     _Shared.samples = []
 
 
+def _fail_if_idle(environment: Environment, **_kw: Any) -> None:
+    """A run that made no request measured nothing: say so and exit non-zero (workers leave it to the master)."""
+    if isinstance(environment.runner, WorkerRunner) or environment.stats.total.num_requests > 0:
+        return
+    print("npc-memory load run: no request completed, so nothing was measured (is the service reachable and "
+          "answering within the run? with --vectors server, each store waits for the model)", file=sys.stderr)
+    environment.process_exit_code = 1
+
+
 events.init_command_line_parser.add_listener(_options)  # type: ignore[no-untyped-call]
+events.quitting.add_listener(_fail_if_idle)  # type: ignore[no-untyped-call]
 events.request.add_listener(_sample)  # type: ignore[no-untyped-call]
 events.test_stop.add_listener(_write_samples)  # type: ignore[no-untyped-call]
 

@@ -36,13 +36,42 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extraction-url", dest="extraction_url",
                         help="OpenAI-compatible chat-completions base URL for ExtractMemories (off when empty)")
     parser.add_argument("--extraction-model", dest="extraction_model", help="chat model for ExtractMemories")
-    parser.add_argument("--log-level", default=os.environ.get("NPC_MEMORY_LOG_LEVEL", "INFO"))
+    parser.add_argument("--log-level", default=os.environ.get("NPC_MEMORY_LOG_LEVEL", "INFO"),
+                        help="DEBUG, INFO, WARNING or ERROR (NPC_MEMORY_LOG_LEVEL)")
+
+
+class _Help(argparse.HelpFormatter):
+    """Help that shows each flag's default when it has one (``--batch-size`` is 64 for reembed, 500 for retokenize)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in text or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose help shows defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("npc-memory")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command."""
-    parser = argparse.ArgumentParser(prog="npc-memory", description="Long-term memory for game NPCs over gRPC.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="npc-memory", description="Long-term memory for game NPCs over gRPC.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)  # subcommands are _Parsers too
     serve = sub.add_parser("serve", help="run the gRPC service")
     _common(serve)
     serve.add_argument("--host", help="interface to bind (NPC_MEMORY_HOST; default [::] with API keys, else localhost)")

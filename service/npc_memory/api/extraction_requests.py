@@ -54,6 +54,6 @@ def parse_get_job(request: ex_pb.GetExtractionJobRequest) -> tuple[str, UUID]:
     """Validate a GetExtractionJob request."""
     c = Checker()
     user_id = c.user_id("user_id", request.user_id)
-    job_id = c.uuid("job_id", request.job_id)
+    job_id = c.uuid("job_id", request.job_id, "job")
     c.done()
     return user_id, job_id

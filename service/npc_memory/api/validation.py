@@ -124,12 +124,12 @@ class Checker:
                 out.append(got)
         return tuple(out)
 
-    def uuid(self, path: str, value: str) -> uuid.UUID:
-        """A memory id."""
+    def uuid(self, path: str, value: str, kind: str = "memory") -> uuid.UUID:
+        """A memory id (or the ``kind`` of id named, e.g. ``job``)."""
         try:
             return uuid.UUID(value)
         except ValueError:
-            self.bad(path, "is not a memory id (a UUID)" if value else "is required")
+            self.bad(path, f"is not a {kind} id (a UUID)" if value else "is required")
             return uuid.UUID(int=0)
 
     def timestamp(self, path: str, ts: timestamp_pb2.Timestamp, present: bool) -> datetime | None:
