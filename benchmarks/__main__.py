@@ -88,11 +88,11 @@ def machine() -> dict[str, Any]:
 
 
 def revision(root: Path) -> str:
-    """The commit checked out at ``root``, with ``+changes`` when the tree differs from it."""
+    """The commit checked out at ``root``, with ``+changes`` when the tree (results files aside) differs from it."""
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True,
                           check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
-                           text=True, check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs/results"],
+                           cwd=root, capture_output=True, text=True, check=True).stdout.strip()
     return head + ("+changes" if dirty else "")
 
 

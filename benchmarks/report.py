@@ -147,6 +147,8 @@ def load(f: dict[str, Any]) -> tuple[list[Row], list[str]]:
     for s in scales:
         for mode, calls in (s.get("runs") or {}).items():
             for method, c in calls.items():
+                if not isinstance(c, dict) or "rps" not in c:
+                    continue
                 rows.append([num(s.get("rows"), ",d"), mode, method, num(c.get("rps"), ".0f"), num(c.get("p50"), ".0f"),
                              num(c.get("p95"), ".0f"), num(c.get("failures"), "d")])
     last = scales[-1] if scales else {}
