@@ -290,3 +290,18 @@ async def test_the_rows_lie_where_the_backend_keeps_them(served: Served) -> None
             rows: dict[int, int] = dict(conn.execute(ROWS_PER_NODE).fetchall())
             assert sorted(rows) == workers  # every shard on a worker, none on the coordinator
             assert all(rows[port] > 0 for port in workers)
+
+
+async def test_the_maintenance_commands_run_over_every_player(served: Served) -> None:
+    """`retain`, `retokenize` and `reembed` walk every player's rows (on Citus: every shard) and finish cleanly."""
+    await _store(served.stub, _scope(_player()), _fact("고양이를 좋아함"), request_id="maintenance")
+    with psycopg.connect(served.url) as conn:
+        rows = conn.execute("SELECT count(*) FROM user_memories").fetchone()
+    assert rows is not None and rows[0] > 0
+    env = {**os.environ, "NPC_MEMORY_DATABASE_URL": served.url, "NPC_MEMORY_LOG_LEVEL": "ERROR"}
+    for command, done_line in [("retain", "retired "), ("retokenize", f"re-tokenised {rows[0]} row(s)"),
+                               ("reembed", f"re-embedded {rows[0]} row(s)")]:
+        done = subprocess.run([NPC_MEMORY, command], env=env, capture_output=True, text=True, timeout=300,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        assert done_line in done.stdout, (command, done.stdout)
