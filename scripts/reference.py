@@ -123,7 +123,10 @@ def _messages(f: descriptor_pb2.FileDescriptorProto, notes: dict[tuple[int, ...]
             yield "| field | type | meaning |"
             yield "|---|---|---|"
             for j, field in enumerate(message.field):
-                yield f"| `{field.name}` | `{field_type(field, maps)}` | {cell(notes.get((*here, 2, j), ''))} |"
+                shown_type = f"`{field_type(field, maps)}`"
+                if field.type_name.startswith(".npc_memory.") and field.type_name not in maps:
+                    shown_type = f"[{shown_type}](#{field.type_name.rsplit('.', 1)[-1].lower()})"
+                yield f"| `{field.name}` | {shown_type} | {cell(notes.get((*here, 2, j), ''))} |"
             yield ""
         yield from _messages(f, notes, message.nested_type, (*here, 3), f"{scope}.{message.name}")
         yield from _enums(notes, message.enum_type, (*here, 4))
