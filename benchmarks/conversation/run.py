@@ -3,11 +3,11 @@
     python -m benchmarks.conversation.run [--database-url URL] [--json out.json] [--configs default dense ...]
 
 Loads benchmarks/conversation/dataset.json into a fresh embedded PostgreSQL (or the given empty database):
-each session's turns are one ``engine.store`` request (the real write path, duplicate guard included),
-each turn dated by its session. Every question is then asked through ``engine.search`` once per
-configuration (per-request weights and fusion) and step (service settings: question words dropped from
-query terms, periods named in a question shaping the candidates), at one day after the conversation's last
-session; every step is measured on the same stored rows in the same run.
+each session is one request, its turns dated by the session: a stated dialogue (StoreDialogue's use case,
+``engine/dialogue.py store_dialogue``), or plain facts (``engine.store``, StoreMemories' use case), the real write
+path either way. Every question is then asked through ``engine.search`` once per configuration (per-request
+weights and fusion) and step (how the turns were stored, steps.py), at one day after the conversation's last
+session.
 Prints R@5 / R@10 / MRR by question kind and configuration, search latency, the turns the write path
 dropped as duplicates, and how confident the top hit of a never-said question looks.
 """
@@ -28,6 +28,7 @@ from uuid import UUID
 
 import numpy as np
 from npc_memory.config import Config, DatabaseConfig, SearchConfig
+from npc_memory.domain.dialogue import Line
 from npc_memory.domain.model import (
     USER_SUBJECT_ID,
     ContentType,
@@ -42,6 +43,7 @@ from npc_memory.domain.model import (
 )
 from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine
+from npc_memory.engine.dialogue import StatedDialogue, store_dialogue
 from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import PLAIN, Tokenizer
@@ -50,7 +52,7 @@ from benchmarks.conversation import metrics
 from benchmarks.conversation.generate import DATASET
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.metrics import SearchConfig as Asking
-from benchmarks.conversation.steps import STEPS, WRITE_MODES, WRITE_TEXT
+from benchmarks.conversation.steps import STEPS
 
 LIMIT = 10
 T = TypeVar("T")
@@ -76,14 +78,9 @@ async def embed_turns(engine: MemoryEngine, data: dict[str, Any]) -> dict[str, V
     return {t["id"]: v for t, v in zip(turns, vectors, strict=True)}
 
 
-def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Vector | None, tier: Tier,
-            names: tuple[str, str] | None = None) -> NewMemory:
-    """A turn as a memory; ``names`` (player, companion): written as "Name: text", every line said by the user."""
+def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Vector | None, tier: Tier) -> NewMemory:
+    """A turn as a fact: said by its speaker, about the speaker."""
     user = turn["speaker"] == "user"
-    if names is not None:
-        return NewMemory(speaker=Speaker.USER, subject=Subject.USER, subject_id=USER_SUBJECT_ID,
-                         content_type=ContentType.FACT, content=f"{names[0 if user else 1]}: {turn['text']}",
-                         valid_at=valid_at, embedding=vector)
     return NewMemory(
         speaker=Speaker.USER if user else Speaker.HEROINE, subject=Subject.USER if user else Subject.HEROINE,
         subject_id=USER_SUBJECT_ID if user else companion, content_type=ContentType.FACT, content=turn["text"],
@@ -92,33 +89,42 @@ def _memory(turn: dict[str, Any], companion: str, valid_at: datetime, vector: Ve
 
 
 async def stored_vectors(engine: MemoryEngine, scope: Scope) -> dict[UUID, Vector]:
-    """The vectors the service stored for a scope (the context write mode makes its own)."""
+    """The vectors the service stored for a scope (the modes whose vectors the service makes)."""
     async with engine.db.connection() as conn:
         cur = await conn.execute("SELECT id, embedding FROM user_memories WHERE user_id = %(u)s AND heroine_id = %(h)s",
                                  {"u": scope.user_id, "h": scope.heroine_id})
         return {r["id"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in await cur.fetchall()}
 
 
+def _lines(conv: dict[str, Any], turns: list[dict[str, Any]], said_at: datetime, names: bool) -> tuple[Line, ...]:
+    """A session's turns as a stated dialogue's lines, all said at the session's date; ``names``: as a game shows."""
+    player = conv["user_id"].removeprefix("bench-").capitalize()
+    return tuple(Line(Speaker.USER if t["speaker"] == "user" else Speaker.HEROINE, t["text"],
+                      (player if t["speaker"] == "user" else conv["companion_name"]) if names else "", said_at)
+                 for t in turns)
+
+
 async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Vector], prefix: str = "",
                write: str = "source") -> Loaded:
-    """Store the conversation session by session, one request per session, turns a minute apart.
+    """Store the conversation session by session, one request per session.
 
-    ``write`` is a ``StepSettings.write`` mode: the tier the turns get and whether their vectors are given.
+    ``write`` is a ``StepSettings.write`` mode: StoreDialogue (``dialogue``, ``dialogue-names``), or StoreMemories
+    with the tier the turns get and whether their vectors are given (``facts``, ``source``, ``knowledge``).
     """
     loaded = Loaded(Scope(prefix + conv["user_id"], conv["companion_id"]))
-    heldout = write.startswith("heldout")
-    tier = Tier.KNOWLEDGE if write == "knowledge" or heldout else Tier.SOURCE
-    made_here = write in ("context", "answer", "asked", "asked-short", "label-role", "label-name") or heldout
-    names = (conv["user_id"].removeprefix("bench-").capitalize(), conv["companion_name"]) if "names" in write else None
+    stated = write.startswith("dialogue")
+    tier = Tier.SOURCE if write == "source" else Tier.KNOWLEDGE
+    made_here = stated or write == "facts"
     text_of: dict[UUID, str] = {}
-    for session in conv["sessions"]:
+    for k, session in enumerate(conv["sessions"]):
         start = datetime.fromisoformat(session["date"])
         turns = session["turns"]
-        facts = [_memory(t, conv["companion_id"], start if heldout else start + timedelta(minutes=j),
-                         None if made_here else vectors[t["id"]], tier, names) for j, t in enumerate(turns)]
-        if "single" in write:  # one request per turn, in order
-            results = [r for f in facts for r in await engine.store(loaded.scope, [f])]
+        if stated:
+            lines = _lines(conv, turns, start, write == "dialogue-names")
+            results, _ = await store_dialogue(engine, loaded.scope, StatedDialogue(f"session-{k}", 0, lines))
         else:
+            facts = [_memory(t, conv["companion_id"], start if made_here else start + timedelta(minutes=j),
+                             None if made_here else vectors[t["id"]], tier) for j, t in enumerate(turns)]
             results = await engine.store(loaded.scope, facts)
         for turn, result in zip(turns, results, strict=True):
             loaded.memory_of[turn["id"]] = result.memory_id
@@ -131,6 +137,11 @@ async def load(engine: MemoryEngine, conv: dict[str, Any], vectors: dict[str, Ve
     if made_here:
         loaded.vectors = await stored_vectors(engine, loaded.scope)
     return loaded
+
+
+def _stored_as(step: Step) -> str:
+    """The key of the rows a step asks: its write mode and the text options its terms are made with."""
+    return f"{step.write}/{step.engine.tokenizer.options.terms_label()}"
 
 
 @dataclass(frozen=True)
@@ -152,8 +163,7 @@ def step_engines(engine: MemoryEngine, names: Sequence[str]) -> list[Step]:
     out = []
     for name in names:
         st = STEPS[name]
-        search = replace(engine.search_settings, period_search=st.period, recency_half_life_days=st.half_life_days,
-                         distinct_turns=st.distinct, session_cap=st.session_cap)
+        search = replace(engine.search_settings, period_search=st.period, recency_half_life_days=st.half_life_days)
         out.append(Step(name, replace(engine, tokenizer=Tokenizer(options=st.options), search_settings=search),
                         st.write))
     return out
@@ -171,7 +181,7 @@ async def ask(conv: dict[str, Any], loaded: dict[str, Loaded], configs: Sequence
     out: dict[str, list[Answer]] = {column(c, s.name): [] for s in steps for c in configs}
     for q, vec in zip(questions, qvecs, strict=True):
         for st, c in ((s, c) for s in steps for c in configs):
-            lo = loaded[st.write]
+            lo = loaded[_stored_as(st)]
             evidence = [None if t in lo.dropped else lo.memory_of[t] for t in q["evidence"]]
             stale = {lo.memory_of[t] for t in q["stale"]}
             # The recency scale as the API sets it from the service's settings (api/requests.py).
@@ -213,7 +223,7 @@ async def warm_up(engine: MemoryEngine, loaded: Loaded, configs: Sequence[Asking
 
 async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str, Vector],
                   configs: Sequence[Asking], prefix: str = "", query_tokenizer: Tokenizer | None = None,
-                  steps: Sequence[str] = (), write: str = "context") -> dict[str, Any]:
+                  steps: Sequence[str] = (), write: str = "dialogue") -> dict[str, Any]:
     """Load every conversation under ``prefix`` (once per write mode) and score every configuration and step.
 
     ``query_tokenizer``, when given, tokenises the questions in place of the one the turns were stored with;
@@ -222,13 +232,14 @@ async def measure(engine: MemoryEngine, data: dict[str, Any], vectors: dict[str,
     asked = replace(engine, tokenizer=query_tokenizer) if query_tokenizer is not None else engine
     engines = step_engines(asked, steps) or [Step("", asked, write)]
     loaded: dict[str, list[Loaded]] = {}
-    for mode in dict.fromkeys(s.write for s in engines):
-        writer = replace(engine, write_settings=WRITE_MODES.get(mode, engine.write_settings))
-        if mode in WRITE_TEXT:
-            writer = replace(writer, tokenizer=Tokenizer(options=WRITE_TEXT[mode]))
-        loaded[mode] = [await load(writer, c, vectors, f"{prefix}{mode}:", mode) for c in data["conversations"]]
+    for st in engines:  # a write mode's terms are made as its (first) step asks them
+        key = _stored_as(st)
+        if key not in loaded:
+            writer = replace(engine, tokenizer=st.engine.tokenizer) if st.name else engine
+            loaded[key] = [await load(writer, c, vectors, f"{prefix}{key}:", st.write) for c in data["conversations"]]
     for st in engines:
-        await warm_up(st.engine, loaded[st.write][0], configs, datetime.fromisoformat(data["conversations"][0]["now"]))
+        await warm_up(st.engine, loaded[_stored_as(st)][0], configs,
+                      datetime.fromisoformat(data["conversations"][0]["now"]))
     answers: dict[str, list[Answer]] = {column(c, s.name): [] for s in engines for c in configs}
     for i, conv in enumerate(data["conversations"]):
         for name, got in (await ask(conv, {m: lo[i] for m, lo in loaded.items()}, configs, engines)).items():

@@ -2,10 +2,12 @@
 
     python -m benchmarks.quality.run [--database-url URL] [--json results.json]
 
-Loads benchmarks/quality/dataset.json into a fresh embedded PostgreSQL (or a new database on --database-url),
-embeds with the bundled multilingual-e5-small, and for every question gathers the candidates once (the
-service's own candidate SQL, BM25 keyword side) and ranks them every way compared: the service's way with its own
-scoring function (npc_memory.domain.scoring, through benchmarks/candidates.py).
+Loads benchmarks/quality/dataset.json into a fresh embedded PostgreSQL (or a new database on --database-url) twice,
+one fact per request and in mixed-speaker batches (``WAYS``: the same figures either way, since StoreMemories never
+reads a batch as a dialogue), the service embedding each fact with the bundled multilingual-e5-small; for every
+question gathers the candidates once (the service's own candidate SQL, BM25 keyword side) and ranks them every way
+compared: the service's way with its own scoring function (npc_memory.domain.scoring, through
+benchmarks/candidates.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig, WriteConfig
+from npc_memory.config import Config, DatabaseConfig
 from npc_memory.domain.model import (
     ContentType,
     Fusion,
@@ -80,48 +82,64 @@ def _fact(f: dict[str, Any], valid_at: datetime, vec: Vector | None) -> NewMemor
     )
 
 
-async def load(engine: MemoryEngine, data: dict[str, Any], by_day: bool = False) -> dict[tuple[str, str, str], UUID]:
-    """Store every fact in game-day order (so slots supersede); map (user, heroine, key) to the memory id.
+BATCH = 20
+"""Facts per request in the batched way: a day's worth a game learns (or an extraction job returns) at once."""
 
-    ``by_day``: each game day's facts are one request the service embeds (no vector given), so a day that
-    reads as a dialogue (domain/dialogue.py ``dialogue_batch``) gets context vectors; else one fact a request.
+WAYS = {"one per request": False, "mixed-speaker batches": True}
+"""The two ways the facts are stored, each into its own scopes; the figures must be the same."""
+
+
+def mixed_batches(facts: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A scope's facts as requests of ``BATCH``, the player's and the heroine's taking turns while both have some.
+
+    Such a request once read as a dialogue (short lines, the speaker changing between most of them) and its facts
+    were embedded with their neighbours; it stores facts like any other now. The write plan places each fact in
+    its slot's timeline by its own valid_at, so the order within and across requests changes no stored row.
+    """
+    user = [f for f in facts if f["speaker"] == "user"]
+    heroine = [f for f in facts if f["speaker"] != "user"]
+    mixed: list[dict[str, Any]] = []
+    while user or heroine:
+        for side in (user, heroine):
+            if side:
+                mixed.append(side.pop(0))
+    return [mixed[i:i + BATCH] for i in range(0, len(mixed), BATCH)]
+
+
+async def load(engine: MemoryEngine, data: dict[str, Any], batched: bool = False, prefix: str = "",
+               ) -> dict[tuple[str, str, str], UUID]:
+    """Store every fact (the service embeds each alone); map (user, heroine, key) to the memory id.
+
+    One fact per request in game-day order, or (``batched``) ``mixed_batches``; scopes' user ids get ``prefix``.
     """
     start = datetime.fromisoformat(data["start"])
     ids: dict[tuple[str, str, str], UUID] = {}
     for s in data["scopes"]:
-        scope = Scope(s["user_id"], s["heroine_id"])
-        if by_day:
-            days: dict[int, list[dict[str, Any]]] = {}
-            for f in s["facts"]:
-                days.setdefault(f["day"], []).append(f)
-            batches: list[tuple[list[dict[str, Any]], list[Vector | None]]] = [
-                (fs, [None] * len(fs)) for _, fs in sorted(days.items())]
-        else:
-            vectors = await engine.embedder.embed_passages([f["content"] for f in s["facts"]])
-            batches = [([f], [v]) for f, v in zip(s["facts"], vectors, strict=True)]
-        for fs, vecs in batches:
-            results = await engine.store(scope, [_fact(f, start + timedelta(days=f["day"]), v)
-                                                 for f, v in zip(fs, vecs, strict=True)])
+        scope = Scope(prefix + s["user_id"], s["heroine_id"])
+        batches = mixed_batches(s["facts"]) if batched else [[f] for f in s["facts"]]
+        for fs in batches:
+            results = await engine.store(scope, [_fact(f, start + timedelta(days=f["day"]), None) for f in fs])
             for f, result in zip(fs, results, strict=True):
                 if result.outcome.value == "duplicate":
                     print(f"warning: {f['key']} ({f['content']}) stored as a duplicate")
-                ids[(scope.user_id, scope.heroine_id, f["key"])] = result.memory_id
+                ids[(s["user_id"], s["heroine_id"], f["key"])] = result.memory_id
     return ids
 
 
-async def gather(engine: MemoryEngine, data: dict[str, Any], ids: dict[tuple[str, str, str], UUID]) -> list[Asked]:
-    """Embed and tokenise every question and fetch its candidates with the service's SQL."""
+async def gather(engine: MemoryEngine, data: dict[str, Any], ids: dict[tuple[str, str, str], UUID],
+                 prefix: str = "") -> list[Asked]:
+    """Embed and tokenise every question and fetch its candidates with the service's SQL (scopes as ``load``'s)."""
     now = datetime.fromisoformat(data["start"]) + timedelta(days=data["now_day"])
     asked = []
     for s in data["scopes"]:
-        scope = Scope(s["user_id"], s["heroine_id"])
+        scope = Scope(prefix + s["user_id"], s["heroine_id"])
         vectors = await engine.embedder.embed_queries([q["text"] for q in s["questions"]])
         for q, vec in zip(s["questions"], vectors, strict=True):
             query = SearchQuery(scope=scope, text=q["text"], limit=10, weights=Weights(), now=now, embedding=vec)
             terms = engine.tokenizer.query_terms(q["text"])
             query = engine.with_period(query)
             candidates = await search_candidates(engine.db, query, terms, engine.search_settings.candidates)
-            expected = {ids[(scope.user_id, scope.heroine_id, k)] for k in q["expected"]}
+            expected = {ids[(s["user_id"], s["heroine_id"], k)] for k in q["expected"]}
             asked.append(Asked(q["kind"], query, candidates, expected))
     return asked
 
@@ -171,30 +189,38 @@ def table(title: str, rows: Sequence[tuple[str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
-async def run(url: str, data: dict[str, Any], by_day: bool = False, dialogue_batch_min: int | None = None,
-              extra: Sequence[Weights] = ()) -> dict[str, Any]:
-    """Load, ask, and score every mode."""
-    write = WriteConfig() if dialogue_batch_min is None else WriteConfig(dialogue_batch_min=dialogue_batch_min)
-    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2), write=write)
-    async with open_engine(config) as engine:
-        ids = await load(engine, data, by_day)
-        asked = await gather(engine, data, ids)
-    main_modes, cal_modes = modes(learned_floor(asked), extra)
-    results: dict[str, Any] = {
-        "facts": len(ids), "questions": len(asked),
-        "modes": {m.name: score(asked, m) for m in main_modes},
-        "calibration": {m.name: score(asked, m) for m in cal_modes},
-        "by_kind": {},
-    }
+def figures(asked: Sequence[Asked], main_modes: Sequence[Mode], cal_modes: Sequence[Mode]) -> dict[str, Any]:
+    """Every mode's and calibration's figures, overall and by question kind."""
+    out: dict[str, Any] = {"modes": {m.name: score(asked, m) for m in main_modes},
+                           "calibration": {m.name: score(asked, m) for m in cal_modes}, "by_kind": {}}
     for kind in sorted({a.kind for a in asked}):
         subset = [a for a in asked if a.kind == kind]
-        results["by_kind"][f"{kind} ({len(subset)})"] = {m.name: score(subset, m) for m in main_modes}
-    return results
+        out["by_kind"][f"{kind} ({len(subset)})"] = {m.name: score(subset, m) for m in main_modes}
+    return out
+
+
+async def run(url: str, data: dict[str, Any], extra: Sequence[Weights] = ()) -> dict[str, Any]:
+    """Load the facts both ways (``WAYS``), ask, and score every mode of each; the first way's figures lead."""
+    config = Config(database=DatabaseConfig(url=url, pool_min=1, pool_max=2))
+    asked: dict[str, list[Asked]] = {}
+    async with open_engine(config) as engine:
+        for i, (way, batched) in enumerate(WAYS.items()):
+            prefix = f"way{i}:"
+            ids = await load(engine, data, batched, prefix)
+            asked[way] = await gather(engine, data, ids, prefix)
+    first = next(iter(asked.values()))
+    main_modes, cal_modes = modes(learned_floor(first), extra)
+    ways = {way: figures(a, main_modes, cal_modes) for way, a in asked.items()}
+    return {"facts": sum(len(s["facts"]) for s in data["scopes"]), "questions": len(first),
+            **ways[next(iter(ways))], "ways": ways, "same": all(w == ways[next(iter(ways))] for w in ways.values())}
 
 
 def report(results: dict[str, Any]) -> str:
-    """The three tables printed by the command (and copied into docs/explanation/ranking.md)."""
+    """The tables printed (and copied into docs/explanation/ranking.md): each way of storing, then the modes."""
     out = [f"{results['facts']} memories, {results['questions']} questions\n",
+           table("stored as (weighted hybrid)", [(w, f["modes"]["weighted hybrid (default)"])
+                                                 for w, f in results["ways"].items()]),
+           f"\nthe same figures both ways: {'yes' if results['same'] else 'NO'}\n",
            table("mode", list(results["modes"].items())), "",
            table("relevance calibration (weighted hybrid)", list(results["calibration"].items())), ""]
     names = list(next(iter(results["by_kind"].values())))
@@ -211,21 +237,18 @@ def main() -> None:
     parser.add_argument("--database-url", help="an empty database to load into (default: embedded, temporary)")
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--by-day", action="store_true",
-                        help="store each game day's facts as one request the service embeds (dialogue batches)")
-    parser.add_argument("--dialogue-batch-min", type=int, help="the write setting (default: the service's)")
     parser.add_argument("--weights", nargs="*", default=[],
                         help="more weighted hybrids to score: recency,importance,relevance,keyword")
     args = parser.parse_args()
     data = json.loads(args.dataset.read_text(encoding="utf-8"))
     extra = [Weights(*(float(x) for x in w.split(","))) for w in args.weights]
     if args.database_url:
-        results = asyncio.run(run(args.database_url, data, args.by_day, args.dialogue_batch_min, extra))
+        results = asyncio.run(run(args.database_url, data, extra))
     else:
         with tempfile.TemporaryDirectory(prefix="npc-quality-") as tmp:
             pg = EmbeddedPostgres(Path(tmp))
             try:
-                results = asyncio.run(run(pg.url, data, args.by_day, args.dialogue_batch_min, extra))
+                results = asyncio.run(run(pg.url, data, extra))
             finally:
                 pg.stop()
     print(report(results))

@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -97,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="then distribute every table by user_id on this Citus coordinator (docs/operations.md)")
     migrate.add_argument("--shard-count", dest="shard_count", type=int,
                          help="with --citus: shards per distributed table (Citus's default is 32)")
-    reembed = sub.add_parser("reembed", help="re-embed every row with the configured model, then record the model")
+    reembed = sub.add_parser("reembed", help="re-embed every row with the configured model (a stated dialogue's "
+                             "turns with their context, every other row alone), then record the model")
     _common(reembed)
     reembed.add_argument("--batch-size", dest="batch_size", type=int, default=64, help="rows per embed call")
     retokenize = sub.add_parser("retokenize", help="re-make every row's keyword terms with the configured text "
@@ -181,7 +182,6 @@ async def _reembed(config: Config, batch_size: int) -> None:
     """Re-embed every row, then record the model so that ``serve`` starts again."""
     from tqdm import tqdm
 
-    from npc_memory.domain.dialogue import TurnContext
     from npc_memory.embedding import create_embedder
     from npc_memory.server.runtime import open_database
     from npc_memory.store.reembed import reembed_all
@@ -195,10 +195,7 @@ async def _reembed(config: Config, batch_size: int) -> None:
         async with open_database(config.database) as db:
             total = await count_rows(db)
             with tqdm(total=total, unit="row", desc=f"re-embedding with {embedder.name}") as bar:
-                window = timedelta(minutes=config.write.dialogue_context_minutes)
-                shape = TurnContext(config.write.dialogue_context_answer, config.write.dialogue_context_when,
-                                    config.write.dialogue_speaker_label)
-                done = await reembed_all(db, embedder, batch_size, bar.update, window, shape)
+                done = await reembed_all(db, embedder, batch_size, bar.update)
             await set_embedding_model(db, embedder.name, embedder.dim)
         print(f"re-embedded {done} row(s) with {embedder.name} ({embedder.dim}-d)")
     finally:

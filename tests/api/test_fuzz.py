@@ -208,6 +208,9 @@ class Fuzz:
                               importance=5, slot="fuzz_slot", metadata=_struct({"k": "v"}))
         builders: dict[str, Callable[[], Message]] = {
             "StoreMemories": lambda: svc.StoreMemoriesRequest(scope=scope, memories=[fact], request_id=""),
+            "StoreDialogue": lambda: svc.StoreDialogueRequest(scope=scope, dialogue=ex_pb.Dialogue(
+                dialogue_id=f"fuzz-{uuid.uuid4().hex[:8]}", turns=[ex_pb.DialogueTurn(
+                    speaker=pb.SPEAKER_USER, text="바다 보러 가자", speaker_name="민수")])),
             "SearchMemories": lambda: svc.SearchMemoriesRequest(
                 scope=scope, query="바다", limit=5, weights=pb.Weights(recency=0.2, importance=0.2, relevance=0.4,
                                                                      keyword=0.2),

@@ -46,6 +46,13 @@ async def _store(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float
         _fact(victim.content, vector), _fact("다른 이야기 " + victim.content, vector, victim.memory_id)]))
 
 
+async def _dialogue(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message:
+    # The victim's line, continuing a dialogue named after the victim: no stored turn of another scope is its context,
+    # its resend or its link (tests/api/test_store_dialogue.py stores the same dialogue id in two scopes).
+    return await stub.StoreDialogue(svc.StoreDialogueRequest(scope=me, first_position=1, dialogue=ex_pb.Dialogue(
+        dialogue_id=victim.memory_id, turns=[ex_pb.DialogueTurn(speaker=pb.SPEAKER_USER, text=victim.content)])))
+
+
 async def _search(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[float]) -> Message:
     return await stub.SearchMemories(svc.SearchMemoriesRequest(scope=me, query=victim.content,
                                                                query_embedding=vector, limit=100))
@@ -155,7 +162,8 @@ async def _context(stub: Stub, me: pb.Scope, victim: pb.Memory, vector: list[flo
 
 
 CASES: dict[str, Case] = {
-    "StoreMemories": _store, "SearchMemories": _search, "GetMemory": _get, "ListMemories": _list,
+    "StoreMemories": _store, "StoreDialogue": _dialogue, "SearchMemories": _search, "GetMemory": _get,
+    "ListMemories": _list,
     "InvalidateMemory": _invalidate, "UpdateMemory": _update, "GetMemoryHistory": _history,
     "ForgetPlayer": _forget, "ExpandMemory": _expand, "ListLinks": _links, "CreateSavePoint": _save,
     "LoadSavePoint": _load, "ListSavePoints": _saves, "DropTimeline": _drop, "ExtractMemories": _extract,

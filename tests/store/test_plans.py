@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,6 @@ from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search
 from npc_memory.store.compiled import Compiled
-from npc_memory.store.dialogue import _PREVIOUS_TURN
 from npc_memory.store.links import NEIGHBOURS
 from npc_memory.store.search_sql import compiled_links, compiled_search, search_params
 from npc_memory.store.view import view_params
@@ -133,37 +132,6 @@ async def test_candidates_are_fetched_by_key(engine: MemoryEngine, database_url:
     assert max(removed, default=0) <= 3 * PER_SIDE, "\n".join(plan)  # the old form: ~(3 x PER_SIDE) squared
 
 
-LOOPS = re.compile(r"loops=(\d+)")
-
-
-def explained_previous_turn(database_url: str, scope: Scope, now: datetime,
-                            ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """The previous-turn read of the half hour before ``now``: its EXPLAIN ANALYZE lines and rows (generic plan)."""
-    params = scope_params(scope) | {"before": now, "since": now - timedelta(minutes=30), "max_chars": 200,
-                                    "window": timedelta(minutes=30)}
-    return explained(database_url, _PREVIOUS_TURN, params)
-
-
 def loops_of(plan: list[str], nodes: re.Pattern[str]) -> list[int]:
     """The loop counts of the plan's lines that ``nodes`` matches (its first group: the count)."""
     return [int(m.group(1)) for line in plan if (m := nodes.search(line))]
-
-
-async def test_the_previous_turn_is_found_before_its_context_is_read(engine: MemoryEngine, database_url: str,
-                                                                   scope: Scope) -> None:
-    """A lone line's dialogue read probes around the newest line of the window only.
-
-    With the lateral read of the line before and the other voice's probe at the query's own level, the generic plan
-    made both for every line of the window, then sorted: 18.6 ms for a player's 155 lines in the last half hour.
-    """
-    rng = np.random.default_rng(41)
-    now = datetime.now(UTC)
-    lines = [NewMemory(Speaker.USER if i % 2 else Speaker.HEROINE, Subject.USER, "user", ContentType.FACT,
-                       f"{i}번째 말: 오늘 날씨 좋네", valid_at=now - timedelta(seconds=10 * (ROWS - i)), embedding=v)
-             for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
-    ids = [r.memory_id for r in await engine.store(scope, lines)]
-    plan, rows = explained_previous_turn(database_url, scope, now)
-    assert [r[0] for r in rows] == [ids[-1]]
-    loops = loops_of(plan, LOOPS)
-    assert loops, "\n".join(plan)
-    assert max(loops) == 1, "\n".join(plan)

@@ -1,6 +1,8 @@
 // npc_memory_cli: store and search memories on an npc-memory server from the command line.
 //
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... [--importance N] [--subject S] [--slot S]
+//   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] dialogue USER HEROINE DIALOGUE_ID SPEAKER:TEXT...
+//                  [--first-position N] [--extract]   (SPEAKER: user or heroine, optionally user=NAME)
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] expand USER HEROINE [MEMORY_ID]
 //   npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] context USER HEROINE [UTTERANCE] [--budget N] [--language ko|en] [--shared]
@@ -9,7 +11,8 @@
 // Connection options (any position): --ca FILE (PEM CA: TLS), --cert FILE --key FILE (client certificate for
 // mutual TLS), --tls (TLS with the system roots), --api-key KEY (or NPC_MEMORY_API_KEY in the environment).
 //
-// store prints "memory_id<TAB>outcome" per fact; search prints
+// store prints "memory_id<TAB>outcome" per fact, dialogue the same per turn (then "job<TAB>job_id" with
+// --extract); search prints
 // "rank<TAB>final<TAB>relevance<TAB>keyword<TAB>memory_id<TAB>content<TAB>hops<TAB>via_memory_id" per hit, best
 // first (hops 0 and an empty via for a ranked result), after a "tier<TAB>TIER" line with --deepen; expand prints
 // "expanded<TAB>memory_id<TAB>depth<TAB>total_linked", then "memory_id<TAB>depth<TAB>via<TAB>content" per find;
@@ -35,6 +38,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: npc_memory_cli [--target HOST:PORT] [--timeout SECONDS] store USER HEROINE CONTENT... "
                "[--importance N] [--subject user|heroine|world] [--slot SLOT]\n"
+               "       npc_memory_cli [--target HOST:PORT] dialogue USER HEROINE DIALOGUE_ID SPEAKER[=NAME]:TEXT... "
+               "[--first-position N] [--extract]\n"
                "       npc_memory_cli [--target HOST:PORT] search USER HEROINE QUERY [--limit N] [--hops N] [--deepen]\n"
                "       npc_memory_cli [--target HOST:PORT] expand USER HEROINE [MEMORY_ID]\n"
                "       npc_memory_cli [--target HOST:PORT] context USER HEROINE [UTTERANCE] [--budget N] "
@@ -73,6 +78,7 @@ int main(int argc, char** argv) {
   int importance = 0;
   npc_memory_client::SearchOptions options;
   npc_memory_client::ContextOptions context;
+  npc_memory_client::DialogueOptions dialogue;
   double timeout_seconds = 5.0;
   std::string subject = "user", slot;
   npc_memory_client::ConnectOptions connect;
@@ -96,6 +102,10 @@ int main(int argc, char** argv) {
       context.language = argv[++i];
     } else if (arg == "--shared") {
       context.include_shared = true;
+    } else if (arg == "--first-position" && has_value) {
+      dialogue.first_position = std::atoi(argv[++i]);
+    } else if (arg == "--extract") {
+      dialogue.extract = true;
     } else if (arg == "--deepen") {
       options.deepen = true;
     } else if (arg == "--subject" && has_value) {
@@ -157,6 +167,31 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (positional.size() < 4) return Usage();
+  if (command == "dialogue" && positional.size() >= 5) {
+    std::vector<npc_memory_client::Turn> turns;
+    for (size_t i = 4; i < positional.size(); ++i) {
+      const std::string& line = positional[i];
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) return Usage();
+      npc_memory_client::Turn t;
+      std::string who = line.substr(0, colon);
+      const auto equals = who.find('=');
+      if (equals != std::string::npos) {
+        t.speaker_name = who.substr(equals + 1);
+        who = who.substr(0, equals);
+      }
+      t.speaker = who;
+      t.text = line.substr(colon + 1);
+      turns.push_back(t);
+    }
+    std::vector<npc_memory_client::Stored> stored;
+    std::string job;
+    const auto status = client.StoreDialogue(user, heroine, positional[3], turns, dialogue, &stored, &job);
+    if (!status.ok) return Fail(status);
+    for (const auto& s : stored) std::printf("%s\t%s\n", s.memory_id.c_str(), s.outcome.c_str());
+    if (!job.empty()) std::printf("job\t%s\n", job.c_str());
+    return 0;
+  }
   if (command == "store") {
     std::vector<npc_memory_client::Fact> facts;
     for (size_t i = 3; i < positional.size(); ++i) {

@@ -30,6 +30,7 @@ from npc_memory_client.extraction import (
     ExtractedMemory,
     ExtractionJob,
     RejectedFact,
+    StoredDialogue,
     Turn,
 )
 from npc_memory_client.inputs import Fact
@@ -54,6 +55,7 @@ from npc_memory_client.model import (
     Subject,
     Tier,
     Timeline,
+    TurnPlace,
     Visibility,
     Weights,
 )
@@ -97,10 +99,12 @@ __all__ = [
     "Speaker",
     "StoreOutcome",
     "StoreResult",
+    "StoredDialogue",
     "Subject",
     "Tier",
     "Timeline",
     "Turn",
+    "TurnPlace",
     "UnavailableError",
     "Visibility",
     "Weights",

@@ -164,6 +164,14 @@ def extract(
                 lambda r: ex.job(r.job), idempotent=True)
 
 
+def store_dialogue(
+    user_id: str, heroine_id: str, dialogue_id: str, turns: ex.Turns, first_position: int, extract: bool,
+) -> Call[ex.StoredDialogue]:
+    """StoreDialogue; safe to repeat (a turn resent at its place is the stored turn, one job per dialogue)."""
+    return Call("StoreDialogue", ex.store_dialogue_request(user_id, heroine_id, dialogue_id, turns, first_position,
+                                                           extract), ex.stored_dialogue, idempotent=True)
+
+
 def extraction_job(user_id: str, job_id: UUID | str) -> Call[ex.ExtractionJob]:
     """GetExtractionJob."""
     return Call("GetExtractionJob", ex.job_request(user_id, job_id),

@@ -29,6 +29,7 @@ from npc_memory_client.model import (
     Subject,
     Tier,
     Timeline,
+    TurnPlace,
     Visibility,
 )
 from npc_memory_client.v1 import memory_pb2 as pb
@@ -75,6 +76,7 @@ def memory(m: pb.Memory) -> Memory:
         embedding_model=m.embedding_model,
         timeline_id=m.timeline_id,
         visibility=from_wire(Visibility, m.visibility) if m.visibility else Visibility.PRIVATE,
+        place=TurnPlace(m.dialogue_id, m.dialogue_position, m.speaker_name) if m.dialogue_id else None,
         valid_game_day=m.valid_game_day.day if m.HasField("valid_game_day") else None,
         invalid_game_day=m.invalid_game_day.day if m.HasField("invalid_game_day") else None,
     )

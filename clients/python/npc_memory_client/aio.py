@@ -15,7 +15,7 @@ import grpc
 from npc_memory_client import _calls
 from npc_memory_client._results import MemoryPage
 from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
-from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, Turns
+from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, StoredDialogue, Turns
 from npc_memory_client.inputs import Facts, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
 from npc_memory_client.model import (
     Expansion,
@@ -172,6 +172,19 @@ class AsyncClient:
     ) -> ExtractionJob:
         """Queue a dialogue for extraction (one job per dialogue id); ``wait`` runs one attempt first."""
         return await self._run(_calls.extract(user_id, heroine_id, dialogue_id, turns, wait), timeout)
+
+    async def store_dialogue(
+        self, user_id: str, heroine_id: str, dialogue_id: str, turns: Turns, *, first_position: int = 0,
+        extract: bool = False, timeout: float | None = None,
+    ) -> StoredDialogue:
+        """Store a dialogue's turns (sources, each embedded with its context, linked in order); one result per turn.
+
+        ``first_position``: where in the dialogue the first of ``turns`` goes (a game streaming lines sends how many
+        it sent before); resending a turn at its place returns the stored one. ``extract``: also queue the dialogue's
+        extraction job (its facts link to the turns). A bare string is a line of the player.
+        """
+        return await self._run(_calls.store_dialogue(user_id, heroine_id, dialogue_id, turns, first_position, extract),
+                                   timeout)
 
     async def extraction_job(self, user_id: str, job_id: UUID | str, *, timeout: float | None = None) -> ExtractionJob:
         """An extraction job of the player: state, attempts, error, memories written, facts rejected."""

@@ -15,6 +15,7 @@ from npc_memory_client._shapes import one_or_many
 from npc_memory_client.model import Memory, Speaker, StoreResult
 from npc_memory_client.v1 import context_pb2 as ctx_pb
 from npc_memory_client.v1 import extraction_pb2 as ex_pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 
 _STATES = {
     ex_pb.EXTRACTION_JOB_STATE_PENDING: "pending", ex_pb.EXTRACTION_JOB_STATE_RUNNING: "running",
@@ -35,6 +36,18 @@ class Turn:
     text: str
     speaker: Speaker = Speaker.USER
     game_time: datetime | None = None
+    speaker_name: str = ""
+    """The name the game shows for the speaker ("민수", "Caroline"); ``store_dialogue`` embeds each line after it."""
+    said_at: datetime | None = None
+    """When the line was said: a stored turn's valid_at (default: ``game_time``, else the server's clock)."""
+
+
+@dataclass(frozen=True)
+class StoredDialogue:
+    """What ``store_dialogue`` did: one result per turn, in order, and the extraction job when one was asked for."""
+
+    turns: list[StoreResult]
+    job: ExtractionJob | None = None
 
 
 class ContextOptions(TypedDict, total=False):
@@ -111,7 +124,17 @@ class ContextBlock:
 
 
 Turns = Turn | str | Sequence[Turn | str]
-"""What ``extract`` takes: one turn, one line of the player, or a list of either."""
+"""What ``extract`` and ``store_dialogue`` take: one turn, one line of the player, or a list of either."""
+def _fill_dialogue(out: ex_pb.Dialogue, dialogue_id: str, turns: Turns) -> None:
+    """The wire dialogue; a bare string is a line of the player."""
+    out.dialogue_id = dialogue_id
+    for t in one_or_many(turns, (Turn, str), "turns", 'a Turn, a line ("안녕") or a list of them'):
+        turn = Turn(t) if isinstance(t, str) else t
+        wire = out.turns.add(text=turn.text, speaker=to_wire(turn.speaker), speaker_name=turn.speaker_name)
+        if turn.game_time is not None:
+            wire.game_time.CopyFrom(rq.timestamp(turn.game_time))
+        if turn.said_at is not None:
+            wire.said_at.CopyFrom(rq.timestamp(turn.said_at))
 
 
 def extract_request(
@@ -122,13 +145,24 @@ def extract_request(
         scope=rq.scope(user_id, heroine_id),
         mode=ex_pb.EXTRACTION_MODE_SYNC if wait else ex_pb.EXTRACTION_MODE_ASYNC,
     )
-    out.dialogue.dialogue_id = dialogue_id
-    for t in one_or_many(turns, (Turn, str), "turns", 'a Turn, a line ("안녕") or a list of them'):
-        turn = Turn(t) if isinstance(t, str) else t
-        wire = out.dialogue.turns.add(text=turn.text, speaker=to_wire(turn.speaker))
-        if turn.game_time is not None:
-            wire.game_time.CopyFrom(rq.timestamp(turn.game_time))
+    _fill_dialogue(out.dialogue, dialogue_id, turns)
     return out
+
+
+def store_dialogue_request(
+    user_id: str, heroine_id: str, dialogue_id: str, turns: Turns, first_position: int, extract: bool,
+) -> svc.StoreDialogueRequest:
+    """A StoreDialogue request; a bare string is a line of the player."""
+    out = svc.StoreDialogueRequest(scope=rq.scope(user_id, heroine_id), first_position=first_position,
+                                   extract=extract)
+    _fill_dialogue(out.dialogue, dialogue_id, turns)
+    return out
+
+
+def stored_dialogue(response: svc.StoreDialogueResponse) -> StoredDialogue:
+    """A StoreDialogue response as values."""
+    return StoredDialogue([rs.store_result(r) for r in response.turns],
+                          job(response.job) if response.HasField("job") else None)
 
 
 def context_request(

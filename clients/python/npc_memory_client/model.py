@@ -114,6 +114,15 @@ class MemoryFilter:
 
 
 @dataclass(frozen=True)
+class TurnPlace:
+    """Where a dialogue turn was said: its dialogue (the game's id), its position there from 0, the speaker's name."""
+
+    dialogue_id: str
+    position: int
+    speaker_name: str = ""
+
+
+@dataclass(frozen=True)
 class Memory:
     """One stored bi-temporal row."""
 
@@ -137,6 +146,8 @@ class Memory:
     embedding_model: str
     timeline_id: int = 1
     visibility: Visibility = Visibility.PRIVATE
+    place: TurnPlace | None = None
+    """For a turn stored by ``store_dialogue``: its dialogue and position."""
     valid_game_day: float | None = None
     """``valid_at`` on the game's calendar, when the service has a game clock."""
     invalid_game_day: float | None = None

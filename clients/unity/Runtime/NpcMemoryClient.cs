@@ -58,6 +58,37 @@ namespace NpcMemory
             return response.Results;
         }
 
+        /// <summary>One line of a dialogue. speakerName: the name the game shows ("민수"); saidAt: when it was said.</summary>
+        public static DialogueTurn Turn(string text, Speaker speaker = Speaker.User, string speakerName = "",
+            DateTime? saidAt = null)
+        {
+            var turn = new DialogueTurn { Text = text, Speaker = speaker, SpeakerName = speakerName ?? "" };
+            if (saidAt.HasValue)
+            {
+                turn.SaidAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTime(saidAt.Value.ToUniversalTime());
+            }
+            return turn;
+        }
+
+        /// <summary>Stores a dialogue's turns in one transaction: each a source memory embedded with its context,
+        /// linked to the turn before it. A game streaming lines sends firstPosition = the turns it sent before; a
+        /// turn resent at its place comes back Duplicate with the stored id, so the call is retried safely.
+        /// extract also queues the dialogue's extraction job (Job in the response).</summary>
+        public async Task<StoreDialogueResponse> StoreDialogueAsync(string userId, string heroineId, string dialogueId,
+            IEnumerable<DialogueTurn> turns, int firstPosition = 0, bool extract = false,
+            CancellationToken cancellationToken = default)
+        {
+            var request = new StoreDialogueRequest
+            {
+                Scope = MakeScope(userId, heroineId), Dialogue = new Dialogue { DialogueId = dialogueId },
+                FirstPosition = firstPosition, Extract = extract,
+            };
+            request.Dialogue.Turns.Add(turns);
+            return await Call(
+                deadline => Raw.StoreDialogueAsync(request, deadline: deadline, cancellationToken: cancellationToken).ResponseAsync,
+                idempotent: true, cancellationToken).ConfigureAwait(false);
+        }
+
         /// <summary>The heroine's memories that matter for the query, best first, each with its scores.</summary>
         /// <param name="hops">1 or 2: also the memories linked to the results (marked by Hops and ViaMemoryId).</param>
         /// <param name="deepen">Search gists first, then knowledge, then sources while too few are relevant.</param>

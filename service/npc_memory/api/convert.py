@@ -71,6 +71,10 @@ def fill_memory(out: pb.Memory, m: Memory, asked: Scope | None = None) -> None:
         out.shared_from = m.scope.heroine_id
     if m.metadata:
         out.metadata.update(m.metadata)
+    if m.place is not None:
+        out.dialogue_id = m.place.dialogue_id
+        out.dialogue_position = m.place.position
+        out.speaker_name = m.place.speaker_name
     out.valid_game_day.day = game_day(m.valid_at)
     if m.invalid_at is not None:
         set_timestamp(out.invalid_at, m.invalid_at)

@@ -20,6 +20,7 @@ from grpc_status import rpc_status
 from npc_memory.domain.errors import (
     CloseBeforeValidAtError,
     ContentEditNeedsEmbedderError,
+    DialogueNeedsEmbedderError,
     EditOfClosedMemoryError,
     EmbeddingRequiredError,
     MemoryAlreadyClosedError,
@@ -29,6 +30,7 @@ from npc_memory.domain.errors import (
     SupersedeBeforeValidAtError,
     SupersedeTargetClosedError,
     TextRefusedError,
+    TurnPlaceTakenError,
     UnknownLinkTargetError,
     UnknownSupersedeTargetError,
     VersionBeforeValidAtError,
@@ -159,8 +161,25 @@ def _text_terms(error: RuleViolationError) -> RequestError | None:
             return invalid(f"memories[{i}].content", d)
         case TextRefusedError(source="memories", indices=many, detail=d):
             return invalid("memories", f"{d} (the text of one of {', '.join(f'memories[{i}]' for i in many)})")
+        case TextRefusedError(source="turns", indices=(i,), detail=d):
+            return invalid(f"dialogue.turns[{i}].text", d)
+        case TextRefusedError(source="turns", detail=d):
+            return invalid("dialogue.turns", f"{d} (the text of one of the turns, with its context)")
         case TextRefusedError(source=source, detail=d):
             return invalid(source, d)
+    return None
+
+
+def _dialogue_terms(error: RuleViolationError) -> RequestError | None:
+    """StoreDialogue's refusals: a position holding another line, no embedder to make the turns' vectors."""
+    invalid = InvalidArgumentError.single
+    match error:
+        case TurnPlaceTakenError(index=i, dialogue_id=d, position=p):
+            return invalid(f"dialogue.turns[{i}].text", f"position {p} of dialogue {d!r} already holds another "
+                           "line (first_position names where this request's first turn goes)")
+        case DialogueNeedsEmbedderError():
+            return invalid("dialogue.turns", "cannot be stored here: this server has no embedder configured and a "
+                           "turn carries no vector")
     return None
 
 
@@ -168,7 +187,7 @@ def in_request_terms(error: RuleViolationError) -> RequestError:
     """A rule's refusal as the request error a client sees: the field at fault, or the state that forbids it."""
     # A refusal added to domain/errors.py without a case above is still the caller's request, never INTERNAL.
     return (_store_terms(error) or _edit_terms(error) or _link_terms(error) or _text_terms(error)
-            or FailedPreconditionError(str(error)))
+            or _dialogue_terms(error) or FailedPreconditionError(str(error)))
 
 
 def to_status(error: NpcMemoryError) -> status_pb2.Status:

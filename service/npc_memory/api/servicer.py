@@ -12,10 +12,11 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 
-from npc_memory.api import context, convert, enums, extraction_requests, requests
+from npc_memory.api import context, convert, dialogue_requests, enums, extraction_requests, requests
 from npc_memory.api.errors import handle_errors
 from npc_memory.domain.paging import encode_cursor, encode_history_cursor
 from npc_memory.engine import MemoryEngine
+from npc_memory.engine.dialogue import store_dialogue
 from npc_memory.errors import FailedPreconditionError
 from npc_memory.extraction.service import Extractor
 
@@ -50,6 +51,20 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
                   else await asyncio.to_thread(requests.parse_store, request, settings, self._dim))
         results = await self._engine.store(parsed.scope, parsed.facts, parsed.request_id)
         return svc.StoreMemoriesResponse(results=[convert.store_result(r) for r in results])
+
+    @handle_errors
+    async def StoreDialogue(  # noqa: N802
+        self, request: svc.StoreDialogueRequest, context: Ctx[Any, Any]
+    ) -> svc.StoreDialogueResponse:
+        """Store a stated dialogue's turns atomically (and queue its extraction when asked)."""
+        parsed = dialogue_requests.parse_store_dialogue(request, self._engine.write_settings)
+        if parsed.extract:
+            self._extraction()  # refused before anything is written when extraction is not configured
+        results, job = await store_dialogue(self._engine, parsed.scope, parsed.dialogue, parsed.extract)
+        response = svc.StoreDialogueResponse(turns=[convert.store_result(r) for r in results])
+        if job is not None:
+            response.job.CopyFrom(convert.extraction_job(job))
+        return response
 
     @handle_errors
     async def SearchMemories(  # noqa: N802

@@ -17,7 +17,6 @@ from npc_memory.config.database import DatabaseConfig
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.config.http import HttpConfig
 from npc_memory.config.server import SecurityConfig, ServerConfig
-from npc_memory.domain.dialogue import ContextWhen, SpeakerLabel
 from npc_memory.domain.model import Weights
 from npc_memory.domain.retention import RetentionPolicies
 from npc_memory.domain.score_constants import RECENCY_HALF_LIFE_DAYS
@@ -53,11 +52,6 @@ class SearchConfig:
     """Days (game days when requests send game time) after which recency has halved (365)."""
     heroine_half_lives: Mapping[str, float] = field(default_factory=dict)
     """Per-heroine recency half-life ([search.heroines.X] recency_half_life_days)."""
-    distinct_turns: bool = True
-    """Show a dialogue line said many times once per search: the best-ranked copy (domain/dialogue.py)."""
-    session_cap: int = 0
-    """Hits of one conversation session in a page before the other sessions' hits come first (domain/sessions.py);
-    0 keeps the ranked order."""
     period_search: PeriodSearch = "first"
     """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
     ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
@@ -73,8 +67,6 @@ class SearchConfig:
             raise ConfigError(f"expand_per_depth must be in 1-{self.max_limit}")
         if not -1.0 < self.deepen_min_relevance <= 1.0:
             raise ConfigError("deepen_min_relevance must be a cosine in (-1, 1]")
-        if self.session_cap < 0:
-            raise ConfigError("search_session_cap must be >= 0 (0: off)")
         if self.scope_cache_rows < 0:
             raise ConfigError("scope_cache_rows must be >= 0 (0: off)")
         for where, days in (("search", self.recency_half_life_days),
@@ -108,26 +100,6 @@ class WriteConfig:
     """
     idempotency_hours: float = 24.0
     """How long a request_id's first response is kept."""
-    dialogue_context_minutes: float = 30.0
-    """A dialogue turn (tier source, vector made here) is embedded with the turn said at most this long before it.
-
-    domain/dialogue.py; 0 embeds every turn alone. ``python -m benchmarks.conversation.run`` measures it.
-    """
-    dialogue_context_answer: bool = True
-    """A question turn of a batch is also embedded with the turn after it (its answer): domain/dialogue.py."""
-    dialogue_context_when: ContextWhen = "always"
-    """Which turns take the previous turn as context: ``always``, ``asked`` (it asks a question) or
-    ``asked-or-short`` (or the turn is at most 16 characters): domain/dialogue.py ``takes_previous``."""
-    dialogue_speaker_label: SpeakerLabel = "name"
-    """A turn's speaker written before its line in the embedded text: ``off``, ``role`` (나/너, Me/You) or
-    ``name`` (the heroine's id for her lines): domain/dialogue.py ``speaker_label``."""
-    dialogue_same_voice: bool = True
-    """A lone line by the latest row's speaker joins it when another voice spoke at that moment (``joins_dialogue``)."""
-    dialogue_repeated_lines: bool = True
-    """A dated lone line with nothing said just before it is a turn if its speaker said it in a dialogue before."""
-    dialogue_batch_min: int = 8
-    """A request of at least this many short lines, the speakers taking turns, no slot, is a dialogue whatever its
-    tier: its facts get the turns' treatment (domain/dialogue.py ``dialogue_batch``); 0 turns it off."""
     tokenize_processes: int = 1
     """Worker processes (each with its own Kiwi, ~520 MiB RSS) that tokenise big batches off the server's GIL; 0 keeps
     all tokenising in a thread of the server process (health checks then wait up to ~100 ms during a big batch)."""
@@ -137,10 +109,6 @@ class WriteConfig:
     def __post_init__(self) -> None:
         if not 0.0 < self.duplicate_threshold <= 1.0:
             raise ConfigError("duplicate_threshold must be in (0, 1]")
-        if self.dialogue_context_minutes < 0:
-            raise ConfigError("dialogue_context_minutes must be >= 0")
-        if self.dialogue_batch_min < 0:
-            raise ConfigError("dialogue_batch_min must be >= 0")
         if self.tokenize_processes < 0:
             raise ConfigError("tokenize_processes must be >= 0 (0 tokenises in a thread of the server process)")
 

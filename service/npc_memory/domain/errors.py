@@ -18,8 +18,8 @@ class RuleViolationError(NpcMemoryError):
     """A well-formed request refused for what it asks (a rule, the stored state, the embedder's limits)."""
 
 
-TextSource = Literal["memories", "query", "content"]
-"""Where the refused text came from: facts to store, a search query, a content edit."""
+TextSource = Literal["memories", "query", "content", "turns"]
+"""Where the refused text came from: facts to store, a search query, a content edit, a dialogue's turns."""
 
 
 class UnknownSupersedeTargetError(RuleViolationError):
@@ -127,3 +127,18 @@ class SourceImmutableError(RuleViolationError):
     def __init__(self, memory_id: UUID) -> None:
         self.memory_id = memory_id
         super().__init__(f"memory {memory_id} is a source; a source's content is never changed")
+
+
+class DialogueNeedsEmbedderError(RuleViolationError):
+    """StoreDialogue on a server without an embedder: its turns carry no vectors, so none could be made."""
+
+    def __init__(self) -> None:
+        super().__init__("StoreDialogue needs an embedder and this server has none")
+
+
+class TurnPlaceTakenError(RuleViolationError):
+    """A turn sent at a position of its dialogue that already holds another line."""
+
+    def __init__(self, index: int, dialogue_id: str, position: int) -> None:
+        self.index, self.dialogue_id, self.position = index, dialogue_id, position
+        super().__init__(f"turn {index}: position {position} of dialogue {dialogue_id!r} holds another line")

@@ -110,6 +110,15 @@ class Weights:
 
 
 @dataclass(frozen=True)
+class TurnPlace:
+    """Where a dialogue turn was said: its dialogue (the game's id), its position there from 0, the speaker's name."""
+
+    dialogue_id: str
+    position: int
+    speaker_name: str = ""
+
+
+@dataclass(frozen=True)
 class NewMemory:
     """A validated fact to store; ``embedding`` is set by the caller or by the embedder."""
 
@@ -128,6 +137,8 @@ class NewMemory:
     related: tuple[MemoryRef, ...] = ()
     parents: tuple[MemoryRef, ...] = ()
     visibility: Visibility = Visibility.PRIVATE
+    place: TurnPlace | None = None
+    """Set for a turn of a stated dialogue (StoreDialogue): a duplicate only of the turn stored at its place."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,8 @@ class Memory:
     embedding_model: str
     timeline_id: int = 1
     visibility: Visibility = Visibility.PRIVATE
+    place: TurnPlace | None = None
+    """For a turn of a stated dialogue: its dialogue and position."""
 
 
 @dataclass(frozen=True)
@@ -253,13 +266,11 @@ class AnalysedFact:
     content_key: str
     meaning: tuple[str, ...]
     """The grammatical morphemes that change what the text states (text/meaning.py), for the duplicate rule."""
-    turn: bool = False
-    """A dialogue turn whatever its tier (domain/dialogue.py): a repeat is kept unless resent at the same moment."""
 
     def embedded(self, vector: Vector, model: str) -> PreparedMemory:
         """The fact with its vector, ready to write."""
         return PreparedMemory(self.id, self.fact, self.valid_at, self.terms, self.content_key, self.meaning,
-                              self.turn, embedding=vector, embedding_model=model)
+                              embedding=vector, embedding_model=model)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,7 +40,9 @@ class DupCandidate:
     slot: str | None
     tier: Tier = Tier.KNOWLEDGE
     valid_at: datetime | None = None
-    """When the stored row was said (a dialogue turn repeats only at the same moment)."""
+    """When the stored row was said (a source row repeats only at the same moment)."""
+    place: tuple[str, int] | None = None
+    """The stored turn's dialogue id and position, when it was found at the place of a turn of the batch."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,17 @@ def slot_key(item: AnalysedFact) -> SlotKey | None:
 
 
 def repeats_only_itself(item: AnalysedFact) -> bool:
-    """Whether the fact is a dialogue turn: a duplicate only of its own text said within ``SAME_TURN`` of it."""
-    return item.turn or item.fact.tier is Tier.SOURCE
+    """Whether the fact is raw source (tier source): a duplicate only of its own text said within ``SAME_TURN`` of it.
+
+    A turn of a stated dialogue is a duplicate only of the turn stored at its place (``place_of``).
+    """
+    return item.fact.tier is Tier.SOURCE and item.fact.place is None
+
+
+def place_of(item: AnalysedFact) -> tuple[str, int] | None:
+    """A dialogue turn's place (dialogue id, position): a resend there is the stored turn, whatever else is stored."""
+    place = item.fact.place
+    return None if place is None else (place.dialogue_id, place.position)
 
 
 class _Planner:
@@ -134,10 +145,13 @@ class _Planner:
         return row_id in self.plan.closes
 
     def _stored_duplicate(self, index: int) -> UUID | None:
+        place = place_of(self.items[index])
+        if place is not None:
+            return next((c.id for c in self.dups.get(index, []) if c.place == place), None)
         best: tuple[tuple[bool, float, datetime], DupCandidate] | None = None
         slot = self.items[index].fact.slot
         for cand in self.dups.get(index, []):
-            if not slot_allows(slot, cand.slot) or self._closed(cand.id):
+            if cand.place is not None or not slot_allows(slot, cand.slot) or self._closed(cand.id):
                 continue
             cosine = self._cosine(index, cand)
             if not self._repeats(index, cand.text, cosine, cand.valid_at):
@@ -156,10 +170,13 @@ class _Planner:
 
     def _batch_duplicate(self, index: int) -> UUID | None:
         item = self.items[index]
+        place = place_of(item)
+        if place is not None:  # a request's turns have distinct places
+            return next((p.item.id for p in self.plan.inserts if place_of(p.item) == place), None)
         for planned in self.plan.inserts:
             other = planned.item
-            if planned.invalid_at is not None or (other.fact.subject, other.fact.subject_id) != (
-                item.fact.subject, item.fact.subject_id
+            if place_of(other) is not None or planned.invalid_at is not None or (
+                other.fact.subject, other.fact.subject_id) != (item.fact.subject, item.fact.subject_id
             ) or not slot_allows(item.fact.slot, other.fact.slot):
                 continue
             cosine = float(np.dot(item.embedding, other.embedding))
@@ -168,7 +185,7 @@ class _Planner:
         return None
 
     def _repeats(self, index: int, old: FactText, cosine: float, old_at: datetime | None) -> bool:
-        """The duplicate rule: a dialogue turn repeats only itself at the same moment, other tiers by meaning."""
+        """The duplicate rule: a source row repeats only itself at the same moment, other tiers by meaning."""
         item = self.items[index]
         if repeats_only_itself(item):
             return old_at is not None and is_repeated_turn(self.texts[index], item.valid_at, old, old_at)

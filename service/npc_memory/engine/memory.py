@@ -6,12 +6,12 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 from npc_memory.config import SearchConfig, WriteConfig
-from npc_memory.domain import dialogue, sessions
+from npc_memory.domain import dialogue
 from npc_memory.domain.context import ContextBlock, assemble
 from npc_memory.domain.deepen import deepen_answer, deepen_tiers, enough_passed, passing
 from npc_memory.domain.edit_rules import version_fact
@@ -42,7 +42,6 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.engine.turns import turn_flags, turn_texts, with_answer
 from npc_memory.engine.write import INLINE_ANALYSIS_CHARS, early_analyses, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
 from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
@@ -87,38 +86,28 @@ class MemoryEngine:
     scope_cache: ScopeCache | None = None
     """Scopes ranked in memory (search/held.py); None ranks every search with the statement."""
 
-    async def _embed_passages(
-        self, facts: Sequence[NewMemory], source: TextSource, texts: Sequence[str] | None = None,
-        extra: Sequence[str] = (),
-    ) -> tuple[list[Vector], list[Vector]]:
-        """The caller's vectors, and the embedder's for the rest (over ``texts`` when given, else the content).
-
-        Second: vectors of ``extra`` texts, embedded in the same model call (a stored turn's new text).
-        """
+    async def _embed_passages(self, facts: Sequence[NewMemory], source: TextSource) -> list[Vector]:
+        """The caller's vectors, and the embedder's for the rest (over their content: a fact is embedded alone)."""
         missing = [i for i, f in enumerate(facts) if f.embedding is None]
         if missing and not self.embedder.available:
             raise EmbeddingRequiredError(missing[0])
-        over = texts if texts is not None else [f.content for f in facts]
-        wanted = [over[i] for i in missing] + list(extra)
+        wanted = [facts[i].content for i in missing]
         try:
             with EMBED_SECONDS.labels("passages").time(), span("embed", texts=len(wanted)):
                 vectors = await self.embedder.embed_passages(wanted) if wanted else []
         except InputRejectedError as exc:
             raise TextRefusedError(source, missing if source == "memories" else (), exc.detail) from exc
         by_index = dict(zip(missing, vectors, strict=False))
-        return ([f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)],
-                list(vectors[len(missing):]))
+        return [f.embedding if f.embedding is not None else by_index[i] for i, f in enumerate(facts)]
 
-    def _analysed(self, fact: NewMemory, now: datetime, analysis: Analysis | None = None, turn: bool = False,
-                  ) -> AnalysedFact:
+    def _analysed(self, fact: NewMemory, now: datetime, analysis: Analysis | None = None) -> AnalysedFact:
         analysis = analysis or self.tokenizer.analyse(fact.content)
         return AnalysedFact(uuid.uuid4(), fact, fact.valid_at or now, analysis.terms, content_key(fact.content),
-                            analysis.meaning, turn)
+                            analysis.meaning)
 
-    def _prepare(
-        self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None, turn: bool = False
-    ) -> PreparedMemory:
-        return self._analysed(fact, now, analysis, turn).embedded(vector, self.embedder.name)
+    def _prepare(self, fact: NewMemory, vector: Vector, now: datetime, analysis: Analysis | None = None,
+                 ) -> PreparedMemory:
+        return self._analysed(fact, now, analysis).embedded(vector, self.embedder.name)
 
     async def store(
         self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
@@ -141,13 +130,10 @@ class MemoryEngine:
         pool, contents = self.analysis_pool, [f.content for f in facts]
         to_workers = pool is not None and pool.wants(contents)
         early = None if to_workers else early_analyses(self.tokenizer, contents)
-        turns, stored = await turn_flags(self.db, write, scope, facts, now, early)
-        texts, answered = await turn_texts(self.db, write, self.embedder.available, scope, facts, turns, now, stored,
-                                           early)
-        if beside and answered is None and early is not None:
+        if beside and early is not None:
             # Tokenised first: work of this process beside a model call on every core slows it (docs/search.md).
-            analysed = [self._analysed(f, now, a, t) for f, a, t in zip(facts, early(), turns, strict=True)]
-            making = asyncio.ensure_future(self._embed_passages(facts, "memories", texts))
+            analysed = [self._analysed(f, now, a) for f, a in zip(facts, early(), strict=True)]
+            making = asyncio.ensure_future(self._embed_passages(facts, "memories"))
             making.add_done_callback(_retrieved)
             STORE_ORDER.labels("beside_model").inc()
             try:
@@ -157,9 +143,7 @@ class MemoryEngine:
                 making.cancel()  # a call given up while its reads ran must not go on embedding (done: no-op)
         if any(f.embedding is None for f in facts):
             STORE_ORDER.labels("after_model").inc()
-        vectors, extra = await self._embed_passages(facts, "memories", texts, answered[1:] if answered else ())
-        if answered is not None:
-            on_commit = with_answer(self.embedder.name, scope, answered[0], extra[0], on_commit)
+        vectors = await self._embed_passages(facts, "memories")
         # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
         # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
         # process's GIL, so a big batch is analysed in the worker processes and only assembled here, and a
@@ -169,7 +153,7 @@ class MemoryEngine:
             else list(await pool.analyse(contents)) if pool is not None and to_workers else [None] * len(facts)
         )
         def prepared() -> list[PreparedMemory]:
-            return [self._prepare(f, v, now, a, t) for f, v, a, t in zip(facts, vectors, analyses, turns, strict=True)]
+            return [self._prepare(f, v, now, a) for f, v, a in zip(facts, vectors, analyses, strict=True)]
 
         short = sum(len(t) for t, a in zip(contents, analyses, strict=True) if a is None) <= INLINE_ANALYSIS_CHARS
         items = prepared() if short else await asyncio.to_thread(prepared)
@@ -225,17 +209,12 @@ class MemoryEngine:
                     task.add_done_callback(_retrieved)  # this error is the one reported
             raise
         query = self.with_period(query)
-        # Not with hops: the linked rows follow the ranked ones and are not cut (store/search_links.py).
-        collapse = self.search_settings.distinct_turns and query.hops == 0
-        cap = self.search_settings.session_cap if query.hops == 0 else 0
-        wanted = query.limit * sessions.SPREAD_HEADROOM if cap else query.limit
-        headroom = dialogue.REPEAT_HEADROOM if collapse else 1
-        asked = replace(query, limit=wanted * headroom) if collapse or cap else query
-        hits = await self._ranked(asked, terms, held, wanted if collapse else 0)
-        if cap:
-            window = timedelta(minutes=self.write_settings.dialogue_context_minutes)
-            hits = sessions.spread_sessions(hits, query.limit, cap, window)
-        return hits
+        # A line said in many dialogues shows once (domain/dialogue.py). Not with hops: the linked rows follow the
+        # ranked ones and are not cut (store/search_links.py).
+        if query.hops:
+            return await self._ranked(query, terms, held)
+        asked = replace(query, limit=query.limit * dialogue.REPEAT_HEADROOM)
+        return await self._ranked(asked, terms, held, query.limit)
 
     def _sync_held(self, query: SearchQuery) -> asyncio.Future[ScopeRows | None] | None:
         """The held scope's sync, started now (it needs only the scope, so it goes out while the model runs).
@@ -375,7 +354,7 @@ class MemoryEngine:
             if not self.embedder.available:  # UpdateMemory carries no vector, so the server must make one
                 raise ContentEditNeedsEmbedderError(memory_id)
             fact = version_fact(current, content, valid_at)
-            (vector,), _ = await self._embed_passages([fact], "content")
+            (vector,) = await self._embed_passages([fact], "content")
             new_version = await asyncio.to_thread(self._prepare, fact, vector, utcnow())
         return await lifecycle.update(
             self.db, scope, memory_id, importance=importance,

@@ -28,11 +28,7 @@ Only such a batch reads beside the model: it is tokenised before the model start
 
 
 class EarlyAnalyses:
-    """A short batch's analyses (Kiwi: ~0.7-1.3 ms a line), made once: beside a dialogue read, or when first asked.
-
-    A lone line's dialogue reads go before the model; its Kiwi waited for their answers, the loop idle while the
-    database worked. Now it runs once the first read is sent (store/direct.py ``beside``).
-    """
+    """A short batch's analyses (Kiwi: ~0.7-1.3 ms a line), made once, when first asked."""
 
     def __init__(self, tokenizer: Tokenizer, texts: Sequence[str]) -> None:
         self._tokenizer, self._texts = tokenizer, texts
@@ -58,13 +54,13 @@ def reads_beside_model(embedder: Embedder, facts: Sequence[NewMemory]) -> bool:
 
 async def store_beside_model(
     db: Database, write: WriteConfig, model: str, scope: Scope, analysed: Sequence[AnalysedFact],
-    vectors: asyncio.Future[tuple[list[Vector], list[Vector]]], request_id: str, fingerprint: str,
+    vectors: asyncio.Future[list[Vector]], request_id: str, fingerprint: str,
     on_commit: writes.OnCommit | None,
 ) -> list[StoreResult]:
     """Write ``analysed`` (tokenised, in request order) once ``vectors`` (the model's call, running) are made."""
 
     async def complete() -> list[PreparedMemory]:
-        made, _ = await vectors
+        made = await vectors
         return [a.embedded(v, model) for a, v in zip(analysed, made, strict=True)]
 
     try:

@@ -6,37 +6,24 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 from uuid import UUID
 
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.domain.errors import RequestIdReusedError
 from npc_memory.domain.extracted import ModelOutputError, check_answer
 from npc_memory.domain.jobs import ExtractedMemory, Job, JobResult, JobState, retry_delay
-from npc_memory.domain.model import NewMemory, Scope, Speaker, StoreResult
+from npc_memory.domain.model import NewMemory, Scope, StoreResult
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import NpcMemoryError
 from npc_memory.extraction.client import ChatClient
-from npc_memory.extraction.prompt import Turn, build_prompt, load_template
+from npc_memory.extraction.prompt import Turn, build_prompt, decode_turns, encode_turns, load_template
 from npc_memory.store import jobs
 from npc_memory.store.pipelined import Pipeline
 
 log = logging.getLogger(__name__)
 
 SYNC_POLL_SECONDS = 0.05
-
-
-def encode_turns(turns: Sequence[Turn]) -> list[dict[str, Any]]:
-    """The turns as kept on the job row."""
-    return [{"speaker": t.speaker.value, "text": t.text,
-             "game_time": t.game_time.isoformat() if t.game_time else None} for t in turns]
-
-
-def decode_turns(data: Sequence[dict[str, Any]]) -> list[Turn]:
-    """The turns of a job row."""
-    return [Turn(Speaker(d["speaker"]), d["text"],
-                 datetime.fromisoformat(d["game_time"]) if d.get("game_time") else None) for d in data]
 
 
 @dataclass
@@ -112,7 +99,10 @@ class Extractor:
         # The dialogue's last game time dates the facts, so a later dialogue supersedes an earlier one's slot.
         game_times = [t.game_time for t in turns if t.game_time is not None]
         when = max(game_times) if game_times else None
-        facts = [replace(fact, valid_at=when) if when is not None else fact for _, fact in accepted]
+        # A dialogue stored turn by turn (StoreDialogue): each fact derives from the turns it was extracted from.
+        sources = tuple(dict.fromkeys(t.memory_id for t in turns if t.memory_id is not None))
+        facts = [replace(fact, valid_at=when or fact.valid_at, parents=fact.parents + sources)
+                 for _, fact in accepted]
 
         def finish(pipe: Pipeline, results: list[StoreResult]) -> None:
             memories = tuple(ExtractedMemory(i, f.content, r)

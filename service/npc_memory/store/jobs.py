@@ -95,6 +95,26 @@ async def enqueue(db: Database, scope: Scope, dialogue_id: str, dialogue: list[d
     return _job(row)
 
 
+_ENQUEUE = compile_statement(ENQUEUE)
+
+
+def queue_enqueue(pipe: Pipeline, scope: Scope, dialogue_id: str, dialogue: list[dict[str, Any]]) -> None:
+    """Queue the dialogue's job (unless it has one) in the caller's write transaction: it commits with the turns."""
+    pipe.queue(_ENQUEUE, {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "dialogue_id": dialogue_id,
+                          "job_id": uuid4(), "dialogue": Jsonb(dialogue)})
+
+
+async def by_dialogue(db: Database, scope: Scope, dialogue_id: str) -> Job:
+    """The scope's job of ``dialogue_id``; NotFoundError if there is none."""
+    async with db.connection() as conn:
+        cur = await conn.execute(BY_DIALOGUE, {"user_id": scope.user_id, "heroine_id": scope.heroine_id,
+                                               "dialogue_id": dialogue_id})
+        row = await cur.fetchone()
+    if row is None:
+        raise NotFoundError(f"no extraction job for dialogue {dialogue_id!r} in this scope")
+    return _job(row)
+
+
 async def get(db: Database, user_id: str, job_id: UUID) -> Job:
     """One job of the player; NotFoundError if there is none."""
     async with db.connection() as conn:

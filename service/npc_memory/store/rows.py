@@ -6,12 +6,23 @@ from typing import Any
 
 from psycopg import sql
 
-from npc_memory.domain.model import CloseReason, ContentType, Memory, Scope, Speaker, Subject, Tier, Visibility
+from npc_memory.domain.model import (
+    CloseReason,
+    ContentType,
+    Memory,
+    Scope,
+    Speaker,
+    Subject,
+    Tier,
+    TurnPlace,
+    Visibility,
+)
 
 MEMORY_COLUMN_NAMES = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content",
     "importance", "tier", "slot", "metadata", "valid_at", "invalid_at", "created_at", "updated_at",
-    "superseded_by", "close_reason", "embedding_model", "timeline_id", "visibility",
+    "superseded_by", "close_reason", "embedding_model", "timeline_id", "visibility", "dialogue_id",
+    "dialogue_position", "speaker_name",
 )
 
 
@@ -51,4 +62,6 @@ def memory_values(row: dict[str, Any], scope: Scope | None = None) -> dict[str, 
         "embedding_model": row["embedding_model"],
         "timeline_id": row["timeline_id"],
         "visibility": Visibility(row["visibility"]),
+        "place": None if row["dialogue_id"] is None else TurnPlace(
+            row["dialogue_id"], row["dialogue_position"], row["speaker_name"] or ""),
     }

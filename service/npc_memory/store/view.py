@@ -80,7 +80,7 @@ _CLOSED_HERE = f"m.invalid_at IS NOT NULL AND COALESCE(m.closed_at, m.created_at
 
 _FIXED = """m.id, m.user_id, m.heroine_id, m.speaker, m.subject, m.subject_id, m.content_type, m.content,
            m.content_key, m.terms, m.meaning, m.embedding, m.embedding_model, m.slot, m.valid_at, m.created_at,
-           m.timeline_id, m.visibility"""
+           m.timeline_id, m.visibility, m.dialogue_id, m.dialogue_position, m.speaker_name"""
 
 # A player who never saved (no state row: nearly every player) reading the live view now sees every row of the
 # root timeline with its own columns: no lineage lookup, no change entries (a change is an entry only once the

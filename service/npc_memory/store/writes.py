@@ -25,6 +25,7 @@ from npc_memory.domain.write_plan import (
     Target,
     WritePlan,
     insert_order,
+    place_of,
     plan_batch,
     repeats_only_itself,
     slot_key,
@@ -58,22 +59,33 @@ _BATCH = """
 , b AS (
     SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
     FROM unnest(%(idx)s::int[], %(subjects)s::text[], %(subject_ids)s::text[], %(content_keys)s::text[],
-                %(meaning_keys)s::text[], %(turn_ats)s::timestamptz[])
-        AS u(idx, subject, subject_id, content_key, meaning_key, turn_at)
+                %(meaning_keys)s::text[], %(turn_ats)s::timestamptz[], %(dialogue_ids)s::text[],
+                %(positions)s::int[])
+        AS u(idx, subject, subject_id, content_key, meaning_key, turn_at, dialogue_id, dialogue_position)
     CROSS JOIN LATERAL (
         SELECT ARRAY(SELECT jsonb_array_elements_text(%(terms)s::jsonb -> u.idx))::text[] AS terms
     ) t
 )"""
 _PROBE = sql.SQL("""
 SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
-       {vector} AS embedding
+       {vector} AS embedding, NULL::text AS dialogue_id, NULL::int AS dialogue_position
 FROM b CROSS JOIN LATERAL (
     SELECT * FROM {visible} m
-    WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND {key}
+    WHERE m.invalid_at IS NULL AND m.subject_id = b.subject_id AND m.dialogue_id IS NULL AND {key}
     OFFSET 0
 ) m
-WHERE m.subject = b.subject AND {matches}
+WHERE m.subject = b.subject AND b.dialogue_id IS NULL AND {matches}
 """)
+# A turn of a stated dialogue is a duplicate only of the turn stored at its place (closed or not): a resend.
+_SAME_PLACE = sql.SQL("""
+SELECT b.idx, m.id, m.importance, m.content, m.content_key, m.terms, m.meaning, m.slot, m.tier, m.valid_at,
+       NULL::vector AS embedding, m.dialogue_id, m.dialogue_position
+FROM b CROSS JOIN LATERAL (
+    SELECT * FROM {visible} m
+    WHERE m.dialogue_id = b.dialogue_id AND m.dialogue_position = b.dialogue_position
+    OFFSET 0
+) m
+""").format(visible=PICKED)
 _SAME_TEXT = _PROBE.format(visible=PICKED, key=sql.SQL("""md5(m.content_key) = md5(b.content_key)
       AND (b.turn_at IS NULL OR (m.valid_at > b.turn_at - %(same_turn)s::interval
                                  AND m.valid_at < b.turn_at + %(same_turn)s::interval))"""),
@@ -82,7 +94,8 @@ _SAME_TERMS = _PROBE.format(visible=PICKED, key=sql.SQL("hash_array_extended(m.t
                             matches=sql.SQL("""b.turn_at IS NULL AND cardinality(b.terms) > 0 AND m.terms = b.terms
   AND m.content_key <> b.content_key AND array_to_string(m.meaning, ' ') = b.meaning_key"""),
                             vector=sql.SQL("m.embedding"))
-DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.SQL("UNION ALL"), _SAME_TERMS]))
+DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.SQL("UNION ALL"), _SAME_TERMS,
+                                                sql.SQL("UNION ALL"), _SAME_PLACE]))
 
 # The versions of the slots the batch names that placing its facts can touch (domain/write_rules.place_in_slot): per
 # slot, every version from the batch's earliest fact of it (``from_at``) on, and the newest version before that, per
@@ -110,6 +123,7 @@ INSERT_COLUMNS = (
     "id", "user_id", "heroine_id", "speaker", "subject", "subject_id", "content_type", "content", "content_key",
     "importance", "tier", "slot", "metadata", "embedding", "embedding_model", "terms", "meaning",
     "valid_at", "invalid_at", "close_reason", "superseded_by", "timeline_id", "visibility",
+    "dialogue_id", "dialogue_position", "speaker_name",
 )
 INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").format(
     columns=sql.SQL(", ").join(map(sql.Identifier, INSERT_COLUMNS)),
@@ -133,6 +147,7 @@ def insert_params(
     ``timeline_id`` is the player's live timeline (None: the root, for a player who never saved).
     """
     fact = item.fact
+    place = fact.place
     return {
         "id": item.id,
         "user_id": scope.user_id,
@@ -157,6 +172,9 @@ def insert_params(
         "superseded_by": successor[0] if successor else None,
         "timeline_id": ROOT_TIMELINE if timeline_id is None else timeline_id,
         "visibility": fact.visibility.value,
+        "dialogue_id": place.dialogue_id if place else None,
+        "dialogue_position": place.position if place else None,
+        "speaker_name": (place.speaker_name or None) if place else None,
     }
 
 
@@ -190,6 +208,8 @@ def duplicate_params(scope: Scope, items: Sequence[AnalysedFact]) -> dict[str, A
         "meaning_keys": [" ".join(i.meaning) for i in items],
         "turn_ats": [i.valid_at if repeats_only_itself(i) else None for i in items],
         "same_turn": SAME_TURN,
+        "dialogue_ids": [p[0] if (p := place_of(i)) else None for i in items],
+        "positions": [p[1] if (p := place_of(i)) else None for i in items],
     }
 
 
@@ -214,7 +234,8 @@ async def _fetch_reads(
     dup_reply, slot_reply, target_reply = reads
     dups = [
         DupCandidate(r["idx"], r["id"], r["importance"], None if r["embedding"] is None else r["embedding"].to_numpy(),
-                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"], Tier(r["tier"]), r["valid_at"])
+                     FactText.of(r["content"], r["terms"], r["meaning"]), r["slot"], Tier(r["tier"]), r["valid_at"],
+                     None if r["dialogue_id"] is None else (r["dialogue_id"], r["dialogue_position"]))
         for r in await pipe.rows(dup_reply)
     ]
     timelines: dict[SlotKey, list[SlotRow]] = {}

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from npc_memory_client.v1 import memory_pb2 as npc__memory_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1enpc_memory/v1/extraction.proto\x12\rnpc_memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1anpc_memory/v1/memory.proto\"t\n\x0c\x44ialogueTurn\x12\'\n\x07speaker\x18\x01 \x01(\x0e\x32\x16.npc_memory.v1.Speaker\x12\x0c\n\x04text\x18\x02 \x01(\t\x12-\n\tgame_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"K\n\x08\x44ialogue\x12\x13\n\x0b\x64ialogue_id\x18\x01 \x01(\t\x12*\n\x05turns\x18\x02 \x03(\x0b\x32\x1b.npc_memory.v1.DialogueTurn\"b\n\x0f\x45xtractedMemory\x12\x12\n\nfact_index\x18\x01 \x01(\x05\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12*\n\x06result\x18\x03 \x01(\x0b\x32\x1a.npc_memory.v1.StoreResult\"@\n\x0cRejectedFact\x12\x12\n\nfact_index\x18\x01 \x01(\x05\x12\x0f\n\x07reasons\x18\x02 \x03(\t\x12\x0b\n\x03raw\x18\x03 \x01(\t\"\xf2\x02\n\rExtractionJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12#\n\x05scope\x18\x02 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x13\n\x0b\x64ialogue_id\x18\x03 \x01(\t\x12\x30\n\x05state\x18\x04 \x01(\x0e\x32!.npc_memory.v1.ExtractionJobState\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x30\n\x08memories\x18\x07 \x03(\x0b\x32\x1e.npc_memory.v1.ExtractedMemory\x12-\n\x08rejected\x18\x08 \x03(\x0b\x32\x1b.npc_memory.v1.RejectedFact\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x95\x01\n\x16\x45xtractMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12)\n\x08\x64ialogue\x18\x02 \x01(\x0b\x32\x17.npc_memory.v1.Dialogue\x12+\n\x04mode\x18\x03 \x01(\x0e\x32\x1d.npc_memory.v1.ExtractionMode\"D\n\x17\x45xtractMemoriesResponse\x12)\n\x03job\x18\x01 \x01(\x0b\x32\x1c.npc_memory.v1.ExtractionJob\":\n\x17GetExtractionJobRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\"E\n\x18GetExtractionJobResponse\x12)\n\x03job\x18\x01 \x01(\x0b\x32\x1c.npc_memory.v1.ExtractionJob*f\n\x0e\x45xtractionMode\x12\x1f\n\x1b\x45XTRACTION_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x45XTRACTION_MODE_ASYNC\x10\x01\x12\x18\n\x14\x45XTRACTION_MODE_SYNC\x10\x02*\xbe\x01\n\x12\x45xtractionJobState\x12$\n EXTRACTION_JOB_STATE_UNSPECIFIED\x10\x00\x12 \n\x1c\x45XTRACTION_JOB_STATE_PENDING\x10\x01\x12 \n\x1c\x45XTRACTION_JOB_STATE_RUNNING\x10\x02\x12\x1d\n\x19\x45XTRACTION_JOB_STATE_DONE\x10\x03\x12\x1f\n\x1b\x45XTRACTION_JOB_STATE_FAILED\x10\x04\x42#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1enpc_memory/v1/extraction.proto\x12\rnpc_memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1anpc_memory/v1/memory.proto\"\xb7\x01\n\x0c\x44ialogueTurn\x12\'\n\x07speaker\x18\x01 \x01(\x0e\x32\x16.npc_memory.v1.Speaker\x12\x0c\n\x04text\x18\x02 \x01(\t\x12-\n\tgame_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0cspeaker_name\x18\x04 \x01(\t\x12+\n\x07said_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"K\n\x08\x44ialogue\x12\x13\n\x0b\x64ialogue_id\x18\x01 \x01(\t\x12*\n\x05turns\x18\x02 \x03(\x0b\x32\x1b.npc_memory.v1.DialogueTurn\"b\n\x0f\x45xtractedMemory\x12\x12\n\nfact_index\x18\x01 \x01(\x05\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12*\n\x06result\x18\x03 \x01(\x0b\x32\x1a.npc_memory.v1.StoreResult\"@\n\x0cRejectedFact\x12\x12\n\nfact_index\x18\x01 \x01(\x05\x12\x0f\n\x07reasons\x18\x02 \x03(\t\x12\x0b\n\x03raw\x18\x03 \x01(\t\"\xf2\x02\n\rExtractionJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12#\n\x05scope\x18\x02 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12\x13\n\x0b\x64ialogue_id\x18\x03 \x01(\t\x12\x30\n\x05state\x18\x04 \x01(\x0e\x32!.npc_memory.v1.ExtractionJobState\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x30\n\x08memories\x18\x07 \x03(\x0b\x32\x1e.npc_memory.v1.ExtractedMemory\x12-\n\x08rejected\x18\x08 \x03(\x0b\x32\x1b.npc_memory.v1.RejectedFact\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x95\x01\n\x16\x45xtractMemoriesRequest\x12#\n\x05scope\x18\x01 \x01(\x0b\x32\x14.npc_memory.v1.Scope\x12)\n\x08\x64ialogue\x18\x02 \x01(\x0b\x32\x17.npc_memory.v1.Dialogue\x12+\n\x04mode\x18\x03 \x01(\x0e\x32\x1d.npc_memory.v1.ExtractionMode\"D\n\x17\x45xtractMemoriesResponse\x12)\n\x03job\x18\x01 \x01(\x0b\x32\x1c.npc_memory.v1.ExtractionJob\":\n\x17GetExtractionJobRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\"E\n\x18GetExtractionJobResponse\x12)\n\x03job\x18\x01 \x01(\x0b\x32\x1c.npc_memory.v1.ExtractionJob*f\n\x0e\x45xtractionMode\x12\x1f\n\x1b\x45XTRACTION_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x45XTRACTION_MODE_ASYNC\x10\x01\x12\x18\n\x14\x45XTRACTION_MODE_SYNC\x10\x02*\xbe\x01\n\x12\x45xtractionJobState\x12$\n EXTRACTION_JOB_STATE_UNSPECIFIED\x10\x00\x12 \n\x1c\x45XTRACTION_JOB_STATE_PENDING\x10\x01\x12 \n\x1c\x45XTRACTION_JOB_STATE_RUNNING\x10\x02\x12\x1d\n\x19\x45XTRACTION_JOB_STATE_DONE\x10\x03\x12\x1f\n\x1b\x45XTRACTION_JOB_STATE_FAILED\x10\x04\x42#\n\x10\x64\x65v.npcmemory.v1P\x01\xaa\x02\x0cNpcMemory.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,26 +34,26 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'npc_memory.v1.extraction_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1'
-  _globals['_EXTRACTIONMODE']._serialized_start=1197
-  _globals['_EXTRACTIONMODE']._serialized_end=1299
-  _globals['_EXTRACTIONJOBSTATE']._serialized_start=1302
-  _globals['_EXTRACTIONJOBSTATE']._serialized_end=1492
-  _globals['_DIALOGUETURN']._serialized_start=110
-  _globals['_DIALOGUETURN']._serialized_end=226
-  _globals['_DIALOGUE']._serialized_start=228
-  _globals['_DIALOGUE']._serialized_end=303
-  _globals['_EXTRACTEDMEMORY']._serialized_start=305
-  _globals['_EXTRACTEDMEMORY']._serialized_end=403
-  _globals['_REJECTEDFACT']._serialized_start=405
-  _globals['_REJECTEDFACT']._serialized_end=469
-  _globals['_EXTRACTIONJOB']._serialized_start=472
-  _globals['_EXTRACTIONJOB']._serialized_end=842
-  _globals['_EXTRACTMEMORIESREQUEST']._serialized_start=845
-  _globals['_EXTRACTMEMORIESREQUEST']._serialized_end=994
-  _globals['_EXTRACTMEMORIESRESPONSE']._serialized_start=996
-  _globals['_EXTRACTMEMORIESRESPONSE']._serialized_end=1064
-  _globals['_GETEXTRACTIONJOBREQUEST']._serialized_start=1066
-  _globals['_GETEXTRACTIONJOBREQUEST']._serialized_end=1124
-  _globals['_GETEXTRACTIONJOBRESPONSE']._serialized_start=1126
-  _globals['_GETEXTRACTIONJOBRESPONSE']._serialized_end=1195
+  _globals['_EXTRACTIONMODE']._serialized_start=1265
+  _globals['_EXTRACTIONMODE']._serialized_end=1367
+  _globals['_EXTRACTIONJOBSTATE']._serialized_start=1370
+  _globals['_EXTRACTIONJOBSTATE']._serialized_end=1560
+  _globals['_DIALOGUETURN']._serialized_start=111
+  _globals['_DIALOGUETURN']._serialized_end=294
+  _globals['_DIALOGUE']._serialized_start=296
+  _globals['_DIALOGUE']._serialized_end=371
+  _globals['_EXTRACTEDMEMORY']._serialized_start=373
+  _globals['_EXTRACTEDMEMORY']._serialized_end=471
+  _globals['_REJECTEDFACT']._serialized_start=473
+  _globals['_REJECTEDFACT']._serialized_end=537
+  _globals['_EXTRACTIONJOB']._serialized_start=540
+  _globals['_EXTRACTIONJOB']._serialized_end=910
+  _globals['_EXTRACTMEMORIESREQUEST']._serialized_start=913
+  _globals['_EXTRACTMEMORIESREQUEST']._serialized_end=1062
+  _globals['_EXTRACTMEMORIESRESPONSE']._serialized_start=1064
+  _globals['_EXTRACTMEMORIESRESPONSE']._serialized_end=1132
+  _globals['_GETEXTRACTIONJOBREQUEST']._serialized_start=1134
+  _globals['_GETEXTRACTIONJOBREQUEST']._serialized_end=1192
+  _globals['_GETEXTRACTIONJOBRESPONSE']._serialized_start=1194
+  _globals['_GETEXTRACTIONJOBRESPONSE']._serialized_end=1263
 # @@protoc_insertion_point(module_scope)

@@ -82,12 +82,25 @@ class DialogueTurn(_message.Message):
     SPEAKER_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
     GAME_TIME_FIELD_NUMBER: _builtins.int
+    SPEAKER_NAME_FIELD_NUMBER: _builtins.int
+    SAID_AT_FIELD_NUMBER: _builtins.int
     speaker: _memory_pb2.Speaker.ValueType
     """SPEAKER_USER (the player) or SPEAKER_HEROINE (the scope's heroine)."""
     text: _builtins.str
+    speaker_name: _builtins.str
+    """The name the game shows for the speaker, e.g. "민수" or "Caroline" (optional, up to 64 characters).
+    StoreDialogue embeds each turn after its speaker's name; without one, the player is "나" / "Me" (by the
+    line's script) and the heroine her id.
+    """
     @_builtins.property
     def game_time(self) -> _timestamp_pb2.Timestamp:
-        """The game's clock when the line was said, if the game has one; the facts are valid from the last one."""
+        """The game's clock when the line was said, if the game has one; the facts are valid from the last one.
+        For StoreDialogue it is the turn's valid_at (business time) unless said_at is given.
+        """
+
+    @_builtins.property
+    def said_at(self) -> _timestamp_pb2.Timestamp:
+        """When the line was said (StoreDialogue: the turn's valid_at). Default: game_time, else the server's clock."""
 
     def __init__(
         self,
@@ -95,10 +108,12 @@ class DialogueTurn(_message.Message):
         speaker: _memory_pb2.Speaker.ValueType = ...,
         text: _builtins.str = ...,
         game_time: _timestamp_pb2.Timestamp | None = ...,
+        speaker_name: _builtins.str = ...,
+        said_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game_time", b"game_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game_time", b"game_time", "said_at", b"said_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_time", b"game_time", "speaker", b"speaker", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_time", b"game_time", "said_at", b"said_at", "speaker", b"speaker", "speaker_name", b"speaker_name", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -106,14 +121,16 @@ Global___DialogueTurn: _TypeAlias = DialogueTurn  # noqa: Y015
 
 @_typing.final
 class Dialogue(_message.Message):
-    """A conversation to turn into memories."""
+    """A conversation: stored turn by turn (StoreDialogue) or turned into memories (ExtractMemories)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     DIALOGUE_ID_FIELD_NUMBER: _builtins.int
     TURNS_FIELD_NUMBER: _builtins.int
     dialogue_id: _builtins.str
-    """The game's id of the conversation (up to 128 characters): one job per scope and dialogue id."""
+    """The game's id of the conversation (up to 128 characters): one job per scope and dialogue id; StoreDialogue
+    continues the scope's dialogue of this id.
+    """
     @_builtins.property
     def turns(self) -> _containers.RepeatedCompositeFieldContainer[Global___DialogueTurn]: ...
     def __init__(

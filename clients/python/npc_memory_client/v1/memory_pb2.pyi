@@ -497,6 +497,9 @@ class Memory(_message.Message):
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
     VISIBILITY_FIELD_NUMBER: _builtins.int
     SHARED_FROM_FIELD_NUMBER: _builtins.int
+    DIALOGUE_ID_FIELD_NUMBER: _builtins.int
+    DIALOGUE_POSITION_FIELD_NUMBER: _builtins.int
+    SPEAKER_NAME_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
     speaker: Global___Speaker.ValueType
     subject: Global___Subject.ValueType
@@ -518,6 +521,10 @@ class Memory(_message.Message):
     """Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
     who heard it (created_at says when). Empty for the scope's own memories.
     """
+    dialogue_id: _builtins.str
+    """For a turn stored by StoreDialogue: its dialogue, its position there (from 0) and the speaker's shown name."""
+    dialogue_position: _builtins.int
+    speaker_name: _builtins.str
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     @_builtins.property
@@ -572,10 +579,13 @@ class Memory(_message.Message):
         timeline_id: _builtins.int = ...,
         visibility: Global___Visibility.ValueType = ...,
         shared_from: _builtins.str = ...,
+        dialogue_id: _builtins.str = ...,
+        dialogue_position: _builtins.int = ...,
+        speaker_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "metadata", b"metadata", "scope", b"scope", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "shared_from", b"shared_from", "slot", b"slot", "speaker", b"speaker", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "timeline_id", b"timeline_id", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day", "visibility", b"visibility"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_reason", b"close_reason", "content", b"content", "content_type", b"content_type", "created_at", b"created_at", "dialogue_id", b"dialogue_id", "dialogue_position", b"dialogue_position", "embedding_model", b"embedding_model", "importance", b"importance", "invalid_at", b"invalid_at", "invalid_game_day", b"invalid_game_day", "memory_id", b"memory_id", "metadata", b"metadata", "scope", b"scope", "shared_from", b"shared_from", "slot", b"slot", "speaker", b"speaker", "speaker_name", b"speaker_name", "subject", b"subject", "subject_id", b"subject_id", "superseded_by", b"superseded_by", "tier", b"tier", "timeline_id", b"timeline_id", "updated_at", b"updated_at", "valid_at", b"valid_at", "valid_game_day", b"valid_game_day", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -10,6 +10,7 @@ from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from npc_memory_client.v1 import extraction_pb2 as _extraction_pb2
 from npc_memory_client.v1 import memory_pb2 as _memory_pb2
 import builtins as _builtins
 import sys
@@ -253,6 +254,73 @@ class StoreMemoriesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___StoreMemoriesResponse: _TypeAlias = StoreMemoriesResponse  # noqa: Y015
+
+@_typing.final
+class StoreDialogueRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    DIALOGUE_FIELD_NUMBER: _builtins.int
+    EXTRACT_FIELD_NUMBER: _builtins.int
+    FIRST_POSITION_FIELD_NUMBER: _builtins.int
+    extract: _builtins.bool
+    """Also queue an extraction job for the dialogue (its turns stored so far, these included); needs extraction
+    configured on the server. One job per scope and dialogue id: send it with the dialogue's last request.
+    """
+    first_position: _builtins.int
+    """The position in the dialogue of this request's first turn (0 for a dialogue's first request). A game that
+    streams a dialogue sends the number of turns it sent before; a turn resent at a stored position is
+    answered with the stored memory (outcome DUPLICATE), and a different line there is refused.
+    """
+    @_builtins.property
+    def scope(self) -> _memory_pb2.Scope: ...
+    @_builtins.property
+    def dialogue(self) -> _extraction_pb2.Dialogue:
+        """The dialogue's id (1-128 characters) and 1 to the server's maximum batch size of turns, in the order said."""
+
+    def __init__(
+        self,
+        *,
+        scope: _memory_pb2.Scope | None = ...,
+        dialogue: _extraction_pb2.Dialogue | None = ...,
+        extract: _builtins.bool = ...,
+        first_position: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["dialogue", b"dialogue", "scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dialogue", b"dialogue", "extract", b"extract", "first_position", b"first_position", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoreDialogueRequest: _TypeAlias = StoreDialogueRequest  # noqa: Y015
+
+@_typing.final
+class StoreDialogueResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURNS_FIELD_NUMBER: _builtins.int
+    JOB_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def turns(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.StoreResult]:
+        """One result per turn, in request order."""
+
+    @_builtins.property
+    def job(self) -> _extraction_pb2.ExtractionJob:
+        """The extraction job, when extract was set."""
+
+    def __init__(
+        self,
+        *,
+        turns: _abc.Iterable[_memory_pb2.StoreResult] | None = ...,
+        job: _extraction_pb2.ExtractionJob | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "turns", b"turns"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoreDialogueResponse: _TypeAlias = StoreDialogueResponse  # noqa: Y015
 
 @_typing.final
 class SearchMemoriesRequest(_message.Message):

@@ -42,6 +42,11 @@ class MemoryServiceStub:
                 request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreMemoriesRequest.SerializeToString,
                 response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreMemoriesResponse.FromString,
                 _registered_method=True)
+        self.StoreDialogue = channel.unary_unary(
+                '/npc_memory.v1.MemoryService/StoreDialogue',
+                request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreDialogueRequest.SerializeToString,
+                response_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreDialogueResponse.FromString,
+                _registered_method=True)
         self.SearchMemories = channel.unary_unary(
                 '/npc_memory.v1.MemoryService/SearchMemories',
                 request_serializer=npc__memory_dot_v1_dot_memory__service__pb2.SearchMemoriesRequest.SerializeToString,
@@ -129,7 +134,17 @@ class MemoryServiceServicer:
     """
 
     def StoreMemories(self, request, context):
-        """Stores facts in one transaction: all or nothing. Idempotent on request_id.
+        """Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+        a conversation's lines go through StoreDialogue.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StoreDialogue(self, request, context):
+        """Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+        dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+        (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -257,6 +272,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreMemoriesRequest.FromString,
                     response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreMemoriesResponse.SerializeToString,
             ),
+            'StoreDialogue': grpc.unary_unary_rpc_method_handler(
+                    servicer.StoreDialogue,
+                    request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreDialogueRequest.FromString,
+                    response_serializer=npc__memory_dot_v1_dot_memory__service__pb2.StoreDialogueResponse.SerializeToString,
+            ),
             'SearchMemories': grpc.unary_unary_rpc_method_handler(
                     servicer.SearchMemories,
                     request_deserializer=npc__memory_dot_v1_dot_memory__service__pb2.SearchMemoriesRequest.FromString,
@@ -366,6 +386,33 @@ class MemoryService:
             '/npc_memory.v1.MemoryService/StoreMemories',
             npc__memory_dot_v1_dot_memory__service__pb2.StoreMemoriesRequest.SerializeToString,
             npc__memory_dot_v1_dot_memory__service__pb2.StoreMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StoreDialogue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npc_memory.v1.MemoryService/StoreDialogue',
+            npc__memory_dot_v1_dot_memory__service__pb2.StoreDialogueRequest.SerializeToString,
+            npc__memory_dot_v1_dot_memory__service__pb2.StoreDialogueResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -36,7 +36,14 @@ class MemoryServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> MemoryServiceAsyncStub: ...
     StoreMemories: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.StoreMemoriesRequest, _memory_service_pb2.StoreMemoriesResponse]
-    """Stores facts in one transaction: all or nothing. Idempotent on request_id."""
+    """Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+    a conversation's lines go through StoreDialogue.
+    """
+    StoreDialogue: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.StoreDialogueRequest, _memory_service_pb2.StoreDialogueResponse]
+    """Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+    dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+    (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+    """
     SearchMemories: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.SearchMemoriesRequest, _memory_service_pb2.SearchMemoriesResponse]
     """Ranks the scope's memories for a query by recency, importance, meaning and keywords."""
     GetMemory: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetMemoryRequest, _memory_service_pb2.GetMemoryResponse]
@@ -80,7 +87,14 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     StoreMemories: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.StoreMemoriesRequest, _memory_service_pb2.StoreMemoriesResponse]  # type: ignore[assignment]
-    """Stores facts in one transaction: all or nothing. Idempotent on request_id."""
+    """Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+    a conversation's lines go through StoreDialogue.
+    """
+    StoreDialogue: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.StoreDialogueRequest, _memory_service_pb2.StoreDialogueResponse]  # type: ignore[assignment]
+    """Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+    dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+    (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+    """
     SearchMemories: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.SearchMemoriesRequest, _memory_service_pb2.SearchMemoriesResponse]  # type: ignore[assignment]
     """Ranks the scope's memories for a query by recency, importance, meaning and keywords."""
     GetMemory: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetMemoryRequest, _memory_service_pb2.GetMemoryResponse]  # type: ignore[assignment]
@@ -127,7 +141,20 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.StoreMemoriesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.StoreMemoriesResponse, _abc.Awaitable[_memory_service_pb2.StoreMemoriesResponse]]:
-        """Stores facts in one transaction: all or nothing. Idempotent on request_id."""
+        """Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+        a conversation's lines go through StoreDialogue.
+        """
+
+    @_abc_1.abstractmethod
+    def StoreDialogue(
+        self,
+        request: _memory_service_pb2.StoreDialogueRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.StoreDialogueResponse, _abc.Awaitable[_memory_service_pb2.StoreDialogueResponse]]:
+        """Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+        dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+        (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+        """
 
     @_abc_1.abstractmethod
     def SearchMemories(

@@ -26,43 +26,44 @@ namespace NpcMemory.V1 {
           string.Concat(
             "Ch5ucGNfbWVtb3J5L3YxL2V4dHJhY3Rpb24ucHJvdG8SDW5wY19tZW1vcnku",
             "djEaH2dvb2dsZS9wcm90b2J1Zi90aW1lc3RhbXAucHJvdG8aGm5wY19tZW1v",
-            "cnkvdjEvbWVtb3J5LnByb3RvInQKDERpYWxvZ3VlVHVybhInCgdzcGVha2Vy",
-            "GAEgASgOMhYubnBjX21lbW9yeS52MS5TcGVha2VyEgwKBHRleHQYAiABKAkS",
-            "LQoJZ2FtZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFt",
-            "cCJLCghEaWFsb2d1ZRITCgtkaWFsb2d1ZV9pZBgBIAEoCRIqCgV0dXJucxgC",
-            "IAMoCzIbLm5wY19tZW1vcnkudjEuRGlhbG9ndWVUdXJuImIKD0V4dHJhY3Rl",
-            "ZE1lbW9yeRISCgpmYWN0X2luZGV4GAEgASgFEg8KB2NvbnRlbnQYAiABKAkS",
-            "KgoGcmVzdWx0GAMgASgLMhoubnBjX21lbW9yeS52MS5TdG9yZVJlc3VsdCJA",
-            "CgxSZWplY3RlZEZhY3QSEgoKZmFjdF9pbmRleBgBIAEoBRIPCgdyZWFzb25z",
-            "GAIgAygJEgsKA3JhdxgDIAEoCSLyAgoNRXh0cmFjdGlvbkpvYhIOCgZqb2Jf",
-            "aWQYASABKAkSIwoFc2NvcGUYAiABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3Bl",
-            "EhMKC2RpYWxvZ3VlX2lkGAMgASgJEjAKBXN0YXRlGAQgASgOMiEubnBjX21l",
-            "bW9yeS52MS5FeHRyYWN0aW9uSm9iU3RhdGUSEAoIYXR0ZW1wdHMYBSABKAUS",
-            "EgoKbGFzdF9lcnJvchgGIAEoCRIwCghtZW1vcmllcxgHIAMoCzIeLm5wY19t",
-            "ZW1vcnkudjEuRXh0cmFjdGVkTWVtb3J5Ei0KCHJlamVjdGVkGAggAygLMhsu",
-            "bnBjX21lbW9yeS52MS5SZWplY3RlZEZhY3QSLgoKY3JlYXRlZF9hdBgJIAEo",
-            "CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgK",
-            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAilQEKFkV4dHJhY3RN",
-            "ZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYx",
-            "LlNjb3BlEikKCGRpYWxvZ3VlGAIgASgLMhcubnBjX21lbW9yeS52MS5EaWFs",
-            "b2d1ZRIrCgRtb2RlGAMgASgOMh0ubnBjX21lbW9yeS52MS5FeHRyYWN0aW9u",
-            "TW9kZSJEChdFeHRyYWN0TWVtb3JpZXNSZXNwb25zZRIpCgNqb2IYASABKAsy",
-            "HC5ucGNfbWVtb3J5LnYxLkV4dHJhY3Rpb25Kb2IiOgoXR2V0RXh0cmFjdGlv",
-            "bkpvYlJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAki",
-            "RQoYR2V0RXh0cmFjdGlvbkpvYlJlc3BvbnNlEikKA2pvYhgBIAEoCzIcLm5w",
-            "Y19tZW1vcnkudjEuRXh0cmFjdGlvbkpvYipmCg5FeHRyYWN0aW9uTW9kZRIf",
-            "ChtFWFRSQUNUSU9OX01PREVfVU5TUEVDSUZJRUQQABIZChVFWFRSQUNUSU9O",
-            "X01PREVfQVNZTkMQARIYChRFWFRSQUNUSU9OX01PREVfU1lOQxACKr4BChJF",
-            "eHRyYWN0aW9uSm9iU3RhdGUSJAogRVhUUkFDVElPTl9KT0JfU1RBVEVfVU5T",
-            "UEVDSUZJRUQQABIgChxFWFRSQUNUSU9OX0pPQl9TVEFURV9QRU5ESU5HEAES",
-            "IAocRVhUUkFDVElPTl9KT0JfU1RBVEVfUlVOTklORxACEh0KGUVYVFJBQ1RJ",
-            "T05fSk9CX1NUQVRFX0RPTkUQAxIfChtFWFRSQUNUSU9OX0pPQl9TVEFURV9G",
-            "QUlMRUQQBEIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxOcGNNZW1vcnkuVjFi",
-            "BnByb3RvMw=="));
+            "cnkvdjEvbWVtb3J5LnByb3RvIrcBCgxEaWFsb2d1ZVR1cm4SJwoHc3BlYWtl",
+            "chgBIAEoDjIWLm5wY19tZW1vcnkudjEuU3BlYWtlchIMCgR0ZXh0GAIgASgJ",
+            "Ei0KCWdhbWVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
+            "bXASFAoMc3BlYWtlcl9uYW1lGAQgASgJEisKB3NhaWRfYXQYBSABKAsyGi5n",
+            "b29nbGUucHJvdG9idWYuVGltZXN0YW1wIksKCERpYWxvZ3VlEhMKC2RpYWxv",
+            "Z3VlX2lkGAEgASgJEioKBXR1cm5zGAIgAygLMhsubnBjX21lbW9yeS52MS5E",
+            "aWFsb2d1ZVR1cm4iYgoPRXh0cmFjdGVkTWVtb3J5EhIKCmZhY3RfaW5kZXgY",
+            "ASABKAUSDwoHY29udGVudBgCIAEoCRIqCgZyZXN1bHQYAyABKAsyGi5ucGNf",
+            "bWVtb3J5LnYxLlN0b3JlUmVzdWx0IkAKDFJlamVjdGVkRmFjdBISCgpmYWN0",
+            "X2luZGV4GAEgASgFEg8KB3JlYXNvbnMYAiADKAkSCwoDcmF3GAMgASgJIvIC",
+            "Cg1FeHRyYWN0aW9uSm9iEg4KBmpvYl9pZBgBIAEoCRIjCgVzY29wZRgCIAEo",
+            "CzIULm5wY19tZW1vcnkudjEuU2NvcGUSEwoLZGlhbG9ndWVfaWQYAyABKAkS",
+            "MAoFc3RhdGUYBCABKA4yIS5ucGNfbWVtb3J5LnYxLkV4dHJhY3Rpb25Kb2JT",
+            "dGF0ZRIQCghhdHRlbXB0cxgFIAEoBRISCgpsYXN0X2Vycm9yGAYgASgJEjAK",
+            "CG1lbW9yaWVzGAcgAygLMh4ubnBjX21lbW9yeS52MS5FeHRyYWN0ZWRNZW1v",
+            "cnkSLQoIcmVqZWN0ZWQYCCADKAsyGy5ucGNfbWVtb3J5LnYxLlJlamVjdGVk",
+            "RmFjdBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRp",
+            "bWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVm",
+            "LlRpbWVzdGFtcCKVAQoWRXh0cmFjdE1lbW9yaWVzUmVxdWVzdBIjCgVzY29w",
+            "ZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSKQoIZGlhbG9ndWUYAiAB",
+            "KAsyFy5ucGNfbWVtb3J5LnYxLkRpYWxvZ3VlEisKBG1vZGUYAyABKA4yHS5u",
+            "cGNfbWVtb3J5LnYxLkV4dHJhY3Rpb25Nb2RlIkQKF0V4dHJhY3RNZW1vcmll",
+            "c1Jlc3BvbnNlEikKA2pvYhgBIAEoCzIcLm5wY19tZW1vcnkudjEuRXh0cmFj",
+            "dGlvbkpvYiI6ChdHZXRFeHRyYWN0aW9uSm9iUmVxdWVzdBIPCgd1c2VyX2lk",
+            "GAEgASgJEg4KBmpvYl9pZBgCIAEoCSJFChhHZXRFeHRyYWN0aW9uSm9iUmVz",
+            "cG9uc2USKQoDam9iGAEgASgLMhwubnBjX21lbW9yeS52MS5FeHRyYWN0aW9u",
+            "Sm9iKmYKDkV4dHJhY3Rpb25Nb2RlEh8KG0VYVFJBQ1RJT05fTU9ERV9VTlNQ",
+            "RUNJRklFRBAAEhkKFUVYVFJBQ1RJT05fTU9ERV9BU1lOQxABEhgKFEVYVFJB",
+            "Q1RJT05fTU9ERV9TWU5DEAIqvgEKEkV4dHJhY3Rpb25Kb2JTdGF0ZRIkCiBF",
+            "WFRSQUNUSU9OX0pPQl9TVEFURV9VTlNQRUNJRklFRBAAEiAKHEVYVFJBQ1RJ",
+            "T05fSk9CX1NUQVRFX1BFTkRJTkcQARIgChxFWFRSQUNUSU9OX0pPQl9TVEFU",
+            "RV9SVU5OSU5HEAISHQoZRVhUUkFDVElPTl9KT0JfU1RBVEVfRE9ORRADEh8K",
+            "G0VYVFJBQ1RJT05fSk9CX1NUQVRFX0ZBSUxFRBAEQiMKEGRldi5ucGNtZW1v",
+            "cnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.ExtractionMode), typeof(global::NpcMemory.V1.ExtractionJobState), }, null, new pbr::GeneratedClrTypeInfo[] {
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DialogueTurn), global::NpcMemory.V1.DialogueTurn.Parser, new[]{ "Speaker", "Text", "GameTime" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DialogueTurn), global::NpcMemory.V1.DialogueTurn.Parser, new[]{ "Speaker", "Text", "GameTime", "SpeakerName", "SaidAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Dialogue), global::NpcMemory.V1.Dialogue.Parser, new[]{ "DialogueId", "Turns" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ExtractedMemory), global::NpcMemory.V1.ExtractedMemory.Parser, new[]{ "FactIndex", "Content", "Result" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.RejectedFact), global::NpcMemory.V1.RejectedFact.Parser, new[]{ "FactIndex", "Reasons", "Raw" }, null, null, null, null),
@@ -155,6 +156,8 @@ namespace NpcMemory.V1 {
       speaker_ = other.speaker_;
       text_ = other.text_;
       gameTime_ = other.gameTime_ != null ? other.gameTime_.Clone() : null;
+      speakerName_ = other.speakerName_;
+      saidAt_ = other.saidAt_ != null ? other.saidAt_.Clone() : null;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -196,6 +199,7 @@ namespace NpcMemory.V1 {
     private global::Google.Protobuf.WellKnownTypes.Timestamp gameTime_;
     /// <summary>
     /// The game's clock when the line was said, if the game has one; the facts are valid from the last one.
+    /// For StoreDialogue it is the turn's valid_at (business time) unless said_at is given.
     /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
@@ -203,6 +207,38 @@ namespace NpcMemory.V1 {
       get { return gameTime_; }
       set {
         gameTime_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "speaker_name" field.</summary>
+    public const int SpeakerNameFieldNumber = 4;
+    private string speakerName_ = "";
+    /// <summary>
+    /// The name the game shows for the speaker, e.g. "민수" or "Caroline" (optional, up to 64 characters).
+    /// StoreDialogue embeds each turn after its speaker's name; without one, the player is "나" / "Me" (by the
+    /// line's script) and the heroine her id.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SpeakerName {
+      get { return speakerName_; }
+      set {
+        speakerName_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "said_at" field.</summary>
+    public const int SaidAtFieldNumber = 5;
+    private global::Google.Protobuf.WellKnownTypes.Timestamp saidAt_;
+    /// <summary>
+    /// When the line was said (StoreDialogue: the turn's valid_at). Default: game_time, else the server's clock.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::Google.Protobuf.WellKnownTypes.Timestamp SaidAt {
+      get { return saidAt_; }
+      set {
+        saidAt_ = value;
       }
     }
 
@@ -224,6 +260,8 @@ namespace NpcMemory.V1 {
       if (Speaker != other.Speaker) return false;
       if (Text != other.Text) return false;
       if (!object.Equals(GameTime, other.GameTime)) return false;
+      if (SpeakerName != other.SpeakerName) return false;
+      if (!object.Equals(SaidAt, other.SaidAt)) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -234,6 +272,8 @@ namespace NpcMemory.V1 {
       if (Speaker != global::NpcMemory.V1.Speaker.Unspecified) hash ^= Speaker.GetHashCode();
       if (Text.Length != 0) hash ^= Text.GetHashCode();
       if (gameTime_ != null) hash ^= GameTime.GetHashCode();
+      if (SpeakerName.Length != 0) hash ^= SpeakerName.GetHashCode();
+      if (saidAt_ != null) hash ^= SaidAt.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -264,6 +304,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(GameTime);
       }
+      if (SpeakerName.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SpeakerName);
+      }
+      if (saidAt_ != null) {
+        output.WriteRawTag(42);
+        output.WriteMessage(SaidAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -286,6 +334,14 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(26);
         output.WriteMessage(GameTime);
       }
+      if (SpeakerName.Length != 0) {
+        output.WriteRawTag(34);
+        output.WriteString(SpeakerName);
+      }
+      if (saidAt_ != null) {
+        output.WriteRawTag(42);
+        output.WriteMessage(SaidAt);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -304,6 +360,12 @@ namespace NpcMemory.V1 {
       }
       if (gameTime_ != null) {
         size += 1 + pb::CodedOutputStream.ComputeMessageSize(GameTime);
+      }
+      if (SpeakerName.Length != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeStringSize(SpeakerName);
+      }
+      if (saidAt_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(SaidAt);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -328,6 +390,15 @@ namespace NpcMemory.V1 {
           GameTime = new global::Google.Protobuf.WellKnownTypes.Timestamp();
         }
         GameTime.MergeFrom(other.GameTime);
+      }
+      if (other.SpeakerName.Length != 0) {
+        SpeakerName = other.SpeakerName;
+      }
+      if (other.saidAt_ != null) {
+        if (saidAt_ == null) {
+          SaidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+        }
+        SaidAt.MergeFrom(other.SaidAt);
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -357,6 +428,17 @@ namespace NpcMemory.V1 {
               GameTime = new global::Google.Protobuf.WellKnownTypes.Timestamp();
             }
             input.ReadMessage(GameTime);
+            break;
+          }
+          case 34: {
+            SpeakerName = input.ReadString();
+            break;
+          }
+          case 42: {
+            if (saidAt_ == null) {
+              SaidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SaidAt);
             break;
           }
         }
@@ -389,6 +471,17 @@ namespace NpcMemory.V1 {
             input.ReadMessage(GameTime);
             break;
           }
+          case 34: {
+            SpeakerName = input.ReadString();
+            break;
+          }
+          case 42: {
+            if (saidAt_ == null) {
+              SaidAt = new global::Google.Protobuf.WellKnownTypes.Timestamp();
+            }
+            input.ReadMessage(SaidAt);
+            break;
+          }
         }
       }
     }
@@ -397,7 +490,7 @@ namespace NpcMemory.V1 {
   }
 
   /// <summary>
-  /// A conversation to turn into memories.
+  /// A conversation: stored turn by turn (StoreDialogue) or turned into memories (ExtractMemories).
   /// </summary>
   public sealed partial class Dialogue : pb::IMessage<Dialogue>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
@@ -448,7 +541,8 @@ namespace NpcMemory.V1 {
     public const int DialogueIdFieldNumber = 1;
     private string dialogueId_ = "";
     /// <summary>
-    /// The game's id of the conversation (up to 128 characters): one job per scope and dialogue id.
+    /// The game's id of the conversation (up to 128 characters): one job per scope and dialogue id; StoreDialogue
+    /// continues the scope's dialogue of this id.
     /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]

@@ -45,7 +45,7 @@ namespace NpcMemory.V1 {
             "X2lkGAEgASgJEhQKDHRvX21lbW9yeV9pZBgCIAEoCRIlCgRraW5kGAMgASgO",
             "MhcubnBjX21lbW9yeS52MS5MaW5rS2luZBINCgVkZXB0aBgEIAEoBRILCgN2",
             "aWEYBSABKAkSMQoNZGlzY292ZXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90",
-            "b2J1Zi5UaW1lc3RhbXAiFwoIR2FtZVRpbWUSCwoDZGF5GAEgASgBIrYGCgZN",
+            "b2J1Zi5UaW1lc3RhbXAiFwoIR2FtZVRpbWUSCwoDZGF5GAEgASgBIvwGCgZN",
             "ZW1vcnkSEQoJbWVtb3J5X2lkGAEgASgJEiMKBXNjb3BlGAIgASgLMhQubnBj",
             "X21lbW9yeS52MS5TY29wZRInCgdzcGVha2VyGAMgASgOMhYubnBjX21lbW9y",
             "eS52MS5TcGVha2VyEicKB3N1YmplY3QYBCABKA4yFi5ucGNfbWVtb3J5LnYx",
@@ -64,52 +64,53 @@ namespace NpcMemory.V1 {
             "VGltZRIxChBpbnZhbGlkX2dhbWVfZGF5GBQgASgLMhcubnBjX21lbW9yeS52",
             "MS5HYW1lVGltZRITCgt0aW1lbGluZV9pZBgVIAEoAxItCgp2aXNpYmlsaXR5",
             "GBYgASgOMhkubnBjX21lbW9yeS52MS5WaXNpYmlsaXR5EhMKC3NoYXJlZF9m",
-            "cm9tGBcgASgJIl8KCVNhdmVQb2ludBIPCgdzYXZlX2lkGAEgASgJEhMKC3Rp",
-            "bWVsaW5lX2lkGAIgASgDEiwKCHNhdmVkX2F0GAMgASgLMhouZ29vZ2xlLnBy",
-            "b3RvYnVmLlRpbWVzdGFtcCKLAQoIVGltZWxpbmUSEwoLdGltZWxpbmVfaWQY",
-            "ASABKAMSGgoScGFyZW50X3RpbWVsaW5lX2lkGAIgASgDEi8KC2JyYW5jaGVk",
-            "X2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdzYXZl",
-            "X2lkGAQgASgJEgwKBGxpdmUYBSABKAgiUgoHV2VpZ2h0cxIPCgdyZWNlbmN5",
-            "GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAESEQoJcmVsZXZhbmNlGAMgASgB",
-            "Eg8KB2tleXdvcmQYBCABKAEiYAoGU2NvcmVzEg8KB3JlY2VuY3kYASABKAES",
-            "EgoKaW1wb3J0YW5jZRgCIAEoARIRCglyZWxldmFuY2UYAyABKAESDwoHa2V5",
-            "d29yZBgEIAEoARINCgVmaW5hbBgFIAEoASL0AQoMTWVtb3J5RmlsdGVyEigK",
-            "CHNwZWFrZXJzGAEgAygOMhYubnBjX21lbW9yeS52MS5TcGVha2VyEigKCHN1",
-            "YmplY3RzGAIgAygOMhYubnBjX21lbW9yeS52MS5TdWJqZWN0EhMKC3N1Ympl",
-            "Y3RfaWRzGAMgAygJEjEKDWNvbnRlbnRfdHlwZXMYBCADKA4yGi5ucGNfbWVt",
-            "b3J5LnYxLkNvbnRlbnRUeXBlEhYKDm1pbl9pbXBvcnRhbmNlGAUgASgFEiIK",
-            "BXRpZXJzGAYgAygOMhMubnBjX21lbW9yeS52MS5UaWVyEgwKBHNsb3QYByAB",
-            "KAkikQEKDFNjb3JlZE1lbW9yeRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVt",
-            "b3J5LnYxLk1lbW9yeRIlCgZzY29yZXMYAiABKAsyFS5ucGNfbWVtb3J5LnYx",
-            "LlNjb3JlcxIVCg12aWFfbWVtb3J5X2lkGAMgASgJEgwKBGhvcHMYBCABKAUS",
-            "DgoGY29zaW5lGAUgASgBImYKC1N0b3JlUmVzdWx0EhEKCW1lbW9yeV9pZBgB",
-            "IAEoCRIsCgdvdXRjb21lGAIgASgOMhsubnBjX21lbW9yeS52MS5TdG9yZU91",
-            "dGNvbWUSFgoOc3VwZXJzZWRlZF9pZHMYAyADKAkqSQoHU3BlYWtlchIXChNT",
-            "UEVBS0VSX1VOU1BFQ0lGSUVEEAASEAoMU1BFQUtFUl9VU0VSEAESEwoPU1BF",
-            "QUtFUl9IRVJPSU5FEAIqXAoHU3ViamVjdBIXChNTVUJKRUNUX1VOU1BFQ0lG",
-            "SUVEEAASEAoMU1VCSkVDVF9VU0VSEAESEwoPU1VCSkVDVF9IRVJPSU5FEAIS",
-            "EQoNU1VCSkVDVF9XT1JMRBADKuMBCgtDb250ZW50VHlwZRIcChhDT05URU5U",
-            "X1RZUEVfVU5TUEVDSUZJRUQQABIVChFDT05URU5UX1RZUEVfRkFDVBABEhsK",
-            "F0NPTlRFTlRfVFlQRV9QUkVGRVJFTkNFEAISFgoSQ09OVEVOVF9UWVBFX1RS",
-            "QUlUEAMSFgoSQ09OVEVOVF9UWVBFX0VWRU5UEAQSGAoUQ09OVEVOVF9UWVBF",
-            "X09QSU5JT04QBRIZChVDT05URU5UX1RZUEVfUEVSU09OQUwQBhIdChlDT05U",
-            "RU5UX1RZUEVfUkVMQVRJT05TSElQEAcqUAoEVGllchIUChBUSUVSX1VOU1BF",
-            "Q0lGSUVEEAASDQoJVElFUl9HSVNUEAESEgoOVElFUl9LTk9XTEVER0UQAhIP",
-            "CgtUSUVSX1NPVVJDRRADKoABCgtDbG9zZVJlYXNvbhIcChhDTE9TRV9SRUFT",
-            "T05fVU5TUEVDSUZJRUQQABIbChdDTE9TRV9SRUFTT05fU1VQRVJTRURFRBAB",
-            "EhwKGENMT1NFX1JFQVNPTl9JTlZBTElEQVRFRBACEhgKFENMT1NFX1JFQVNP",
-            "Tl9SRVRJUkVEEAMqWwoITGlua0tpbmQSGQoVTElOS19LSU5EX1VOU1BFQ0lG",
-            "SUVEEAASGAoUTElOS19LSU5EX1JFTEFURURfVE8QARIaChZMSU5LX0tJTkRf",
-            "REVSSVZFRF9GUk9NEAIqVwoKVmlzaWJpbGl0eRIaChZWSVNJQklMSVRZX1VO",
-            "U1BFQ0lGSUVEEAASFgoSVklTSUJJTElUWV9QUklWQVRFEAESFQoRVklTSUJJ",
-            "TElUWV9TSEFSRUQQAipgCgxGdXNpb25NZXRob2QSHQoZRlVTSU9OX01FVEhP",
-            "RF9VTlNQRUNJRklFRBAAEhoKFkZVU0lPTl9NRVRIT0RfV0VJR0hURUQQARIV",
-            "ChFGVVNJT05fTUVUSE9EX1JSRhACKqEBCgxTdG9yZU91dGNvbWUSHQoZU1RP",
-            "UkVfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhkKFVNUT1JFX09VVENPTUVfQ1JF",
-            "QVRFRBABEhwKGFNUT1JFX09VVENPTUVfU1VQRVJTRURFRBACEhsKF1NUT1JF",
-            "X09VVENPTUVfRFVQTElDQVRFEAMSHAoYU1RPUkVfT1VUQ09NRV9ISVNUT1JJ",
-            "Q0FMEARCIwoQZGV2Lm5wY21lbW9yeS52MVABqgIMTnBjTWVtb3J5LlYxYgZw",
-            "cm90bzM="));
+            "cm9tGBcgASgJEhMKC2RpYWxvZ3VlX2lkGBggASgJEhkKEWRpYWxvZ3VlX3Bv",
+            "c2l0aW9uGBkgASgFEhQKDHNwZWFrZXJfbmFtZRgaIAEoCSJfCglTYXZlUG9p",
+            "bnQSDwoHc2F2ZV9pZBgBIAEoCRITCgt0aW1lbGluZV9pZBgCIAEoAxIsCghz",
+            "YXZlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiwEK",
+            "CFRpbWVsaW5lEhMKC3RpbWVsaW5lX2lkGAEgASgDEhoKEnBhcmVudF90aW1l",
+            "bGluZV9pZBgCIAEoAxIvCgticmFuY2hlZF9hdBgDIAEoCzIaLmdvb2dsZS5w",
+            "cm90b2J1Zi5UaW1lc3RhbXASDwoHc2F2ZV9pZBgEIAEoCRIMCgRsaXZlGAUg",
+            "ASgIIlIKB1dlaWdodHMSDwoHcmVjZW5jeRgBIAEoARISCgppbXBvcnRhbmNl",
+            "GAIgASgBEhEKCXJlbGV2YW5jZRgDIAEoARIPCgdrZXl3b3JkGAQgASgBImAK",
+            "BlNjb3JlcxIPCgdyZWNlbmN5GAEgASgBEhIKCmltcG9ydGFuY2UYAiABKAES",
+            "EQoJcmVsZXZhbmNlGAMgASgBEg8KB2tleXdvcmQYBCABKAESDQoFZmluYWwY",
+            "BSABKAEi9AEKDE1lbW9yeUZpbHRlchIoCghzcGVha2VycxgBIAMoDjIWLm5w",
+            "Y19tZW1vcnkudjEuU3BlYWtlchIoCghzdWJqZWN0cxgCIAMoDjIWLm5wY19t",
+            "ZW1vcnkudjEuU3ViamVjdBITCgtzdWJqZWN0X2lkcxgDIAMoCRIxCg1jb250",
+            "ZW50X3R5cGVzGAQgAygOMhoubnBjX21lbW9yeS52MS5Db250ZW50VHlwZRIW",
+            "Cg5taW5faW1wb3J0YW5jZRgFIAEoBRIiCgV0aWVycxgGIAMoDjITLm5wY19t",
+            "ZW1vcnkudjEuVGllchIMCgRzbG90GAcgASgJIpEBCgxTY29yZWRNZW1vcnkS",
+            "JQoGbWVtb3J5GAEgASgLMhUubnBjX21lbW9yeS52MS5NZW1vcnkSJQoGc2Nv",
+            "cmVzGAIgASgLMhUubnBjX21lbW9yeS52MS5TY29yZXMSFQoNdmlhX21lbW9y",
+            "eV9pZBgDIAEoCRIMCgRob3BzGAQgASgFEg4KBmNvc2luZRgFIAEoASJmCgtT",
+            "dG9yZVJlc3VsdBIRCgltZW1vcnlfaWQYASABKAkSLAoHb3V0Y29tZRgCIAEo",
+            "DjIbLm5wY19tZW1vcnkudjEuU3RvcmVPdXRjb21lEhYKDnN1cGVyc2VkZWRf",
+            "aWRzGAMgAygJKkkKB1NwZWFrZXISFwoTU1BFQUtFUl9VTlNQRUNJRklFRBAA",
+            "EhAKDFNQRUFLRVJfVVNFUhABEhMKD1NQRUFLRVJfSEVST0lORRACKlwKB1N1",
+            "YmplY3QSFwoTU1VCSkVDVF9VTlNQRUNJRklFRBAAEhAKDFNVQkpFQ1RfVVNF",
+            "UhABEhMKD1NVQkpFQ1RfSEVST0lORRACEhEKDVNVQkpFQ1RfV09STEQQAyrj",
+            "AQoLQ29udGVudFR5cGUSHAoYQ09OVEVOVF9UWVBFX1VOU1BFQ0lGSUVEEAAS",
+            "FQoRQ09OVEVOVF9UWVBFX0ZBQ1QQARIbChdDT05URU5UX1RZUEVfUFJFRkVS",
+            "RU5DRRACEhYKEkNPTlRFTlRfVFlQRV9UUkFJVBADEhYKEkNPTlRFTlRfVFlQ",
+            "RV9FVkVOVBAEEhgKFENPTlRFTlRfVFlQRV9PUElOSU9OEAUSGQoVQ09OVEVO",
+            "VF9UWVBFX1BFUlNPTkFMEAYSHQoZQ09OVEVOVF9UWVBFX1JFTEFUSU9OU0hJ",
+            "UBAHKlAKBFRpZXISFAoQVElFUl9VTlNQRUNJRklFRBAAEg0KCVRJRVJfR0lT",
+            "VBABEhIKDlRJRVJfS05PV0xFREdFEAISDwoLVElFUl9TT1VSQ0UQAyqAAQoL",
+            "Q2xvc2VSZWFzb24SHAoYQ0xPU0VfUkVBU09OX1VOU1BFQ0lGSUVEEAASGwoX",
+            "Q0xPU0VfUkVBU09OX1NVUEVSU0VERUQQARIcChhDTE9TRV9SRUFTT05fSU5W",
+            "QUxJREFURUQQAhIYChRDTE9TRV9SRUFTT05fUkVUSVJFRBADKlsKCExpbmtL",
+            "aW5kEhkKFUxJTktfS0lORF9VTlNQRUNJRklFRBAAEhgKFExJTktfS0lORF9S",
+            "RUxBVEVEX1RPEAESGgoWTElOS19LSU5EX0RFUklWRURfRlJPTRACKlcKClZp",
+            "c2liaWxpdHkSGgoWVklTSUJJTElUWV9VTlNQRUNJRklFRBAAEhYKElZJU0lC",
+            "SUxJVFlfUFJJVkFURRABEhUKEVZJU0lCSUxJVFlfU0hBUkVEEAIqYAoMRnVz",
+            "aW9uTWV0aG9kEh0KGUZVU0lPTl9NRVRIT0RfVU5TUEVDSUZJRUQQABIaChZG",
+            "VVNJT05fTUVUSE9EX1dFSUdIVEVEEAESFQoRRlVTSU9OX01FVEhPRF9SUkYQ",
+            "AiqhAQoMU3RvcmVPdXRjb21lEh0KGVNUT1JFX09VVENPTUVfVU5TUEVDSUZJ",
+            "RUQQABIZChVTVE9SRV9PVVRDT01FX0NSRUFURUQQARIcChhTVE9SRV9PVVRD",
+            "T01FX1NVUEVSU0VERUQQAhIbChdTVE9SRV9PVVRDT01FX0RVUExJQ0FURRAD",
+            "EhwKGFNUT1JFX09VVENPTUVfSElTVE9SSUNBTBAEQiMKEGRldi5ucGNtZW1v",
+            "cnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(new[] {typeof(global::NpcMemory.V1.Speaker), typeof(global::NpcMemory.V1.Subject), typeof(global::NpcMemory.V1.ContentType), typeof(global::NpcMemory.V1.Tier), typeof(global::NpcMemory.V1.CloseReason), typeof(global::NpcMemory.V1.LinkKind), typeof(global::NpcMemory.V1.Visibility), typeof(global::NpcMemory.V1.FusionMethod), typeof(global::NpcMemory.V1.StoreOutcome), }, null, new pbr::GeneratedClrTypeInfo[] {
@@ -118,7 +119,7 @@ namespace NpcMemory.V1 {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryRef), global::NpcMemory.V1.MemoryRef.Parser, new[]{ "MemoryId", "BatchIndex" }, new[]{ "Ref" }, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.MemoryLink), global::NpcMemory.V1.MemoryLink.Parser, new[]{ "FromMemoryId", "ToMemoryId", "Kind", "Depth", "Via", "DiscoveredAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GameTime), global::NpcMemory.V1.GameTime.Parser, new[]{ "Day" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "ValidGameDay", "InvalidGameDay", "TimelineId", "Visibility", "SharedFrom" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Memory), global::NpcMemory.V1.Memory.Parser, new[]{ "MemoryId", "Scope", "Speaker", "Subject", "SubjectId", "ContentType", "Content", "Importance", "Tier", "Slot", "Metadata", "ValidAt", "InvalidAt", "CreatedAt", "UpdatedAt", "SupersededBy", "CloseReason", "EmbeddingModel", "ValidGameDay", "InvalidGameDay", "TimelineId", "Visibility", "SharedFrom", "DialogueId", "DialoguePosition", "SpeakerName" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SavePoint), global::NpcMemory.V1.SavePoint.Parser, new[]{ "SaveId", "TimelineId", "SavedAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Timeline), global::NpcMemory.V1.Timeline.Parser, new[]{ "TimelineId", "ParentTimelineId", "BranchedAt", "SaveId", "Live" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.Weights), global::NpcMemory.V1.Weights.Parser, new[]{ "Recency", "Importance", "Relevance", "Keyword" }, null, null, null, null),
@@ -2219,6 +2220,9 @@ namespace NpcMemory.V1 {
       timelineId_ = other.timelineId_;
       visibility_ = other.visibility_;
       sharedFrom_ = other.sharedFrom_;
+      dialogueId_ = other.dialogueId_;
+      dialoguePosition_ = other.dialoguePosition_;
+      speakerName_ = other.speakerName_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -2535,6 +2539,45 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "dialogue_id" field.</summary>
+    public const int DialogueIdFieldNumber = 24;
+    private string dialogueId_ = "";
+    /// <summary>
+    /// For a turn stored by StoreDialogue: its dialogue, its position there (from 0) and the speaker's shown name.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string DialogueId {
+      get { return dialogueId_; }
+      set {
+        dialogueId_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
+    /// <summary>Field number for the "dialogue_position" field.</summary>
+    public const int DialoguePositionFieldNumber = 25;
+    private int dialoguePosition_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int DialoguePosition {
+      get { return dialoguePosition_; }
+      set {
+        dialoguePosition_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "speaker_name" field.</summary>
+    public const int SpeakerNameFieldNumber = 26;
+    private string speakerName_ = "";
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public string SpeakerName {
+      get { return speakerName_; }
+      set {
+        speakerName_ = pb::ProtoPreconditions.CheckNotNull(value, "value");
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -2573,6 +2616,9 @@ namespace NpcMemory.V1 {
       if (TimelineId != other.TimelineId) return false;
       if (Visibility != other.Visibility) return false;
       if (SharedFrom != other.SharedFrom) return false;
+      if (DialogueId != other.DialogueId) return false;
+      if (DialoguePosition != other.DialoguePosition) return false;
+      if (SpeakerName != other.SpeakerName) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -2603,6 +2649,9 @@ namespace NpcMemory.V1 {
       if (TimelineId != 0L) hash ^= TimelineId.GetHashCode();
       if (Visibility != global::NpcMemory.V1.Visibility.Unspecified) hash ^= Visibility.GetHashCode();
       if (SharedFrom.Length != 0) hash ^= SharedFrom.GetHashCode();
+      if (DialogueId.Length != 0) hash ^= DialogueId.GetHashCode();
+      if (DialoguePosition != 0) hash ^= DialoguePosition.GetHashCode();
+      if (SpeakerName.Length != 0) hash ^= SpeakerName.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -2713,6 +2762,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(186, 1);
         output.WriteString(SharedFrom);
       }
+      if (DialogueId.Length != 0) {
+        output.WriteRawTag(194, 1);
+        output.WriteString(DialogueId);
+      }
+      if (DialoguePosition != 0) {
+        output.WriteRawTag(200, 1);
+        output.WriteInt32(DialoguePosition);
+      }
+      if (SpeakerName.Length != 0) {
+        output.WriteRawTag(210, 1);
+        output.WriteString(SpeakerName);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -2815,6 +2876,18 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(186, 1);
         output.WriteString(SharedFrom);
       }
+      if (DialogueId.Length != 0) {
+        output.WriteRawTag(194, 1);
+        output.WriteString(DialogueId);
+      }
+      if (DialoguePosition != 0) {
+        output.WriteRawTag(200, 1);
+        output.WriteInt32(DialoguePosition);
+      }
+      if (SpeakerName.Length != 0) {
+        output.WriteRawTag(210, 1);
+        output.WriteString(SpeakerName);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -2893,6 +2966,15 @@ namespace NpcMemory.V1 {
       }
       if (SharedFrom.Length != 0) {
         size += 2 + pb::CodedOutputStream.ComputeStringSize(SharedFrom);
+      }
+      if (DialogueId.Length != 0) {
+        size += 2 + pb::CodedOutputStream.ComputeStringSize(DialogueId);
+      }
+      if (DialoguePosition != 0) {
+        size += 2 + pb::CodedOutputStream.ComputeInt32Size(DialoguePosition);
+      }
+      if (SpeakerName.Length != 0) {
+        size += 2 + pb::CodedOutputStream.ComputeStringSize(SpeakerName);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -2998,6 +3080,15 @@ namespace NpcMemory.V1 {
       }
       if (other.SharedFrom.Length != 0) {
         SharedFrom = other.SharedFrom;
+      }
+      if (other.DialogueId.Length != 0) {
+        DialogueId = other.DialogueId;
+      }
+      if (other.DialoguePosition != 0) {
+        DialoguePosition = other.DialoguePosition;
+      }
+      if (other.SpeakerName.Length != 0) {
+        SpeakerName = other.SpeakerName;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -3130,6 +3221,18 @@ namespace NpcMemory.V1 {
             SharedFrom = input.ReadString();
             break;
           }
+          case 194: {
+            DialogueId = input.ReadString();
+            break;
+          }
+          case 200: {
+            DialoguePosition = input.ReadInt32();
+            break;
+          }
+          case 210: {
+            SpeakerName = input.ReadString();
+            break;
+          }
         }
       }
     #endif
@@ -3259,6 +3362,18 @@ namespace NpcMemory.V1 {
           }
           case 186: {
             SharedFrom = input.ReadString();
+            break;
+          }
+          case 194: {
+            DialogueId = input.ReadString();
+            break;
+          }
+          case 200: {
+            DialoguePosition = input.ReadInt32();
+            break;
+          }
+          case 210: {
+            SpeakerName = input.ReadString();
             break;
           }
         }

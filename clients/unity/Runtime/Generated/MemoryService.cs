@@ -46,106 +46,114 @@ namespace NpcMemory.V1 {
             "LAoIbWVtb3JpZXMYAiADKAsyGi5ucGNfbWVtb3J5LnYxLk1lbW9yeUlucHV0",
             "EhIKCnJlcXVlc3RfaWQYAyABKAkiRAoVU3RvcmVNZW1vcmllc1Jlc3BvbnNl",
             "EisKB3Jlc3VsdHMYASADKAsyGi5ucGNfbWVtb3J5LnYxLlN0b3JlUmVzdWx0",
-            "It4EChVTZWFyY2hNZW1vcmllc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5u",
-            "cGNfbWVtb3J5LnYxLlNjb3BlEg0KBXF1ZXJ5GAIgASgJEhcKD3F1ZXJ5X2Vt",
-            "YmVkZGluZxgDIAMoAhINCgVsaW1pdBgEIAEoBRInCgd3ZWlnaHRzGAUgASgL",
-            "MhYubnBjX21lbW9yeS52MS5XZWlnaHRzEikKBWFzX29mGAYgASgLMhouZ29v",
-            "Z2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNub3cYByABKAsyGi5nb29nbGUu",
-            "cHJvdG9idWYuVGltZXN0YW1wEisKBmZpbHRlchgIIAEoCzIbLm5wY19tZW1v",
-            "cnkudjEuTWVtb3J5RmlsdGVyEisKBmZ1c2lvbhgJIAEoDjIbLm5wY19tZW1v",
-            "cnkudjEuRnVzaW9uTWV0aG9kEhsKE2luY2x1ZGVfaW52YWxpZGF0ZWQYCiAB",
-            "KAgSDAoEaG9wcxgLIAEoBRIOCgZkZWVwZW4YDCABKAgSHAoUZGVlcGVuX21p",
-            "bl9yZWxldmFuY2UYDSABKAESLwoOYXNfb2ZfZ2FtZV9kYXkYDiABKAsyFy5u",
-            "cGNfbWVtb3J5LnYxLkdhbWVUaW1lEi0KDG5vd19nYW1lX2RheRgPIAEoCzIX",
-            "Lm5wY19tZW1vcnkudjEuR2FtZVRpbWUSEwoLdGltZWxpbmVfaWQYECABKAMS",
-            "LAoIa25vd25fYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1w",
-            "EhYKDmluY2x1ZGVfc2hhcmVkGBIgASgIIosBChZTZWFyY2hNZW1vcmllc1Jl",
-            "c3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5ucGNfbWVtb3J5LnYxLlNjb3Jl",
-            "ZE1lbW9yeRIXCg9lbWJlZGRpbmdfbW9kZWwYAiABKAkSKgoNYW5zd2VyZWRf",
-            "dGllchgDIAEoDjITLm5wY19tZW1vcnkudjEuVGllciKNAQoQR2V0TWVtb3J5",
-            "UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUS",
-            "EQoJbWVtb3J5X2lkGAIgASgJEhMKC3RpbWVsaW5lX2lkGAMgASgDEiwKCGtu",
-            "b3duX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI6ChFH",
-            "ZXRNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsyFS5ucGNfbWVtb3J5",
-            "LnYxLk1lbW9yeSKGAgoTTGlzdE1lbW9yaWVzUmVxdWVzdBIjCgVzY29wZRgB",
-            "IAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJcGFnZV9zaXplGAIgASgF",
-            "EhIKCnBhZ2VfdG9rZW4YAyABKAkSKwoGZmlsdGVyGAQgASgLMhsubnBjX21l",
-            "bW9yeS52MS5NZW1vcnlGaWx0ZXISGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgF",
-            "IAEoCBITCgt0aW1lbGluZV9pZBgGIAEoAxIsCghrbm93bl9hdBgHIAEoCzIa",
-            "Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaW5jbHVkZV9zaGFyZWQY",
-            "CCABKAgiWAoUTGlzdE1lbW9yaWVzUmVzcG9uc2USJwoIbWVtb3JpZXMYASAD",
-            "KAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIXCg9uZXh0X3BhZ2VfdG9rZW4Y",
-            "AiABKAkitAEKF0ludmFsaWRhdGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEg",
-            "ASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkS",
-            "LgoKaW52YWxpZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh",
-            "bXASMQoQaW52YWxpZF9nYW1lX2RheRgEIAEoCzIXLm5wY19tZW1vcnkudjEu",
-            "R2FtZVRpbWUiQQoYSW52YWxpZGF0ZU1lbW9yeVJlc3BvbnNlEiUKBm1lbW9y",
-            "eRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5ItACChNVcGRhdGVNZW1v",
-            "cnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29w",
-            "ZRIRCgltZW1vcnlfaWQYAiABKAkSLwoLdXBkYXRlX21hc2sYAyABKAsyGi5n",
-            "b29nbGUucHJvdG9idWYuRmllbGRNYXNrEhIKCmltcG9ydGFuY2UYBCABKAUS",
-            "IQoEdGllchgFIAEoDjITLm5wY19tZW1vcnkudjEuVGllchIpCghtZXRhZGF0",
-            "YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHY29udGVudBgH",
-            "IAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1l",
-            "c3RhbXASLwoOdmFsaWRfZ2FtZV9kYXkYCSABKAsyFy5ucGNfbWVtb3J5LnYx",
-            "LkdhbWVUaW1lIj0KFFVwZGF0ZU1lbW9yeVJlc3BvbnNlEiUKBm1lbW9yeRgB",
-            "IAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5It0BChdHZXRNZW1vcnlIaXN0",
-            "b3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
-            "cGUSEgoKc3ViamVjdF9pZBgCIAEoCRIMCgRzbG90GAMgASgJEhEKCW1lbW9y",
-            "eV9pZBgEIAEoCRITCgt0aW1lbGluZV9pZBgFIAEoAxIsCghrbm93bl9hdBgG",
-            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXpl",
-            "GAcgASgFEhIKCnBhZ2VfdG9rZW4YCCABKAkiXAoYR2V0TWVtb3J5SGlzdG9y",
-            "eVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBjX21lbW9yeS52MS5N",
-            "ZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiYKE0ZvcmdldFBsYXll",
-            "clJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSIwChRGb3JnZXRQbGF5ZXJSZXNw",
-            "b25zZRIYChBkZWxldGVkX21lbW9yaWVzGAEgASgDIk0KE0V4cGFuZE1lbW9y",
-            "eVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3Bl",
-            "EhEKCW1lbW9yeV9pZBgCIAEoCSKhAQoURXhwYW5kTWVtb3J5UmVzcG9uc2US",
-            "EQoJbWVtb3J5X2lkGAEgASgJEg0KBWRlcHRoGAIgASgFEigKBWZvdW5kGAMg",
-            "AygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEicKCG1lbW9yaWVzGAQg",
-            "AygLMhUubnBjX21lbW9yeS52MS5NZW1vcnkSFAoMdG90YWxfbGlua2VkGAUg",
-            "ASgFIkoKEExpc3RMaW5rc1JlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNf",
-            "bWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCSKYAQoRTGlzdExp",
-            "bmtzUmVzcG9uc2USKgoHcGFyZW50cxgBIAMoCzIZLm5wY19tZW1vcnkudjEu",
-            "TWVtb3J5TGluaxIrCghjaGlsZHJlbhgCIAMoCzIZLm5wY19tZW1vcnkudjEu",
-            "TWVtb3J5TGluaxIqCgdyZWxhdGVkGAMgAygLMhkubnBjX21lbW9yeS52MS5N",
-            "ZW1vcnlMaW5rMq4MCg1NZW1vcnlTZXJ2aWNlEloKDVN0b3JlTWVtb3JpZXMS",
-            "Iy5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3JpZXNSZXF1ZXN0GiQubnBjX21l",
-            "bW9yeS52MS5TdG9yZU1lbW9yaWVzUmVzcG9uc2USXQoOU2VhcmNoTWVtb3Jp",
-            "ZXMSJC5ucGNfbWVtb3J5LnYxLlNlYXJjaE1lbW9yaWVzUmVxdWVzdBolLm5w",
-            "Y19tZW1vcnkudjEuU2VhcmNoTWVtb3JpZXNSZXNwb25zZRJOCglHZXRNZW1v",
-            "cnkSHy5ucGNfbWVtb3J5LnYxLkdldE1lbW9yeVJlcXVlc3QaIC5ucGNfbWVt",
-            "b3J5LnYxLkdldE1lbW9yeVJlc3BvbnNlElcKDExpc3RNZW1vcmllcxIiLm5w",
-            "Y19tZW1vcnkudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBojLm5wY19tZW1vcnku",
-            "djEuTGlzdE1lbW9yaWVzUmVzcG9uc2USYwoQSW52YWxpZGF0ZU1lbW9yeRIm",
-            "Lm5wY19tZW1vcnkudjEuSW52YWxpZGF0ZU1lbW9yeVJlcXVlc3QaJy5ucGNf",
-            "bWVtb3J5LnYxLkludmFsaWRhdGVNZW1vcnlSZXNwb25zZRJXCgxVcGRhdGVN",
-            "ZW1vcnkSIi5ucGNfbWVtb3J5LnYxLlVwZGF0ZU1lbW9yeVJlcXVlc3QaIy5u",
-            "cGNfbWVtb3J5LnYxLlVwZGF0ZU1lbW9yeVJlc3BvbnNlEmMKEEdldE1lbW9y",
-            "eUhpc3RvcnkSJi5ucGNfbWVtb3J5LnYxLkdldE1lbW9yeUhpc3RvcnlSZXF1",
-            "ZXN0GicubnBjX21lbW9yeS52MS5HZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2US",
-            "VwoMRm9yZ2V0UGxheWVyEiIubnBjX21lbW9yeS52MS5Gb3JnZXRQbGF5ZXJS",
-            "ZXF1ZXN0GiMubnBjX21lbW9yeS52MS5Gb3JnZXRQbGF5ZXJSZXNwb25zZRJX",
-            "CgxFeHBhbmRNZW1vcnkSIi5ucGNfbWVtb3J5LnYxLkV4cGFuZE1lbW9yeVJl",
-            "cXVlc3QaIy5ucGNfbWVtb3J5LnYxLkV4cGFuZE1lbW9yeVJlc3BvbnNlEk4K",
-            "CUxpc3RMaW5rcxIfLm5wY19tZW1vcnkudjEuTGlzdExpbmtzUmVxdWVzdBog",
-            "Lm5wY19tZW1vcnkudjEuTGlzdExpbmtzUmVzcG9uc2USYAoPQ3JlYXRlU2F2",
-            "ZVBvaW50EiUubnBjX21lbW9yeS52MS5DcmVhdGVTYXZlUG9pbnRSZXF1ZXN0",
-            "GiYubnBjX21lbW9yeS52MS5DcmVhdGVTYXZlUG9pbnRSZXNwb25zZRJaCg1M",
-            "b2FkU2F2ZVBvaW50EiMubnBjX21lbW9yeS52MS5Mb2FkU2F2ZVBvaW50UmVx",
-            "dWVzdBokLm5wY19tZW1vcnkudjEuTG9hZFNhdmVQb2ludFJlc3BvbnNlEl0K",
-            "Dkxpc3RTYXZlUG9pbnRzEiQubnBjX21lbW9yeS52MS5MaXN0U2F2ZVBvaW50",
-            "c1JlcXVlc3QaJS5ucGNfbWVtb3J5LnYxLkxpc3RTYXZlUG9pbnRzUmVzcG9u",
-            "c2USVwoMRHJvcFRpbWVsaW5lEiIubnBjX21lbW9yeS52MS5Ecm9wVGltZWxp",
-            "bmVSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5Ecm9wVGltZWxpbmVSZXNwb25z",
-            "ZRJgCg9FeHRyYWN0TWVtb3JpZXMSJS5ucGNfbWVtb3J5LnYxLkV4dHJhY3RN",
-            "ZW1vcmllc1JlcXVlc3QaJi5ucGNfbWVtb3J5LnYxLkV4dHJhY3RNZW1vcmll",
-            "c1Jlc3BvbnNlEmMKEEdldEV4dHJhY3Rpb25Kb2ISJi5ucGNfbWVtb3J5LnYx",
-            "LkdldEV4dHJhY3Rpb25Kb2JSZXF1ZXN0GicubnBjX21lbW9yeS52MS5HZXRF",
-            "eHRyYWN0aW9uSm9iUmVzcG9uc2USVwoMQnVpbGRDb250ZXh0EiIubnBjX21l",
-            "bW9yeS52MS5CdWlsZENvbnRleHRSZXF1ZXN0GiMubnBjX21lbW9yeS52MS5C",
-            "dWlsZENvbnRleHRSZXNwb25zZUIjChBkZXYubnBjbWVtb3J5LnYxUAGqAgxO",
-            "cGNNZW1vcnkuVjFiBnByb3RvMw=="));
+            "Io8BChRTdG9yZURpYWxvZ3VlUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5w",
+            "Y19tZW1vcnkudjEuU2NvcGUSKQoIZGlhbG9ndWUYAiABKAsyFy5ucGNfbWVt",
+            "b3J5LnYxLkRpYWxvZ3VlEg8KB2V4dHJhY3QYAyABKAgSFgoOZmlyc3RfcG9z",
+            "aXRpb24YBCABKAUibQoVU3RvcmVEaWFsb2d1ZVJlc3BvbnNlEikKBXR1cm5z",
+            "GAEgAygLMhoubnBjX21lbW9yeS52MS5TdG9yZVJlc3VsdBIpCgNqb2IYAiAB",
+            "KAsyHC5ucGNfbWVtb3J5LnYxLkV4dHJhY3Rpb25Kb2Ii3gQKFVNlYXJjaE1l",
+            "bW9yaWVzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEu",
+            "U2NvcGUSDQoFcXVlcnkYAiABKAkSFwoPcXVlcnlfZW1iZWRkaW5nGAMgAygC",
+            "Eg0KBWxpbWl0GAQgASgFEicKB3dlaWdodHMYBSABKAsyFi5ucGNfbWVtb3J5",
+            "LnYxLldlaWdodHMSKQoFYXNfb2YYBiABKAsyGi5nb29nbGUucHJvdG9idWYu",
+            "VGltZXN0YW1wEicKA25vdxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1l",
+            "c3RhbXASKwoGZmlsdGVyGAggASgLMhsubnBjX21lbW9yeS52MS5NZW1vcnlG",
+            "aWx0ZXISKwoGZnVzaW9uGAkgASgOMhsubnBjX21lbW9yeS52MS5GdXNpb25N",
+            "ZXRob2QSGwoTaW5jbHVkZV9pbnZhbGlkYXRlZBgKIAEoCBIMCgRob3BzGAsg",
+            "ASgFEg4KBmRlZXBlbhgMIAEoCBIcChRkZWVwZW5fbWluX3JlbGV2YW5jZRgN",
+            "IAEoARIvCg5hc19vZl9nYW1lX2RheRgOIAEoCzIXLm5wY19tZW1vcnkudjEu",
+            "R2FtZVRpbWUSLQoMbm93X2dhbWVfZGF5GA8gASgLMhcubnBjX21lbW9yeS52",
+            "MS5HYW1lVGltZRITCgt0aW1lbGluZV9pZBgQIAEoAxIsCghrbm93bl9hdBgR",
+            "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaW5jbHVkZV9z",
+            "aGFyZWQYEiABKAgiiwEKFlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USLAoHcmVz",
+            "dWx0cxgBIAMoCzIbLm5wY19tZW1vcnkudjEuU2NvcmVkTWVtb3J5EhcKD2Vt",
+            "YmVkZGluZ19tb2RlbBgCIAEoCRIqCg1hbnN3ZXJlZF90aWVyGAMgASgOMhMu",
+            "bnBjX21lbW9yeS52MS5UaWVyIo0BChBHZXRNZW1vcnlSZXF1ZXN0EiMKBXNj",
+            "b3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQY",
+            "AiABKAkSEwoLdGltZWxpbmVfaWQYAyABKAMSLAoIa25vd25fYXQYBCABKAsy",
+            "Gi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjoKEUdldE1lbW9yeVJlc3Bv",
+            "bnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5IoYC",
+            "ChNMaXN0TWVtb3JpZXNSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21l",
+            "bW9yeS52MS5TY29wZRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tl",
+            "bhgDIAEoCRIrCgZmaWx0ZXIYBCABKAsyGy5ucGNfbWVtb3J5LnYxLk1lbW9y",
+            "eUZpbHRlchIbChNpbmNsdWRlX2ludmFsaWRhdGVkGAUgASgIEhMKC3RpbWVs",
+            "aW5lX2lkGAYgASgDEiwKCGtub3duX2F0GAcgASgLMhouZ29vZ2xlLnByb3Rv",
+            "YnVmLlRpbWVzdGFtcBIWCg5pbmNsdWRlX3NoYXJlZBgIIAEoCCJYChRMaXN0",
+            "TWVtb3JpZXNSZXNwb25zZRInCghtZW1vcmllcxgBIAMoCzIVLm5wY19tZW1v",
+            "cnkudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSK0AQoXSW52",
+            "YWxpZGF0ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVt",
+            "b3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCRIuCgppbnZhbGlkX2F0",
+            "GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxChBpbnZhbGlk",
+            "X2dhbWVfZGF5GAQgASgLMhcubnBjX21lbW9yeS52MS5HYW1lVGltZSJBChhJ",
+            "bnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBj",
+            "X21lbW9yeS52MS5NZW1vcnki0AIKE1VwZGF0ZU1lbW9yeVJlcXVlc3QSIwoF",
+            "c2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9p",
+            "ZBgCIAEoCRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1",
+            "Zi5GaWVsZE1hc2sSEgoKaW1wb3J0YW5jZRgEIAEoBRIhCgR0aWVyGAUgASgO",
+            "MhMubnBjX21lbW9yeS52MS5UaWVyEikKCG1ldGFkYXRhGAYgASgLMhcuZ29v",
+            "Z2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjb250ZW50GAcgASgJEiwKCHZhbGlk",
+            "X2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCg52YWxp",
+            "ZF9nYW1lX2RheRgJIAEoCzIXLm5wY19tZW1vcnkudjEuR2FtZVRpbWUiPQoU",
+            "VXBkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21l",
+            "bW9yeS52MS5NZW1vcnki3QEKF0dldE1lbW9yeUhpc3RvcnlSZXF1ZXN0EiMK",
+            "BXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRISCgpzdWJqZWN0",
+            "X2lkGAIgASgJEgwKBHNsb3QYAyABKAkSEQoJbWVtb3J5X2lkGAQgASgJEhMK",
+            "C3RpbWVsaW5lX2lkGAUgASgDEiwKCGtub3duX2F0GAYgASgLMhouZ29vZ2xl",
+            "LnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYByABKAUSEgoKcGFn",
+            "ZV90b2tlbhgIIAEoCSJcChhHZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2USJwoI",
+            "bWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIXCg9uZXh0",
+            "X3BhZ2VfdG9rZW4YAiABKAkiJgoTRm9yZ2V0UGxheWVyUmVxdWVzdBIPCgd1",
+            "c2VyX2lkGAEgASgJIjAKFEZvcmdldFBsYXllclJlc3BvbnNlEhgKEGRlbGV0",
+            "ZWRfbWVtb3JpZXMYASABKAMiTQoTRXhwYW5kTWVtb3J5UmVxdWVzdBIjCgVz",
+            "Y29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lk",
+            "GAIgASgJIqEBChRFeHBhbmRNZW1vcnlSZXNwb25zZRIRCgltZW1vcnlfaWQY",
+            "ASABKAkSDQoFZGVwdGgYAiABKAUSKAoFZm91bmQYAyADKAsyGS5ucGNfbWVt",
+            "b3J5LnYxLk1lbW9yeUxpbmsSJwoIbWVtb3JpZXMYBCADKAsyFS5ucGNfbWVt",
+            "b3J5LnYxLk1lbW9yeRIUCgx0b3RhbF9saW5rZWQYBSABKAUiSgoQTGlzdExp",
+            "bmtzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
+            "cGUSEQoJbWVtb3J5X2lkGAIgASgJIpgBChFMaXN0TGlua3NSZXNwb25zZRIq",
+            "CgdwYXJlbnRzGAEgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEisK",
+            "CGNoaWxkcmVuGAIgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEioK",
+            "B3JlbGF0ZWQYAyADKAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9yeUxpbmsyig0K",
+            "DU1lbW9yeVNlcnZpY2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnku",
+            "djEuU3RvcmVNZW1vcmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3Jl",
+            "TWVtb3JpZXNSZXNwb25zZRJaCg1TdG9yZURpYWxvZ3VlEiMubnBjX21lbW9y",
+            "eS52MS5TdG9yZURpYWxvZ3VlUmVxdWVzdBokLm5wY19tZW1vcnkudjEuU3Rv",
+            "cmVEaWFsb2d1ZVJlc3BvbnNlEl0KDlNlYXJjaE1lbW9yaWVzEiQubnBjX21l",
+            "bW9yeS52MS5TZWFyY2hNZW1vcmllc1JlcXVlc3QaJS5ucGNfbWVtb3J5LnYx",
+            "LlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USTgoJR2V0TWVtb3J5Eh8ubnBjX21l",
+            "bW9yeS52MS5HZXRNZW1vcnlSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5HZXRN",
+            "ZW1vcnlSZXNwb25zZRJXCgxMaXN0TWVtb3JpZXMSIi5ucGNfbWVtb3J5LnYx",
+            "Lkxpc3RNZW1vcmllc1JlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkxpc3RNZW1v",
+            "cmllc1Jlc3BvbnNlEmMKEEludmFsaWRhdGVNZW1vcnkSJi5ucGNfbWVtb3J5",
+            "LnYxLkludmFsaWRhdGVNZW1vcnlSZXF1ZXN0GicubnBjX21lbW9yeS52MS5J",
+            "bnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USVwoMVXBkYXRlTWVtb3J5EiIubnBj",
+            "X21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXF1ZXN0GiMubnBjX21lbW9yeS52",
+            "MS5VcGRhdGVNZW1vcnlSZXNwb25zZRJjChBHZXRNZW1vcnlIaXN0b3J5EiYu",
+            "bnBjX21lbW9yeS52MS5HZXRNZW1vcnlIaXN0b3J5UmVxdWVzdBonLm5wY19t",
+            "ZW1vcnkudjEuR2V0TWVtb3J5SGlzdG9yeVJlc3BvbnNlElcKDEZvcmdldFBs",
+            "YXllchIiLm5wY19tZW1vcnkudjEuRm9yZ2V0UGxheWVyUmVxdWVzdBojLm5w",
+            "Y19tZW1vcnkudjEuRm9yZ2V0UGxheWVyUmVzcG9uc2USVwoMRXhwYW5kTWVt",
+            "b3J5EiIubnBjX21lbW9yeS52MS5FeHBhbmRNZW1vcnlSZXF1ZXN0GiMubnBj",
+            "X21lbW9yeS52MS5FeHBhbmRNZW1vcnlSZXNwb25zZRJOCglMaXN0TGlua3MS",
+            "Hy5ucGNfbWVtb3J5LnYxLkxpc3RMaW5rc1JlcXVlc3QaIC5ucGNfbWVtb3J5",
+            "LnYxLkxpc3RMaW5rc1Jlc3BvbnNlEmAKD0NyZWF0ZVNhdmVQb2ludBIlLm5w",
+            "Y19tZW1vcnkudjEuQ3JlYXRlU2F2ZVBvaW50UmVxdWVzdBomLm5wY19tZW1v",
+            "cnkudjEuQ3JlYXRlU2F2ZVBvaW50UmVzcG9uc2USWgoNTG9hZFNhdmVQb2lu",
+            "dBIjLm5wY19tZW1vcnkudjEuTG9hZFNhdmVQb2ludFJlcXVlc3QaJC5ucGNf",
+            "bWVtb3J5LnYxLkxvYWRTYXZlUG9pbnRSZXNwb25zZRJdCg5MaXN0U2F2ZVBv",
+            "aW50cxIkLm5wY19tZW1vcnkudjEuTGlzdFNhdmVQb2ludHNSZXF1ZXN0GiUu",
+            "bnBjX21lbW9yeS52MS5MaXN0U2F2ZVBvaW50c1Jlc3BvbnNlElcKDERyb3BU",
+            "aW1lbGluZRIiLm5wY19tZW1vcnkudjEuRHJvcFRpbWVsaW5lUmVxdWVzdBoj",
+            "Lm5wY19tZW1vcnkudjEuRHJvcFRpbWVsaW5lUmVzcG9uc2USYAoPRXh0cmFj",
+            "dE1lbW9yaWVzEiUubnBjX21lbW9yeS52MS5FeHRyYWN0TWVtb3JpZXNSZXF1",
+            "ZXN0GiYubnBjX21lbW9yeS52MS5FeHRyYWN0TWVtb3JpZXNSZXNwb25zZRJj",
+            "ChBHZXRFeHRyYWN0aW9uSm9iEiYubnBjX21lbW9yeS52MS5HZXRFeHRyYWN0",
+            "aW9uSm9iUmVxdWVzdBonLm5wY19tZW1vcnkudjEuR2V0RXh0cmFjdGlvbkpv",
+            "YlJlc3BvbnNlElcKDEJ1aWxkQ29udGV4dBIiLm5wY19tZW1vcnkudjEuQnVp",
+            "bGRDb250ZXh0UmVxdWVzdBojLm5wY19tZW1vcnkudjEuQnVpbGRDb250ZXh0",
+            "UmVzcG9uc2VCIwoQZGV2Lm5wY21lbW9yeS52MVABqgIMTnBjTWVtb3J5LlYx",
+            "YgZwcm90bzM="));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.ContextReflection.Descriptor, global::NpcMemory.V1.ExtractionReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
@@ -159,6 +167,8 @@ namespace NpcMemory.V1 {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.DropTimelineResponse), global::NpcMemory.V1.DropTimelineResponse.Parser, new[]{ "DeletedMemories" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesRequest), global::NpcMemory.V1.StoreMemoriesRequest.Parser, new[]{ "Scope", "Memories", "RequestId" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreMemoriesResponse), global::NpcMemory.V1.StoreMemoriesResponse.Parser, new[]{ "Results" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreDialogueRequest), global::NpcMemory.V1.StoreDialogueRequest.Parser, new[]{ "Scope", "Dialogue", "Extract", "FirstPosition" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreDialogueResponse), global::NpcMemory.V1.StoreDialogueResponse.Parser, new[]{ "Turns", "Job" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance", "AsOfGameDay", "NowGameDay", "TimelineId", "KnownAt", "IncludeShared" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel", "AnsweredTier" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
@@ -2340,6 +2350,566 @@ namespace NpcMemory.V1 {
 
   }
 
+  public sealed partial class StoreDialogueRequest : pb::IMessage<StoreDialogueRequest>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<StoreDialogueRequest> _parser = new pb::MessageParser<StoreDialogueRequest>(() => new StoreDialogueRequest());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<StoreDialogueRequest> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public StoreDialogueRequest() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public StoreDialogueRequest(StoreDialogueRequest other) : this() {
+      scope_ = other.scope_ != null ? other.scope_.Clone() : null;
+      dialogue_ = other.dialogue_ != null ? other.dialogue_.Clone() : null;
+      extract_ = other.extract_;
+      firstPosition_ = other.firstPosition_;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public StoreDialogueRequest Clone() {
+      return new StoreDialogueRequest(this);
+    }
+
+    /// <summary>Field number for the "scope" field.</summary>
+    public const int ScopeFieldNumber = 1;
+    private global::NpcMemory.V1.Scope scope_;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Scope Scope {
+      get { return scope_; }
+      set {
+        scope_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "dialogue" field.</summary>
+    public const int DialogueFieldNumber = 2;
+    private global::NpcMemory.V1.Dialogue dialogue_;
+    /// <summary>
+    /// The dialogue's id (1-128 characters) and 1 to the server's maximum batch size of turns, in the order said.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.Dialogue Dialogue {
+      get { return dialogue_; }
+      set {
+        dialogue_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "extract" field.</summary>
+    public const int ExtractFieldNumber = 3;
+    private bool extract_;
+    /// <summary>
+    /// Also queue an extraction job for the dialogue (its turns stored so far, these included); needs extraction
+    /// configured on the server. One job per scope and dialogue id: send it with the dialogue's last request.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Extract {
+      get { return extract_; }
+      set {
+        extract_ = value;
+      }
+    }
+
+    /// <summary>Field number for the "first_position" field.</summary>
+    public const int FirstPositionFieldNumber = 4;
+    private int firstPosition_;
+    /// <summary>
+    /// The position in the dialogue of this request's first turn (0 for a dialogue's first request). A game that
+    /// streams a dialogue sends the number of turns it sent before; a turn resent at a stored position is
+    /// answered with the stored memory (outcome DUPLICATE), and a different line there is refused.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int FirstPosition {
+      get { return firstPosition_; }
+      set {
+        firstPosition_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as StoreDialogueRequest);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(StoreDialogueRequest other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if (!object.Equals(Scope, other.Scope)) return false;
+      if (!object.Equals(Dialogue, other.Dialogue)) return false;
+      if (Extract != other.Extract) return false;
+      if (FirstPosition != other.FirstPosition) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      if (scope_ != null) hash ^= Scope.GetHashCode();
+      if (dialogue_ != null) hash ^= Dialogue.GetHashCode();
+      if (Extract != false) hash ^= Extract.GetHashCode();
+      if (FirstPosition != 0) hash ^= FirstPosition.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (dialogue_ != null) {
+        output.WriteRawTag(18);
+        output.WriteMessage(Dialogue);
+      }
+      if (Extract != false) {
+        output.WriteRawTag(24);
+        output.WriteBool(Extract);
+      }
+      if (FirstPosition != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(FirstPosition);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      if (scope_ != null) {
+        output.WriteRawTag(10);
+        output.WriteMessage(Scope);
+      }
+      if (dialogue_ != null) {
+        output.WriteRawTag(18);
+        output.WriteMessage(Dialogue);
+      }
+      if (Extract != false) {
+        output.WriteRawTag(24);
+        output.WriteBool(Extract);
+      }
+      if (FirstPosition != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(FirstPosition);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      if (scope_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Scope);
+      }
+      if (dialogue_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Dialogue);
+      }
+      if (Extract != false) {
+        size += 1 + 1;
+      }
+      if (FirstPosition != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(FirstPosition);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(StoreDialogueRequest other) {
+      if (other == null) {
+        return;
+      }
+      if (other.scope_ != null) {
+        if (scope_ == null) {
+          Scope = new global::NpcMemory.V1.Scope();
+        }
+        Scope.MergeFrom(other.Scope);
+      }
+      if (other.dialogue_ != null) {
+        if (dialogue_ == null) {
+          Dialogue = new global::NpcMemory.V1.Dialogue();
+        }
+        Dialogue.MergeFrom(other.Dialogue);
+      }
+      if (other.Extract != false) {
+        Extract = other.Extract;
+      }
+      if (other.FirstPosition != 0) {
+        FirstPosition = other.FirstPosition;
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            if (dialogue_ == null) {
+              Dialogue = new global::NpcMemory.V1.Dialogue();
+            }
+            input.ReadMessage(Dialogue);
+            break;
+          }
+          case 24: {
+            Extract = input.ReadBool();
+            break;
+          }
+          case 32: {
+            FirstPosition = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            if (scope_ == null) {
+              Scope = new global::NpcMemory.V1.Scope();
+            }
+            input.ReadMessage(Scope);
+            break;
+          }
+          case 18: {
+            if (dialogue_ == null) {
+              Dialogue = new global::NpcMemory.V1.Dialogue();
+            }
+            input.ReadMessage(Dialogue);
+            break;
+          }
+          case 24: {
+            Extract = input.ReadBool();
+            break;
+          }
+          case 32: {
+            FirstPosition = input.ReadInt32();
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
+  public sealed partial class StoreDialogueResponse : pb::IMessage<StoreDialogueResponse>
+  #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      , pb::IBufferMessage
+  #endif
+  {
+    private static readonly pb::MessageParser<StoreDialogueResponse> _parser = new pb::MessageParser<StoreDialogueResponse>(() => new StoreDialogueResponse());
+    private pb::UnknownFieldSet _unknownFields;
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pb::MessageParser<StoreDialogueResponse> Parser { get { return _parser; } }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public static pbr::MessageDescriptor Descriptor {
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    pbr::MessageDescriptor pb::IMessage.Descriptor {
+      get { return Descriptor; }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public StoreDialogueResponse() {
+      OnConstruction();
+    }
+
+    partial void OnConstruction();
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public StoreDialogueResponse(StoreDialogueResponse other) : this() {
+      turns_ = other.turns_.Clone();
+      job_ = other.job_ != null ? other.job_.Clone() : null;
+      _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public StoreDialogueResponse Clone() {
+      return new StoreDialogueResponse(this);
+    }
+
+    /// <summary>Field number for the "turns" field.</summary>
+    public const int TurnsFieldNumber = 1;
+    private static readonly pb::FieldCodec<global::NpcMemory.V1.StoreResult> _repeated_turns_codec
+        = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.StoreResult.Parser);
+    private readonly pbc::RepeatedField<global::NpcMemory.V1.StoreResult> turns_ = new pbc::RepeatedField<global::NpcMemory.V1.StoreResult>();
+    /// <summary>
+    /// One result per turn, in request order.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public pbc::RepeatedField<global::NpcMemory.V1.StoreResult> Turns {
+      get { return turns_; }
+    }
+
+    /// <summary>Field number for the "job" field.</summary>
+    public const int JobFieldNumber = 2;
+    private global::NpcMemory.V1.ExtractionJob job_;
+    /// <summary>
+    /// The extraction job, when extract was set.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public global::NpcMemory.V1.ExtractionJob Job {
+      get { return job_; }
+      set {
+        job_ = value;
+      }
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override bool Equals(object other) {
+      return Equals(other as StoreDialogueResponse);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public bool Equals(StoreDialogueResponse other) {
+      if (ReferenceEquals(other, null)) {
+        return false;
+      }
+      if (ReferenceEquals(other, this)) {
+        return true;
+      }
+      if(!turns_.Equals(other.turns_)) return false;
+      if (!object.Equals(Job, other.Job)) return false;
+      return Equals(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override int GetHashCode() {
+      int hash = 1;
+      hash ^= turns_.GetHashCode();
+      if (job_ != null) hash ^= Job.GetHashCode();
+      if (_unknownFields != null) {
+        hash ^= _unknownFields.GetHashCode();
+      }
+      return hash;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public override string ToString() {
+      return pb::JsonFormatter.ToDiagnosticString(this);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void WriteTo(pb::CodedOutputStream output) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      output.WriteRawMessage(this);
+    #else
+      turns_.WriteTo(output, _repeated_turns_codec);
+      if (job_ != null) {
+        output.WriteRawTag(18);
+        output.WriteMessage(Job);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(output);
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalWriteTo(ref pb::WriteContext output) {
+      turns_.WriteTo(ref output, _repeated_turns_codec);
+      if (job_ != null) {
+        output.WriteRawTag(18);
+        output.WriteMessage(Job);
+      }
+      if (_unknownFields != null) {
+        _unknownFields.WriteTo(ref output);
+      }
+    }
+    #endif
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int CalculateSize() {
+      int size = 0;
+      size += turns_.CalculateSize(_repeated_turns_codec);
+      if (job_ != null) {
+        size += 1 + pb::CodedOutputStream.ComputeMessageSize(Job);
+      }
+      if (_unknownFields != null) {
+        size += _unknownFields.CalculateSize();
+      }
+      return size;
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(StoreDialogueResponse other) {
+      if (other == null) {
+        return;
+      }
+      turns_.Add(other.turns_);
+      if (other.job_ != null) {
+        if (job_ == null) {
+          Job = new global::NpcMemory.V1.ExtractionJob();
+        }
+        Job.MergeFrom(other.Job);
+      }
+      _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
+    }
+
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public void MergeFrom(pb::CodedInputStream input) {
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+      input.ReadRawMessage(this);
+    #else
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, input);
+            break;
+          case 10: {
+            turns_.AddEntriesFrom(input, _repeated_turns_codec);
+            break;
+          }
+          case 18: {
+            if (job_ == null) {
+              Job = new global::NpcMemory.V1.ExtractionJob();
+            }
+            input.ReadMessage(Job);
+            break;
+          }
+        }
+      }
+    #endif
+    }
+
+    #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    void pb::IBufferMessage.InternalMergeFrom(ref pb::ParseContext input) {
+      uint tag;
+      while ((tag = input.ReadTag()) != 0) {
+        switch(tag) {
+          default:
+            _unknownFields = pb::UnknownFieldSet.MergeFieldFrom(_unknownFields, ref input);
+            break;
+          case 10: {
+            turns_.AddEntriesFrom(ref input, _repeated_turns_codec);
+            break;
+          }
+          case 18: {
+            if (job_ == null) {
+              Job = new global::NpcMemory.V1.ExtractionJob();
+            }
+            input.ReadMessage(Job);
+            break;
+          }
+        }
+      }
+    }
+    #endif
+
+  }
+
   public sealed partial class SearchMemoriesRequest : pb::IMessage<SearchMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -2354,7 +2924,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[10]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3282,7 +3852,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[11]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3543,7 +4113,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[12]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -3867,7 +4437,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[13]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4065,7 +4635,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[14]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[16]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4558,7 +5128,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[15]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[17]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -4776,7 +5346,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[16]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[18]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -5109,7 +5679,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[17]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[19]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -5307,7 +5877,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[18]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[20]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -5846,7 +6416,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[19]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[21]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -6047,7 +6617,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[20]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[22]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -6534,7 +7104,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[21]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[23]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -6755,7 +7325,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[22]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[24]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -6944,7 +7514,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[23]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[25]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -7136,7 +7706,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[24]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[26]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -7374,7 +7944,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[25]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[27]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -7704,7 +8274,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[26]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[28]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
@@ -7939,7 +8509,7 @@ namespace NpcMemory.V1 {
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public static pbr::MessageDescriptor Descriptor {
-      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[27]; }
+      get { return global::NpcMemory.V1.MemoryServiceReflection.Descriptor.MessageTypes[29]; }
     }
 
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]

@@ -53,6 +53,10 @@ namespace NpcMemory.V1 {
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.StoreMemoriesResponse> __Marshaller_npc_memory_v1_StoreMemoriesResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.StoreMemoriesResponse.Parser));
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.StoreDialogueRequest> __Marshaller_npc_memory_v1_StoreDialogueRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.StoreDialogueRequest.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Marshaller<global::NpcMemory.V1.StoreDialogueResponse> __Marshaller_npc_memory_v1_StoreDialogueResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.StoreDialogueResponse.Parser));
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.SearchMemoriesRequest> __Marshaller_npc_memory_v1_SearchMemoriesRequest = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.SearchMemoriesRequest.Parser));
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Marshaller<global::NpcMemory.V1.SearchMemoriesResponse> __Marshaller_npc_memory_v1_SearchMemoriesResponse = grpc::Marshallers.Create(__Helper_SerializeMessage, context => __Helper_DeserializeMessage(context, global::NpcMemory.V1.SearchMemoriesResponse.Parser));
@@ -124,6 +128,14 @@ namespace NpcMemory.V1 {
         "StoreMemories",
         __Marshaller_npc_memory_v1_StoreMemoriesRequest,
         __Marshaller_npc_memory_v1_StoreMemoriesResponse);
+
+    [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+    static readonly grpc::Method<global::NpcMemory.V1.StoreDialogueRequest, global::NpcMemory.V1.StoreDialogueResponse> __Method_StoreDialogue = new grpc::Method<global::NpcMemory.V1.StoreDialogueRequest, global::NpcMemory.V1.StoreDialogueResponse>(
+        grpc::MethodType.Unary,
+        __ServiceName,
+        "StoreDialogue",
+        __Marshaller_npc_memory_v1_StoreDialogueRequest,
+        __Marshaller_npc_memory_v1_StoreDialogueResponse);
 
     [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
     static readonly grpc::Method<global::NpcMemory.V1.SearchMemoriesRequest, global::NpcMemory.V1.SearchMemoriesResponse> __Method_SearchMemories = new grpc::Method<global::NpcMemory.V1.SearchMemoriesRequest, global::NpcMemory.V1.SearchMemoriesResponse>(
@@ -287,7 +299,8 @@ namespace NpcMemory.V1 {
       }
 
       /// <summary>
-      /// Stores facts in one transaction: all or nothing. Idempotent on request_id.
+      /// Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+      /// a conversation's lines go through StoreDialogue.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
@@ -300,7 +313,8 @@ namespace NpcMemory.V1 {
         return StoreMemories(request, new grpc::CallOptions(headers, deadline, cancellationToken));
       }
       /// <summary>
-      /// Stores facts in one transaction: all or nothing. Idempotent on request_id.
+      /// Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+      /// a conversation's lines go through StoreDialogue.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="options">The options for the call.</param>
@@ -311,7 +325,8 @@ namespace NpcMemory.V1 {
         return CallInvoker.BlockingUnaryCall(__Method_StoreMemories, null, options, request);
       }
       /// <summary>
-      /// Stores facts in one transaction: all or nothing. Idempotent on request_id.
+      /// Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+      /// a conversation's lines go through StoreDialogue.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
@@ -324,7 +339,8 @@ namespace NpcMemory.V1 {
         return StoreMemoriesAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
       }
       /// <summary>
-      /// Stores facts in one transaction: all or nothing. Idempotent on request_id.
+      /// Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+      /// a conversation's lines go through StoreDialogue.
       /// </summary>
       /// <param name="request">The request to send to the server.</param>
       /// <param name="options">The options for the call.</param>
@@ -333,6 +349,62 @@ namespace NpcMemory.V1 {
       public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.StoreMemoriesResponse> StoreMemoriesAsync(global::NpcMemory.V1.StoreMemoriesRequest request, grpc::CallOptions options)
       {
         return CallInvoker.AsyncUnaryCall(__Method_StoreMemories, null, options, request);
+      }
+      /// <summary>
+      /// Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+      /// dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+      /// (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.StoreDialogueResponse StoreDialogue(global::NpcMemory.V1.StoreDialogueRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return StoreDialogue(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+      /// dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+      /// (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The response received from the server.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual global::NpcMemory.V1.StoreDialogueResponse StoreDialogue(global::NpcMemory.V1.StoreDialogueRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.BlockingUnaryCall(__Method_StoreDialogue, null, options, request);
+      }
+      /// <summary>
+      /// Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+      /// dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+      /// (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="headers">The initial metadata to send with the call. This parameter is optional.</param>
+      /// <param name="deadline">An optional deadline for the call. The call will be cancelled if deadline is hit.</param>
+      /// <param name="cancellationToken">An optional token for canceling the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.StoreDialogueResponse> StoreDialogueAsync(global::NpcMemory.V1.StoreDialogueRequest request, grpc::Metadata headers = null, global::System.DateTime? deadline = null, global::System.Threading.CancellationToken cancellationToken = default(global::System.Threading.CancellationToken))
+      {
+        return StoreDialogueAsync(request, new grpc::CallOptions(headers, deadline, cancellationToken));
+      }
+      /// <summary>
+      /// Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+      /// dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+      /// (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+      /// </summary>
+      /// <param name="request">The request to send to the server.</param>
+      /// <param name="options">The options for the call.</param>
+      /// <returns>The call object.</returns>
+      [global::System.CodeDom.Compiler.GeneratedCode("grpc_csharp_plugin", null)]
+      public virtual grpc::AsyncUnaryCall<global::NpcMemory.V1.StoreDialogueResponse> StoreDialogueAsync(global::NpcMemory.V1.StoreDialogueRequest request, grpc::CallOptions options)
+      {
+        return CallInvoker.AsyncUnaryCall(__Method_StoreDialogue, null, options, request);
       }
       /// <summary>
       /// Ranks the scope's memories for a query by recency, importance, meaning and keywords.

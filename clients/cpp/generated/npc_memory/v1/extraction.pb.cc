@@ -25,7 +25,9 @@ namespace v1 {
 PROTOBUF_CONSTEXPR DialogueTurn::DialogueTurn(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.text_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.speaker_name_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.game_time_)*/nullptr
+  , /*decltype(_impl_.said_at_)*/nullptr
   , /*decltype(_impl_.speaker_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct DialogueTurnDefaultTypeInternal {
@@ -174,6 +176,8 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fextraction_2eproto::offsets[] PRO
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DialogueTurn, _impl_.speaker_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DialogueTurn, _impl_.text_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DialogueTurn, _impl_.game_time_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DialogueTurn, _impl_.speaker_name_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::DialogueTurn, _impl_.said_at_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Dialogue, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -250,14 +254,14 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fextraction_2eproto::offsets[] PRO
 };
 static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) = {
   { 0, -1, -1, sizeof(::npc_memory::v1::DialogueTurn)},
-  { 9, -1, -1, sizeof(::npc_memory::v1::Dialogue)},
-  { 17, -1, -1, sizeof(::npc_memory::v1::ExtractedMemory)},
-  { 26, -1, -1, sizeof(::npc_memory::v1::RejectedFact)},
-  { 35, -1, -1, sizeof(::npc_memory::v1::ExtractionJob)},
-  { 51, -1, -1, sizeof(::npc_memory::v1::ExtractMemoriesRequest)},
-  { 60, -1, -1, sizeof(::npc_memory::v1::ExtractMemoriesResponse)},
-  { 67, -1, -1, sizeof(::npc_memory::v1::GetExtractionJobRequest)},
-  { 75, -1, -1, sizeof(::npc_memory::v1::GetExtractionJobResponse)},
+  { 11, -1, -1, sizeof(::npc_memory::v1::Dialogue)},
+  { 19, -1, -1, sizeof(::npc_memory::v1::ExtractedMemory)},
+  { 28, -1, -1, sizeof(::npc_memory::v1::RejectedFact)},
+  { 37, -1, -1, sizeof(::npc_memory::v1::ExtractionJob)},
+  { 53, -1, -1, sizeof(::npc_memory::v1::ExtractMemoriesRequest)},
+  { 62, -1, -1, sizeof(::npc_memory::v1::ExtractMemoriesResponse)},
+  { 69, -1, -1, sizeof(::npc_memory::v1::GetExtractionJobRequest)},
+  { 77, -1, -1, sizeof(::npc_memory::v1::GetExtractionJobResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -275,43 +279,45 @@ static const ::_pb::Message* const file_default_instances[] = {
 const char descriptor_table_protodef_npc_5fmemory_2fv1_2fextraction_2eproto[] PROTOBUF_SECTION_VARIABLE(protodesc_cold) =
   "\n\036npc_memory/v1/extraction.proto\022\rnpc_me"
   "mory.v1\032\037google/protobuf/timestamp.proto"
-  "\032\032npc_memory/v1/memory.proto\"t\n\014Dialogue"
-  "Turn\022\'\n\007speaker\030\001 \001(\0162\026.npc_memory.v1.Sp"
-  "eaker\022\014\n\004text\030\002 \001(\t\022-\n\tgame_time\030\003 \001(\0132\032"
-  ".google.protobuf.Timestamp\"K\n\010Dialogue\022\023"
-  "\n\013dialogue_id\030\001 \001(\t\022*\n\005turns\030\002 \003(\0132\033.npc"
-  "_memory.v1.DialogueTurn\"b\n\017ExtractedMemo"
-  "ry\022\022\n\nfact_index\030\001 \001(\005\022\017\n\007content\030\002 \001(\t\022"
-  "*\n\006result\030\003 \001(\0132\032.npc_memory.v1.StoreRes"
-  "ult\"@\n\014RejectedFact\022\022\n\nfact_index\030\001 \001(\005\022"
-  "\017\n\007reasons\030\002 \003(\t\022\013\n\003raw\030\003 \001(\t\"\362\002\n\rExtrac"
-  "tionJob\022\016\n\006job_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024"
-  ".npc_memory.v1.Scope\022\023\n\013dialogue_id\030\003 \001("
-  "\t\0220\n\005state\030\004 \001(\0162!.npc_memory.v1.Extract"
-  "ionJobState\022\020\n\010attempts\030\005 \001(\005\022\022\n\nlast_er"
-  "ror\030\006 \001(\t\0220\n\010memories\030\007 \003(\0132\036.npc_memory"
-  ".v1.ExtractedMemory\022-\n\010rejected\030\010 \003(\0132\033."
-  "npc_memory.v1.RejectedFact\022.\n\ncreated_at"
-  "\030\t \001(\0132\032.google.protobuf.Timestamp\022.\n\nup"
-  "dated_at\030\n \001(\0132\032.google.protobuf.Timesta"
-  "mp\"\225\001\n\026ExtractMemoriesRequest\022#\n\005scope\030\001"
-  " \001(\0132\024.npc_memory.v1.Scope\022)\n\010dialogue\030\002"
-  " \001(\0132\027.npc_memory.v1.Dialogue\022+\n\004mode\030\003 "
-  "\001(\0162\035.npc_memory.v1.ExtractionMode\"D\n\027Ex"
-  "tractMemoriesResponse\022)\n\003job\030\001 \001(\0132\034.npc"
-  "_memory.v1.ExtractionJob\":\n\027GetExtractio"
-  "nJobRequest\022\017\n\007user_id\030\001 \001(\t\022\016\n\006job_id\030\002"
-  " \001(\t\"E\n\030GetExtractionJobResponse\022)\n\003job\030"
-  "\001 \001(\0132\034.npc_memory.v1.ExtractionJob*f\n\016E"
-  "xtractionMode\022\037\n\033EXTRACTION_MODE_UNSPECI"
-  "FIED\020\000\022\031\n\025EXTRACTION_MODE_ASYNC\020\001\022\030\n\024EXT"
-  "RACTION_MODE_SYNC\020\002*\276\001\n\022ExtractionJobSta"
-  "te\022$\n EXTRACTION_JOB_STATE_UNSPECIFIED\020\000"
-  "\022 \n\034EXTRACTION_JOB_STATE_PENDING\020\001\022 \n\034EX"
-  "TRACTION_JOB_STATE_RUNNING\020\002\022\035\n\031EXTRACTI"
-  "ON_JOB_STATE_DONE\020\003\022\037\n\033EXTRACTION_JOB_ST"
-  "ATE_FAILED\020\004B#\n\020dev.npcmemory.v1P\001\252\002\014Npc"
-  "Memory.V1b\006proto3"
+  "\032\032npc_memory/v1/memory.proto\"\267\001\n\014Dialogu"
+  "eTurn\022\'\n\007speaker\030\001 \001(\0162\026.npc_memory.v1.S"
+  "peaker\022\014\n\004text\030\002 \001(\t\022-\n\tgame_time\030\003 \001(\0132"
+  "\032.google.protobuf.Timestamp\022\024\n\014speaker_n"
+  "ame\030\004 \001(\t\022+\n\007said_at\030\005 \001(\0132\032.google.prot"
+  "obuf.Timestamp\"K\n\010Dialogue\022\023\n\013dialogue_i"
+  "d\030\001 \001(\t\022*\n\005turns\030\002 \003(\0132\033.npc_memory.v1.D"
+  "ialogueTurn\"b\n\017ExtractedMemory\022\022\n\nfact_i"
+  "ndex\030\001 \001(\005\022\017\n\007content\030\002 \001(\t\022*\n\006result\030\003 "
+  "\001(\0132\032.npc_memory.v1.StoreResult\"@\n\014Rejec"
+  "tedFact\022\022\n\nfact_index\030\001 \001(\005\022\017\n\007reasons\030\002"
+  " \003(\t\022\013\n\003raw\030\003 \001(\t\"\362\002\n\rExtractionJob\022\016\n\006j"
+  "ob_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memory."
+  "v1.Scope\022\023\n\013dialogue_id\030\003 \001(\t\0220\n\005state\030\004"
+  " \001(\0162!.npc_memory.v1.ExtractionJobState\022"
+  "\020\n\010attempts\030\005 \001(\005\022\022\n\nlast_error\030\006 \001(\t\0220\n"
+  "\010memories\030\007 \003(\0132\036.npc_memory.v1.Extracte"
+  "dMemory\022-\n\010rejected\030\010 \003(\0132\033.npc_memory.v"
+  "1.RejectedFact\022.\n\ncreated_at\030\t \001(\0132\032.goo"
+  "gle.protobuf.Timestamp\022.\n\nupdated_at\030\n \001"
+  "(\0132\032.google.protobuf.Timestamp\"\225\001\n\026Extra"
+  "ctMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_m"
+  "emory.v1.Scope\022)\n\010dialogue\030\002 \001(\0132\027.npc_m"
+  "emory.v1.Dialogue\022+\n\004mode\030\003 \001(\0162\035.npc_me"
+  "mory.v1.ExtractionMode\"D\n\027ExtractMemorie"
+  "sResponse\022)\n\003job\030\001 \001(\0132\034.npc_memory.v1.E"
+  "xtractionJob\":\n\027GetExtractionJobRequest\022"
+  "\017\n\007user_id\030\001 \001(\t\022\016\n\006job_id\030\002 \001(\t\"E\n\030GetE"
+  "xtractionJobResponse\022)\n\003job\030\001 \001(\0132\034.npc_"
+  "memory.v1.ExtractionJob*f\n\016ExtractionMod"
+  "e\022\037\n\033EXTRACTION_MODE_UNSPECIFIED\020\000\022\031\n\025EX"
+  "TRACTION_MODE_ASYNC\020\001\022\030\n\024EXTRACTION_MODE"
+  "_SYNC\020\002*\276\001\n\022ExtractionJobState\022$\n EXTRAC"
+  "TION_JOB_STATE_UNSPECIFIED\020\000\022 \n\034EXTRACTI"
+  "ON_JOB_STATE_PENDING\020\001\022 \n\034EXTRACTION_JOB"
+  "_STATE_RUNNING\020\002\022\035\n\031EXTRACTION_JOB_STATE"
+  "_DONE\020\003\022\037\n\033EXTRACTION_JOB_STATE_FAILED\020\004"
+  "B#\n\020dev.npcmemory.v1P\001\252\002\014NpcMemory.V1b\006p"
+  "roto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fextraction_2eproto_deps[2] = {
   &::descriptor_table_google_2fprotobuf_2ftimestamp_2eproto,
@@ -319,7 +325,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fextraction_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fextraction_2eproto = {
-    false, false, 1537, descriptor_table_protodef_npc_5fmemory_2fv1_2fextraction_2eproto,
+    false, false, 1605, descriptor_table_protodef_npc_5fmemory_2fv1_2fextraction_2eproto,
     "npc_memory/v1/extraction.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fextraction_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fextraction_2eproto_deps, 2, 9,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fextraction_2eproto::offsets,
@@ -372,17 +378,28 @@ bool ExtractionJobState_IsValid(int value) {
 class DialogueTurn::_Internal {
  public:
   static const ::PROTOBUF_NAMESPACE_ID::Timestamp& game_time(const DialogueTurn* msg);
+  static const ::PROTOBUF_NAMESPACE_ID::Timestamp& said_at(const DialogueTurn* msg);
 };
 
 const ::PROTOBUF_NAMESPACE_ID::Timestamp&
 DialogueTurn::_Internal::game_time(const DialogueTurn* msg) {
   return *msg->_impl_.game_time_;
 }
+const ::PROTOBUF_NAMESPACE_ID::Timestamp&
+DialogueTurn::_Internal::said_at(const DialogueTurn* msg) {
+  return *msg->_impl_.said_at_;
+}
 void DialogueTurn::clear_game_time() {
   if (GetArenaForAllocation() == nullptr && _impl_.game_time_ != nullptr) {
     delete _impl_.game_time_;
   }
   _impl_.game_time_ = nullptr;
+}
+void DialogueTurn::clear_said_at() {
+  if (GetArenaForAllocation() == nullptr && _impl_.said_at_ != nullptr) {
+    delete _impl_.said_at_;
+  }
+  _impl_.said_at_ = nullptr;
 }
 DialogueTurn::DialogueTurn(::PROTOBUF_NAMESPACE_ID::Arena* arena,
                          bool is_message_owned)
@@ -395,7 +412,9 @@ DialogueTurn::DialogueTurn(const DialogueTurn& from)
   DialogueTurn* const _this = this; (void)_this;
   new (&_impl_) Impl_{
       decltype(_impl_.text_){}
+    , decltype(_impl_.speaker_name_){}
     , decltype(_impl_.game_time_){nullptr}
+    , decltype(_impl_.said_at_){nullptr}
     , decltype(_impl_.speaker_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
@@ -408,8 +427,19 @@ DialogueTurn::DialogueTurn(const DialogueTurn& from)
     _this->_impl_.text_.Set(from._internal_text(), 
       _this->GetArenaForAllocation());
   }
+  _impl_.speaker_name_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.speaker_name_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_speaker_name().empty()) {
+    _this->_impl_.speaker_name_.Set(from._internal_speaker_name(), 
+      _this->GetArenaForAllocation());
+  }
   if (from._internal_has_game_time()) {
     _this->_impl_.game_time_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.game_time_);
+  }
+  if (from._internal_has_said_at()) {
+    _this->_impl_.said_at_ = new ::PROTOBUF_NAMESPACE_ID::Timestamp(*from._impl_.said_at_);
   }
   _this->_impl_.speaker_ = from._impl_.speaker_;
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.DialogueTurn)
@@ -421,13 +451,19 @@ inline void DialogueTurn::SharedCtor(
   (void)is_message_owned;
   new (&_impl_) Impl_{
       decltype(_impl_.text_){}
+    , decltype(_impl_.speaker_name_){}
     , decltype(_impl_.game_time_){nullptr}
+    , decltype(_impl_.said_at_){nullptr}
     , decltype(_impl_.speaker_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.text_.InitDefault();
   #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
     _impl_.text_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.speaker_name_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.speaker_name_.Set("", GetArenaForAllocation());
   #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
 }
 
@@ -443,7 +479,9 @@ DialogueTurn::~DialogueTurn() {
 inline void DialogueTurn::SharedDtor() {
   GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
   _impl_.text_.Destroy();
+  _impl_.speaker_name_.Destroy();
   if (this != internal_default_instance()) delete _impl_.game_time_;
+  if (this != internal_default_instance()) delete _impl_.said_at_;
 }
 
 void DialogueTurn::SetCachedSize(int size) const {
@@ -457,10 +495,15 @@ void DialogueTurn::Clear() {
   (void) cached_has_bits;
 
   _impl_.text_.ClearToEmpty();
+  _impl_.speaker_name_.ClearToEmpty();
   if (GetArenaForAllocation() == nullptr && _impl_.game_time_ != nullptr) {
     delete _impl_.game_time_;
   }
   _impl_.game_time_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.said_at_ != nullptr) {
+    delete _impl_.said_at_;
+  }
+  _impl_.said_at_ = nullptr;
   _impl_.speaker_ = 0;
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
@@ -494,6 +537,24 @@ const char* DialogueTurn::_InternalParse(const char* ptr, ::_pbi::ParseContext* 
       case 3:
         if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 26)) {
           ptr = ctx->ParseMessage(_internal_mutable_game_time(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string speaker_name = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 34)) {
+          auto str = _internal_mutable_speaker_name();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.DialogueTurn.speaker_name"));
+        } else
+          goto handle_unusual;
+        continue;
+      // .google.protobuf.Timestamp said_at = 5;
+      case 5:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 42)) {
+          ptr = ctx->ParseMessage(_internal_mutable_said_at(), ptr);
           CHK_(ptr);
         } else
           goto handle_unusual;
@@ -551,6 +612,23 @@ uint8_t* DialogueTurn::_InternalSerialize(
         _Internal::game_time(this).GetCachedSize(), target, stream);
   }
 
+  // string speaker_name = 4;
+  if (!this->_internal_speaker_name().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_speaker_name().data(), static_cast<int>(this->_internal_speaker_name().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.DialogueTurn.speaker_name");
+    target = stream->WriteStringMaybeAliased(
+        4, this->_internal_speaker_name(), target);
+  }
+
+  // .google.protobuf.Timestamp said_at = 5;
+  if (this->_internal_has_said_at()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(5, _Internal::said_at(this),
+        _Internal::said_at(this).GetCachedSize(), target, stream);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -574,11 +652,25 @@ size_t DialogueTurn::ByteSizeLong() const {
         this->_internal_text());
   }
 
+  // string speaker_name = 4;
+  if (!this->_internal_speaker_name().empty()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_speaker_name());
+  }
+
   // .google.protobuf.Timestamp game_time = 3;
   if (this->_internal_has_game_time()) {
     total_size += 1 +
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
         *_impl_.game_time_);
+  }
+
+  // .google.protobuf.Timestamp said_at = 5;
+  if (this->_internal_has_said_at()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.said_at_);
   }
 
   // .npc_memory.v1.Speaker speaker = 1;
@@ -608,9 +700,16 @@ void DialogueTurn::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::P
   if (!from._internal_text().empty()) {
     _this->_internal_set_text(from._internal_text());
   }
+  if (!from._internal_speaker_name().empty()) {
+    _this->_internal_set_speaker_name(from._internal_speaker_name());
+  }
   if (from._internal_has_game_time()) {
     _this->_internal_mutable_game_time()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
         from._internal_game_time());
+  }
+  if (from._internal_has_said_at()) {
+    _this->_internal_mutable_said_at()->::PROTOBUF_NAMESPACE_ID::Timestamp::MergeFrom(
+        from._internal_said_at());
   }
   if (from._internal_speaker() != 0) {
     _this->_internal_set_speaker(from._internal_speaker());
@@ -637,6 +736,10 @@ void DialogueTurn::InternalSwap(DialogueTurn* other) {
   ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
       &_impl_.text_, lhs_arena,
       &other->_impl_.text_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.speaker_name_, lhs_arena,
+      &other->_impl_.speaker_name_, rhs_arena
   );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
       PROTOBUF_FIELD_OFFSET(DialogueTurn, _impl_.speaker_)

@@ -118,6 +118,8 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.superseded_by_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.embedding_model_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.shared_from_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.dialogue_id_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
+  , /*decltype(_impl_.speaker_name_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.scope_)*/nullptr
   , /*decltype(_impl_.metadata_)*/nullptr
   , /*decltype(_impl_.valid_at_)*/nullptr
@@ -134,6 +136,7 @@ PROTOBUF_CONSTEXPR Memory::Memory(
   , /*decltype(_impl_.close_reason_)*/0
   , /*decltype(_impl_.timeline_id_)*/int64_t{0}
   , /*decltype(_impl_.visibility_)*/0
+  , /*decltype(_impl_.dialogue_position_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct MemoryDefaultTypeInternal {
   PROTOBUF_CONSTEXPR MemoryDefaultTypeInternal()
@@ -358,6 +361,9 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets[] PROTOBU
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.timeline_id_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.visibility_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.shared_from_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.dialogue_id_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.dialogue_position_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::Memory, _impl_.speaker_name_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SavePoint, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -440,13 +446,13 @@ static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protode
   { 39, -1, -1, sizeof(::npc_memory::v1::MemoryLink)},
   { 51, -1, -1, sizeof(::npc_memory::v1::GameTime)},
   { 58, -1, -1, sizeof(::npc_memory::v1::Memory)},
-  { 87, -1, -1, sizeof(::npc_memory::v1::SavePoint)},
-  { 96, -1, -1, sizeof(::npc_memory::v1::Timeline)},
-  { 107, -1, -1, sizeof(::npc_memory::v1::Weights)},
-  { 117, -1, -1, sizeof(::npc_memory::v1::Scores)},
-  { 128, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
-  { 141, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
-  { 152, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
+  { 90, -1, -1, sizeof(::npc_memory::v1::SavePoint)},
+  { 99, -1, -1, sizeof(::npc_memory::v1::Timeline)},
+  { 110, -1, -1, sizeof(::npc_memory::v1::Weights)},
+  { 120, -1, -1, sizeof(::npc_memory::v1::Scores)},
+  { 131, -1, -1, sizeof(::npc_memory::v1::MemoryFilter)},
+  { 144, -1, -1, sizeof(::npc_memory::v1::ScoredMemory)},
+  { 155, -1, -1, sizeof(::npc_memory::v1::StoreResult)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -490,7 +496,7 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "\t\022%\n\004kind\030\003 \001(\0162\027.npc_memory.v1.LinkKind"
   "\022\r\n\005depth\030\004 \001(\005\022\013\n\003via\030\005 \001(\t\0221\n\rdiscover"
   "ed_at\030\006 \001(\0132\032.google.protobuf.Timestamp\""
-  "\027\n\010GameTime\022\013\n\003day\030\001 \001(\001\"\266\006\n\006Memory\022\021\n\tm"
+  "\027\n\010GameTime\022\013\n\003day\030\001 \001(\001\"\374\006\n\006Memory\022\021\n\tm"
   "emory_id\030\001 \001(\t\022#\n\005scope\030\002 \001(\0132\024.npc_memo"
   "ry.v1.Scope\022\'\n\007speaker\030\003 \001(\0162\026.npc_memor"
   "y.v1.Speaker\022\'\n\007subject\030\004 \001(\0162\026.npc_memo"
@@ -511,57 +517,59 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto[] PROTOB
   "_game_day\030\024 \001(\0132\027.npc_memory.v1.GameTime"
   "\022\023\n\013timeline_id\030\025 \001(\003\022-\n\nvisibility\030\026 \001("
   "\0162\031.npc_memory.v1.Visibility\022\023\n\013shared_f"
-  "rom\030\027 \001(\t\"_\n\tSavePoint\022\017\n\007save_id\030\001 \001(\t\022"
-  "\023\n\013timeline_id\030\002 \001(\003\022,\n\010saved_at\030\003 \001(\0132\032"
-  ".google.protobuf.Timestamp\"\213\001\n\010Timeline\022"
-  "\023\n\013timeline_id\030\001 \001(\003\022\032\n\022parent_timeline_"
-  "id\030\002 \001(\003\022/\n\013branched_at\030\003 \001(\0132\032.google.p"
-  "rotobuf.Timestamp\022\017\n\007save_id\030\004 \001(\t\022\014\n\004li"
-  "ve\030\005 \001(\010\"R\n\007Weights\022\017\n\007recency\030\001 \001(\001\022\022\n\n"
-  "importance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007k"
-  "eyword\030\004 \001(\001\"`\n\006Scores\022\017\n\007recency\030\001 \001(\001\022"
-  "\022\n\nimportance\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017"
-  "\n\007keyword\030\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014Memor"
-  "yFilter\022(\n\010speakers\030\001 \003(\0162\026.npc_memory.v"
-  "1.Speaker\022(\n\010subjects\030\002 \003(\0162\026.npc_memory"
-  ".v1.Subject\022\023\n\013subject_ids\030\003 \003(\t\0221\n\rcont"
-  "ent_types\030\004 \003(\0162\032.npc_memory.v1.ContentT"
-  "ype\022\026\n\016min_importance\030\005 \001(\005\022\"\n\005tiers\030\006 \003"
-  "(\0162\023.npc_memory.v1.Tier\022\014\n\004slot\030\007 \001(\t\"\221\001"
-  "\n\014ScoredMemory\022%\n\006memory\030\001 \001(\0132\025.npc_mem"
-  "ory.v1.Memory\022%\n\006scores\030\002 \001(\0132\025.npc_memo"
-  "ry.v1.Scores\022\025\n\rvia_memory_id\030\003 \001(\t\022\014\n\004h"
-  "ops\030\004 \001(\005\022\016\n\006cosine\030\005 \001(\001\"f\n\013StoreResult"
-  "\022\021\n\tmemory_id\030\001 \001(\t\022,\n\007outcome\030\002 \001(\0162\033.n"
-  "pc_memory.v1.StoreOutcome\022\026\n\016superseded_"
-  "ids\030\003 \003(\t*I\n\007Speaker\022\027\n\023SPEAKER_UNSPECIF"
-  "IED\020\000\022\020\n\014SPEAKER_USER\020\001\022\023\n\017SPEAKER_HEROI"
-  "NE\020\002*\\\n\007Subject\022\027\n\023SUBJECT_UNSPECIFIED\020\000"
-  "\022\020\n\014SUBJECT_USER\020\001\022\023\n\017SUBJECT_HEROINE\020\002\022"
-  "\021\n\rSUBJECT_WORLD\020\003*\343\001\n\013ContentType\022\034\n\030CO"
-  "NTENT_TYPE_UNSPECIFIED\020\000\022\025\n\021CONTENT_TYPE"
-  "_FACT\020\001\022\033\n\027CONTENT_TYPE_PREFERENCE\020\002\022\026\n\022"
-  "CONTENT_TYPE_TRAIT\020\003\022\026\n\022CONTENT_TYPE_EVE"
-  "NT\020\004\022\030\n\024CONTENT_TYPE_OPINION\020\005\022\031\n\025CONTEN"
-  "T_TYPE_PERSONAL\020\006\022\035\n\031CONTENT_TYPE_RELATI"
-  "ONSHIP\020\007*P\n\004Tier\022\024\n\020TIER_UNSPECIFIED\020\000\022\r"
-  "\n\tTIER_GIST\020\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017\n\013TIE"
-  "R_SOURCE\020\003*\200\001\n\013CloseReason\022\034\n\030CLOSE_REAS"
-  "ON_UNSPECIFIED\020\000\022\033\n\027CLOSE_REASON_SUPERSE"
-  "DED\020\001\022\034\n\030CLOSE_REASON_INVALIDATED\020\002\022\030\n\024C"
-  "LOSE_REASON_RETIRED\020\003*[\n\010LinkKind\022\031\n\025LIN"
-  "K_KIND_UNSPECIFIED\020\000\022\030\n\024LINK_KIND_RELATE"
-  "D_TO\020\001\022\032\n\026LINK_KIND_DERIVED_FROM\020\002*W\n\nVi"
-  "sibility\022\032\n\026VISIBILITY_UNSPECIFIED\020\000\022\026\n\022"
-  "VISIBILITY_PRIVATE\020\001\022\025\n\021VISIBILITY_SHARE"
-  "D\020\002*`\n\014FusionMethod\022\035\n\031FUSION_METHOD_UNS"
-  "PECIFIED\020\000\022\032\n\026FUSION_METHOD_WEIGHTED\020\001\022\025"
-  "\n\021FUSION_METHOD_RRF\020\002*\241\001\n\014StoreOutcome\022\035"
-  "\n\031STORE_OUTCOME_UNSPECIFIED\020\000\022\031\n\025STORE_O"
-  "UTCOME_CREATED\020\001\022\034\n\030STORE_OUTCOME_SUPERS"
-  "EDED\020\002\022\033\n\027STORE_OUTCOME_DUPLICATE\020\003\022\034\n\030S"
-  "TORE_OUTCOME_HISTORICAL\020\004B#\n\020dev.npcmemo"
-  "ry.v1P\001\252\002\014NpcMemory.V1b\006proto3"
+  "rom\030\027 \001(\t\022\023\n\013dialogue_id\030\030 \001(\t\022\031\n\021dialog"
+  "ue_position\030\031 \001(\005\022\024\n\014speaker_name\030\032 \001(\t\""
+  "_\n\tSavePoint\022\017\n\007save_id\030\001 \001(\t\022\023\n\013timelin"
+  "e_id\030\002 \001(\003\022,\n\010saved_at\030\003 \001(\0132\032.google.pr"
+  "otobuf.Timestamp\"\213\001\n\010Timeline\022\023\n\013timelin"
+  "e_id\030\001 \001(\003\022\032\n\022parent_timeline_id\030\002 \001(\003\022/"
+  "\n\013branched_at\030\003 \001(\0132\032.google.protobuf.Ti"
+  "mestamp\022\017\n\007save_id\030\004 \001(\t\022\014\n\004live\030\005 \001(\010\"R"
+  "\n\007Weights\022\017\n\007recency\030\001 \001(\001\022\022\n\nimportance"
+  "\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007keyword\030\004 \001"
+  "(\001\"`\n\006Scores\022\017\n\007recency\030\001 \001(\001\022\022\n\nimporta"
+  "nce\030\002 \001(\001\022\021\n\trelevance\030\003 \001(\001\022\017\n\007keyword\030"
+  "\004 \001(\001\022\r\n\005final\030\005 \001(\001\"\364\001\n\014MemoryFilter\022(\n"
+  "\010speakers\030\001 \003(\0162\026.npc_memory.v1.Speaker\022"
+  "(\n\010subjects\030\002 \003(\0162\026.npc_memory.v1.Subjec"
+  "t\022\023\n\013subject_ids\030\003 \003(\t\0221\n\rcontent_types\030"
+  "\004 \003(\0162\032.npc_memory.v1.ContentType\022\026\n\016min"
+  "_importance\030\005 \001(\005\022\"\n\005tiers\030\006 \003(\0162\023.npc_m"
+  "emory.v1.Tier\022\014\n\004slot\030\007 \001(\t\"\221\001\n\014ScoredMe"
+  "mory\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Mem"
+  "ory\022%\n\006scores\030\002 \001(\0132\025.npc_memory.v1.Scor"
+  "es\022\025\n\rvia_memory_id\030\003 \001(\t\022\014\n\004hops\030\004 \001(\005\022"
+  "\016\n\006cosine\030\005 \001(\001\"f\n\013StoreResult\022\021\n\tmemory"
+  "_id\030\001 \001(\t\022,\n\007outcome\030\002 \001(\0162\033.npc_memory."
+  "v1.StoreOutcome\022\026\n\016superseded_ids\030\003 \003(\t*"
+  "I\n\007Speaker\022\027\n\023SPEAKER_UNSPECIFIED\020\000\022\020\n\014S"
+  "PEAKER_USER\020\001\022\023\n\017SPEAKER_HEROINE\020\002*\\\n\007Su"
+  "bject\022\027\n\023SUBJECT_UNSPECIFIED\020\000\022\020\n\014SUBJEC"
+  "T_USER\020\001\022\023\n\017SUBJECT_HEROINE\020\002\022\021\n\rSUBJECT"
+  "_WORLD\020\003*\343\001\n\013ContentType\022\034\n\030CONTENT_TYPE"
+  "_UNSPECIFIED\020\000\022\025\n\021CONTENT_TYPE_FACT\020\001\022\033\n"
+  "\027CONTENT_TYPE_PREFERENCE\020\002\022\026\n\022CONTENT_TY"
+  "PE_TRAIT\020\003\022\026\n\022CONTENT_TYPE_EVENT\020\004\022\030\n\024CO"
+  "NTENT_TYPE_OPINION\020\005\022\031\n\025CONTENT_TYPE_PER"
+  "SONAL\020\006\022\035\n\031CONTENT_TYPE_RELATIONSHIP\020\007*P"
+  "\n\004Tier\022\024\n\020TIER_UNSPECIFIED\020\000\022\r\n\tTIER_GIS"
+  "T\020\001\022\022\n\016TIER_KNOWLEDGE\020\002\022\017\n\013TIER_SOURCE\020\003"
+  "*\200\001\n\013CloseReason\022\034\n\030CLOSE_REASON_UNSPECI"
+  "FIED\020\000\022\033\n\027CLOSE_REASON_SUPERSEDED\020\001\022\034\n\030C"
+  "LOSE_REASON_INVALIDATED\020\002\022\030\n\024CLOSE_REASO"
+  "N_RETIRED\020\003*[\n\010LinkKind\022\031\n\025LINK_KIND_UNS"
+  "PECIFIED\020\000\022\030\n\024LINK_KIND_RELATED_TO\020\001\022\032\n\026"
+  "LINK_KIND_DERIVED_FROM\020\002*W\n\nVisibility\022\032"
+  "\n\026VISIBILITY_UNSPECIFIED\020\000\022\026\n\022VISIBILITY"
+  "_PRIVATE\020\001\022\025\n\021VISIBILITY_SHARED\020\002*`\n\014Fus"
+  "ionMethod\022\035\n\031FUSION_METHOD_UNSPECIFIED\020\000"
+  "\022\032\n\026FUSION_METHOD_WEIGHTED\020\001\022\025\n\021FUSION_M"
+  "ETHOD_RRF\020\002*\241\001\n\014StoreOutcome\022\035\n\031STORE_OU"
+  "TCOME_UNSPECIFIED\020\000\022\031\n\025STORE_OUTCOME_CRE"
+  "ATED\020\001\022\034\n\030STORE_OUTCOME_SUPERSEDED\020\002\022\033\n\027"
+  "STORE_OUTCOME_DUPLICATE\020\003\022\034\n\030STORE_OUTCO"
+  "ME_HISTORICAL\020\004B#\n\020dev.npcmemory.v1P\001\252\002\014"
+  "NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps[2] = {
   &::descriptor_table_google_2fprotobuf_2fstruct_2eproto,
@@ -569,7 +577,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto = {
-    false, false, 3830, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
+    false, false, 3900, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_2eproto,
     "npc_memory/v1/memory.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_2eproto_deps, 2, 13,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_2eproto::offsets,
@@ -2687,6 +2695,8 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.superseded_by_){}
     , decltype(_impl_.embedding_model_){}
     , decltype(_impl_.shared_from_){}
+    , decltype(_impl_.dialogue_id_){}
+    , decltype(_impl_.speaker_name_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
@@ -2703,6 +2713,7 @@ Memory::Memory(const Memory& from)
     , decltype(_impl_.close_reason_){}
     , decltype(_impl_.timeline_id_){}
     , decltype(_impl_.visibility_){}
+    , decltype(_impl_.dialogue_position_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -2762,6 +2773,22 @@ Memory::Memory(const Memory& from)
     _this->_impl_.shared_from_.Set(from._internal_shared_from(), 
       _this->GetArenaForAllocation());
   }
+  _impl_.dialogue_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.dialogue_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_dialogue_id().empty()) {
+    _this->_impl_.dialogue_id_.Set(from._internal_dialogue_id(), 
+      _this->GetArenaForAllocation());
+  }
+  _impl_.speaker_name_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.speaker_name_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (!from._internal_speaker_name().empty()) {
+    _this->_impl_.speaker_name_.Set(from._internal_speaker_name(), 
+      _this->GetArenaForAllocation());
+  }
   if (from._internal_has_scope()) {
     _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
   }
@@ -2787,8 +2814,8 @@ Memory::Memory(const Memory& from)
     _this->_impl_.invalid_game_day_ = new ::npc_memory::v1::GameTime(*from._impl_.invalid_game_day_);
   }
   ::memcpy(&_impl_.speaker_, &from._impl_.speaker_,
-    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.visibility_) -
-    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.dialogue_position_) -
+    reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.dialogue_position_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.Memory)
 }
 
@@ -2804,6 +2831,8 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.superseded_by_){}
     , decltype(_impl_.embedding_model_){}
     , decltype(_impl_.shared_from_){}
+    , decltype(_impl_.dialogue_id_){}
+    , decltype(_impl_.speaker_name_){}
     , decltype(_impl_.scope_){nullptr}
     , decltype(_impl_.metadata_){nullptr}
     , decltype(_impl_.valid_at_){nullptr}
@@ -2820,6 +2849,7 @@ inline void Memory::SharedCtor(
     , decltype(_impl_.close_reason_){0}
     , decltype(_impl_.timeline_id_){int64_t{0}}
     , decltype(_impl_.visibility_){0}
+    , decltype(_impl_.dialogue_position_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.memory_id_.InitDefault();
@@ -2850,6 +2880,14 @@ inline void Memory::SharedCtor(
   #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
     _impl_.shared_from_.Set("", GetArenaForAllocation());
   #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.dialogue_id_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.dialogue_id_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  _impl_.speaker_name_.InitDefault();
+  #ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+    _impl_.speaker_name_.Set("", GetArenaForAllocation());
+  #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
 }
 
 Memory::~Memory() {
@@ -2870,6 +2908,8 @@ inline void Memory::SharedDtor() {
   _impl_.superseded_by_.Destroy();
   _impl_.embedding_model_.Destroy();
   _impl_.shared_from_.Destroy();
+  _impl_.dialogue_id_.Destroy();
+  _impl_.speaker_name_.Destroy();
   if (this != internal_default_instance()) delete _impl_.scope_;
   if (this != internal_default_instance()) delete _impl_.metadata_;
   if (this != internal_default_instance()) delete _impl_.valid_at_;
@@ -2897,6 +2937,8 @@ void Memory::Clear() {
   _impl_.superseded_by_.ClearToEmpty();
   _impl_.embedding_model_.ClearToEmpty();
   _impl_.shared_from_.ClearToEmpty();
+  _impl_.dialogue_id_.ClearToEmpty();
+  _impl_.speaker_name_.ClearToEmpty();
   if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
     delete _impl_.scope_;
   }
@@ -2930,8 +2972,8 @@ void Memory::Clear() {
   }
   _impl_.invalid_game_day_ = nullptr;
   ::memset(&_impl_.speaker_, 0, static_cast<size_t>(
-      reinterpret_cast<char*>(&_impl_.visibility_) -
-      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.visibility_));
+      reinterpret_cast<char*>(&_impl_.dialogue_position_) -
+      reinterpret_cast<char*>(&_impl_.speaker_)) + sizeof(_impl_.dialogue_position_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -3145,6 +3187,34 @@ const char* Memory::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
         } else
           goto handle_unusual;
         continue;
+      // string dialogue_id = 24;
+      case 24:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 194)) {
+          auto str = _internal_mutable_dialogue_id();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Memory.dialogue_id"));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 dialogue_position = 25;
+      case 25:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 200)) {
+          _impl_.dialogue_position_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // string speaker_name = 26;
+      case 26:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 210)) {
+          auto str = _internal_mutable_speaker_name();
+          ptr = ::_pbi::InlineGreedyStringParser(str, ptr, ctx);
+          CHK_(ptr);
+          CHK_(::_pbi::VerifyUTF8(str, "npc_memory.v1.Memory.speaker_name"));
+        } else
+          goto handle_unusual;
+        continue;
       default:
         goto handle_unusual;
     }  // switch
@@ -3354,6 +3424,32 @@ uint8_t* Memory::_InternalSerialize(
         23, this->_internal_shared_from(), target);
   }
 
+  // string dialogue_id = 24;
+  if (!this->_internal_dialogue_id().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_dialogue_id().data(), static_cast<int>(this->_internal_dialogue_id().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.Memory.dialogue_id");
+    target = stream->WriteStringMaybeAliased(
+        24, this->_internal_dialogue_id(), target);
+  }
+
+  // int32 dialogue_position = 25;
+  if (this->_internal_dialogue_position() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(25, this->_internal_dialogue_position(), target);
+  }
+
+  // string speaker_name = 26;
+  if (!this->_internal_speaker_name().empty()) {
+    ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::VerifyUtf8String(
+      this->_internal_speaker_name().data(), static_cast<int>(this->_internal_speaker_name().length()),
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::SERIALIZE,
+      "npc_memory.v1.Memory.speaker_name");
+    target = stream->WriteStringMaybeAliased(
+        26, this->_internal_speaker_name(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -3417,6 +3513,20 @@ size_t Memory::ByteSizeLong() const {
     total_size += 2 +
       ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
         this->_internal_shared_from());
+  }
+
+  // string dialogue_id = 24;
+  if (!this->_internal_dialogue_id().empty()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_dialogue_id());
+  }
+
+  // string speaker_name = 26;
+  if (!this->_internal_speaker_name().empty()) {
+    total_size += 2 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::StringSize(
+        this->_internal_speaker_name());
   }
 
   // .npc_memory.v1.Scope scope = 2;
@@ -3523,6 +3633,13 @@ size_t Memory::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_visibility());
   }
 
+  // int32 dialogue_position = 25;
+  if (this->_internal_dialogue_position() != 0) {
+    total_size += 2 +
+      ::_pbi::WireFormatLite::Int32Size(
+        this->_internal_dialogue_position());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -3561,6 +3678,12 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   }
   if (!from._internal_shared_from().empty()) {
     _this->_internal_set_shared_from(from._internal_shared_from());
+  }
+  if (!from._internal_dialogue_id().empty()) {
+    _this->_internal_set_dialogue_id(from._internal_dialogue_id());
+  }
+  if (!from._internal_speaker_name().empty()) {
+    _this->_internal_set_speaker_name(from._internal_speaker_name());
   }
   if (from._internal_has_scope()) {
     _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
@@ -3618,6 +3741,9 @@ void Memory::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBU
   if (from._internal_visibility() != 0) {
     _this->_internal_set_visibility(from._internal_visibility());
   }
+  if (from._internal_dialogue_position() != 0) {
+    _this->_internal_set_dialogue_position(from._internal_dialogue_position());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -3665,9 +3791,17 @@ void Memory::InternalSwap(Memory* other) {
       &_impl_.shared_from_, lhs_arena,
       &other->_impl_.shared_from_, rhs_arena
   );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.dialogue_id_, lhs_arena,
+      &other->_impl_.dialogue_id_, rhs_arena
+  );
+  ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr::InternalSwap(
+      &_impl_.speaker_name_, lhs_arena,
+      &other->_impl_.speaker_name_, rhs_arena
+  );
   ::PROTOBUF_NAMESPACE_ID::internal::memswap<
-      PROTOBUF_FIELD_OFFSET(Memory, _impl_.visibility_)
-      + sizeof(Memory::_impl_.visibility_)
+      PROTOBUF_FIELD_OFFSET(Memory, _impl_.dialogue_position_)
+      + sizeof(Memory::_impl_.dialogue_position_)
       - PROTOBUF_FIELD_OFFSET(Memory, _impl_.scope_)>(
           reinterpret_cast<char*>(&_impl_.scope_),
           reinterpret_cast<char*>(&other->_impl_.scope_));

@@ -24,6 +24,7 @@ namespace v1 {
 
 static const char* MemoryService_method_names[] = {
   "/npc_memory.v1.MemoryService/StoreMemories",
+  "/npc_memory.v1.MemoryService/StoreDialogue",
   "/npc_memory.v1.MemoryService/SearchMemories",
   "/npc_memory.v1.MemoryService/GetMemory",
   "/npc_memory.v1.MemoryService/ListMemories",
@@ -50,22 +51,23 @@ std::unique_ptr< MemoryService::Stub> MemoryService::NewStub(const std::shared_p
 
 MemoryService::Stub::Stub(const std::shared_ptr< ::grpc::ChannelInterface>& channel, const ::grpc::StubOptions& options)
   : channel_(channel), rpcmethod_StoreMemories_(MemoryService_method_names[0], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_SearchMemories_(MemoryService_method_names[1], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_GetMemory_(MemoryService_method_names[2], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_ListMemories_(MemoryService_method_names[3], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_InvalidateMemory_(MemoryService_method_names[4], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_UpdateMemory_(MemoryService_method_names[5], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_GetMemoryHistory_(MemoryService_method_names[6], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_ForgetPlayer_(MemoryService_method_names[7], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_ExpandMemory_(MemoryService_method_names[8], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_ListLinks_(MemoryService_method_names[9], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_CreateSavePoint_(MemoryService_method_names[10], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_LoadSavePoint_(MemoryService_method_names[11], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_ListSavePoints_(MemoryService_method_names[12], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_DropTimeline_(MemoryService_method_names[13], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_ExtractMemories_(MemoryService_method_names[14], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_GetExtractionJob_(MemoryService_method_names[15], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
-  , rpcmethod_BuildContext_(MemoryService_method_names[16], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_StoreDialogue_(MemoryService_method_names[1], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_SearchMemories_(MemoryService_method_names[2], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_GetMemory_(MemoryService_method_names[3], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ListMemories_(MemoryService_method_names[4], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_InvalidateMemory_(MemoryService_method_names[5], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_UpdateMemory_(MemoryService_method_names[6], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_GetMemoryHistory_(MemoryService_method_names[7], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ForgetPlayer_(MemoryService_method_names[8], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ExpandMemory_(MemoryService_method_names[9], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ListLinks_(MemoryService_method_names[10], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_CreateSavePoint_(MemoryService_method_names[11], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_LoadSavePoint_(MemoryService_method_names[12], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ListSavePoints_(MemoryService_method_names[13], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_DropTimeline_(MemoryService_method_names[14], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_ExtractMemories_(MemoryService_method_names[15], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_GetExtractionJob_(MemoryService_method_names[16], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
+  , rpcmethod_BuildContext_(MemoryService_method_names[17], options.suffix_for_stats(),::grpc::internal::RpcMethod::NORMAL_RPC, channel)
   {}
 
 ::grpc::Status MemoryService::Stub::StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::npc_memory::v1::StoreMemoriesResponse* response) {
@@ -87,6 +89,29 @@ void MemoryService::Stub::async::StoreMemories(::grpc::ClientContext* context, c
 ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreMemoriesResponse>* MemoryService::Stub::AsyncStoreMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
   auto* result =
     this->PrepareAsyncStoreMemoriesRaw(context, request, cq);
+  result->StartCall();
+  return result;
+}
+
+::grpc::Status MemoryService::Stub::StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::npc_memory::v1::StoreDialogueResponse* response) {
+  return ::grpc::internal::BlockingUnaryCall< ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), rpcmethod_StoreDialogue_, context, request, response);
+}
+
+void MemoryService::Stub::async::StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response, std::function<void(::grpc::Status)> f) {
+  ::grpc::internal::CallbackUnaryCall< ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_StoreDialogue_, context, request, response, std::move(f));
+}
+
+void MemoryService::Stub::async::StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response, ::grpc::ClientUnaryReactor* reactor) {
+  ::grpc::internal::ClientCallbackUnaryFactory::Create< ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(stub_->channel_.get(), stub_->rpcmethod_StoreDialogue_, context, request, response, reactor);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>* MemoryService::Stub::PrepareAsyncStoreDialogueRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) {
+  return ::grpc::internal::ClientAsyncResponseReaderHelper::Create< ::npc_memory::v1::StoreDialogueResponse, ::npc_memory::v1::StoreDialogueRequest, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(channel_.get(), cq, rpcmethod_StoreDialogue_, context, request);
+}
+
+::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>* MemoryService::Stub::AsyncStoreDialogueRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) {
+  auto* result =
+    this->PrepareAsyncStoreDialogueRaw(context, request, cq);
   result->StartCall();
   return result;
 }
@@ -473,6 +498,16 @@ MemoryService::Service::Service() {
   AddMethod(new ::grpc::internal::RpcServiceMethod(
       MemoryService_method_names[1],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
+      new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
+          [](MemoryService::Service* service,
+             ::grpc::ServerContext* ctx,
+             const ::npc_memory::v1::StoreDialogueRequest* req,
+             ::npc_memory::v1::StoreDialogueResponse* resp) {
+               return service->StoreDialogue(ctx, req, resp);
+             }, this)));
+  AddMethod(new ::grpc::internal::RpcServiceMethod(
+      MemoryService_method_names[2],
+      ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::SearchMemoriesRequest, ::npc_memory::v1::SearchMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
              ::grpc::ServerContext* ctx,
@@ -481,7 +516,7 @@ MemoryService::Service::Service() {
                return service->SearchMemories(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[2],
+      MemoryService_method_names[3],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::GetMemoryRequest, ::npc_memory::v1::GetMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -491,7 +526,7 @@ MemoryService::Service::Service() {
                return service->GetMemory(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[3],
+      MemoryService_method_names[4],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ListMemoriesRequest, ::npc_memory::v1::ListMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -501,7 +536,7 @@ MemoryService::Service::Service() {
                return service->ListMemories(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[4],
+      MemoryService_method_names[5],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::InvalidateMemoryRequest, ::npc_memory::v1::InvalidateMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -511,7 +546,7 @@ MemoryService::Service::Service() {
                return service->InvalidateMemory(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[5],
+      MemoryService_method_names[6],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::UpdateMemoryRequest, ::npc_memory::v1::UpdateMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -521,7 +556,7 @@ MemoryService::Service::Service() {
                return service->UpdateMemory(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[6],
+      MemoryService_method_names[7],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::GetMemoryHistoryRequest, ::npc_memory::v1::GetMemoryHistoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -531,7 +566,7 @@ MemoryService::Service::Service() {
                return service->GetMemoryHistory(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[7],
+      MemoryService_method_names[8],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ForgetPlayerRequest, ::npc_memory::v1::ForgetPlayerResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -541,7 +576,7 @@ MemoryService::Service::Service() {
                return service->ForgetPlayer(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[8],
+      MemoryService_method_names[9],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -551,7 +586,7 @@ MemoryService::Service::Service() {
                return service->ExpandMemory(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[9],
+      MemoryService_method_names[10],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -561,7 +596,7 @@ MemoryService::Service::Service() {
                return service->ListLinks(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[10],
+      MemoryService_method_names[11],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -571,7 +606,7 @@ MemoryService::Service::Service() {
                return service->CreateSavePoint(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[11],
+      MemoryService_method_names[12],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -581,7 +616,7 @@ MemoryService::Service::Service() {
                return service->LoadSavePoint(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[12],
+      MemoryService_method_names[13],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -591,7 +626,7 @@ MemoryService::Service::Service() {
                return service->ListSavePoints(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[13],
+      MemoryService_method_names[14],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -601,7 +636,7 @@ MemoryService::Service::Service() {
                return service->DropTimeline(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[14],
+      MemoryService_method_names[15],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -611,7 +646,7 @@ MemoryService::Service::Service() {
                return service->ExtractMemories(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[15],
+      MemoryService_method_names[16],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -621,7 +656,7 @@ MemoryService::Service::Service() {
                return service->GetExtractionJob(ctx, req, resp);
              }, this)));
   AddMethod(new ::grpc::internal::RpcServiceMethod(
-      MemoryService_method_names[16],
+      MemoryService_method_names[17],
       ::grpc::internal::RpcMethod::NORMAL_RPC,
       new ::grpc::internal::RpcMethodHandler< MemoryService::Service, ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse, ::grpc::protobuf::MessageLite, ::grpc::protobuf::MessageLite>(
           [](MemoryService::Service* service,
@@ -636,6 +671,13 @@ MemoryService::Service::~Service() {
 }
 
 ::grpc::Status MemoryService::Service::StoreMemories(::grpc::ServerContext* context, const ::npc_memory::v1::StoreMemoriesRequest* request, ::npc_memory::v1::StoreMemoriesResponse* response) {
+  (void) context;
+  (void) request;
+  (void) response;
+  return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+}
+
+::grpc::Status MemoryService::Service::StoreDialogue(::grpc::ServerContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response) {
   (void) context;
   (void) request;
   (void) response;

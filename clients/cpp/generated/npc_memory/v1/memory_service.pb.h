@@ -124,6 +124,12 @@ extern SearchMemoriesRequestDefaultTypeInternal _SearchMemoriesRequest_default_i
 class SearchMemoriesResponse;
 struct SearchMemoriesResponseDefaultTypeInternal;
 extern SearchMemoriesResponseDefaultTypeInternal _SearchMemoriesResponse_default_instance_;
+class StoreDialogueRequest;
+struct StoreDialogueRequestDefaultTypeInternal;
+extern StoreDialogueRequestDefaultTypeInternal _StoreDialogueRequest_default_instance_;
+class StoreDialogueResponse;
+struct StoreDialogueResponseDefaultTypeInternal;
+extern StoreDialogueResponseDefaultTypeInternal _StoreDialogueResponse_default_instance_;
 class StoreMemoriesRequest;
 struct StoreMemoriesRequestDefaultTypeInternal;
 extern StoreMemoriesRequestDefaultTypeInternal _StoreMemoriesRequest_default_instance_;
@@ -163,6 +169,8 @@ template<> ::npc_memory::v1::LoadSavePointRequest* Arena::CreateMaybeMessage<::n
 template<> ::npc_memory::v1::LoadSavePointResponse* Arena::CreateMaybeMessage<::npc_memory::v1::LoadSavePointResponse>(Arena*);
 template<> ::npc_memory::v1::SearchMemoriesRequest* Arena::CreateMaybeMessage<::npc_memory::v1::SearchMemoriesRequest>(Arena*);
 template<> ::npc_memory::v1::SearchMemoriesResponse* Arena::CreateMaybeMessage<::npc_memory::v1::SearchMemoriesResponse>(Arena*);
+template<> ::npc_memory::v1::StoreDialogueRequest* Arena::CreateMaybeMessage<::npc_memory::v1::StoreDialogueRequest>(Arena*);
+template<> ::npc_memory::v1::StoreDialogueResponse* Arena::CreateMaybeMessage<::npc_memory::v1::StoreDialogueResponse>(Arena*);
 template<> ::npc_memory::v1::StoreMemoriesRequest* Arena::CreateMaybeMessage<::npc_memory::v1::StoreMemoriesRequest>(Arena*);
 template<> ::npc_memory::v1::StoreMemoriesResponse* Arena::CreateMaybeMessage<::npc_memory::v1::StoreMemoriesResponse>(Arena*);
 template<> ::npc_memory::v1::UpdateMemoryRequest* Arena::CreateMaybeMessage<::npc_memory::v1::UpdateMemoryRequest>(Arena*);
@@ -1828,6 +1836,382 @@ class StoreMemoriesResponse final :
 };
 // -------------------------------------------------------------------
 
+class StoreDialogueRequest final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.StoreDialogueRequest) */ {
+ public:
+  inline StoreDialogueRequest() : StoreDialogueRequest(nullptr) {}
+  ~StoreDialogueRequest() override;
+  explicit PROTOBUF_CONSTEXPR StoreDialogueRequest(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  StoreDialogueRequest(const StoreDialogueRequest& from);
+  StoreDialogueRequest(StoreDialogueRequest&& from) noexcept
+    : StoreDialogueRequest() {
+    *this = ::std::move(from);
+  }
+
+  inline StoreDialogueRequest& operator=(const StoreDialogueRequest& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline StoreDialogueRequest& operator=(StoreDialogueRequest&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const StoreDialogueRequest& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const StoreDialogueRequest* internal_default_instance() {
+    return reinterpret_cast<const StoreDialogueRequest*>(
+               &_StoreDialogueRequest_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    10;
+
+  friend void swap(StoreDialogueRequest& a, StoreDialogueRequest& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(StoreDialogueRequest* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(StoreDialogueRequest* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  StoreDialogueRequest* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<StoreDialogueRequest>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const StoreDialogueRequest& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const StoreDialogueRequest& from) {
+    StoreDialogueRequest::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(StoreDialogueRequest* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.StoreDialogueRequest";
+  }
+  protected:
+  explicit StoreDialogueRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kScopeFieldNumber = 1,
+    kDialogueFieldNumber = 2,
+    kExtractFieldNumber = 3,
+    kFirstPositionFieldNumber = 4,
+  };
+  // .npc_memory.v1.Scope scope = 1;
+  bool has_scope() const;
+  private:
+  bool _internal_has_scope() const;
+  public:
+  void clear_scope();
+  const ::npc_memory::v1::Scope& scope() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::Scope* release_scope();
+  ::npc_memory::v1::Scope* mutable_scope();
+  void set_allocated_scope(::npc_memory::v1::Scope* scope);
+  private:
+  const ::npc_memory::v1::Scope& _internal_scope() const;
+  ::npc_memory::v1::Scope* _internal_mutable_scope();
+  public:
+  void unsafe_arena_set_allocated_scope(
+      ::npc_memory::v1::Scope* scope);
+  ::npc_memory::v1::Scope* unsafe_arena_release_scope();
+
+  // .npc_memory.v1.Dialogue dialogue = 2;
+  bool has_dialogue() const;
+  private:
+  bool _internal_has_dialogue() const;
+  public:
+  void clear_dialogue();
+  const ::npc_memory::v1::Dialogue& dialogue() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::Dialogue* release_dialogue();
+  ::npc_memory::v1::Dialogue* mutable_dialogue();
+  void set_allocated_dialogue(::npc_memory::v1::Dialogue* dialogue);
+  private:
+  const ::npc_memory::v1::Dialogue& _internal_dialogue() const;
+  ::npc_memory::v1::Dialogue* _internal_mutable_dialogue();
+  public:
+  void unsafe_arena_set_allocated_dialogue(
+      ::npc_memory::v1::Dialogue* dialogue);
+  ::npc_memory::v1::Dialogue* unsafe_arena_release_dialogue();
+
+  // bool extract = 3;
+  void clear_extract();
+  bool extract() const;
+  void set_extract(bool value);
+  private:
+  bool _internal_extract() const;
+  void _internal_set_extract(bool value);
+  public:
+
+  // int32 first_position = 4;
+  void clear_first_position();
+  int32_t first_position() const;
+  void set_first_position(int32_t value);
+  private:
+  int32_t _internal_first_position() const;
+  void _internal_set_first_position(int32_t value);
+  public:
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.StoreDialogueRequest)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::npc_memory::v1::Scope* scope_;
+    ::npc_memory::v1::Dialogue* dialogue_;
+    bool extract_;
+    int32_t first_position_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
+class StoreDialogueResponse final :
+    public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.StoreDialogueResponse) */ {
+ public:
+  inline StoreDialogueResponse() : StoreDialogueResponse(nullptr) {}
+  ~StoreDialogueResponse() override;
+  explicit PROTOBUF_CONSTEXPR StoreDialogueResponse(::PROTOBUF_NAMESPACE_ID::internal::ConstantInitialized);
+
+  StoreDialogueResponse(const StoreDialogueResponse& from);
+  StoreDialogueResponse(StoreDialogueResponse&& from) noexcept
+    : StoreDialogueResponse() {
+    *this = ::std::move(from);
+  }
+
+  inline StoreDialogueResponse& operator=(const StoreDialogueResponse& from) {
+    CopyFrom(from);
+    return *this;
+  }
+  inline StoreDialogueResponse& operator=(StoreDialogueResponse&& from) noexcept {
+    if (this == &from) return *this;
+    if (GetOwningArena() == from.GetOwningArena()
+  #ifdef PROTOBUF_FORCE_COPY_IN_MOVE
+        && GetOwningArena() != nullptr
+  #endif  // !PROTOBUF_FORCE_COPY_IN_MOVE
+    ) {
+      InternalSwap(&from);
+    } else {
+      CopyFrom(from);
+    }
+    return *this;
+  }
+
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* descriptor() {
+    return GetDescriptor();
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Descriptor* GetDescriptor() {
+    return default_instance().GetMetadata().descriptor;
+  }
+  static const ::PROTOBUF_NAMESPACE_ID::Reflection* GetReflection() {
+    return default_instance().GetMetadata().reflection;
+  }
+  static const StoreDialogueResponse& default_instance() {
+    return *internal_default_instance();
+  }
+  static inline const StoreDialogueResponse* internal_default_instance() {
+    return reinterpret_cast<const StoreDialogueResponse*>(
+               &_StoreDialogueResponse_default_instance_);
+  }
+  static constexpr int kIndexInFileMessages =
+    11;
+
+  friend void swap(StoreDialogueResponse& a, StoreDialogueResponse& b) {
+    a.Swap(&b);
+  }
+  inline void Swap(StoreDialogueResponse* other) {
+    if (other == this) return;
+  #ifdef PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() != nullptr &&
+        GetOwningArena() == other->GetOwningArena()) {
+   #else  // PROTOBUF_FORCE_COPY_IN_SWAP
+    if (GetOwningArena() == other->GetOwningArena()) {
+  #endif  // !PROTOBUF_FORCE_COPY_IN_SWAP
+      InternalSwap(other);
+    } else {
+      ::PROTOBUF_NAMESPACE_ID::internal::GenericSwap(this, other);
+    }
+  }
+  void UnsafeArenaSwap(StoreDialogueResponse* other) {
+    if (other == this) return;
+    GOOGLE_DCHECK(GetOwningArena() == other->GetOwningArena());
+    InternalSwap(other);
+  }
+
+  // implements Message ----------------------------------------------
+
+  StoreDialogueResponse* New(::PROTOBUF_NAMESPACE_ID::Arena* arena = nullptr) const final {
+    return CreateMaybeMessage<StoreDialogueResponse>(arena);
+  }
+  using ::PROTOBUF_NAMESPACE_ID::Message::CopyFrom;
+  void CopyFrom(const StoreDialogueResponse& from);
+  using ::PROTOBUF_NAMESPACE_ID::Message::MergeFrom;
+  void MergeFrom( const StoreDialogueResponse& from) {
+    StoreDialogueResponse::MergeImpl(*this, from);
+  }
+  private:
+  static void MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg);
+  public:
+  PROTOBUF_ATTRIBUTE_REINITIALIZES void Clear() final;
+  bool IsInitialized() const final;
+
+  size_t ByteSizeLong() const final;
+  const char* _InternalParse(const char* ptr, ::PROTOBUF_NAMESPACE_ID::internal::ParseContext* ctx) final;
+  uint8_t* _InternalSerialize(
+      uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const final;
+  int GetCachedSize() const final { return _impl_._cached_size_.Get(); }
+
+  private:
+  void SharedCtor(::PROTOBUF_NAMESPACE_ID::Arena* arena, bool is_message_owned);
+  void SharedDtor();
+  void SetCachedSize(int size) const final;
+  void InternalSwap(StoreDialogueResponse* other);
+
+  private:
+  friend class ::PROTOBUF_NAMESPACE_ID::internal::AnyMetadata;
+  static ::PROTOBUF_NAMESPACE_ID::StringPiece FullMessageName() {
+    return "npc_memory.v1.StoreDialogueResponse";
+  }
+  protected:
+  explicit StoreDialogueResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                       bool is_message_owned = false);
+  public:
+
+  static const ClassData _class_data_;
+  const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*GetClassData() const final;
+
+  ::PROTOBUF_NAMESPACE_ID::Metadata GetMetadata() const final;
+
+  // nested types ----------------------------------------------------
+
+  // accessors -------------------------------------------------------
+
+  enum : int {
+    kTurnsFieldNumber = 1,
+    kJobFieldNumber = 2,
+  };
+  // repeated .npc_memory.v1.StoreResult turns = 1;
+  int turns_size() const;
+  private:
+  int _internal_turns_size() const;
+  public:
+  void clear_turns();
+  ::npc_memory::v1::StoreResult* mutable_turns(int index);
+  ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::StoreResult >*
+      mutable_turns();
+  private:
+  const ::npc_memory::v1::StoreResult& _internal_turns(int index) const;
+  ::npc_memory::v1::StoreResult* _internal_add_turns();
+  public:
+  const ::npc_memory::v1::StoreResult& turns(int index) const;
+  ::npc_memory::v1::StoreResult* add_turns();
+  const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::StoreResult >&
+      turns() const;
+
+  // .npc_memory.v1.ExtractionJob job = 2;
+  bool has_job() const;
+  private:
+  bool _internal_has_job() const;
+  public:
+  void clear_job();
+  const ::npc_memory::v1::ExtractionJob& job() const;
+  PROTOBUF_NODISCARD ::npc_memory::v1::ExtractionJob* release_job();
+  ::npc_memory::v1::ExtractionJob* mutable_job();
+  void set_allocated_job(::npc_memory::v1::ExtractionJob* job);
+  private:
+  const ::npc_memory::v1::ExtractionJob& _internal_job() const;
+  ::npc_memory::v1::ExtractionJob* _internal_mutable_job();
+  public:
+  void unsafe_arena_set_allocated_job(
+      ::npc_memory::v1::ExtractionJob* job);
+  ::npc_memory::v1::ExtractionJob* unsafe_arena_release_job();
+
+  // @@protoc_insertion_point(class_scope:npc_memory.v1.StoreDialogueResponse)
+ private:
+  class _Internal;
+
+  template <typename T> friend class ::PROTOBUF_NAMESPACE_ID::Arena::InternalHelper;
+  typedef void InternalArenaConstructable_;
+  typedef void DestructorSkippable_;
+  struct Impl_ {
+    ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::StoreResult > turns_;
+    ::npc_memory::v1::ExtractionJob* job_;
+    mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
+  };
+  union { Impl_ _impl_; };
+  friend struct ::TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto;
+};
+// -------------------------------------------------------------------
+
 class SearchMemoriesRequest final :
     public ::PROTOBUF_NAMESPACE_ID::Message /* @@protoc_insertion_point(class_definition:npc_memory.v1.SearchMemoriesRequest) */ {
  public:
@@ -1876,7 +2260,7 @@ class SearchMemoriesRequest final :
                &_SearchMemoriesRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    10;
+    12;
 
   friend void swap(SearchMemoriesRequest& a, SearchMemoriesRequest& b) {
     a.Swap(&b);
@@ -2301,7 +2685,7 @@ class SearchMemoriesResponse final :
                &_SearchMemoriesResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    11;
+    13;
 
   friend void swap(SearchMemoriesResponse& a, SearchMemoriesResponse& b) {
     a.Swap(&b);
@@ -2485,7 +2869,7 @@ class GetMemoryRequest final :
                &_GetMemoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    12;
+    14;
 
   friend void swap(GetMemoryRequest& a, GetMemoryRequest& b) {
     a.Swap(&b);
@@ -2689,7 +3073,7 @@ class GetMemoryResponse final :
                &_GetMemoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    13;
+    15;
 
   friend void swap(GetMemoryResponse& a, GetMemoryResponse& b) {
     a.Swap(&b);
@@ -2846,7 +3230,7 @@ class ListMemoriesRequest final :
                &_ListMemoriesRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    14;
+    16;
 
   friend void swap(ListMemoriesRequest& a, ListMemoriesRequest& b) {
     a.Swap(&b);
@@ -3103,7 +3487,7 @@ class ListMemoriesResponse final :
                &_ListMemoriesResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    15;
+    17;
 
   friend void swap(ListMemoriesResponse& a, ListMemoriesResponse& b) {
     a.Swap(&b);
@@ -3276,7 +3660,7 @@ class InvalidateMemoryRequest final :
                &_InvalidateMemoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    16;
+    18;
 
   friend void swap(InvalidateMemoryRequest& a, InvalidateMemoryRequest& b) {
     a.Swap(&b);
@@ -3489,7 +3873,7 @@ class InvalidateMemoryResponse final :
                &_InvalidateMemoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    17;
+    19;
 
   friend void swap(InvalidateMemoryResponse& a, InvalidateMemoryResponse& b) {
     a.Swap(&b);
@@ -3646,7 +4030,7 @@ class UpdateMemoryRequest final :
                &_UpdateMemoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    18;
+    20;
 
   friend void swap(UpdateMemoryRequest& a, UpdateMemoryRequest& b) {
     a.Swap(&b);
@@ -3937,7 +4321,7 @@ class UpdateMemoryResponse final :
                &_UpdateMemoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    19;
+    21;
 
   friend void swap(UpdateMemoryResponse& a, UpdateMemoryResponse& b) {
     a.Swap(&b);
@@ -4094,7 +4478,7 @@ class GetMemoryHistoryRequest final :
                &_GetMemoryHistoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    20;
+    22;
 
   friend void swap(GetMemoryHistoryRequest& a, GetMemoryHistoryRequest& b) {
     a.Swap(&b);
@@ -4357,7 +4741,7 @@ class GetMemoryHistoryResponse final :
                &_GetMemoryHistoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    21;
+    23;
 
   friend void swap(GetMemoryHistoryResponse& a, GetMemoryHistoryResponse& b) {
     a.Swap(&b);
@@ -4530,7 +4914,7 @@ class ForgetPlayerRequest final :
                &_ForgetPlayerRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    22;
+    24;
 
   friend void swap(ForgetPlayerRequest& a, ForgetPlayerRequest& b) {
     a.Swap(&b);
@@ -4683,7 +5067,7 @@ class ForgetPlayerResponse final :
                &_ForgetPlayerResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    23;
+    25;
 
   friend void swap(ForgetPlayerResponse& a, ForgetPlayerResponse& b) {
     a.Swap(&b);
@@ -4831,7 +5215,7 @@ class ExpandMemoryRequest final :
                &_ExpandMemoryRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    24;
+    26;
 
   friend void swap(ExpandMemoryRequest& a, ExpandMemoryRequest& b) {
     a.Swap(&b);
@@ -5004,7 +5388,7 @@ class ExpandMemoryResponse final :
                &_ExpandMemoryResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    25;
+    27;
 
   friend void swap(ExpandMemoryResponse& a, ExpandMemoryResponse& b) {
     a.Swap(&b);
@@ -5219,7 +5603,7 @@ class ListLinksRequest final :
                &_ListLinksRequest_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    26;
+    28;
 
   friend void swap(ListLinksRequest& a, ListLinksRequest& b) {
     a.Swap(&b);
@@ -5392,7 +5776,7 @@ class ListLinksResponse final :
                &_ListLinksResponse_default_instance_);
   }
   static constexpr int kIndexInFileMessages =
-    27;
+    29;
 
   friend void swap(ListLinksResponse& a, ListLinksResponse& b) {
     a.Swap(&b);
@@ -6397,6 +6781,346 @@ inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::StoreR
 StoreMemoriesResponse::results() const {
   // @@protoc_insertion_point(field_list:npc_memory.v1.StoreMemoriesResponse.results)
   return _impl_.results_;
+}
+
+// -------------------------------------------------------------------
+
+// StoreDialogueRequest
+
+// .npc_memory.v1.Scope scope = 1;
+inline bool StoreDialogueRequest::_internal_has_scope() const {
+  return this != internal_default_instance() && _impl_.scope_ != nullptr;
+}
+inline bool StoreDialogueRequest::has_scope() const {
+  return _internal_has_scope();
+}
+inline const ::npc_memory::v1::Scope& StoreDialogueRequest::_internal_scope() const {
+  const ::npc_memory::v1::Scope* p = _impl_.scope_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::Scope&>(
+      ::npc_memory::v1::_Scope_default_instance_);
+}
+inline const ::npc_memory::v1::Scope& StoreDialogueRequest::scope() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.StoreDialogueRequest.scope)
+  return _internal_scope();
+}
+inline void StoreDialogueRequest::unsafe_arena_set_allocated_scope(
+    ::npc_memory::v1::Scope* scope) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  _impl_.scope_ = scope;
+  if (scope) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.StoreDialogueRequest.scope)
+}
+inline ::npc_memory::v1::Scope* StoreDialogueRequest::release_scope() {
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::Scope* StoreDialogueRequest::unsafe_arena_release_scope() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.StoreDialogueRequest.scope)
+  
+  ::npc_memory::v1::Scope* temp = _impl_.scope_;
+  _impl_.scope_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::Scope* StoreDialogueRequest::_internal_mutable_scope() {
+  
+  if (_impl_.scope_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::Scope>(GetArenaForAllocation());
+    _impl_.scope_ = p;
+  }
+  return _impl_.scope_;
+}
+inline ::npc_memory::v1::Scope* StoreDialogueRequest::mutable_scope() {
+  ::npc_memory::v1::Scope* _msg = _internal_mutable_scope();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.StoreDialogueRequest.scope)
+  return _msg;
+}
+inline void StoreDialogueRequest::set_allocated_scope(::npc_memory::v1::Scope* scope) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.scope_);
+  }
+  if (scope) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(scope));
+    if (message_arena != submessage_arena) {
+      scope = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, scope, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.scope_ = scope;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.StoreDialogueRequest.scope)
+}
+
+// .npc_memory.v1.Dialogue dialogue = 2;
+inline bool StoreDialogueRequest::_internal_has_dialogue() const {
+  return this != internal_default_instance() && _impl_.dialogue_ != nullptr;
+}
+inline bool StoreDialogueRequest::has_dialogue() const {
+  return _internal_has_dialogue();
+}
+inline const ::npc_memory::v1::Dialogue& StoreDialogueRequest::_internal_dialogue() const {
+  const ::npc_memory::v1::Dialogue* p = _impl_.dialogue_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::Dialogue&>(
+      ::npc_memory::v1::_Dialogue_default_instance_);
+}
+inline const ::npc_memory::v1::Dialogue& StoreDialogueRequest::dialogue() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.StoreDialogueRequest.dialogue)
+  return _internal_dialogue();
+}
+inline void StoreDialogueRequest::unsafe_arena_set_allocated_dialogue(
+    ::npc_memory::v1::Dialogue* dialogue) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.dialogue_);
+  }
+  _impl_.dialogue_ = dialogue;
+  if (dialogue) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.StoreDialogueRequest.dialogue)
+}
+inline ::npc_memory::v1::Dialogue* StoreDialogueRequest::release_dialogue() {
+  
+  ::npc_memory::v1::Dialogue* temp = _impl_.dialogue_;
+  _impl_.dialogue_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::Dialogue* StoreDialogueRequest::unsafe_arena_release_dialogue() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.StoreDialogueRequest.dialogue)
+  
+  ::npc_memory::v1::Dialogue* temp = _impl_.dialogue_;
+  _impl_.dialogue_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::Dialogue* StoreDialogueRequest::_internal_mutable_dialogue() {
+  
+  if (_impl_.dialogue_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::Dialogue>(GetArenaForAllocation());
+    _impl_.dialogue_ = p;
+  }
+  return _impl_.dialogue_;
+}
+inline ::npc_memory::v1::Dialogue* StoreDialogueRequest::mutable_dialogue() {
+  ::npc_memory::v1::Dialogue* _msg = _internal_mutable_dialogue();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.StoreDialogueRequest.dialogue)
+  return _msg;
+}
+inline void StoreDialogueRequest::set_allocated_dialogue(::npc_memory::v1::Dialogue* dialogue) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.dialogue_);
+  }
+  if (dialogue) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(dialogue));
+    if (message_arena != submessage_arena) {
+      dialogue = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, dialogue, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.dialogue_ = dialogue;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.StoreDialogueRequest.dialogue)
+}
+
+// bool extract = 3;
+inline void StoreDialogueRequest::clear_extract() {
+  _impl_.extract_ = false;
+}
+inline bool StoreDialogueRequest::_internal_extract() const {
+  return _impl_.extract_;
+}
+inline bool StoreDialogueRequest::extract() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.StoreDialogueRequest.extract)
+  return _internal_extract();
+}
+inline void StoreDialogueRequest::_internal_set_extract(bool value) {
+  
+  _impl_.extract_ = value;
+}
+inline void StoreDialogueRequest::set_extract(bool value) {
+  _internal_set_extract(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.StoreDialogueRequest.extract)
+}
+
+// int32 first_position = 4;
+inline void StoreDialogueRequest::clear_first_position() {
+  _impl_.first_position_ = 0;
+}
+inline int32_t StoreDialogueRequest::_internal_first_position() const {
+  return _impl_.first_position_;
+}
+inline int32_t StoreDialogueRequest::first_position() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.StoreDialogueRequest.first_position)
+  return _internal_first_position();
+}
+inline void StoreDialogueRequest::_internal_set_first_position(int32_t value) {
+  
+  _impl_.first_position_ = value;
+}
+inline void StoreDialogueRequest::set_first_position(int32_t value) {
+  _internal_set_first_position(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.StoreDialogueRequest.first_position)
+}
+
+// -------------------------------------------------------------------
+
+// StoreDialogueResponse
+
+// repeated .npc_memory.v1.StoreResult turns = 1;
+inline int StoreDialogueResponse::_internal_turns_size() const {
+  return _impl_.turns_.size();
+}
+inline int StoreDialogueResponse::turns_size() const {
+  return _internal_turns_size();
+}
+inline ::npc_memory::v1::StoreResult* StoreDialogueResponse::mutable_turns(int index) {
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.StoreDialogueResponse.turns)
+  return _impl_.turns_.Mutable(index);
+}
+inline ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::StoreResult >*
+StoreDialogueResponse::mutable_turns() {
+  // @@protoc_insertion_point(field_mutable_list:npc_memory.v1.StoreDialogueResponse.turns)
+  return &_impl_.turns_;
+}
+inline const ::npc_memory::v1::StoreResult& StoreDialogueResponse::_internal_turns(int index) const {
+  return _impl_.turns_.Get(index);
+}
+inline const ::npc_memory::v1::StoreResult& StoreDialogueResponse::turns(int index) const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.StoreDialogueResponse.turns)
+  return _internal_turns(index);
+}
+inline ::npc_memory::v1::StoreResult* StoreDialogueResponse::_internal_add_turns() {
+  return _impl_.turns_.Add();
+}
+inline ::npc_memory::v1::StoreResult* StoreDialogueResponse::add_turns() {
+  ::npc_memory::v1::StoreResult* _add = _internal_add_turns();
+  // @@protoc_insertion_point(field_add:npc_memory.v1.StoreDialogueResponse.turns)
+  return _add;
+}
+inline const ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::StoreResult >&
+StoreDialogueResponse::turns() const {
+  // @@protoc_insertion_point(field_list:npc_memory.v1.StoreDialogueResponse.turns)
+  return _impl_.turns_;
+}
+
+// .npc_memory.v1.ExtractionJob job = 2;
+inline bool StoreDialogueResponse::_internal_has_job() const {
+  return this != internal_default_instance() && _impl_.job_ != nullptr;
+}
+inline bool StoreDialogueResponse::has_job() const {
+  return _internal_has_job();
+}
+inline const ::npc_memory::v1::ExtractionJob& StoreDialogueResponse::_internal_job() const {
+  const ::npc_memory::v1::ExtractionJob* p = _impl_.job_;
+  return p != nullptr ? *p : reinterpret_cast<const ::npc_memory::v1::ExtractionJob&>(
+      ::npc_memory::v1::_ExtractionJob_default_instance_);
+}
+inline const ::npc_memory::v1::ExtractionJob& StoreDialogueResponse::job() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.StoreDialogueResponse.job)
+  return _internal_job();
+}
+inline void StoreDialogueResponse::unsafe_arena_set_allocated_job(
+    ::npc_memory::v1::ExtractionJob* job) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.job_);
+  }
+  _impl_.job_ = job;
+  if (job) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.StoreDialogueResponse.job)
+}
+inline ::npc_memory::v1::ExtractionJob* StoreDialogueResponse::release_job() {
+  
+  ::npc_memory::v1::ExtractionJob* temp = _impl_.job_;
+  _impl_.job_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::npc_memory::v1::ExtractionJob* StoreDialogueResponse::unsafe_arena_release_job() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.StoreDialogueResponse.job)
+  
+  ::npc_memory::v1::ExtractionJob* temp = _impl_.job_;
+  _impl_.job_ = nullptr;
+  return temp;
+}
+inline ::npc_memory::v1::ExtractionJob* StoreDialogueResponse::_internal_mutable_job() {
+  
+  if (_impl_.job_ == nullptr) {
+    auto* p = CreateMaybeMessage<::npc_memory::v1::ExtractionJob>(GetArenaForAllocation());
+    _impl_.job_ = p;
+  }
+  return _impl_.job_;
+}
+inline ::npc_memory::v1::ExtractionJob* StoreDialogueResponse::mutable_job() {
+  ::npc_memory::v1::ExtractionJob* _msg = _internal_mutable_job();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.StoreDialogueResponse.job)
+  return _msg;
+}
+inline void StoreDialogueResponse::set_allocated_job(::npc_memory::v1::ExtractionJob* job) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.job_);
+  }
+  if (job) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(job));
+    if (message_arena != submessage_arena) {
+      job = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, job, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.job_ = job;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.StoreDialogueResponse.job)
 }
 
 // -------------------------------------------------------------------
@@ -10467,6 +11191,10 @@ ListLinksResponse::related() const {
 #ifdef __GNUC__
   #pragma GCC diagnostic pop
 #endif  // __GNUC__
+// -------------------------------------------------------------------
+
+// -------------------------------------------------------------------
+
 // -------------------------------------------------------------------
 
 // -------------------------------------------------------------------

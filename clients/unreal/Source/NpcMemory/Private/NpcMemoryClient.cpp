@@ -98,6 +98,33 @@ void UNpcMemoryClient::StoreMemories(const FString& UserId, const FString& Heroi
 	});
 }
 
+void UNpcMemoryClient::StoreDialogue(const FString& UserId, const FString& HeroineId, const FString& DialogueId,
+	const TArray<FNpcMemoryTurn>& Turns, int32 FirstPosition, bool bExtract, FOnNpcMemoryStored OnDone)
+{
+	std::vector<npc_memory_client::Turn> In;
+	for (const FNpcMemoryTurn& Turn : Turns)
+	{
+		npc_memory_client::Turn T;
+		T.text = Utf8(Turn.Text);
+		T.speaker = Utf8(Turn.Speaker);
+		T.speaker_name = Utf8(Turn.SpeakerName);
+		In.push_back(T);
+	}
+	npc_memory_client::DialogueOptions Options;
+	Options.first_position = FirstPosition;
+	Options.extract = bExtract;
+	auto Core_ = Core;
+	const std::string User = Utf8(UserId), Heroine = Utf8(HeroineId), Dialogue = Utf8(DialogueId);
+	Async(EAsyncExecution::ThreadPool, [Core_, User, Heroine, Dialogue, In, Options, OnDone]()
+	{
+		std::vector<npc_memory_client::Stored> Stored;
+		const FNpcMemoryStatus Status = ToStatus(Core_->StoreDialogue(User, Heroine, Dialogue, In, Options, &Stored));
+		TArray<FString> Ids;
+		for (const auto& S : Stored) Ids.Add(FromUtf8(S.memory_id));
+		AsyncTask(ENamedThreads::GameThread, [OnDone, Ids, Status]() { OnDone.ExecuteIfBound(Ids, Status); });
+	});
+}
+
 void UNpcMemoryClient::SearchMemories(const FString& UserId, const FString& HeroineId, const FString& Query,
 	int32 Limit, FOnNpcMemorySearched OnDone)
 {

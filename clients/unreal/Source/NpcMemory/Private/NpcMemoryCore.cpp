@@ -146,6 +146,37 @@ CallStatus MemoryClient::Store(const std::string& user_id, const std::string& he
   return status;
 }
 
+CallStatus MemoryClient::StoreDialogue(const std::string& user_id, const std::string& heroine_id,
+                                       const std::string& dialogue_id, const std::vector<Turn>& turns,
+                                       const DialogueOptions& options, std::vector<Stored>* out,
+                                       std::string* job_id) {
+  pb::StoreDialogueRequest req;
+  req.mutable_scope()->set_user_id(user_id);
+  req.mutable_scope()->set_heroine_id(heroine_id);
+  req.mutable_dialogue()->set_dialogue_id(dialogue_id);
+  req.set_first_position(options.first_position);
+  req.set_extract(options.extract);
+  for (const auto& t : turns) {
+    auto* turn = req.mutable_dialogue()->add_turns();
+    turn->set_text(t.text);
+    turn->set_speaker(ToSpeaker(t.speaker));
+    turn->set_speaker_name(t.speaker_name);
+    if (t.said_at_unix_ms != 0) {
+      turn->mutable_said_at()->set_seconds(t.said_at_unix_ms / 1000);
+      turn->mutable_said_at()->set_nanos(static_cast<int>(t.said_at_unix_ms % 1000) * 1000000);
+    }
+  }
+  pb::StoreDialogueResponse resp;
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  CallStatus status = FromStatus(impl_->stub->StoreDialogue(&ctx, req, &resp), ctx);
+  if (status.ok && out != nullptr) {
+    for (const auto& r : resp.turns()) out->push_back({r.memory_id(), OutcomeName(r.outcome())});
+  }
+  if (status.ok && job_id != nullptr) *job_id = resp.has_job() ? resp.job().job_id() : std::string();
+  return status;
+}
+
 CallStatus MemoryClient::Search(const std::string& user_id, const std::string& heroine_id,
                                 const std::string& query, int limit, std::vector<Hit>* out) {
   SearchOptions options;

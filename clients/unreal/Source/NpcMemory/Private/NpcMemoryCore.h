@@ -25,6 +25,20 @@ struct Fact {
   std::string slot;    // e.g. "favorite_animal": a newer fact in the slot supersedes the older
 };
 
+// One line of a dialogue, in the order said.
+struct Turn {
+  std::string text;
+  std::string speaker = "user";  // "user" (the player) or "heroine"
+  std::string speaker_name;      // the name the game shows, e.g. "민수" (optional)
+  std::int64_t said_at_unix_ms = 0;  // when it was said; 0 means the server's clock
+};
+
+// Optional parts of a StoreDialogue call.
+struct DialogueOptions {
+  int first_position = 0;  // where in the dialogue the first turn goes (a streaming game: turns sent before)
+  bool extract = false;    // also queue the dialogue's extraction job (needs extraction on the server)
+};
+
 // What happened to one stored fact.
 struct Stored {
   std::string memory_id;
@@ -123,6 +137,13 @@ class MemoryClient {
   CallStatus Store(const std::string& user_id, const std::string& heroine_id,
                    const std::vector<Fact>& facts, std::vector<Stored>* out,
                    const std::string& request_id = "");
+
+  // Stores a dialogue's turns (each a source memory embedded with its context, linked to the turn before it), in
+  // one transaction; continues the scope's dialogue of this id at options.first_position. A turn resent at its
+  // place comes back "duplicate" with the stored id. job_id (optional) receives the extraction job's id.
+  CallStatus StoreDialogue(const std::string& user_id, const std::string& heroine_id, const std::string& dialogue_id,
+                           const std::vector<Turn>& turns, const DialogueOptions& options, std::vector<Stored>* out,
+                           std::string* job_id = nullptr);
 
   // The scope's memories ranked for the query, best first. limit 0 means 10.
   CallStatus Search(const std::string& user_id, const std::string& heroine_id,

@@ -31,6 +31,25 @@ struct NPCMEMORY_API FNpcMemoryFact
 	FString Slot;
 };
 
+/** One line of a dialogue, in the order said. */
+USTRUCT(BlueprintType)
+struct NPCMEMORY_API FNpcMemoryTurn
+{
+	GENERATED_BODY()
+
+	/** What was said. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "NPC Memory")
+	FString Text;
+
+	/** Who said it: "user" (the player) or "heroine". */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "NPC Memory")
+	FString Speaker = TEXT("user");
+
+	/** The name the game shows for the speaker, e.g. "민수" (optional). */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "NPC Memory")
+	FString SpeakerName;
+};
+
 /** A search result with its scores (each component in [0, 1]). */
 USTRUCT(BlueprintType)
 struct NPCMEMORY_API FNpcMemoryHit
@@ -99,6 +118,13 @@ public:
 	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
 	void StoreMemories(const FString& UserId, const FString& HeroineId, const TArray<FNpcMemoryFact>& Facts,
 		FOnNpcMemoryStored OnDone);
+
+	/** Stores a dialogue's turns (each embedded with its context, linked in order) in one transaction; a streaming
+	 * game sends FirstPosition = the turns it sent before. bExtract also queues the dialogue's extraction job.
+	 * OnDone gets one id per turn (a turn resent at its place: the stored one). */
+	UFUNCTION(BlueprintCallable, Category = "NPC Memory")
+	void StoreDialogue(const FString& UserId, const FString& HeroineId, const FString& DialogueId,
+		const TArray<FNpcMemoryTurn>& Turns, int32 FirstPosition, bool bExtract, FOnNpcMemoryStored OnDone);
 
 	/** The heroine's memories that matter for Query, best first. Limit 0 means 10. */
 	UFUNCTION(BlueprintCallable, Category = "NPC Memory")

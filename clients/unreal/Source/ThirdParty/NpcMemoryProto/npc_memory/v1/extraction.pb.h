@@ -270,7 +270,9 @@ class DialogueTurn final :
 
   enum : int {
     kTextFieldNumber = 2,
+    kSpeakerNameFieldNumber = 4,
     kGameTimeFieldNumber = 3,
+    kSaidAtFieldNumber = 5,
     kSpeakerFieldNumber = 1,
   };
   // string text = 2;
@@ -285,6 +287,20 @@ class DialogueTurn final :
   const std::string& _internal_text() const;
   inline PROTOBUF_ALWAYS_INLINE void _internal_set_text(const std::string& value);
   std::string* _internal_mutable_text();
+  public:
+
+  // string speaker_name = 4;
+  void clear_speaker_name();
+  const std::string& speaker_name() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_speaker_name(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_speaker_name();
+  PROTOBUF_NODISCARD std::string* release_speaker_name();
+  void set_allocated_speaker_name(std::string* speaker_name);
+  private:
+  const std::string& _internal_speaker_name() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_speaker_name(const std::string& value);
+  std::string* _internal_mutable_speaker_name();
   public:
 
   // .google.protobuf.Timestamp game_time = 3;
@@ -305,6 +321,24 @@ class DialogueTurn final :
       ::PROTOBUF_NAMESPACE_ID::Timestamp* game_time);
   ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_game_time();
 
+  // .google.protobuf.Timestamp said_at = 5;
+  bool has_said_at() const;
+  private:
+  bool _internal_has_said_at() const;
+  public:
+  void clear_said_at();
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& said_at() const;
+  PROTOBUF_NODISCARD ::PROTOBUF_NAMESPACE_ID::Timestamp* release_said_at();
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* mutable_said_at();
+  void set_allocated_said_at(::PROTOBUF_NAMESPACE_ID::Timestamp* said_at);
+  private:
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp& _internal_said_at() const;
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _internal_mutable_said_at();
+  public:
+  void unsafe_arena_set_allocated_said_at(
+      ::PROTOBUF_NAMESPACE_ID::Timestamp* said_at);
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* unsafe_arena_release_said_at();
+
   // .npc_memory.v1.Speaker speaker = 1;
   void clear_speaker();
   ::npc_memory::v1::Speaker speaker() const;
@@ -323,7 +357,9 @@ class DialogueTurn final :
   typedef void DestructorSkippable_;
   struct Impl_ {
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr text_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr speaker_name_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* game_time_;
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* said_at_;
     int speaker_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
@@ -2019,6 +2055,141 @@ inline void DialogueTurn::set_allocated_game_time(::PROTOBUF_NAMESPACE_ID::Times
   }
   _impl_.game_time_ = game_time;
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.DialogueTurn.game_time)
+}
+
+// string speaker_name = 4;
+inline void DialogueTurn::clear_speaker_name() {
+  _impl_.speaker_name_.ClearToEmpty();
+}
+inline const std::string& DialogueTurn::speaker_name() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.DialogueTurn.speaker_name)
+  return _internal_speaker_name();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void DialogueTurn::set_speaker_name(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.speaker_name_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.DialogueTurn.speaker_name)
+}
+inline std::string* DialogueTurn::mutable_speaker_name() {
+  std::string* _s = _internal_mutable_speaker_name();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.DialogueTurn.speaker_name)
+  return _s;
+}
+inline const std::string& DialogueTurn::_internal_speaker_name() const {
+  return _impl_.speaker_name_.Get();
+}
+inline void DialogueTurn::_internal_set_speaker_name(const std::string& value) {
+  
+  _impl_.speaker_name_.Set(value, GetArenaForAllocation());
+}
+inline std::string* DialogueTurn::_internal_mutable_speaker_name() {
+  
+  return _impl_.speaker_name_.Mutable(GetArenaForAllocation());
+}
+inline std::string* DialogueTurn::release_speaker_name() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.DialogueTurn.speaker_name)
+  return _impl_.speaker_name_.Release();
+}
+inline void DialogueTurn::set_allocated_speaker_name(std::string* speaker_name) {
+  if (speaker_name != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.speaker_name_.SetAllocated(speaker_name, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.speaker_name_.IsDefault()) {
+    _impl_.speaker_name_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.DialogueTurn.speaker_name)
+}
+
+// .google.protobuf.Timestamp said_at = 5;
+inline bool DialogueTurn::_internal_has_said_at() const {
+  return this != internal_default_instance() && _impl_.said_at_ != nullptr;
+}
+inline bool DialogueTurn::has_said_at() const {
+  return _internal_has_said_at();
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& DialogueTurn::_internal_said_at() const {
+  const ::PROTOBUF_NAMESPACE_ID::Timestamp* p = _impl_.said_at_;
+  return p != nullptr ? *p : reinterpret_cast<const ::PROTOBUF_NAMESPACE_ID::Timestamp&>(
+      ::PROTOBUF_NAMESPACE_ID::_Timestamp_default_instance_);
+}
+inline const ::PROTOBUF_NAMESPACE_ID::Timestamp& DialogueTurn::said_at() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.DialogueTurn.said_at)
+  return _internal_said_at();
+}
+inline void DialogueTurn::unsafe_arena_set_allocated_said_at(
+    ::PROTOBUF_NAMESPACE_ID::Timestamp* said_at) {
+  if (GetArenaForAllocation() == nullptr) {
+    delete reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.said_at_);
+  }
+  _impl_.said_at_ = said_at;
+  if (said_at) {
+    
+  } else {
+    
+  }
+  // @@protoc_insertion_point(field_unsafe_arena_set_allocated:npc_memory.v1.DialogueTurn.said_at)
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* DialogueTurn::release_said_at() {
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.said_at_;
+  _impl_.said_at_ = nullptr;
+#ifdef PROTOBUF_FORCE_COPY_IN_RELEASE
+  auto* old =  reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(temp);
+  temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  if (GetArenaForAllocation() == nullptr) { delete old; }
+#else  // PROTOBUF_FORCE_COPY_IN_RELEASE
+  if (GetArenaForAllocation() != nullptr) {
+    temp = ::PROTOBUF_NAMESPACE_ID::internal::DuplicateIfNonNull(temp);
+  }
+#endif  // !PROTOBUF_FORCE_COPY_IN_RELEASE
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* DialogueTurn::unsafe_arena_release_said_at() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.DialogueTurn.said_at)
+  
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* temp = _impl_.said_at_;
+  _impl_.said_at_ = nullptr;
+  return temp;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* DialogueTurn::_internal_mutable_said_at() {
+  
+  if (_impl_.said_at_ == nullptr) {
+    auto* p = CreateMaybeMessage<::PROTOBUF_NAMESPACE_ID::Timestamp>(GetArenaForAllocation());
+    _impl_.said_at_ = p;
+  }
+  return _impl_.said_at_;
+}
+inline ::PROTOBUF_NAMESPACE_ID::Timestamp* DialogueTurn::mutable_said_at() {
+  ::PROTOBUF_NAMESPACE_ID::Timestamp* _msg = _internal_mutable_said_at();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.DialogueTurn.said_at)
+  return _msg;
+}
+inline void DialogueTurn::set_allocated_said_at(::PROTOBUF_NAMESPACE_ID::Timestamp* said_at) {
+  ::PROTOBUF_NAMESPACE_ID::Arena* message_arena = GetArenaForAllocation();
+  if (message_arena == nullptr) {
+    delete reinterpret_cast< ::PROTOBUF_NAMESPACE_ID::MessageLite*>(_impl_.said_at_);
+  }
+  if (said_at) {
+    ::PROTOBUF_NAMESPACE_ID::Arena* submessage_arena =
+        ::PROTOBUF_NAMESPACE_ID::Arena::InternalGetOwningArena(
+                reinterpret_cast<::PROTOBUF_NAMESPACE_ID::MessageLite*>(said_at));
+    if (message_arena != submessage_arena) {
+      said_at = ::PROTOBUF_NAMESPACE_ID::internal::GetOwnedMessage(
+          message_arena, said_at, submessage_arena);
+    }
+    
+  } else {
+    
+  }
+  _impl_.said_at_ = said_at;
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.DialogueTurn.said_at)
 }
 
 // -------------------------------------------------------------------

@@ -1618,6 +1618,8 @@ class Memory final :
     kSupersededByFieldNumber = 16,
     kEmbeddingModelFieldNumber = 18,
     kSharedFromFieldNumber = 23,
+    kDialogueIdFieldNumber = 24,
+    kSpeakerNameFieldNumber = 26,
     kScopeFieldNumber = 2,
     kMetadataFieldNumber = 11,
     kValidAtFieldNumber = 12,
@@ -1634,6 +1636,7 @@ class Memory final :
     kCloseReasonFieldNumber = 17,
     kTimelineIdFieldNumber = 21,
     kVisibilityFieldNumber = 22,
+    kDialoguePositionFieldNumber = 25,
   };
   // string memory_id = 1;
   void clear_memory_id();
@@ -1731,6 +1734,34 @@ class Memory final :
   const std::string& _internal_shared_from() const;
   inline PROTOBUF_ALWAYS_INLINE void _internal_set_shared_from(const std::string& value);
   std::string* _internal_mutable_shared_from();
+  public:
+
+  // string dialogue_id = 24;
+  void clear_dialogue_id();
+  const std::string& dialogue_id() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_dialogue_id(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_dialogue_id();
+  PROTOBUF_NODISCARD std::string* release_dialogue_id();
+  void set_allocated_dialogue_id(std::string* dialogue_id);
+  private:
+  const std::string& _internal_dialogue_id() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_dialogue_id(const std::string& value);
+  std::string* _internal_mutable_dialogue_id();
+  public:
+
+  // string speaker_name = 26;
+  void clear_speaker_name();
+  const std::string& speaker_name() const;
+  template <typename ArgT0 = const std::string&, typename... ArgT>
+  void set_speaker_name(ArgT0&& arg0, ArgT... args);
+  std::string* mutable_speaker_name();
+  PROTOBUF_NODISCARD std::string* release_speaker_name();
+  void set_allocated_speaker_name(std::string* speaker_name);
+  private:
+  const std::string& _internal_speaker_name() const;
+  inline PROTOBUF_ALWAYS_INLINE void _internal_set_speaker_name(const std::string& value);
+  std::string* _internal_mutable_speaker_name();
   public:
 
   // .npc_memory.v1.Scope scope = 2;
@@ -1949,6 +1980,15 @@ class Memory final :
   void _internal_set_visibility(::npc_memory::v1::Visibility value);
   public:
 
+  // int32 dialogue_position = 25;
+  void clear_dialogue_position();
+  int32_t dialogue_position() const;
+  void set_dialogue_position(int32_t value);
+  private:
+  int32_t _internal_dialogue_position() const;
+  void _internal_set_dialogue_position(int32_t value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.Memory)
  private:
   class _Internal;
@@ -1964,6 +2004,8 @@ class Memory final :
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr superseded_by_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr embedding_model_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr shared_from_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr dialogue_id_;
+    ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr speaker_name_;
     ::npc_memory::v1::Scope* scope_;
     ::PROTOBUF_NAMESPACE_ID::Struct* metadata_;
     ::PROTOBUF_NAMESPACE_ID::Timestamp* valid_at_;
@@ -1980,6 +2022,7 @@ class Memory final :
     int close_reason_;
     int64_t timeline_id_;
     int visibility_;
+    int32_t dialogue_position_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -5908,6 +5951,126 @@ inline void Memory::set_allocated_shared_from(std::string* shared_from) {
   }
 #endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
   // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.shared_from)
+}
+
+// string dialogue_id = 24;
+inline void Memory::clear_dialogue_id() {
+  _impl_.dialogue_id_.ClearToEmpty();
+}
+inline const std::string& Memory::dialogue_id() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.dialogue_id)
+  return _internal_dialogue_id();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void Memory::set_dialogue_id(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.dialogue_id_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.dialogue_id)
+}
+inline std::string* Memory::mutable_dialogue_id() {
+  std::string* _s = _internal_mutable_dialogue_id();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Memory.dialogue_id)
+  return _s;
+}
+inline const std::string& Memory::_internal_dialogue_id() const {
+  return _impl_.dialogue_id_.Get();
+}
+inline void Memory::_internal_set_dialogue_id(const std::string& value) {
+  
+  _impl_.dialogue_id_.Set(value, GetArenaForAllocation());
+}
+inline std::string* Memory::_internal_mutable_dialogue_id() {
+  
+  return _impl_.dialogue_id_.Mutable(GetArenaForAllocation());
+}
+inline std::string* Memory::release_dialogue_id() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Memory.dialogue_id)
+  return _impl_.dialogue_id_.Release();
+}
+inline void Memory::set_allocated_dialogue_id(std::string* dialogue_id) {
+  if (dialogue_id != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.dialogue_id_.SetAllocated(dialogue_id, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.dialogue_id_.IsDefault()) {
+    _impl_.dialogue_id_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.dialogue_id)
+}
+
+// int32 dialogue_position = 25;
+inline void Memory::clear_dialogue_position() {
+  _impl_.dialogue_position_ = 0;
+}
+inline int32_t Memory::_internal_dialogue_position() const {
+  return _impl_.dialogue_position_;
+}
+inline int32_t Memory::dialogue_position() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.dialogue_position)
+  return _internal_dialogue_position();
+}
+inline void Memory::_internal_set_dialogue_position(int32_t value) {
+  
+  _impl_.dialogue_position_ = value;
+}
+inline void Memory::set_dialogue_position(int32_t value) {
+  _internal_set_dialogue_position(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.dialogue_position)
+}
+
+// string speaker_name = 26;
+inline void Memory::clear_speaker_name() {
+  _impl_.speaker_name_.ClearToEmpty();
+}
+inline const std::string& Memory::speaker_name() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.Memory.speaker_name)
+  return _internal_speaker_name();
+}
+template <typename ArgT0, typename... ArgT>
+inline PROTOBUF_ALWAYS_INLINE
+void Memory::set_speaker_name(ArgT0&& arg0, ArgT... args) {
+ 
+ _impl_.speaker_name_.Set(static_cast<ArgT0 &&>(arg0), args..., GetArenaForAllocation());
+  // @@protoc_insertion_point(field_set:npc_memory.v1.Memory.speaker_name)
+}
+inline std::string* Memory::mutable_speaker_name() {
+  std::string* _s = _internal_mutable_speaker_name();
+  // @@protoc_insertion_point(field_mutable:npc_memory.v1.Memory.speaker_name)
+  return _s;
+}
+inline const std::string& Memory::_internal_speaker_name() const {
+  return _impl_.speaker_name_.Get();
+}
+inline void Memory::_internal_set_speaker_name(const std::string& value) {
+  
+  _impl_.speaker_name_.Set(value, GetArenaForAllocation());
+}
+inline std::string* Memory::_internal_mutable_speaker_name() {
+  
+  return _impl_.speaker_name_.Mutable(GetArenaForAllocation());
+}
+inline std::string* Memory::release_speaker_name() {
+  // @@protoc_insertion_point(field_release:npc_memory.v1.Memory.speaker_name)
+  return _impl_.speaker_name_.Release();
+}
+inline void Memory::set_allocated_speaker_name(std::string* speaker_name) {
+  if (speaker_name != nullptr) {
+    
+  } else {
+    
+  }
+  _impl_.speaker_name_.SetAllocated(speaker_name, GetArenaForAllocation());
+#ifdef PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  if (_impl_.speaker_name_.IsDefault()) {
+    _impl_.speaker_name_.Set("", GetArenaForAllocation());
+  }
+#endif // PROTOBUF_FORCE_COPY_DEFAULT_STRING
+  // @@protoc_insertion_point(field_set_allocated:npc_memory.v1.Memory.speaker_name)
 }
 
 // -------------------------------------------------------------------

@@ -37,13 +37,24 @@ class MemoryService final {
   class StubInterface {
    public:
     virtual ~StubInterface() {}
-    // Stores facts in one transaction: all or nothing. Idempotent on request_id.
+    // Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+    // a conversation's lines go through StoreDialogue.
     virtual ::grpc::Status StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::npc_memory::v1::StoreMemoriesResponse* response) = 0;
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreMemoriesResponse>> AsyncStoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreMemoriesResponse>>(AsyncStoreMemoriesRaw(context, request, cq));
     }
     std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreMemoriesResponse>> PrepareAsyncStoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreMemoriesResponse>>(PrepareAsyncStoreMemoriesRaw(context, request, cq));
+    }
+    // Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+    // dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+    // (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+    virtual ::grpc::Status StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::npc_memory::v1::StoreDialogueResponse* response) = 0;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreDialogueResponse>> AsyncStoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreDialogueResponse>>(AsyncStoreDialogueRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreDialogueResponse>> PrepareAsyncStoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreDialogueResponse>>(PrepareAsyncStoreDialogueRaw(context, request, cq));
     }
     // Ranks the scope's memories for a query by recency, importance, meaning and keywords.
     virtual ::grpc::Status SearchMemories(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest& request, ::npc_memory::v1::SearchMemoriesResponse* response) = 0;
@@ -178,9 +189,15 @@ class MemoryService final {
     class async_interface {
      public:
       virtual ~async_interface() {}
-      // Stores facts in one transaction: all or nothing. Idempotent on request_id.
+      // Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+      // a conversation's lines go through StoreDialogue.
       virtual void StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest* request, ::npc_memory::v1::StoreMemoriesResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest* request, ::npc_memory::v1::StoreMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
+      // Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+      // dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+      // (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+      virtual void StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response, std::function<void(::grpc::Status)>) = 0;
+      virtual void StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
       // Ranks the scope's memories for a query by recency, importance, meaning and keywords.
       virtual void SearchMemories(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest* request, ::npc_memory::v1::SearchMemoriesResponse* response, std::function<void(::grpc::Status)>) = 0;
       virtual void SearchMemories(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest* request, ::npc_memory::v1::SearchMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) = 0;
@@ -238,6 +255,8 @@ class MemoryService final {
    private:
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreMemoriesResponse>* AsyncStoreMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreMemoriesResponse>* PrepareAsyncStoreMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreDialogueResponse>* AsyncStoreDialogueRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) = 0;
+    virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::StoreDialogueResponse>* PrepareAsyncStoreDialogueRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::SearchMemoriesResponse>* AsyncSearchMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::SearchMemoriesResponse>* PrepareAsyncSearchMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest& request, ::grpc::CompletionQueue* cq) = 0;
     virtual ::grpc::ClientAsyncResponseReaderInterface< ::npc_memory::v1::GetMemoryResponse>* AsyncGetMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryRequest& request, ::grpc::CompletionQueue* cq) = 0;
@@ -280,6 +299,13 @@ class MemoryService final {
     }
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreMemoriesResponse>> PrepareAsyncStoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
       return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreMemoriesResponse>>(PrepareAsyncStoreMemoriesRaw(context, request, cq));
+    }
+    ::grpc::Status StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::npc_memory::v1::StoreDialogueResponse* response) override;
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>> AsyncStoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>>(AsyncStoreDialogueRaw(context, request, cq));
+    }
+    std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>> PrepareAsyncStoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) {
+      return std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>>(PrepareAsyncStoreDialogueRaw(context, request, cq));
     }
     ::grpc::Status SearchMemories(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest& request, ::npc_memory::v1::SearchMemoriesResponse* response) override;
     std::unique_ptr< ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::SearchMemoriesResponse>> AsyncSearchMemories(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest& request, ::grpc::CompletionQueue* cq) {
@@ -398,6 +424,8 @@ class MemoryService final {
      public:
       void StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest* request, ::npc_memory::v1::StoreMemoriesResponse* response, std::function<void(::grpc::Status)>) override;
       void StoreMemories(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest* request, ::npc_memory::v1::StoreMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
+      void StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response, std::function<void(::grpc::Status)>) override;
+      void StoreDialogue(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void SearchMemories(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest* request, ::npc_memory::v1::SearchMemoriesResponse* response, std::function<void(::grpc::Status)>) override;
       void SearchMemories(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest* request, ::npc_memory::v1::SearchMemoriesResponse* response, ::grpc::ClientUnaryReactor* reactor) override;
       void GetMemory(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryRequest* request, ::npc_memory::v1::GetMemoryResponse* response, std::function<void(::grpc::Status)>) override;
@@ -443,6 +471,8 @@ class MemoryService final {
     class async async_stub_{this};
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreMemoriesResponse>* AsyncStoreMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreMemoriesResponse>* PrepareAsyncStoreMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>* AsyncStoreDialogueRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) override;
+    ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::StoreDialogueResponse>* PrepareAsyncStoreDialogueRaw(::grpc::ClientContext* context, const ::npc_memory::v1::StoreDialogueRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::SearchMemoriesResponse>* AsyncSearchMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::SearchMemoriesResponse>* PrepareAsyncSearchMemoriesRaw(::grpc::ClientContext* context, const ::npc_memory::v1::SearchMemoriesRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::GetMemoryResponse>* AsyncGetMemoryRaw(::grpc::ClientContext* context, const ::npc_memory::v1::GetMemoryRequest& request, ::grpc::CompletionQueue* cq) override;
@@ -476,6 +506,7 @@ class MemoryService final {
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* AsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) override;
     ::grpc::ClientAsyncResponseReader< ::npc_memory::v1::BuildContextResponse>* PrepareAsyncBuildContextRaw(::grpc::ClientContext* context, const ::npc_memory::v1::BuildContextRequest& request, ::grpc::CompletionQueue* cq) override;
     const ::grpc::internal::RpcMethod rpcmethod_StoreMemories_;
+    const ::grpc::internal::RpcMethod rpcmethod_StoreDialogue_;
     const ::grpc::internal::RpcMethod rpcmethod_SearchMemories_;
     const ::grpc::internal::RpcMethod rpcmethod_GetMemory_;
     const ::grpc::internal::RpcMethod rpcmethod_ListMemories_;
@@ -499,8 +530,13 @@ class MemoryService final {
    public:
     Service();
     virtual ~Service();
-    // Stores facts in one transaction: all or nothing. Idempotent on request_id.
+    // Stores facts in one transaction: all or nothing. Idempotent on request_id. Facts are never read as a dialogue:
+    // a conversation's lines go through StoreDialogue.
     virtual ::grpc::Status StoreMemories(::grpc::ServerContext* context, const ::npc_memory::v1::StoreMemoriesRequest* request, ::npc_memory::v1::StoreMemoriesResponse* response);
+    // Stores a dialogue's turns as source memories in one transaction, each embedded with its context inside the
+    // dialogue and linked to the turn before it; continues the scope's dialogue of the same id. Idempotent on
+    // (scope, dialogue id, position). With extract, also queues an extraction job for the dialogue.
+    virtual ::grpc::Status StoreDialogue(::grpc::ServerContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response);
     // Ranks the scope's memories for a query by recency, importance, meaning and keywords.
     virtual ::grpc::Status SearchMemories(::grpc::ServerContext* context, const ::npc_memory::v1::SearchMemoriesRequest* request, ::npc_memory::v1::SearchMemoriesResponse* response);
     // Returns one memory of the scope, valid or not.
@@ -557,12 +593,32 @@ class MemoryService final {
     }
   };
   template <class BaseClass>
+  class WithAsyncMethod_StoreDialogue : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithAsyncMethod_StoreDialogue() {
+      ::grpc::Service::MarkMethodAsync(1);
+    }
+    ~WithAsyncMethod_StoreDialogue() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status StoreDialogue(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::StoreDialogueRequest* /*request*/, ::npc_memory::v1::StoreDialogueResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestStoreDialogue(::grpc::ServerContext* context, ::npc_memory::v1::StoreDialogueRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::StoreDialogueResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(1, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
   class WithAsyncMethod_SearchMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_SearchMemories() {
-      ::grpc::Service::MarkMethodAsync(1);
+      ::grpc::Service::MarkMethodAsync(2);
     }
     ~WithAsyncMethod_SearchMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -573,7 +629,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestSearchMemories(::grpc::ServerContext* context, ::npc_memory::v1::SearchMemoriesRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::SearchMemoriesResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(1, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(2, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -582,7 +638,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_GetMemory() {
-      ::grpc::Service::MarkMethodAsync(2);
+      ::grpc::Service::MarkMethodAsync(3);
     }
     ~WithAsyncMethod_GetMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -593,7 +649,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetMemory(::grpc::ServerContext* context, ::npc_memory::v1::GetMemoryRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::GetMemoryResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(2, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(3, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -602,7 +658,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_ListMemories() {
-      ::grpc::Service::MarkMethodAsync(3);
+      ::grpc::Service::MarkMethodAsync(4);
     }
     ~WithAsyncMethod_ListMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -613,7 +669,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestListMemories(::grpc::ServerContext* context, ::npc_memory::v1::ListMemoriesRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ListMemoriesResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(3, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(4, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -622,7 +678,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_InvalidateMemory() {
-      ::grpc::Service::MarkMethodAsync(4);
+      ::grpc::Service::MarkMethodAsync(5);
     }
     ~WithAsyncMethod_InvalidateMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -633,7 +689,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestInvalidateMemory(::grpc::ServerContext* context, ::npc_memory::v1::InvalidateMemoryRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::InvalidateMemoryResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(4, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(5, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -642,7 +698,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_UpdateMemory() {
-      ::grpc::Service::MarkMethodAsync(5);
+      ::grpc::Service::MarkMethodAsync(6);
     }
     ~WithAsyncMethod_UpdateMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -653,7 +709,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestUpdateMemory(::grpc::ServerContext* context, ::npc_memory::v1::UpdateMemoryRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::UpdateMemoryResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(5, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(6, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -662,7 +718,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_GetMemoryHistory() {
-      ::grpc::Service::MarkMethodAsync(6);
+      ::grpc::Service::MarkMethodAsync(7);
     }
     ~WithAsyncMethod_GetMemoryHistory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -673,7 +729,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetMemoryHistory(::grpc::ServerContext* context, ::npc_memory::v1::GetMemoryHistoryRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::GetMemoryHistoryResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(6, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -682,7 +738,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_ForgetPlayer() {
-      ::grpc::Service::MarkMethodAsync(7);
+      ::grpc::Service::MarkMethodAsync(8);
     }
     ~WithAsyncMethod_ForgetPlayer() override {
       BaseClassMustBeDerivedFromService(this);
@@ -693,7 +749,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestForgetPlayer(::grpc::ServerContext* context, ::npc_memory::v1::ForgetPlayerRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ForgetPlayerResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -702,7 +758,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_ExpandMemory() {
-      ::grpc::Service::MarkMethodAsync(8);
+      ::grpc::Service::MarkMethodAsync(9);
     }
     ~WithAsyncMethod_ExpandMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -713,7 +769,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestExpandMemory(::grpc::ServerContext* context, ::npc_memory::v1::ExpandMemoryRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ExpandMemoryResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -722,7 +778,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_ListLinks() {
-      ::grpc::Service::MarkMethodAsync(9);
+      ::grpc::Service::MarkMethodAsync(10);
     }
     ~WithAsyncMethod_ListLinks() override {
       BaseClassMustBeDerivedFromService(this);
@@ -733,7 +789,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestListLinks(::grpc::ServerContext* context, ::npc_memory::v1::ListLinksRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ListLinksResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -742,7 +798,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_CreateSavePoint() {
-      ::grpc::Service::MarkMethodAsync(10);
+      ::grpc::Service::MarkMethodAsync(11);
     }
     ~WithAsyncMethod_CreateSavePoint() override {
       BaseClassMustBeDerivedFromService(this);
@@ -753,7 +809,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestCreateSavePoint(::grpc::ServerContext* context, ::npc_memory::v1::CreateSavePointRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::CreateSavePointResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -762,7 +818,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_LoadSavePoint() {
-      ::grpc::Service::MarkMethodAsync(11);
+      ::grpc::Service::MarkMethodAsync(12);
     }
     ~WithAsyncMethod_LoadSavePoint() override {
       BaseClassMustBeDerivedFromService(this);
@@ -773,7 +829,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestLoadSavePoint(::grpc::ServerContext* context, ::npc_memory::v1::LoadSavePointRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::LoadSavePointResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -782,7 +838,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_ListSavePoints() {
-      ::grpc::Service::MarkMethodAsync(12);
+      ::grpc::Service::MarkMethodAsync(13);
     }
     ~WithAsyncMethod_ListSavePoints() override {
       BaseClassMustBeDerivedFromService(this);
@@ -793,7 +849,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestListSavePoints(::grpc::ServerContext* context, ::npc_memory::v1::ListSavePointsRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ListSavePointsResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -802,7 +858,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_DropTimeline() {
-      ::grpc::Service::MarkMethodAsync(13);
+      ::grpc::Service::MarkMethodAsync(14);
     }
     ~WithAsyncMethod_DropTimeline() override {
       BaseClassMustBeDerivedFromService(this);
@@ -813,7 +869,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestDropTimeline(::grpc::ServerContext* context, ::npc_memory::v1::DropTimelineRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::DropTimelineResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -822,7 +878,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodAsync(14);
+      ::grpc::Service::MarkMethodAsync(15);
     }
     ~WithAsyncMethod_ExtractMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -833,7 +889,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestExtractMemories(::grpc::ServerContext* context, ::npc_memory::v1::ExtractMemoriesRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::ExtractMemoriesResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -842,7 +898,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodAsync(15);
+      ::grpc::Service::MarkMethodAsync(16);
     }
     ~WithAsyncMethod_GetExtractionJob() override {
       BaseClassMustBeDerivedFromService(this);
@@ -853,7 +909,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetExtractionJob(::grpc::ServerContext* context, ::npc_memory::v1::GetExtractionJobRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::GetExtractionJobResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -862,7 +918,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithAsyncMethod_BuildContext() {
-      ::grpc::Service::MarkMethodAsync(16);
+      ::grpc::Service::MarkMethodAsync(17);
     }
     ~WithAsyncMethod_BuildContext() override {
       BaseClassMustBeDerivedFromService(this);
@@ -873,10 +929,10 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestBuildContext(::grpc::ServerContext* context, ::npc_memory::v1::BuildContextRequest* request, ::grpc::ServerAsyncResponseWriter< ::npc_memory::v1::BuildContextResponse>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(17, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
-  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<WithAsyncMethod_CreateSavePoint<WithAsyncMethod_LoadSavePoint<WithAsyncMethod_ListSavePoints<WithAsyncMethod_DropTimeline<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<WithAsyncMethod_BuildContext<Service > > > > > > > > > > > > > > > > > AsyncService;
+  typedef WithAsyncMethod_StoreMemories<WithAsyncMethod_StoreDialogue<WithAsyncMethod_SearchMemories<WithAsyncMethod_GetMemory<WithAsyncMethod_ListMemories<WithAsyncMethod_InvalidateMemory<WithAsyncMethod_UpdateMemory<WithAsyncMethod_GetMemoryHistory<WithAsyncMethod_ForgetPlayer<WithAsyncMethod_ExpandMemory<WithAsyncMethod_ListLinks<WithAsyncMethod_CreateSavePoint<WithAsyncMethod_LoadSavePoint<WithAsyncMethod_ListSavePoints<WithAsyncMethod_DropTimeline<WithAsyncMethod_ExtractMemories<WithAsyncMethod_GetExtractionJob<WithAsyncMethod_BuildContext<Service > > > > > > > > > > > > > > > > > > AsyncService;
   template <class BaseClass>
   class WithCallbackMethod_StoreMemories : public BaseClass {
    private:
@@ -905,18 +961,45 @@ class MemoryService final {
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::StoreMemoriesRequest* /*request*/, ::npc_memory::v1::StoreMemoriesResponse* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
+  class WithCallbackMethod_StoreDialogue : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithCallbackMethod_StoreDialogue() {
+      ::grpc::Service::MarkMethodCallback(1,
+          new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::npc_memory::v1::StoreDialogueRequest* request, ::npc_memory::v1::StoreDialogueResponse* response) { return this->StoreDialogue(context, request, response); }));}
+    void SetMessageAllocatorFor_StoreDialogue(
+        ::grpc::MessageAllocator< ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse>* allocator) {
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(1);
+      static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse>*>(handler)
+              ->SetMessageAllocator(allocator);
+    }
+    ~WithCallbackMethod_StoreDialogue() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status StoreDialogue(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::StoreDialogueRequest* /*request*/, ::npc_memory::v1::StoreDialogueResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* StoreDialogue(
+      ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::StoreDialogueRequest* /*request*/, ::npc_memory::v1::StoreDialogueResponse* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
   class WithCallbackMethod_SearchMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_SearchMemories() {
-      ::grpc::Service::MarkMethodCallback(1,
+      ::grpc::Service::MarkMethodCallback(2,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::SearchMemoriesRequest, ::npc_memory::v1::SearchMemoriesResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::SearchMemoriesRequest* request, ::npc_memory::v1::SearchMemoriesResponse* response) { return this->SearchMemories(context, request, response); }));}
     void SetMessageAllocatorFor_SearchMemories(
         ::grpc::MessageAllocator< ::npc_memory::v1::SearchMemoriesRequest, ::npc_memory::v1::SearchMemoriesResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(1);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(2);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::SearchMemoriesRequest, ::npc_memory::v1::SearchMemoriesResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -937,13 +1020,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_GetMemory() {
-      ::grpc::Service::MarkMethodCallback(2,
+      ::grpc::Service::MarkMethodCallback(3,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetMemoryRequest, ::npc_memory::v1::GetMemoryResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::GetMemoryRequest* request, ::npc_memory::v1::GetMemoryResponse* response) { return this->GetMemory(context, request, response); }));}
     void SetMessageAllocatorFor_GetMemory(
         ::grpc::MessageAllocator< ::npc_memory::v1::GetMemoryRequest, ::npc_memory::v1::GetMemoryResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(2);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(3);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetMemoryRequest, ::npc_memory::v1::GetMemoryResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -964,13 +1047,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_ListMemories() {
-      ::grpc::Service::MarkMethodCallback(3,
+      ::grpc::Service::MarkMethodCallback(4,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListMemoriesRequest, ::npc_memory::v1::ListMemoriesResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ListMemoriesRequest* request, ::npc_memory::v1::ListMemoriesResponse* response) { return this->ListMemories(context, request, response); }));}
     void SetMessageAllocatorFor_ListMemories(
         ::grpc::MessageAllocator< ::npc_memory::v1::ListMemoriesRequest, ::npc_memory::v1::ListMemoriesResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(3);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(4);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListMemoriesRequest, ::npc_memory::v1::ListMemoriesResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -991,13 +1074,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_InvalidateMemory() {
-      ::grpc::Service::MarkMethodCallback(4,
+      ::grpc::Service::MarkMethodCallback(5,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::InvalidateMemoryRequest, ::npc_memory::v1::InvalidateMemoryResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::InvalidateMemoryRequest* request, ::npc_memory::v1::InvalidateMemoryResponse* response) { return this->InvalidateMemory(context, request, response); }));}
     void SetMessageAllocatorFor_InvalidateMemory(
         ::grpc::MessageAllocator< ::npc_memory::v1::InvalidateMemoryRequest, ::npc_memory::v1::InvalidateMemoryResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(4);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(5);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::InvalidateMemoryRequest, ::npc_memory::v1::InvalidateMemoryResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1018,13 +1101,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_UpdateMemory() {
-      ::grpc::Service::MarkMethodCallback(5,
+      ::grpc::Service::MarkMethodCallback(6,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::UpdateMemoryRequest, ::npc_memory::v1::UpdateMemoryResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::UpdateMemoryRequest* request, ::npc_memory::v1::UpdateMemoryResponse* response) { return this->UpdateMemory(context, request, response); }));}
     void SetMessageAllocatorFor_UpdateMemory(
         ::grpc::MessageAllocator< ::npc_memory::v1::UpdateMemoryRequest, ::npc_memory::v1::UpdateMemoryResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(5);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(6);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::UpdateMemoryRequest, ::npc_memory::v1::UpdateMemoryResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1045,13 +1128,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_GetMemoryHistory() {
-      ::grpc::Service::MarkMethodCallback(6,
+      ::grpc::Service::MarkMethodCallback(7,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetMemoryHistoryRequest, ::npc_memory::v1::GetMemoryHistoryResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::GetMemoryHistoryRequest* request, ::npc_memory::v1::GetMemoryHistoryResponse* response) { return this->GetMemoryHistory(context, request, response); }));}
     void SetMessageAllocatorFor_GetMemoryHistory(
         ::grpc::MessageAllocator< ::npc_memory::v1::GetMemoryHistoryRequest, ::npc_memory::v1::GetMemoryHistoryResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(6);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(7);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetMemoryHistoryRequest, ::npc_memory::v1::GetMemoryHistoryResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1072,13 +1155,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_ForgetPlayer() {
-      ::grpc::Service::MarkMethodCallback(7,
+      ::grpc::Service::MarkMethodCallback(8,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ForgetPlayerRequest, ::npc_memory::v1::ForgetPlayerResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ForgetPlayerRequest* request, ::npc_memory::v1::ForgetPlayerResponse* response) { return this->ForgetPlayer(context, request, response); }));}
     void SetMessageAllocatorFor_ForgetPlayer(
         ::grpc::MessageAllocator< ::npc_memory::v1::ForgetPlayerRequest, ::npc_memory::v1::ForgetPlayerResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(7);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(8);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ForgetPlayerRequest, ::npc_memory::v1::ForgetPlayerResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1099,13 +1182,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_ExpandMemory() {
-      ::grpc::Service::MarkMethodCallback(8,
+      ::grpc::Service::MarkMethodCallback(9,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ExpandMemoryRequest* request, ::npc_memory::v1::ExpandMemoryResponse* response) { return this->ExpandMemory(context, request, response); }));}
     void SetMessageAllocatorFor_ExpandMemory(
         ::grpc::MessageAllocator< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(8);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(9);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1126,13 +1209,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_ListLinks() {
-      ::grpc::Service::MarkMethodCallback(9,
+      ::grpc::Service::MarkMethodCallback(10,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ListLinksRequest* request, ::npc_memory::v1::ListLinksResponse* response) { return this->ListLinks(context, request, response); }));}
     void SetMessageAllocatorFor_ListLinks(
         ::grpc::MessageAllocator< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(9);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(10);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1153,13 +1236,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_CreateSavePoint() {
-      ::grpc::Service::MarkMethodCallback(10,
+      ::grpc::Service::MarkMethodCallback(11,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::CreateSavePointRequest* request, ::npc_memory::v1::CreateSavePointResponse* response) { return this->CreateSavePoint(context, request, response); }));}
     void SetMessageAllocatorFor_CreateSavePoint(
         ::grpc::MessageAllocator< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(10);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(11);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1180,13 +1263,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_LoadSavePoint() {
-      ::grpc::Service::MarkMethodCallback(11,
+      ::grpc::Service::MarkMethodCallback(12,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::LoadSavePointRequest* request, ::npc_memory::v1::LoadSavePointResponse* response) { return this->LoadSavePoint(context, request, response); }));}
     void SetMessageAllocatorFor_LoadSavePoint(
         ::grpc::MessageAllocator< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(11);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(12);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1207,13 +1290,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_ListSavePoints() {
-      ::grpc::Service::MarkMethodCallback(12,
+      ::grpc::Service::MarkMethodCallback(13,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ListSavePointsRequest* request, ::npc_memory::v1::ListSavePointsResponse* response) { return this->ListSavePoints(context, request, response); }));}
     void SetMessageAllocatorFor_ListSavePoints(
         ::grpc::MessageAllocator< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(12);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(13);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1234,13 +1317,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_DropTimeline() {
-      ::grpc::Service::MarkMethodCallback(13,
+      ::grpc::Service::MarkMethodCallback(14,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::DropTimelineRequest* request, ::npc_memory::v1::DropTimelineResponse* response) { return this->DropTimeline(context, request, response); }));}
     void SetMessageAllocatorFor_DropTimeline(
         ::grpc::MessageAllocator< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(13);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(14);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1261,13 +1344,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodCallback(14,
+      ::grpc::Service::MarkMethodCallback(15,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::ExtractMemoriesRequest* request, ::npc_memory::v1::ExtractMemoriesResponse* response) { return this->ExtractMemories(context, request, response); }));}
     void SetMessageAllocatorFor_ExtractMemories(
         ::grpc::MessageAllocator< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(14);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(15);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1288,13 +1371,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodCallback(15,
+      ::grpc::Service::MarkMethodCallback(16,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::GetExtractionJobRequest* request, ::npc_memory::v1::GetExtractionJobResponse* response) { return this->GetExtractionJob(context, request, response); }));}
     void SetMessageAllocatorFor_GetExtractionJob(
         ::grpc::MessageAllocator< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(15);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(16);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1315,13 +1398,13 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithCallbackMethod_BuildContext() {
-      ::grpc::Service::MarkMethodCallback(16,
+      ::grpc::Service::MarkMethodCallback(17,
           new ::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::npc_memory::v1::BuildContextRequest* request, ::npc_memory::v1::BuildContextResponse* response) { return this->BuildContext(context, request, response); }));}
     void SetMessageAllocatorFor_BuildContext(
         ::grpc::MessageAllocator< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>* allocator) {
-      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(16);
+      ::grpc::internal::MethodHandler* const handler = ::grpc::Service::GetHandler(17);
       static_cast<::grpc::internal::CallbackUnaryHandler< ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>*>(handler)
               ->SetMessageAllocator(allocator);
     }
@@ -1336,7 +1419,7 @@ class MemoryService final {
     virtual ::grpc::ServerUnaryReactor* BuildContext(
       ::grpc::CallbackServerContext* /*context*/, const ::npc_memory::v1::BuildContextRequest* /*request*/, ::npc_memory::v1::BuildContextResponse* /*response*/)  { return nullptr; }
   };
-  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<WithCallbackMethod_CreateSavePoint<WithCallbackMethod_LoadSavePoint<WithCallbackMethod_ListSavePoints<WithCallbackMethod_DropTimeline<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<WithCallbackMethod_BuildContext<Service > > > > > > > > > > > > > > > > > CallbackService;
+  typedef WithCallbackMethod_StoreMemories<WithCallbackMethod_StoreDialogue<WithCallbackMethod_SearchMemories<WithCallbackMethod_GetMemory<WithCallbackMethod_ListMemories<WithCallbackMethod_InvalidateMemory<WithCallbackMethod_UpdateMemory<WithCallbackMethod_GetMemoryHistory<WithCallbackMethod_ForgetPlayer<WithCallbackMethod_ExpandMemory<WithCallbackMethod_ListLinks<WithCallbackMethod_CreateSavePoint<WithCallbackMethod_LoadSavePoint<WithCallbackMethod_ListSavePoints<WithCallbackMethod_DropTimeline<WithCallbackMethod_ExtractMemories<WithCallbackMethod_GetExtractionJob<WithCallbackMethod_BuildContext<Service > > > > > > > > > > > > > > > > > > CallbackService;
   typedef CallbackService ExperimentalCallbackService;
   template <class BaseClass>
   class WithGenericMethod_StoreMemories : public BaseClass {
@@ -1356,12 +1439,29 @@ class MemoryService final {
     }
   };
   template <class BaseClass>
+  class WithGenericMethod_StoreDialogue : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithGenericMethod_StoreDialogue() {
+      ::grpc::Service::MarkMethodGeneric(1);
+    }
+    ~WithGenericMethod_StoreDialogue() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status StoreDialogue(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::StoreDialogueRequest* /*request*/, ::npc_memory::v1::StoreDialogueResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+  };
+  template <class BaseClass>
   class WithGenericMethod_SearchMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_SearchMemories() {
-      ::grpc::Service::MarkMethodGeneric(1);
+      ::grpc::Service::MarkMethodGeneric(2);
     }
     ~WithGenericMethod_SearchMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1378,7 +1478,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_GetMemory() {
-      ::grpc::Service::MarkMethodGeneric(2);
+      ::grpc::Service::MarkMethodGeneric(3);
     }
     ~WithGenericMethod_GetMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1395,7 +1495,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_ListMemories() {
-      ::grpc::Service::MarkMethodGeneric(3);
+      ::grpc::Service::MarkMethodGeneric(4);
     }
     ~WithGenericMethod_ListMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1412,7 +1512,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_InvalidateMemory() {
-      ::grpc::Service::MarkMethodGeneric(4);
+      ::grpc::Service::MarkMethodGeneric(5);
     }
     ~WithGenericMethod_InvalidateMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1429,7 +1529,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_UpdateMemory() {
-      ::grpc::Service::MarkMethodGeneric(5);
+      ::grpc::Service::MarkMethodGeneric(6);
     }
     ~WithGenericMethod_UpdateMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1446,7 +1546,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_GetMemoryHistory() {
-      ::grpc::Service::MarkMethodGeneric(6);
+      ::grpc::Service::MarkMethodGeneric(7);
     }
     ~WithGenericMethod_GetMemoryHistory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1463,7 +1563,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_ForgetPlayer() {
-      ::grpc::Service::MarkMethodGeneric(7);
+      ::grpc::Service::MarkMethodGeneric(8);
     }
     ~WithGenericMethod_ForgetPlayer() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1480,7 +1580,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_ExpandMemory() {
-      ::grpc::Service::MarkMethodGeneric(8);
+      ::grpc::Service::MarkMethodGeneric(9);
     }
     ~WithGenericMethod_ExpandMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1497,7 +1597,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_ListLinks() {
-      ::grpc::Service::MarkMethodGeneric(9);
+      ::grpc::Service::MarkMethodGeneric(10);
     }
     ~WithGenericMethod_ListLinks() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1514,7 +1614,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_CreateSavePoint() {
-      ::grpc::Service::MarkMethodGeneric(10);
+      ::grpc::Service::MarkMethodGeneric(11);
     }
     ~WithGenericMethod_CreateSavePoint() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1531,7 +1631,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_LoadSavePoint() {
-      ::grpc::Service::MarkMethodGeneric(11);
+      ::grpc::Service::MarkMethodGeneric(12);
     }
     ~WithGenericMethod_LoadSavePoint() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1548,7 +1648,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_ListSavePoints() {
-      ::grpc::Service::MarkMethodGeneric(12);
+      ::grpc::Service::MarkMethodGeneric(13);
     }
     ~WithGenericMethod_ListSavePoints() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1565,7 +1665,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_DropTimeline() {
-      ::grpc::Service::MarkMethodGeneric(13);
+      ::grpc::Service::MarkMethodGeneric(14);
     }
     ~WithGenericMethod_DropTimeline() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1582,7 +1682,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodGeneric(14);
+      ::grpc::Service::MarkMethodGeneric(15);
     }
     ~WithGenericMethod_ExtractMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1599,7 +1699,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodGeneric(15);
+      ::grpc::Service::MarkMethodGeneric(16);
     }
     ~WithGenericMethod_GetExtractionJob() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1616,7 +1716,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithGenericMethod_BuildContext() {
-      ::grpc::Service::MarkMethodGeneric(16);
+      ::grpc::Service::MarkMethodGeneric(17);
     }
     ~WithGenericMethod_BuildContext() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1648,12 +1748,32 @@ class MemoryService final {
     }
   };
   template <class BaseClass>
+  class WithRawMethod_StoreDialogue : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawMethod_StoreDialogue() {
+      ::grpc::Service::MarkMethodRaw(1);
+    }
+    ~WithRawMethod_StoreDialogue() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status StoreDialogue(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::StoreDialogueRequest* /*request*/, ::npc_memory::v1::StoreDialogueResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    void RequestStoreDialogue(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
+      ::grpc::Service::RequestAsyncUnary(1, context, request, response, new_call_cq, notification_cq, tag);
+    }
+  };
+  template <class BaseClass>
   class WithRawMethod_SearchMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_SearchMemories() {
-      ::grpc::Service::MarkMethodRaw(1);
+      ::grpc::Service::MarkMethodRaw(2);
     }
     ~WithRawMethod_SearchMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1664,7 +1784,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestSearchMemories(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(1, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(2, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1673,7 +1793,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_GetMemory() {
-      ::grpc::Service::MarkMethodRaw(2);
+      ::grpc::Service::MarkMethodRaw(3);
     }
     ~WithRawMethod_GetMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1684,7 +1804,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetMemory(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(2, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(3, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1693,7 +1813,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_ListMemories() {
-      ::grpc::Service::MarkMethodRaw(3);
+      ::grpc::Service::MarkMethodRaw(4);
     }
     ~WithRawMethod_ListMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1704,7 +1824,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestListMemories(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(3, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(4, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1713,7 +1833,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_InvalidateMemory() {
-      ::grpc::Service::MarkMethodRaw(4);
+      ::grpc::Service::MarkMethodRaw(5);
     }
     ~WithRawMethod_InvalidateMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1724,7 +1844,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestInvalidateMemory(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(4, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(5, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1733,7 +1853,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_UpdateMemory() {
-      ::grpc::Service::MarkMethodRaw(5);
+      ::grpc::Service::MarkMethodRaw(6);
     }
     ~WithRawMethod_UpdateMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1744,7 +1864,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestUpdateMemory(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(5, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(6, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1753,7 +1873,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_GetMemoryHistory() {
-      ::grpc::Service::MarkMethodRaw(6);
+      ::grpc::Service::MarkMethodRaw(7);
     }
     ~WithRawMethod_GetMemoryHistory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1764,7 +1884,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetMemoryHistory(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(6, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1773,7 +1893,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_ForgetPlayer() {
-      ::grpc::Service::MarkMethodRaw(7);
+      ::grpc::Service::MarkMethodRaw(8);
     }
     ~WithRawMethod_ForgetPlayer() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1784,7 +1904,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestForgetPlayer(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(7, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1793,7 +1913,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_ExpandMemory() {
-      ::grpc::Service::MarkMethodRaw(8);
+      ::grpc::Service::MarkMethodRaw(9);
     }
     ~WithRawMethod_ExpandMemory() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1804,7 +1924,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestExpandMemory(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(8, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1813,7 +1933,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_ListLinks() {
-      ::grpc::Service::MarkMethodRaw(9);
+      ::grpc::Service::MarkMethodRaw(10);
     }
     ~WithRawMethod_ListLinks() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1824,7 +1944,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestListLinks(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(9, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1833,7 +1953,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_CreateSavePoint() {
-      ::grpc::Service::MarkMethodRaw(10);
+      ::grpc::Service::MarkMethodRaw(11);
     }
     ~WithRawMethod_CreateSavePoint() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1844,7 +1964,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestCreateSavePoint(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(10, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1853,7 +1973,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_LoadSavePoint() {
-      ::grpc::Service::MarkMethodRaw(11);
+      ::grpc::Service::MarkMethodRaw(12);
     }
     ~WithRawMethod_LoadSavePoint() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1864,7 +1984,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestLoadSavePoint(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(11, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1873,7 +1993,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_ListSavePoints() {
-      ::grpc::Service::MarkMethodRaw(12);
+      ::grpc::Service::MarkMethodRaw(13);
     }
     ~WithRawMethod_ListSavePoints() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1884,7 +2004,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestListSavePoints(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(12, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1893,7 +2013,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_DropTimeline() {
-      ::grpc::Service::MarkMethodRaw(13);
+      ::grpc::Service::MarkMethodRaw(14);
     }
     ~WithRawMethod_DropTimeline() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1904,7 +2024,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestDropTimeline(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(13, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1913,7 +2033,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodRaw(14);
+      ::grpc::Service::MarkMethodRaw(15);
     }
     ~WithRawMethod_ExtractMemories() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1924,7 +2044,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestExtractMemories(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(14, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1933,7 +2053,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodRaw(15);
+      ::grpc::Service::MarkMethodRaw(16);
     }
     ~WithRawMethod_GetExtractionJob() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1944,7 +2064,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestGetExtractionJob(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(15, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1953,7 +2073,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawMethod_BuildContext() {
-      ::grpc::Service::MarkMethodRaw(16);
+      ::grpc::Service::MarkMethodRaw(17);
     }
     ~WithRawMethod_BuildContext() override {
       BaseClassMustBeDerivedFromService(this);
@@ -1964,7 +2084,7 @@ class MemoryService final {
       return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
     }
     void RequestBuildContext(::grpc::ServerContext* context, ::grpc::ByteBuffer* request, ::grpc::ServerAsyncResponseWriter< ::grpc::ByteBuffer>* response, ::grpc::CompletionQueue* new_call_cq, ::grpc::ServerCompletionQueue* notification_cq, void *tag) {
-      ::grpc::Service::RequestAsyncUnary(16, context, request, response, new_call_cq, notification_cq, tag);
+      ::grpc::Service::RequestAsyncUnary(17, context, request, response, new_call_cq, notification_cq, tag);
     }
   };
   template <class BaseClass>
@@ -1990,12 +2110,34 @@ class MemoryService final {
       ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
   };
   template <class BaseClass>
+  class WithRawCallbackMethod_StoreDialogue : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithRawCallbackMethod_StoreDialogue() {
+      ::grpc::Service::MarkMethodRawCallback(1,
+          new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
+            [this](
+                   ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->StoreDialogue(context, request, response); }));
+    }
+    ~WithRawCallbackMethod_StoreDialogue() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable synchronous version of this method
+    ::grpc::Status StoreDialogue(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::StoreDialogueRequest* /*request*/, ::npc_memory::v1::StoreDialogueResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    virtual ::grpc::ServerUnaryReactor* StoreDialogue(
+      ::grpc::CallbackServerContext* /*context*/, const ::grpc::ByteBuffer* /*request*/, ::grpc::ByteBuffer* /*response*/)  { return nullptr; }
+  };
+  template <class BaseClass>
   class WithRawCallbackMethod_SearchMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_SearchMemories() {
-      ::grpc::Service::MarkMethodRawCallback(1,
+      ::grpc::Service::MarkMethodRawCallback(2,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->SearchMemories(context, request, response); }));
@@ -2017,7 +2159,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_GetMemory() {
-      ::grpc::Service::MarkMethodRawCallback(2,
+      ::grpc::Service::MarkMethodRawCallback(3,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->GetMemory(context, request, response); }));
@@ -2039,7 +2181,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_ListMemories() {
-      ::grpc::Service::MarkMethodRawCallback(3,
+      ::grpc::Service::MarkMethodRawCallback(4,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ListMemories(context, request, response); }));
@@ -2061,7 +2203,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_InvalidateMemory() {
-      ::grpc::Service::MarkMethodRawCallback(4,
+      ::grpc::Service::MarkMethodRawCallback(5,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->InvalidateMemory(context, request, response); }));
@@ -2083,7 +2225,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_UpdateMemory() {
-      ::grpc::Service::MarkMethodRawCallback(5,
+      ::grpc::Service::MarkMethodRawCallback(6,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->UpdateMemory(context, request, response); }));
@@ -2105,7 +2247,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_GetMemoryHistory() {
-      ::grpc::Service::MarkMethodRawCallback(6,
+      ::grpc::Service::MarkMethodRawCallback(7,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->GetMemoryHistory(context, request, response); }));
@@ -2127,7 +2269,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_ForgetPlayer() {
-      ::grpc::Service::MarkMethodRawCallback(7,
+      ::grpc::Service::MarkMethodRawCallback(8,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ForgetPlayer(context, request, response); }));
@@ -2149,7 +2291,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_ExpandMemory() {
-      ::grpc::Service::MarkMethodRawCallback(8,
+      ::grpc::Service::MarkMethodRawCallback(9,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ExpandMemory(context, request, response); }));
@@ -2171,7 +2313,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_ListLinks() {
-      ::grpc::Service::MarkMethodRawCallback(9,
+      ::grpc::Service::MarkMethodRawCallback(10,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ListLinks(context, request, response); }));
@@ -2193,7 +2335,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_CreateSavePoint() {
-      ::grpc::Service::MarkMethodRawCallback(10,
+      ::grpc::Service::MarkMethodRawCallback(11,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->CreateSavePoint(context, request, response); }));
@@ -2215,7 +2357,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_LoadSavePoint() {
-      ::grpc::Service::MarkMethodRawCallback(11,
+      ::grpc::Service::MarkMethodRawCallback(12,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->LoadSavePoint(context, request, response); }));
@@ -2237,7 +2379,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_ListSavePoints() {
-      ::grpc::Service::MarkMethodRawCallback(12,
+      ::grpc::Service::MarkMethodRawCallback(13,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ListSavePoints(context, request, response); }));
@@ -2259,7 +2401,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_DropTimeline() {
-      ::grpc::Service::MarkMethodRawCallback(13,
+      ::grpc::Service::MarkMethodRawCallback(14,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->DropTimeline(context, request, response); }));
@@ -2281,7 +2423,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodRawCallback(14,
+      ::grpc::Service::MarkMethodRawCallback(15,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->ExtractMemories(context, request, response); }));
@@ -2303,7 +2445,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodRawCallback(15,
+      ::grpc::Service::MarkMethodRawCallback(16,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->GetExtractionJob(context, request, response); }));
@@ -2325,7 +2467,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithRawCallbackMethod_BuildContext() {
-      ::grpc::Service::MarkMethodRawCallback(16,
+      ::grpc::Service::MarkMethodRawCallback(17,
           new ::grpc::internal::CallbackUnaryHandler< ::grpc::ByteBuffer, ::grpc::ByteBuffer>(
             [this](
                    ::grpc::CallbackServerContext* context, const ::grpc::ByteBuffer* request, ::grpc::ByteBuffer* response) { return this->BuildContext(context, request, response); }));
@@ -2369,12 +2511,39 @@ class MemoryService final {
     virtual ::grpc::Status StreamedStoreMemories(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::StoreMemoriesRequest,::npc_memory::v1::StoreMemoriesResponse>* server_unary_streamer) = 0;
   };
   template <class BaseClass>
+  class WithStreamedUnaryMethod_StoreDialogue : public BaseClass {
+   private:
+    void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
+   public:
+    WithStreamedUnaryMethod_StoreDialogue() {
+      ::grpc::Service::MarkMethodStreamed(1,
+        new ::grpc::internal::StreamedUnaryHandler<
+          ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse>(
+            [this](::grpc::ServerContext* context,
+                   ::grpc::ServerUnaryStreamer<
+                     ::npc_memory::v1::StoreDialogueRequest, ::npc_memory::v1::StoreDialogueResponse>* streamer) {
+                       return this->StreamedStoreDialogue(context,
+                         streamer);
+                  }));
+    }
+    ~WithStreamedUnaryMethod_StoreDialogue() override {
+      BaseClassMustBeDerivedFromService(this);
+    }
+    // disable regular version of this method
+    ::grpc::Status StoreDialogue(::grpc::ServerContext* /*context*/, const ::npc_memory::v1::StoreDialogueRequest* /*request*/, ::npc_memory::v1::StoreDialogueResponse* /*response*/) override {
+      abort();
+      return ::grpc::Status(::grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    // replace default version of method with streamed unary
+    virtual ::grpc::Status StreamedStoreDialogue(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::StoreDialogueRequest,::npc_memory::v1::StoreDialogueResponse>* server_unary_streamer) = 0;
+  };
+  template <class BaseClass>
   class WithStreamedUnaryMethod_SearchMemories : public BaseClass {
    private:
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_SearchMemories() {
-      ::grpc::Service::MarkMethodStreamed(1,
+      ::grpc::Service::MarkMethodStreamed(2,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::SearchMemoriesRequest, ::npc_memory::v1::SearchMemoriesResponse>(
             [this](::grpc::ServerContext* context,
@@ -2401,7 +2570,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_GetMemory() {
-      ::grpc::Service::MarkMethodStreamed(2,
+      ::grpc::Service::MarkMethodStreamed(3,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::GetMemoryRequest, ::npc_memory::v1::GetMemoryResponse>(
             [this](::grpc::ServerContext* context,
@@ -2428,7 +2597,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_ListMemories() {
-      ::grpc::Service::MarkMethodStreamed(3,
+      ::grpc::Service::MarkMethodStreamed(4,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::ListMemoriesRequest, ::npc_memory::v1::ListMemoriesResponse>(
             [this](::grpc::ServerContext* context,
@@ -2455,7 +2624,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_InvalidateMemory() {
-      ::grpc::Service::MarkMethodStreamed(4,
+      ::grpc::Service::MarkMethodStreamed(5,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::InvalidateMemoryRequest, ::npc_memory::v1::InvalidateMemoryResponse>(
             [this](::grpc::ServerContext* context,
@@ -2482,7 +2651,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_UpdateMemory() {
-      ::grpc::Service::MarkMethodStreamed(5,
+      ::grpc::Service::MarkMethodStreamed(6,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::UpdateMemoryRequest, ::npc_memory::v1::UpdateMemoryResponse>(
             [this](::grpc::ServerContext* context,
@@ -2509,7 +2678,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_GetMemoryHistory() {
-      ::grpc::Service::MarkMethodStreamed(6,
+      ::grpc::Service::MarkMethodStreamed(7,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::GetMemoryHistoryRequest, ::npc_memory::v1::GetMemoryHistoryResponse>(
             [this](::grpc::ServerContext* context,
@@ -2536,7 +2705,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_ForgetPlayer() {
-      ::grpc::Service::MarkMethodStreamed(7,
+      ::grpc::Service::MarkMethodStreamed(8,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::ForgetPlayerRequest, ::npc_memory::v1::ForgetPlayerResponse>(
             [this](::grpc::ServerContext* context,
@@ -2563,7 +2732,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_ExpandMemory() {
-      ::grpc::Service::MarkMethodStreamed(8,
+      ::grpc::Service::MarkMethodStreamed(9,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::ExpandMemoryRequest, ::npc_memory::v1::ExpandMemoryResponse>(
             [this](::grpc::ServerContext* context,
@@ -2590,7 +2759,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_ListLinks() {
-      ::grpc::Service::MarkMethodStreamed(9,
+      ::grpc::Service::MarkMethodStreamed(10,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::ListLinksRequest, ::npc_memory::v1::ListLinksResponse>(
             [this](::grpc::ServerContext* context,
@@ -2617,7 +2786,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_CreateSavePoint() {
-      ::grpc::Service::MarkMethodStreamed(10,
+      ::grpc::Service::MarkMethodStreamed(11,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::CreateSavePointRequest, ::npc_memory::v1::CreateSavePointResponse>(
             [this](::grpc::ServerContext* context,
@@ -2644,7 +2813,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_LoadSavePoint() {
-      ::grpc::Service::MarkMethodStreamed(11,
+      ::grpc::Service::MarkMethodStreamed(12,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::LoadSavePointRequest, ::npc_memory::v1::LoadSavePointResponse>(
             [this](::grpc::ServerContext* context,
@@ -2671,7 +2840,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_ListSavePoints() {
-      ::grpc::Service::MarkMethodStreamed(12,
+      ::grpc::Service::MarkMethodStreamed(13,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::ListSavePointsRequest, ::npc_memory::v1::ListSavePointsResponse>(
             [this](::grpc::ServerContext* context,
@@ -2698,7 +2867,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_DropTimeline() {
-      ::grpc::Service::MarkMethodStreamed(13,
+      ::grpc::Service::MarkMethodStreamed(14,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::DropTimelineRequest, ::npc_memory::v1::DropTimelineResponse>(
             [this](::grpc::ServerContext* context,
@@ -2725,7 +2894,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_ExtractMemories() {
-      ::grpc::Service::MarkMethodStreamed(14,
+      ::grpc::Service::MarkMethodStreamed(15,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::ExtractMemoriesRequest, ::npc_memory::v1::ExtractMemoriesResponse>(
             [this](::grpc::ServerContext* context,
@@ -2752,7 +2921,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_GetExtractionJob() {
-      ::grpc::Service::MarkMethodStreamed(15,
+      ::grpc::Service::MarkMethodStreamed(16,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::GetExtractionJobRequest, ::npc_memory::v1::GetExtractionJobResponse>(
             [this](::grpc::ServerContext* context,
@@ -2779,7 +2948,7 @@ class MemoryService final {
     void BaseClassMustBeDerivedFromService(const Service* /*service*/) {}
    public:
     WithStreamedUnaryMethod_BuildContext() {
-      ::grpc::Service::MarkMethodStreamed(16,
+      ::grpc::Service::MarkMethodStreamed(17,
         new ::grpc::internal::StreamedUnaryHandler<
           ::npc_memory::v1::BuildContextRequest, ::npc_memory::v1::BuildContextResponse>(
             [this](::grpc::ServerContext* context,
@@ -2800,9 +2969,9 @@ class MemoryService final {
     // replace default version of method with streamed unary
     virtual ::grpc::Status StreamedBuildContext(::grpc::ServerContext* context, ::grpc::ServerUnaryStreamer< ::npc_memory::v1::BuildContextRequest,::npc_memory::v1::BuildContextResponse>* server_unary_streamer) = 0;
   };
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > StreamedUnaryService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_StoreDialogue<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > > StreamedUnaryService;
   typedef Service SplitStreamedService;
-  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > StreamedService;
+  typedef WithStreamedUnaryMethod_StoreMemories<WithStreamedUnaryMethod_StoreDialogue<WithStreamedUnaryMethod_SearchMemories<WithStreamedUnaryMethod_GetMemory<WithStreamedUnaryMethod_ListMemories<WithStreamedUnaryMethod_InvalidateMemory<WithStreamedUnaryMethod_UpdateMemory<WithStreamedUnaryMethod_GetMemoryHistory<WithStreamedUnaryMethod_ForgetPlayer<WithStreamedUnaryMethod_ExpandMemory<WithStreamedUnaryMethod_ListLinks<WithStreamedUnaryMethod_CreateSavePoint<WithStreamedUnaryMethod_LoadSavePoint<WithStreamedUnaryMethod_ListSavePoints<WithStreamedUnaryMethod_DropTimeline<WithStreamedUnaryMethod_ExtractMemories<WithStreamedUnaryMethod_GetExtractionJob<WithStreamedUnaryMethod_BuildContext<Service > > > > > > > > > > > > > > > > > > StreamedService;
 };
 
 }  // namespace v1

@@ -159,6 +159,36 @@ struct StoreMemoriesResponseDefaultTypeInternal {
   };
 };
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 StoreMemoriesResponseDefaultTypeInternal _StoreMemoriesResponse_default_instance_;
+PROTOBUF_CONSTEXPR StoreDialogueRequest::StoreDialogueRequest(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.scope_)*/nullptr
+  , /*decltype(_impl_.dialogue_)*/nullptr
+  , /*decltype(_impl_.extract_)*/false
+  , /*decltype(_impl_.first_position_)*/0
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct StoreDialogueRequestDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR StoreDialogueRequestDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~StoreDialogueRequestDefaultTypeInternal() {}
+  union {
+    StoreDialogueRequest _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 StoreDialogueRequestDefaultTypeInternal _StoreDialogueRequest_default_instance_;
+PROTOBUF_CONSTEXPR StoreDialogueResponse::StoreDialogueResponse(
+    ::_pbi::ConstantInitialized): _impl_{
+    /*decltype(_impl_.turns_)*/{}
+  , /*decltype(_impl_.job_)*/nullptr
+  , /*decltype(_impl_._cached_size_)*/{}} {}
+struct StoreDialogueResponseDefaultTypeInternal {
+  PROTOBUF_CONSTEXPR StoreDialogueResponseDefaultTypeInternal()
+      : _instance(::_pbi::ConstantInitialized{}) {}
+  ~StoreDialogueResponseDefaultTypeInternal() {}
+  union {
+    StoreDialogueResponse _instance;
+  };
+};
+PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 StoreDialogueResponseDefaultTypeInternal _StoreDialogueResponse_default_instance_;
 PROTOBUF_CONSTEXPR SearchMemoriesRequest::SearchMemoriesRequest(
     ::_pbi::ConstantInitialized): _impl_{
     /*decltype(_impl_.query_embedding_)*/{}
@@ -452,7 +482,7 @@ struct ListLinksResponseDefaultTypeInternal {
 PROTOBUF_ATTRIBUTE_NO_DESTROY PROTOBUF_CONSTINIT PROTOBUF_ATTRIBUTE_INIT_PRIORITY1 ListLinksResponseDefaultTypeInternal _ListLinksResponse_default_instance_;
 }  // namespace v1
 }  // namespace npc_memory
-static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[28];
+static ::_pb::Metadata file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[30];
 static constexpr ::_pb::EnumDescriptor const** file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 static constexpr ::_pb::ServiceDescriptor const** file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = nullptr;
 
@@ -534,6 +564,24 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   ~0u,  // no _weak_field_map_
   ~0u,  // no _inlined_string_donated_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreMemoriesResponse, _impl_.results_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueRequest, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueRequest, _impl_.scope_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueRequest, _impl_.dialogue_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueRequest, _impl_.extract_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueRequest, _impl_.first_position_),
+  ~0u,  // no _has_bits_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueResponse, _internal_metadata_),
+  ~0u,  // no _extensions_
+  ~0u,  // no _oneof_case_
+  ~0u,  // no _weak_field_map_
+  ~0u,  // no _inlined_string_donated_
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueResponse, _impl_.turns_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::StoreDialogueResponse, _impl_.job_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesRequest, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -729,24 +777,26 @@ static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protode
   { 54, -1, -1, sizeof(::npc_memory::v1::DropTimelineResponse)},
   { 61, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesRequest)},
   { 70, -1, -1, sizeof(::npc_memory::v1::StoreMemoriesResponse)},
-  { 77, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
-  { 101, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
-  { 110, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
-  { 120, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
-  { 127, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
-  { 141, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
-  { 149, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
-  { 159, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
-  { 166, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
-  { 181, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
-  { 188, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 202, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 210, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 217, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
-  { 224, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
-  { 232, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
-  { 243, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
-  { 251, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
+  { 77, -1, -1, sizeof(::npc_memory::v1::StoreDialogueRequest)},
+  { 87, -1, -1, sizeof(::npc_memory::v1::StoreDialogueResponse)},
+  { 95, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
+  { 119, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
+  { 128, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
+  { 138, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
+  { 145, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
+  { 159, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
+  { 167, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
+  { 177, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
+  { 184, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
+  { 199, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
+  { 206, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
+  { 220, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 228, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 235, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 242, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
+  { 250, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
+  { 261, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
+  { 269, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -760,6 +810,8 @@ static const ::_pb::Message* const file_default_instances[] = {
   &::npc_memory::v1::_DropTimelineResponse_default_instance_._instance,
   &::npc_memory::v1::_StoreMemoriesRequest_default_instance_._instance,
   &::npc_memory::v1::_StoreMemoriesResponse_default_instance_._instance,
+  &::npc_memory::v1::_StoreDialogueRequest_default_instance_._instance,
+  &::npc_memory::v1::_StoreDialogueResponse_default_instance_._instance,
   &::npc_memory::v1::_SearchMemoriesRequest_default_instance_._instance,
   &::npc_memory::v1::_SearchMemoriesResponse_default_instance_._instance,
   &::npc_memory::v1::_GetMemoryRequest_default_instance_._instance,
@@ -805,119 +857,128 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "emory.v1.Scope\022,\n\010memories\030\002 \003(\0132\032.npc_m"
   "emory.v1.MemoryInput\022\022\n\nrequest_id\030\003 \001(\t"
   "\"D\n\025StoreMemoriesResponse\022+\n\007results\030\001 \003"
-  "(\0132\032.npc_memory.v1.StoreResult\"\336\004\n\025Searc"
-  "hMemoriesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_me"
-  "mory.v1.Scope\022\r\n\005query\030\002 \001(\t\022\027\n\017query_em"
-  "bedding\030\003 \003(\002\022\r\n\005limit\030\004 \001(\005\022\'\n\007weights\030"
-  "\005 \001(\0132\026.npc_memory.v1.Weights\022)\n\005as_of\030\006"
-  " \001(\0132\032.google.protobuf.Timestamp\022\'\n\003now\030"
-  "\007 \001(\0132\032.google.protobuf.Timestamp\022+\n\006fil"
-  "ter\030\010 \001(\0132\033.npc_memory.v1.MemoryFilter\022+"
-  "\n\006fusion\030\t \001(\0162\033.npc_memory.v1.FusionMet"
-  "hod\022\033\n\023include_invalidated\030\n \001(\010\022\014\n\004hops"
-  "\030\013 \001(\005\022\016\n\006deepen\030\014 \001(\010\022\034\n\024deepen_min_rel"
-  "evance\030\r \001(\001\022/\n\016as_of_game_day\030\016 \001(\0132\027.n"
-  "pc_memory.v1.GameTime\022-\n\014now_game_day\030\017 "
-  "\001(\0132\027.npc_memory.v1.GameTime\022\023\n\013timeline"
-  "_id\030\020 \001(\003\022,\n\010known_at\030\021 \001(\0132\032.google.pro"
-  "tobuf.Timestamp\022\026\n\016include_shared\030\022 \001(\010\""
-  "\213\001\n\026SearchMemoriesResponse\022,\n\007results\030\001 "
-  "\003(\0132\033.npc_memory.v1.ScoredMemory\022\027\n\017embe"
-  "dding_model\030\002 \001(\t\022*\n\ranswered_tier\030\003 \001(\016"
-  "2\023.npc_memory.v1.Tier\"\215\001\n\020GetMemoryReque"
-  "st\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022"
-  "\021\n\tmemory_id\030\002 \001(\t\022\023\n\013timeline_id\030\003 \001(\003\022"
-  ",\n\010known_at\030\004 \001(\0132\032.google.protobuf.Time"
-  "stamp\":\n\021GetMemoryResponse\022%\n\006memory\030\001 \001"
-  "(\0132\025.npc_memory.v1.Memory\"\206\002\n\023ListMemori"
-  "esRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1"
-  ".Scope\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_token\030"
-  "\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033.npc_memory.v1.Me"
-  "moryFilter\022\033\n\023include_invalidated\030\005 \001(\010\022"
-  "\023\n\013timeline_id\030\006 \001(\003\022,\n\010known_at\030\007 \001(\0132\032"
-  ".google.protobuf.Timestamp\022\026\n\016include_sh"
-  "ared\030\010 \001(\010\"X\n\024ListMemoriesResponse\022\'\n\010me"
-  "mories\030\001 \003(\0132\025.npc_memory.v1.Memory\022\027\n\017n"
-  "ext_page_token\030\002 \001(\t\"\264\001\n\027InvalidateMemor"
-  "yRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1."
-  "Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_at\030\003"
-  " \001(\0132\032.google.protobuf.Timestamp\0221\n\020inva"
-  "lid_game_day\030\004 \001(\0132\027.npc_memory.v1.GameT"
-  "ime\"A\n\030InvalidateMemoryResponse\022%\n\006memor"
-  "y\030\001 \001(\0132\025.npc_memory.v1.Memory\"\320\002\n\023Updat"
-  "eMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memo"
-  "ry.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013update"
-  "_mask\030\003 \001(\0132\032.google.protobuf.FieldMask\022"
-  "\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.npc_"
-  "memory.v1.Tier\022)\n\010metadata\030\006 \001(\0132\027.googl"
-  "e.protobuf.Struct\022\017\n\007content\030\007 \001(\t\022,\n\010va"
-  "lid_at\030\010 \001(\0132\032.google.protobuf.Timestamp"
-  "\022/\n\016valid_game_day\030\t \001(\0132\027.npc_memory.v1"
-  ".GameTime\"=\n\024UpdateMemoryResponse\022%\n\006mem"
-  "ory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\335\001\n\027Get"
-  "MemoryHistoryRequest\022#\n\005scope\030\001 \001(\0132\024.np"
-  "c_memory.v1.Scope\022\022\n\nsubject_id\030\002 \001(\t\022\014\n"
-  "\004slot\030\003 \001(\t\022\021\n\tmemory_id\030\004 \001(\t\022\023\n\013timeli"
-  "ne_id\030\005 \001(\003\022,\n\010known_at\030\006 \001(\0132\032.google.p"
-  "rotobuf.Timestamp\022\021\n\tpage_size\030\007 \001(\005\022\022\n\n"
-  "page_token\030\010 \001(\t\"\\\n\030GetMemoryHistoryResp"
-  "onse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1.M"
-  "emory\022\027\n\017next_page_token\030\002 \001(\t\"&\n\023Forget"
-  "PlayerRequest\022\017\n\007user_id\030\001 \001(\t\"0\n\024Forget"
-  "PlayerResponse\022\030\n\020deleted_memories\030\001 \001(\003"
-  "\"M\n\023ExpandMemoryRequest\022#\n\005scope\030\001 \001(\0132\024"
-  ".npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\""
-  "\241\001\n\024ExpandMemoryResponse\022\021\n\tmemory_id\030\001 "
-  "\001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005found\030\003 \003(\0132\031.npc_"
-  "memory.v1.MemoryLink\022\'\n\010memories\030\004 \003(\0132\025"
-  ".npc_memory.v1.Memory\022\024\n\014total_linked\030\005 "
-  "\001(\005\"J\n\020ListLinksRequest\022#\n\005scope\030\001 \001(\0132\024"
-  ".npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\""
-  "\230\001\n\021ListLinksResponse\022*\n\007parents\030\001 \003(\0132\031"
-  ".npc_memory.v1.MemoryLink\022+\n\010children\030\002 "
-  "\003(\0132\031.npc_memory.v1.MemoryLink\022*\n\007relate"
-  "d\030\003 \003(\0132\031.npc_memory.v1.MemoryLink2\256\014\n\rM"
-  "emoryService\022Z\n\rStoreMemories\022#.npc_memo"
-  "ry.v1.StoreMemoriesRequest\032$.npc_memory."
-  "v1.StoreMemoriesResponse\022]\n\016SearchMemori"
-  "es\022$.npc_memory.v1.SearchMemoriesRequest"
-  "\032%.npc_memory.v1.SearchMemoriesResponse\022"
-  "N\n\tGetMemory\022\037.npc_memory.v1.GetMemoryRe"
-  "quest\032 .npc_memory.v1.GetMemoryResponse\022"
-  "W\n\014ListMemories\022\".npc_memory.v1.ListMemo"
-  "riesRequest\032#.npc_memory.v1.ListMemories"
-  "Response\022c\n\020InvalidateMemory\022&.npc_memor"
-  "y.v1.InvalidateMemoryRequest\032\'.npc_memor"
-  "y.v1.InvalidateMemoryResponse\022W\n\014UpdateM"
-  "emory\022\".npc_memory.v1.UpdateMemoryReques"
-  "t\032#.npc_memory.v1.UpdateMemoryResponse\022c"
-  "\n\020GetMemoryHistory\022&.npc_memory.v1.GetMe"
-  "moryHistoryRequest\032\'.npc_memory.v1.GetMe"
-  "moryHistoryResponse\022W\n\014ForgetPlayer\022\".np"
-  "c_memory.v1.ForgetPlayerRequest\032#.npc_me"
-  "mory.v1.ForgetPlayerResponse\022W\n\014ExpandMe"
-  "mory\022\".npc_memory.v1.ExpandMemoryRequest"
-  "\032#.npc_memory.v1.ExpandMemoryResponse\022N\n"
-  "\tListLinks\022\037.npc_memory.v1.ListLinksRequ"
-  "est\032 .npc_memory.v1.ListLinksResponse\022`\n"
-  "\017CreateSavePoint\022%.npc_memory.v1.CreateS"
-  "avePointRequest\032&.npc_memory.v1.CreateSa"
-  "vePointResponse\022Z\n\rLoadSavePoint\022#.npc_m"
-  "emory.v1.LoadSavePointRequest\032$.npc_memo"
-  "ry.v1.LoadSavePointResponse\022]\n\016ListSaveP"
-  "oints\022$.npc_memory.v1.ListSavePointsRequ"
-  "est\032%.npc_memory.v1.ListSavePointsRespon"
-  "se\022W\n\014DropTimeline\022\".npc_memory.v1.DropT"
-  "imelineRequest\032#.npc_memory.v1.DropTimel"
-  "ineResponse\022`\n\017ExtractMemories\022%.npc_mem"
-  "ory.v1.ExtractMemoriesRequest\032&.npc_memo"
-  "ry.v1.ExtractMemoriesResponse\022c\n\020GetExtr"
-  "actionJob\022&.npc_memory.v1.GetExtractionJ"
-  "obRequest\032\'.npc_memory.v1.GetExtractionJ"
-  "obResponse\022W\n\014BuildContext\022\".npc_memory."
-  "v1.BuildContextRequest\032#.npc_memory.v1.B"
-  "uildContextResponseB#\n\020dev.npcmemory.v1P"
-  "\001\252\002\014NpcMemory.V1b\006proto3"
+  "(\0132\032.npc_memory.v1.StoreResult\"\217\001\n\024Store"
+  "DialogueRequest\022#\n\005scope\030\001 \001(\0132\024.npc_mem"
+  "ory.v1.Scope\022)\n\010dialogue\030\002 \001(\0132\027.npc_mem"
+  "ory.v1.Dialogue\022\017\n\007extract\030\003 \001(\010\022\026\n\016firs"
+  "t_position\030\004 \001(\005\"m\n\025StoreDialogueRespons"
+  "e\022)\n\005turns\030\001 \003(\0132\032.npc_memory.v1.StoreRe"
+  "sult\022)\n\003job\030\002 \001(\0132\034.npc_memory.v1.Extrac"
+  "tionJob\"\336\004\n\025SearchMemoriesRequest\022#\n\005sco"
+  "pe\030\001 \001(\0132\024.npc_memory.v1.Scope\022\r\n\005query\030"
+  "\002 \001(\t\022\027\n\017query_embedding\030\003 \003(\002\022\r\n\005limit\030"
+  "\004 \001(\005\022\'\n\007weights\030\005 \001(\0132\026.npc_memory.v1.W"
+  "eights\022)\n\005as_of\030\006 \001(\0132\032.google.protobuf."
+  "Timestamp\022\'\n\003now\030\007 \001(\0132\032.google.protobuf"
+  ".Timestamp\022+\n\006filter\030\010 \001(\0132\033.npc_memory."
+  "v1.MemoryFilter\022+\n\006fusion\030\t \001(\0162\033.npc_me"
+  "mory.v1.FusionMethod\022\033\n\023include_invalida"
+  "ted\030\n \001(\010\022\014\n\004hops\030\013 \001(\005\022\016\n\006deepen\030\014 \001(\010\022"
+  "\034\n\024deepen_min_relevance\030\r \001(\001\022/\n\016as_of_g"
+  "ame_day\030\016 \001(\0132\027.npc_memory.v1.GameTime\022-"
+  "\n\014now_game_day\030\017 \001(\0132\027.npc_memory.v1.Gam"
+  "eTime\022\023\n\013timeline_id\030\020 \001(\003\022,\n\010known_at\030\021"
+  " \001(\0132\032.google.protobuf.Timestamp\022\026\n\016incl"
+  "ude_shared\030\022 \001(\010\"\213\001\n\026SearchMemoriesRespo"
+  "nse\022,\n\007results\030\001 \003(\0132\033.npc_memory.v1.Sco"
+  "redMemory\022\027\n\017embedding_model\030\002 \001(\t\022*\n\ran"
+  "swered_tier\030\003 \001(\0162\023.npc_memory.v1.Tier\"\215"
+  "\001\n\020GetMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc"
+  "_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022\023\n\013t"
+  "imeline_id\030\003 \001(\003\022,\n\010known_at\030\004 \001(\0132\032.goo"
+  "gle.protobuf.Timestamp\":\n\021GetMemoryRespo"
+  "nse\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Memo"
+  "ry\"\206\002\n\023ListMemoriesRequest\022#\n\005scope\030\001 \001("
+  "\0132\024.npc_memory.v1.Scope\022\021\n\tpage_size\030\002 \001"
+  "(\005\022\022\n\npage_token\030\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033"
+  ".npc_memory.v1.MemoryFilter\022\033\n\023include_i"
+  "nvalidated\030\005 \001(\010\022\023\n\013timeline_id\030\006 \001(\003\022,\n"
+  "\010known_at\030\007 \001(\0132\032.google.protobuf.Timest"
+  "amp\022\026\n\016include_shared\030\010 \001(\010\"X\n\024ListMemor"
+  "iesResponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memo"
+  "ry.v1.Memory\022\027\n\017next_page_token\030\002 \001(\t\"\264\001"
+  "\n\027InvalidateMemoryRequest\022#\n\005scope\030\001 \001(\013"
+  "2\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001("
+  "\t\022.\n\ninvalid_at\030\003 \001(\0132\032.google.protobuf."
+  "Timestamp\0221\n\020invalid_game_day\030\004 \001(\0132\027.np"
+  "c_memory.v1.GameTime\"A\n\030InvalidateMemory"
+  "Response\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1"
+  ".Memory\"\320\002\n\023UpdateMemoryRequest\022#\n\005scope"
+  "\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\tmemory_i"
+  "d\030\002 \001(\t\022/\n\013update_mask\030\003 \001(\0132\032.google.pr"
+  "otobuf.FieldMask\022\022\n\nimportance\030\004 \001(\005\022!\n\004"
+  "tier\030\005 \001(\0162\023.npc_memory.v1.Tier\022)\n\010metad"
+  "ata\030\006 \001(\0132\027.google.protobuf.Struct\022\017\n\007co"
+  "ntent\030\007 \001(\t\022,\n\010valid_at\030\010 \001(\0132\032.google.p"
+  "rotobuf.Timestamp\022/\n\016valid_game_day\030\t \001("
+  "\0132\027.npc_memory.v1.GameTime\"=\n\024UpdateMemo"
+  "ryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_memory."
+  "v1.Memory\"\335\001\n\027GetMemoryHistoryRequest\022#\n"
+  "\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\022\n\nsu"
+  "bject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tmemory_i"
+  "d\030\004 \001(\t\022\023\n\013timeline_id\030\005 \001(\003\022,\n\010known_at"
+  "\030\006 \001(\0132\032.google.protobuf.Timestamp\022\021\n\tpa"
+  "ge_size\030\007 \001(\005\022\022\n\npage_token\030\010 \001(\t\"\\\n\030Get"
+  "MemoryHistoryResponse\022\'\n\010memories\030\001 \003(\0132"
+  "\025.npc_memory.v1.Memory\022\027\n\017next_page_toke"
+  "n\030\002 \001(\t\"&\n\023ForgetPlayerRequest\022\017\n\007user_i"
+  "d\030\001 \001(\t\"0\n\024ForgetPlayerResponse\022\030\n\020delet"
+  "ed_memories\030\001 \001(\003\"M\n\023ExpandMemoryRequest"
+  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n"
+  "\tmemory_id\030\002 \001(\t\"\241\001\n\024ExpandMemoryRespons"
+  "e\022\021\n\tmemory_id\030\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005f"
+  "ound\030\003 \003(\0132\031.npc_memory.v1.MemoryLink\022\'\n"
+  "\010memories\030\004 \003(\0132\025.npc_memory.v1.Memory\022\024"
+  "\n\014total_linked\030\005 \001(\005\"J\n\020ListLinksRequest"
+  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n"
+  "\tmemory_id\030\002 \001(\t\"\230\001\n\021ListLinksResponse\022*"
+  "\n\007parents\030\001 \003(\0132\031.npc_memory.v1.MemoryLi"
+  "nk\022+\n\010children\030\002 \003(\0132\031.npc_memory.v1.Mem"
+  "oryLink\022*\n\007related\030\003 \003(\0132\031.npc_memory.v1"
+  ".MemoryLink2\212\r\n\rMemoryService\022Z\n\rStoreMe"
+  "mories\022#.npc_memory.v1.StoreMemoriesRequ"
+  "est\032$.npc_memory.v1.StoreMemoriesRespons"
+  "e\022Z\n\rStoreDialogue\022#.npc_memory.v1.Store"
+  "DialogueRequest\032$.npc_memory.v1.StoreDia"
+  "logueResponse\022]\n\016SearchMemories\022$.npc_me"
+  "mory.v1.SearchMemoriesRequest\032%.npc_memo"
+  "ry.v1.SearchMemoriesResponse\022N\n\tGetMemor"
+  "y\022\037.npc_memory.v1.GetMemoryRequest\032 .npc"
+  "_memory.v1.GetMemoryResponse\022W\n\014ListMemo"
+  "ries\022\".npc_memory.v1.ListMemoriesRequest"
+  "\032#.npc_memory.v1.ListMemoriesResponse\022c\n"
+  "\020InvalidateMemory\022&.npc_memory.v1.Invali"
+  "dateMemoryRequest\032\'.npc_memory.v1.Invali"
+  "dateMemoryResponse\022W\n\014UpdateMemory\022\".npc"
+  "_memory.v1.UpdateMemoryRequest\032#.npc_mem"
+  "ory.v1.UpdateMemoryResponse\022c\n\020GetMemory"
+  "History\022&.npc_memory.v1.GetMemoryHistory"
+  "Request\032\'.npc_memory.v1.GetMemoryHistory"
+  "Response\022W\n\014ForgetPlayer\022\".npc_memory.v1"
+  ".ForgetPlayerRequest\032#.npc_memory.v1.For"
+  "getPlayerResponse\022W\n\014ExpandMemory\022\".npc_"
+  "memory.v1.ExpandMemoryRequest\032#.npc_memo"
+  "ry.v1.ExpandMemoryResponse\022N\n\tListLinks\022"
+  "\037.npc_memory.v1.ListLinksRequest\032 .npc_m"
+  "emory.v1.ListLinksResponse\022`\n\017CreateSave"
+  "Point\022%.npc_memory.v1.CreateSavePointReq"
+  "uest\032&.npc_memory.v1.CreateSavePointResp"
+  "onse\022Z\n\rLoadSavePoint\022#.npc_memory.v1.Lo"
+  "adSavePointRequest\032$.npc_memory.v1.LoadS"
+  "avePointResponse\022]\n\016ListSavePoints\022$.npc"
+  "_memory.v1.ListSavePointsRequest\032%.npc_m"
+  "emory.v1.ListSavePointsResponse\022W\n\014DropT"
+  "imeline\022\".npc_memory.v1.DropTimelineRequ"
+  "est\032#.npc_memory.v1.DropTimelineResponse"
+  "\022`\n\017ExtractMemories\022%.npc_memory.v1.Extr"
+  "actMemoriesRequest\032&.npc_memory.v1.Extra"
+  "ctMemoriesResponse\022c\n\020GetExtractionJob\022&"
+  ".npc_memory.v1.GetExtractionJobRequest\032\'"
+  ".npc_memory.v1.GetExtractionJobResponse\022"
+  "W\n\014BuildContext\022\".npc_memory.v1.BuildCon"
+  "textRequest\032#.npc_memory.v1.BuildContext"
+  "ResponseB#\n\020dev.npcmemory.v1P\001\252\002\014NpcMemo"
+  "ry.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[6] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
@@ -929,9 +990,9 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 5464, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 5813, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
-    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 6, 28,
+    &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 6, 30,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
     file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto, file_level_enum_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     file_level_service_descriptors_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
@@ -3190,6 +3251,547 @@ void StoreMemoriesResponse::InternalSwap(StoreMemoriesResponse* other) {
 
 // ===================================================================
 
+class StoreDialogueRequest::_Internal {
+ public:
+  static const ::npc_memory::v1::Scope& scope(const StoreDialogueRequest* msg);
+  static const ::npc_memory::v1::Dialogue& dialogue(const StoreDialogueRequest* msg);
+};
+
+const ::npc_memory::v1::Scope&
+StoreDialogueRequest::_Internal::scope(const StoreDialogueRequest* msg) {
+  return *msg->_impl_.scope_;
+}
+const ::npc_memory::v1::Dialogue&
+StoreDialogueRequest::_Internal::dialogue(const StoreDialogueRequest* msg) {
+  return *msg->_impl_.dialogue_;
+}
+void StoreDialogueRequest::clear_scope() {
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+}
+void StoreDialogueRequest::clear_dialogue() {
+  if (GetArenaForAllocation() == nullptr && _impl_.dialogue_ != nullptr) {
+    delete _impl_.dialogue_;
+  }
+  _impl_.dialogue_ = nullptr;
+}
+StoreDialogueRequest::StoreDialogueRequest(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.StoreDialogueRequest)
+}
+StoreDialogueRequest::StoreDialogueRequest(const StoreDialogueRequest& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  StoreDialogueRequest* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.dialogue_){nullptr}
+    , decltype(_impl_.extract_){}
+    , decltype(_impl_.first_position_){}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  if (from._internal_has_scope()) {
+    _this->_impl_.scope_ = new ::npc_memory::v1::Scope(*from._impl_.scope_);
+  }
+  if (from._internal_has_dialogue()) {
+    _this->_impl_.dialogue_ = new ::npc_memory::v1::Dialogue(*from._impl_.dialogue_);
+  }
+  ::memcpy(&_impl_.extract_, &from._impl_.extract_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.first_position_) -
+    reinterpret_cast<char*>(&_impl_.extract_)) + sizeof(_impl_.first_position_));
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.StoreDialogueRequest)
+}
+
+inline void StoreDialogueRequest::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.scope_){nullptr}
+    , decltype(_impl_.dialogue_){nullptr}
+    , decltype(_impl_.extract_){false}
+    , decltype(_impl_.first_position_){0}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+StoreDialogueRequest::~StoreDialogueRequest() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.StoreDialogueRequest)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void StoreDialogueRequest::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  if (this != internal_default_instance()) delete _impl_.scope_;
+  if (this != internal_default_instance()) delete _impl_.dialogue_;
+}
+
+void StoreDialogueRequest::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void StoreDialogueRequest::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.StoreDialogueRequest)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  if (GetArenaForAllocation() == nullptr && _impl_.scope_ != nullptr) {
+    delete _impl_.scope_;
+  }
+  _impl_.scope_ = nullptr;
+  if (GetArenaForAllocation() == nullptr && _impl_.dialogue_ != nullptr) {
+    delete _impl_.dialogue_;
+  }
+  _impl_.dialogue_ = nullptr;
+  ::memset(&_impl_.extract_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.first_position_) -
+      reinterpret_cast<char*>(&_impl_.extract_)) + sizeof(_impl_.first_position_));
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* StoreDialogueRequest::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // .npc_memory.v1.Scope scope = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr = ctx->ParseMessage(_internal_mutable_scope(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.Dialogue dialogue = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          ptr = ctx->ParseMessage(_internal_mutable_dialogue(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // bool extract = 3;
+      case 3:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 24)) {
+          _impl_.extract_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 first_position = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 32)) {
+          _impl_.first_position_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* StoreDialogueRequest::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.StoreDialogueRequest)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(1, _Internal::scope(this),
+        _Internal::scope(this).GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.Dialogue dialogue = 2;
+  if (this->_internal_has_dialogue()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(2, _Internal::dialogue(this),
+        _Internal::dialogue(this).GetCachedSize(), target, stream);
+  }
+
+  // bool extract = 3;
+  if (this->_internal_extract() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteBoolToArray(3, this->_internal_extract(), target);
+  }
+
+  // int32 first_position = 4;
+  if (this->_internal_first_position() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(4, this->_internal_first_position(), target);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.StoreDialogueRequest)
+  return target;
+}
+
+size_t StoreDialogueRequest::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.StoreDialogueRequest)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // .npc_memory.v1.Scope scope = 1;
+  if (this->_internal_has_scope()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.scope_);
+  }
+
+  // .npc_memory.v1.Dialogue dialogue = 2;
+  if (this->_internal_has_dialogue()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.dialogue_);
+  }
+
+  // bool extract = 3;
+  if (this->_internal_extract() != 0) {
+    total_size += 1 + 1;
+  }
+
+  // int32 first_position = 4;
+  if (this->_internal_first_position() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_first_position());
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData StoreDialogueRequest::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    StoreDialogueRequest::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*StoreDialogueRequest::GetClassData() const { return &_class_data_; }
+
+
+void StoreDialogueRequest::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<StoreDialogueRequest*>(&to_msg);
+  auto& from = static_cast<const StoreDialogueRequest&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.StoreDialogueRequest)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  if (from._internal_has_scope()) {
+    _this->_internal_mutable_scope()->::npc_memory::v1::Scope::MergeFrom(
+        from._internal_scope());
+  }
+  if (from._internal_has_dialogue()) {
+    _this->_internal_mutable_dialogue()->::npc_memory::v1::Dialogue::MergeFrom(
+        from._internal_dialogue());
+  }
+  if (from._internal_extract() != 0) {
+    _this->_internal_set_extract(from._internal_extract());
+  }
+  if (from._internal_first_position() != 0) {
+    _this->_internal_set_first_position(from._internal_first_position());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void StoreDialogueRequest::CopyFrom(const StoreDialogueRequest& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.StoreDialogueRequest)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool StoreDialogueRequest::IsInitialized() const {
+  return true;
+}
+
+void StoreDialogueRequest::InternalSwap(StoreDialogueRequest* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(StoreDialogueRequest, _impl_.first_position_)
+      + sizeof(StoreDialogueRequest::_impl_.first_position_)
+      - PROTOBUF_FIELD_OFFSET(StoreDialogueRequest, _impl_.scope_)>(
+          reinterpret_cast<char*>(&_impl_.scope_),
+          reinterpret_cast<char*>(&other->_impl_.scope_));
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata StoreDialogueRequest::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[10]);
+}
+
+// ===================================================================
+
+class StoreDialogueResponse::_Internal {
+ public:
+  static const ::npc_memory::v1::ExtractionJob& job(const StoreDialogueResponse* msg);
+};
+
+const ::npc_memory::v1::ExtractionJob&
+StoreDialogueResponse::_Internal::job(const StoreDialogueResponse* msg) {
+  return *msg->_impl_.job_;
+}
+void StoreDialogueResponse::clear_turns() {
+  _impl_.turns_.Clear();
+}
+void StoreDialogueResponse::clear_job() {
+  if (GetArenaForAllocation() == nullptr && _impl_.job_ != nullptr) {
+    delete _impl_.job_;
+  }
+  _impl_.job_ = nullptr;
+}
+StoreDialogueResponse::StoreDialogueResponse(::PROTOBUF_NAMESPACE_ID::Arena* arena,
+                         bool is_message_owned)
+  : ::PROTOBUF_NAMESPACE_ID::Message(arena, is_message_owned) {
+  SharedCtor(arena, is_message_owned);
+  // @@protoc_insertion_point(arena_constructor:npc_memory.v1.StoreDialogueResponse)
+}
+StoreDialogueResponse::StoreDialogueResponse(const StoreDialogueResponse& from)
+  : ::PROTOBUF_NAMESPACE_ID::Message() {
+  StoreDialogueResponse* const _this = this; (void)_this;
+  new (&_impl_) Impl_{
+      decltype(_impl_.turns_){from._impl_.turns_}
+    , decltype(_impl_.job_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}};
+
+  _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+  if (from._internal_has_job()) {
+    _this->_impl_.job_ = new ::npc_memory::v1::ExtractionJob(*from._impl_.job_);
+  }
+  // @@protoc_insertion_point(copy_constructor:npc_memory.v1.StoreDialogueResponse)
+}
+
+inline void StoreDialogueResponse::SharedCtor(
+    ::_pb::Arena* arena, bool is_message_owned) {
+  (void)arena;
+  (void)is_message_owned;
+  new (&_impl_) Impl_{
+      decltype(_impl_.turns_){arena}
+    , decltype(_impl_.job_){nullptr}
+    , /*decltype(_impl_._cached_size_)*/{}
+  };
+}
+
+StoreDialogueResponse::~StoreDialogueResponse() {
+  // @@protoc_insertion_point(destructor:npc_memory.v1.StoreDialogueResponse)
+  if (auto *arena = _internal_metadata_.DeleteReturnArena<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>()) {
+  (void)arena;
+    return;
+  }
+  SharedDtor();
+}
+
+inline void StoreDialogueResponse::SharedDtor() {
+  GOOGLE_DCHECK(GetArenaForAllocation() == nullptr);
+  _impl_.turns_.~RepeatedPtrField();
+  if (this != internal_default_instance()) delete _impl_.job_;
+}
+
+void StoreDialogueResponse::SetCachedSize(int size) const {
+  _impl_._cached_size_.Set(size);
+}
+
+void StoreDialogueResponse::Clear() {
+// @@protoc_insertion_point(message_clear_start:npc_memory.v1.StoreDialogueResponse)
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  _impl_.turns_.Clear();
+  if (GetArenaForAllocation() == nullptr && _impl_.job_ != nullptr) {
+    delete _impl_.job_;
+  }
+  _impl_.job_ = nullptr;
+  _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
+}
+
+const char* StoreDialogueResponse::_InternalParse(const char* ptr, ::_pbi::ParseContext* ctx) {
+#define CHK_(x) if (PROTOBUF_PREDICT_FALSE(!(x))) goto failure
+  while (!ctx->Done(&ptr)) {
+    uint32_t tag;
+    ptr = ::_pbi::ReadTag(ptr, &tag);
+    switch (tag >> 3) {
+      // repeated .npc_memory.v1.StoreResult turns = 1;
+      case 1:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 10)) {
+          ptr -= 1;
+          do {
+            ptr += 1;
+            ptr = ctx->ParseMessage(_internal_add_turns(), ptr);
+            CHK_(ptr);
+            if (!ctx->DataAvailable(ptr)) break;
+          } while (::PROTOBUF_NAMESPACE_ID::internal::ExpectTag<10>(ptr));
+        } else
+          goto handle_unusual;
+        continue;
+      // .npc_memory.v1.ExtractionJob job = 2;
+      case 2:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 18)) {
+          ptr = ctx->ParseMessage(_internal_mutable_job(), ptr);
+          CHK_(ptr);
+        } else
+          goto handle_unusual;
+        continue;
+      default:
+        goto handle_unusual;
+    }  // switch
+  handle_unusual:
+    if ((tag == 0) || ((tag & 7) == 4)) {
+      CHK_(ptr);
+      ctx->SetLastTag(tag);
+      goto message_done;
+    }
+    ptr = UnknownFieldParse(
+        tag,
+        _internal_metadata_.mutable_unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(),
+        ptr, ctx);
+    CHK_(ptr != nullptr);
+  }  // while
+message_done:
+  return ptr;
+failure:
+  ptr = nullptr;
+  goto message_done;
+#undef CHK_
+}
+
+uint8_t* StoreDialogueResponse::_InternalSerialize(
+    uint8_t* target, ::PROTOBUF_NAMESPACE_ID::io::EpsCopyOutputStream* stream) const {
+  // @@protoc_insertion_point(serialize_to_array_start:npc_memory.v1.StoreDialogueResponse)
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.StoreResult turns = 1;
+  for (unsigned i = 0,
+      n = static_cast<unsigned>(this->_internal_turns_size()); i < n; i++) {
+    const auto& repfield = this->_internal_turns(i);
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+        InternalWriteMessage(1, repfield, repfield.GetCachedSize(), target, stream);
+  }
+
+  // .npc_memory.v1.ExtractionJob job = 2;
+  if (this->_internal_has_job()) {
+    target = ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::
+      InternalWriteMessage(2, _Internal::job(this),
+        _Internal::job(this).GetCachedSize(), target, stream);
+  }
+
+  if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
+    target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
+        _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
+  }
+  // @@protoc_insertion_point(serialize_to_array_end:npc_memory.v1.StoreDialogueResponse)
+  return target;
+}
+
+size_t StoreDialogueResponse::ByteSizeLong() const {
+// @@protoc_insertion_point(message_byte_size_start:npc_memory.v1.StoreDialogueResponse)
+  size_t total_size = 0;
+
+  uint32_t cached_has_bits = 0;
+  // Prevent compiler warnings about cached_has_bits being unused
+  (void) cached_has_bits;
+
+  // repeated .npc_memory.v1.StoreResult turns = 1;
+  total_size += 1UL * this->_internal_turns_size();
+  for (const auto& msg : this->_impl_.turns_) {
+    total_size +=
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(msg);
+  }
+
+  // .npc_memory.v1.ExtractionJob job = 2;
+  if (this->_internal_has_job()) {
+    total_size += 1 +
+      ::PROTOBUF_NAMESPACE_ID::internal::WireFormatLite::MessageSize(
+        *_impl_.job_);
+  }
+
+  return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
+}
+
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData StoreDialogueResponse::_class_data_ = {
+    ::PROTOBUF_NAMESPACE_ID::Message::CopyWithSourceCheck,
+    StoreDialogueResponse::MergeImpl
+};
+const ::PROTOBUF_NAMESPACE_ID::Message::ClassData*StoreDialogueResponse::GetClassData() const { return &_class_data_; }
+
+
+void StoreDialogueResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg, const ::PROTOBUF_NAMESPACE_ID::Message& from_msg) {
+  auto* const _this = static_cast<StoreDialogueResponse*>(&to_msg);
+  auto& from = static_cast<const StoreDialogueResponse&>(from_msg);
+  // @@protoc_insertion_point(class_specific_merge_from_start:npc_memory.v1.StoreDialogueResponse)
+  GOOGLE_DCHECK_NE(&from, _this);
+  uint32_t cached_has_bits = 0;
+  (void) cached_has_bits;
+
+  _this->_impl_.turns_.MergeFrom(from._impl_.turns_);
+  if (from._internal_has_job()) {
+    _this->_internal_mutable_job()->::npc_memory::v1::ExtractionJob::MergeFrom(
+        from._internal_job());
+  }
+  _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
+}
+
+void StoreDialogueResponse::CopyFrom(const StoreDialogueResponse& from) {
+// @@protoc_insertion_point(class_specific_copy_from_start:npc_memory.v1.StoreDialogueResponse)
+  if (&from == this) return;
+  Clear();
+  MergeFrom(from);
+}
+
+bool StoreDialogueResponse::IsInitialized() const {
+  return true;
+}
+
+void StoreDialogueResponse::InternalSwap(StoreDialogueResponse* other) {
+  using std::swap;
+  _internal_metadata_.InternalSwap(&other->_internal_metadata_);
+  _impl_.turns_.InternalSwap(&other->_impl_.turns_);
+  swap(_impl_.job_, other->_impl_.job_);
+}
+
+::PROTOBUF_NAMESPACE_ID::Metadata StoreDialogueResponse::GetMetadata() const {
+  return ::_pbi::AssignDescriptors(
+      &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[11]);
+}
+
+// ===================================================================
+
 class SearchMemoriesRequest::_Internal {
  public:
   static const ::npc_memory::v1::Scope& scope(const SearchMemoriesRequest* msg);
@@ -4018,7 +4620,7 @@ void SearchMemoriesRequest::InternalSwap(SearchMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[10]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[12]);
 }
 
 // ===================================================================
@@ -4288,7 +4890,7 @@ void SearchMemoriesResponse::InternalSwap(SearchMemoriesResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[11]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[13]);
 }
 
 // ===================================================================
@@ -4617,7 +5219,7 @@ void GetMemoryRequest::InternalSwap(GetMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[12]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[14]);
 }
 
 // ===================================================================
@@ -4816,7 +5418,7 @@ void GetMemoryResponse::InternalSwap(GetMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[13]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[15]);
 }
 
 // ===================================================================
@@ -5268,7 +5870,7 @@ void ListMemoriesRequest::InternalSwap(ListMemoriesRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListMemoriesRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[14]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16]);
 }
 
 // ===================================================================
@@ -5508,7 +6110,7 @@ void ListMemoriesResponse::InternalSwap(ListMemoriesResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListMemoriesResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[15]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[17]);
 }
 
 // ===================================================================
@@ -5858,7 +6460,7 @@ void InvalidateMemoryRequest::InternalSwap(InvalidateMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata InvalidateMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[16]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[18]);
 }
 
 // ===================================================================
@@ -6057,7 +6659,7 @@ void InvalidateMemoryResponse::InternalSwap(InvalidateMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata InvalidateMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[17]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[19]);
 }
 
 // ===================================================================
@@ -6608,7 +7210,7 @@ void UpdateMemoryRequest::InternalSwap(UpdateMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata UpdateMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[18]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[20]);
 }
 
 // ===================================================================
@@ -6807,7 +7409,7 @@ void UpdateMemoryResponse::InternalSwap(UpdateMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata UpdateMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[19]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[21]);
 }
 
 // ===================================================================
@@ -7314,7 +7916,7 @@ void GetMemoryHistoryRequest::InternalSwap(GetMemoryHistoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryHistoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[20]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[22]);
 }
 
 // ===================================================================
@@ -7554,7 +8156,7 @@ void GetMemoryHistoryResponse::InternalSwap(GetMemoryHistoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata GetMemoryHistoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[21]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[23]);
 }
 
 // ===================================================================
@@ -7757,7 +8359,7 @@ void ForgetPlayerRequest::InternalSwap(ForgetPlayerRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ForgetPlayerRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[22]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[24]);
 }
 
 // ===================================================================
@@ -7935,7 +8537,7 @@ void ForgetPlayerResponse::InternalSwap(ForgetPlayerResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ForgetPlayerResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[23]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[25]);
 }
 
 // ===================================================================
@@ -8186,7 +8788,7 @@ void ExpandMemoryRequest::InternalSwap(ExpandMemoryRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[24]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[26]);
 }
 
 // ===================================================================
@@ -8523,7 +9125,7 @@ void ExpandMemoryResponse::InternalSwap(ExpandMemoryResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ExpandMemoryResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[25]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[27]);
 }
 
 // ===================================================================
@@ -8774,7 +9376,7 @@ void ListLinksRequest::InternalSwap(ListLinksRequest* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListLinksRequest::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[26]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[28]);
 }
 
 // ===================================================================
@@ -9036,7 +9638,7 @@ void ListLinksResponse::InternalSwap(ListLinksResponse* other) {
 ::PROTOBUF_NAMESPACE_ID::Metadata ListLinksResponse::GetMetadata() const {
   return ::_pbi::AssignDescriptors(
       &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_getter, &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once,
-      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[27]);
+      file_level_metadata_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto[29]);
 }
 
 // @@protoc_insertion_point(namespace_scope)
@@ -9082,6 +9684,14 @@ Arena::CreateMaybeMessage< ::npc_memory::v1::StoreMemoriesRequest >(Arena* arena
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::StoreMemoriesResponse*
 Arena::CreateMaybeMessage< ::npc_memory::v1::StoreMemoriesResponse >(Arena* arena) {
   return Arena::CreateMessageInternal< ::npc_memory::v1::StoreMemoriesResponse >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::StoreDialogueRequest*
+Arena::CreateMaybeMessage< ::npc_memory::v1::StoreDialogueRequest >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::StoreDialogueRequest >(arena);
+}
+template<> PROTOBUF_NOINLINE ::npc_memory::v1::StoreDialogueResponse*
+Arena::CreateMaybeMessage< ::npc_memory::v1::StoreDialogueResponse >(Arena* arena) {
+  return Arena::CreateMessageInternal< ::npc_memory::v1::StoreDialogueResponse >(arena);
 }
 template<> PROTOBUF_NOINLINE ::npc_memory::v1::SearchMemoriesRequest*
 Arena::CreateMaybeMessage< ::npc_memory::v1::SearchMemoriesRequest >(Arena* arena) {
