@@ -204,9 +204,9 @@ def test_a_section_table_sets_its_fields_and_the_environment_names_its_section(t
     """``[server] port`` in the file; ``NPC_MEMORY_EXTRACTION_HEROINES`` a list; prefix + field for a new name."""
     file = tmp_path / "c.toml"
     file.write_text('[server]\nport = 4444\n[write]\nmax_batch = 7\n[extraction]\nheroines = ["a", "b"]\n')
-    config = load_config(_flags(), {"NPC_MEMORY_CONFIG": str(file), "NPC_MEMORY_SEARCH_DISTINCT_TURNS": "false"})
+    config = load_config(_flags(), {"NPC_MEMORY_CONFIG": str(file), "NPC_MEMORY_SEARCH_CANDIDATES": "40"})
     assert (config.server.port, config.write.max_batch, config.extraction.heroines) == (4444, 7, ("a", "b"))
-    assert config.search.distinct_turns is False
+    assert config.search.candidates == 40
     env = {"NPC_MEMORY_EXTRACTION_HEROINES": "x, y", "NPC_MEMORY_SEARCH_RECENCY_HALF_LIFE_DAYS": "30",
            "NPC_MEMORY_RETENTION_MAX_VALID": "9"}
     config = load_config(_flags(), env)

@@ -9,8 +9,8 @@ from npc_memory_client.v1 import extraction_pb2 as ex_pb
 
 from npc_memory.api import enums
 from npc_memory.api.validation import MAX_REQUEST_ID, Checker
+from npc_memory.domain.jobs import Turn
 from npc_memory.domain.model import Scope
-from npc_memory.extraction.prompt import Turn
 
 MAX_TURNS = 200
 MAX_TURN_CHARS = 4000

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from npc_memory.domain import dialogue
 from npc_memory.domain.dialogue import Line
 from npc_memory.domain.errors import DialogueNeedsEmbedderError, TextRefusedError, TurnPlaceTakenError
-from npc_memory.domain.jobs import Job
+from npc_memory.domain.jobs import Job, Turn, encode_turns
 from npc_memory.domain.model import (
     USER_SUBJECT_ID,
     ContentType,
@@ -32,7 +32,6 @@ from npc_memory.domain.model import (
 from npc_memory.domain.write_rules import content_key
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import InputRejectedError
-from npc_memory.extraction.prompt import Turn, encode_turns
 from npc_memory.ops.metrics import EMBED_SECONDS
 from npc_memory.store import jobs
 from npc_memory.store.dialogue import StoredTurn, queue_turn_vector, stored_turns

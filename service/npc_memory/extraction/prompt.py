@@ -3,39 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any
-from uuid import UUID
 
+from npc_memory.domain.jobs import Turn
 from npc_memory.domain.model import Scope, Speaker
 from npc_memory.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One line of a dialogue: who spoke, what was said, and when in the game's clock (if sent)."""
-
-    speaker: Speaker
-    text: str
-    game_time: datetime | None = None
-    memory_id: UUID | None = None
-    """The turn's memory, for a dialogue stored by StoreDialogue: the facts extracted link to it (DERIVED_FROM)."""
-
-
-def encode_turns(turns: Sequence[Turn]) -> list[dict[str, Any]]:
-    """The turns as kept on the job row."""
-    return [{"speaker": t.speaker.value, "text": t.text,
-             "game_time": t.game_time.isoformat() if t.game_time else None}
-            | ({"memory_id": str(t.memory_id)} if t.memory_id is not None else {}) for t in turns]
-
-
-def decode_turns(data: Sequence[dict[str, Any]]) -> list[Turn]:
-    """The turns of a job row."""
-    return [Turn(Speaker(d["speaker"]), d["text"],
-                 datetime.fromisoformat(d["game_time"]) if d.get("game_time") else None,
-                 UUID(d["memory_id"]) if d.get("memory_id") else None) for d in data]
 
 
 def load_template(path: Path) -> str:

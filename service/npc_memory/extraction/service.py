@@ -12,12 +12,21 @@ from uuid import UUID
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.domain.errors import RequestIdReusedError
 from npc_memory.domain.extracted import ModelOutputError, check_answer
-from npc_memory.domain.jobs import ExtractedMemory, Job, JobResult, JobState, retry_delay
+from npc_memory.domain.jobs import (
+    ExtractedMemory,
+    Job,
+    JobResult,
+    JobState,
+    Turn,
+    decode_turns,
+    encode_turns,
+    retry_delay,
+)
 from npc_memory.domain.model import NewMemory, Scope, StoreResult
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import NpcMemoryError
 from npc_memory.extraction.client import ChatClient
-from npc_memory.extraction.prompt import Turn, build_prompt, decode_turns, encode_turns, load_template
+from npc_memory.extraction.prompt import build_prompt, load_template
 from npc_memory.store import jobs
 from npc_memory.store.pipelined import Pipeline
 

@@ -522,9 +522,11 @@ class Memory(_message.Message):
     who heard it (created_at says when). Empty for the scope's own memories.
     """
     dialogue_id: _builtins.str
-    """For a turn stored by StoreDialogue: its dialogue, its position there (from 0) and the speaker's shown name."""
+    """For a turn stored by StoreDialogue: its dialogue's id (empty for every other memory)."""
     dialogue_position: _builtins.int
+    """For a turn stored by StoreDialogue: its position in the dialogue, from 0."""
     speaker_name: _builtins.str
+    """For a turn stored by StoreDialogue: the name the game showed for its speaker (may be empty)."""
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     @_builtins.property

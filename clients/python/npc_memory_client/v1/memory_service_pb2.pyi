@@ -257,6 +257,8 @@ Global___StoreMemoriesResponse: _TypeAlias = StoreMemoriesResponse  # noqa: Y015
 
 @_typing.final
 class StoreDialogueRequest(_message.Message):
+    """A conversation's turns to store, in the order said, as the dialogue's next positions."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -273,7 +275,9 @@ class StoreDialogueRequest(_message.Message):
     answered with the stored memory (outcome DUPLICATE), and a different line there is refused.
     """
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and heroine who spoke."""
+
     @_builtins.property
     def dialogue(self) -> _extraction_pb2.Dialogue:
         """The dialogue's id (1-128 characters) and 1 to the server's maximum batch size of turns, in the order said."""
@@ -296,6 +300,8 @@ Global___StoreDialogueRequest: _TypeAlias = StoreDialogueRequest  # noqa: Y015
 
 @_typing.final
 class StoreDialogueResponse(_message.Message):
+    """What storing each turn did, and the extraction job when one was asked for."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TURNS_FIELD_NUMBER: _builtins.int

@@ -2543,7 +2543,7 @@ namespace NpcMemory.V1 {
     public const int DialogueIdFieldNumber = 24;
     private string dialogueId_ = "";
     /// <summary>
-    /// For a turn stored by StoreDialogue: its dialogue, its position there (from 0) and the speaker's shown name.
+    /// For a turn stored by StoreDialogue: its dialogue's id (empty for every other memory).
     /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
@@ -2557,6 +2557,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "dialogue_position" field.</summary>
     public const int DialoguePositionFieldNumber = 25;
     private int dialoguePosition_;
+    /// <summary>
+    /// For a turn stored by StoreDialogue: its position in the dialogue, from 0.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int DialoguePosition {
@@ -2569,6 +2572,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "speaker_name" field.</summary>
     public const int SpeakerNameFieldNumber = 26;
     private string speakerName_ = "";
+    /// <summary>
+    /// For a turn stored by StoreDialogue: the name the game showed for its speaker (may be empty).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string SpeakerName {

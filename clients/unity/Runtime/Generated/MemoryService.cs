@@ -2350,6 +2350,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// A conversation's turns to store, in the order said, as the dialogue's next positions.
+  /// </summary>
   public sealed partial class StoreDialogueRequest : pb::IMessage<StoreDialogueRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -2400,6 +2403,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and heroine who spoke.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -2680,6 +2686,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// What storing each turn did, and the extraction job when one was asked for.
+  /// </summary>
   public sealed partial class StoreDialogueResponse : pb::IMessage<StoreDialogueResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
