@@ -297,11 +297,12 @@ async def test_the_maintenance_commands_run_over_every_player(served: Served) ->
     await _store(served.stub, _scope(_player()), _fact("고양이를 좋아함"), request_id="maintenance")
     with psycopg.connect(served.url) as conn:
         rows = conn.execute("SELECT count(*) FROM user_memories").fetchone()
-    assert rows is not None and rows[0] > 0
+    assert rows is not None
+    assert rows[0] > 0
     env = {**os.environ, "NPC_MEMORY_DATABASE_URL": served.url, "NPC_MEMORY_LOG_LEVEL": "ERROR"}
     for command, done_line in [("retain", "retired "), ("retokenize", f"re-tokenised {rows[0]} row(s)"),
                                ("reembed", f"re-embedded {rows[0]} row(s)")]:
-        done = subprocess.run([NPC_MEMORY, command], env=env, capture_output=True, text=True, timeout=300,
-                              check=False)
+        done = await asyncio.to_thread(subprocess.run, [NPC_MEMORY, command], env=env, capture_output=True,
+                                       text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr
         assert done_line in done.stdout, (command, done.stdout)
