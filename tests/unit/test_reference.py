@@ -27,3 +27,10 @@ def test_every_rpc_and_setting_is_in_the_reference() -> None:
     configuration = (ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
     for name in ServerConfig.__dataclass_fields__:
         assert f"| `{name}` |" in configuration
+
+
+def test_every_proto_element_is_commented() -> None:
+    """Every message, field, enum, value and RPC of the proto has a comment, so ``grpcurl describe`` explains it."""
+    done = subprocess.run([sys.executable, "scripts/reference.py", "--uncommented"], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stdout

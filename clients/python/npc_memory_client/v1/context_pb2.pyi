@@ -28,6 +28,7 @@ class _ContextSectionKind:
 class _ContextSectionKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ContextSectionKind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     CONTEXT_SECTION_KIND_UNSPECIFIED: _ContextSectionKind.ValueType  # 0
+    """Never returned."""
     CONTEXT_SECTION_KIND_ABOUT_PLAYER: _ContextSectionKind.ValueType  # 1
     """What the heroine knows about the player."""
     CONTEXT_SECTION_KIND_ABOUT_HEROINE: _ContextSectionKind.ValueType  # 2
@@ -39,9 +40,11 @@ class _ContextSectionKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Co
     CONTEXT_SECTION_KIND_RECENT: _ContextSectionKind.ValueType  # 5
     """Recent events."""
 
-class ContextSectionKind(_ContextSectionKind, metaclass=_ContextSectionKindEnumTypeWrapper): ...
+class ContextSectionKind(_ContextSectionKind, metaclass=_ContextSectionKindEnumTypeWrapper):
+    """The sections of a context block, in the order the block shows them."""
 
 CONTEXT_SECTION_KIND_UNSPECIFIED: ContextSectionKind.ValueType  # 0
+"""Never returned."""
 CONTEXT_SECTION_KIND_ABOUT_PLAYER: ContextSectionKind.ValueType  # 1
 """What the heroine knows about the player."""
 CONTEXT_SECTION_KIND_ABOUT_HEROINE: ContextSectionKind.ValueType  # 2
@@ -56,6 +59,8 @@ Global___ContextSectionKind: _TypeAlias = ContextSectionKind  # noqa: Y015
 
 @_typing.final
 class BuildContextRequest(_message.Message):
+    """What to build a heroine's prompt block for."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -73,7 +78,9 @@ class BuildContextRequest(_message.Message):
     language: _builtins.str
     """Template language: "ko" (the default) or "en"."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine who is about to speak."""
+
     @_builtins.property
     def now(self) -> _timestamp_pb2.Timestamp:
         """The game's current time (validity and recency); the server's clock when absent."""
@@ -98,6 +105,8 @@ Global___BuildContextRequest: _TypeAlias = BuildContextRequest  # noqa: Y015
 
 @_typing.final
 class ContextItem(_message.Message):
+    """One memory of a section, as the block shows it."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORY_FIELD_NUMBER: _builtins.int
@@ -109,8 +118,11 @@ class ContextItem(_message.Message):
     text: _builtins.str
     """The rendered line and its tokens."""
     tokens: _builtins.int
+    """The tokens of `text`."""
     @_builtins.property
-    def memory(self) -> _memory_pb2.Memory: ...
+    def memory(self) -> _memory_pb2.Memory:
+        """The memory."""
+
     def __init__(
         self,
         *,
@@ -129,6 +141,8 @@ Global___ContextItem: _TypeAlias = ContextItem  # noqa: Y015
 
 @_typing.final
 class ContextSection(_message.Message):
+    """One section of the block: a title and its memories."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KIND_FIELD_NUMBER: _builtins.int
@@ -137,12 +151,17 @@ class ContextSection(_message.Message):
     TEXT_FIELD_NUMBER: _builtins.int
     TOKENS_FIELD_NUMBER: _builtins.int
     kind: Global___ContextSectionKind.ValueType
+    """Which section it is."""
     title: _builtins.str
+    """The section's title line, in the request's language."""
     text: _builtins.str
     """The section rendered (title line and one line per item) and its tokens."""
     tokens: _builtins.int
+    """The tokens of `text`."""
     @_builtins.property
-    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextItem]: ...
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextItem]:
+        """Its memories, most important (or, in the relevant section, best ranked) first."""
+
     def __init__(
         self,
         *,
@@ -170,8 +189,11 @@ class LeftOutMemory(_message.Message):
     SECTION_FIELD_NUMBER: _builtins.int
     TOKENS_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    """The memory."""
     section: Global___ContextSectionKind.ValueType
+    """The section it would have been in."""
     tokens: _builtins.int
+    """The tokens its line would have taken."""
     def __init__(
         self,
         *,
@@ -189,6 +211,8 @@ Global___LeftOutMemory: _TypeAlias = LeftOutMemory  # noqa: Y015
 
 @_typing.final
 class BuildContextResponse(_message.Message):
+    """The heroine's prompt block, whole and by section."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TEXT_FIELD_NUMBER: _builtins.int
@@ -200,13 +224,19 @@ class BuildContextResponse(_message.Message):
     text: _builtins.str
     """The whole block, ready for a system prompt."""
     tokens: _builtins.int
+    """The tokens of `text`."""
     token_budget: _builtins.int
+    """The budget the block was packed into."""
     token_count_method: _builtins.str
     """How tokens were counted."""
     @_builtins.property
-    def sections(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextSection]: ...
+    def sections(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextSection]:
+        """The sections that have memories, in order."""
+
     @_builtins.property
-    def left_out(self) -> _containers.RepeatedCompositeFieldContainer[Global___LeftOutMemory]: ...
+    def left_out(self) -> _containers.RepeatedCompositeFieldContainer[Global___LeftOutMemory]:
+        """The memories that did not fit."""
+
     def __init__(
         self,
         *,

@@ -34,7 +34,8 @@ class _ExtractionModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Extrac
     EXTRACTION_MODE_SYNC: _ExtractionMode.ValueType  # 2
     """Run one attempt before answering (for tools); a failed attempt leaves the job to the worker's retries."""
 
-class ExtractionMode(_ExtractionMode, metaclass=_ExtractionModeEnumTypeWrapper): ...
+class ExtractionMode(_ExtractionMode, metaclass=_ExtractionModeEnumTypeWrapper):
+    """Whether ExtractMemories waits for the model."""
 
 EXTRACTION_MODE_UNSPECIFIED: ExtractionMode.ValueType  # 0
 """Same as EXTRACTION_MODE_ASYNC."""
@@ -51,6 +52,7 @@ class _ExtractionJobState:
 class _ExtractionJobStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ExtractionJobState.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     EXTRACTION_JOB_STATE_UNSPECIFIED: _ExtractionJobState.ValueType  # 0
+    """Never returned."""
     EXTRACTION_JOB_STATE_PENDING: _ExtractionJobState.ValueType  # 1
     """Waiting for its first attempt or for a retry."""
     EXTRACTION_JOB_STATE_RUNNING: _ExtractionJobState.ValueType  # 2
@@ -60,9 +62,11 @@ class _ExtractionJobStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Ex
     EXTRACTION_JOB_STATE_FAILED: _ExtractionJobState.ValueType  # 4
     """Given up after the configured number of attempts; see last_error."""
 
-class ExtractionJobState(_ExtractionJobState, metaclass=_ExtractionJobStateEnumTypeWrapper): ...
+class ExtractionJobState(_ExtractionJobState, metaclass=_ExtractionJobStateEnumTypeWrapper):
+    """Where an extraction job is."""
 
 EXTRACTION_JOB_STATE_UNSPECIFIED: ExtractionJobState.ValueType  # 0
+"""Never returned."""
 EXTRACTION_JOB_STATE_PENDING: ExtractionJobState.ValueType  # 1
 """Waiting for its first attempt or for a retry."""
 EXTRACTION_JOB_STATE_RUNNING: ExtractionJobState.ValueType  # 2
@@ -87,6 +91,7 @@ class DialogueTurn(_message.Message):
     speaker: _memory_pb2.Speaker.ValueType
     """SPEAKER_USER (the player) or SPEAKER_HEROINE (the scope's heroine)."""
     text: _builtins.str
+    """What was said, 1-2000 characters."""
     speaker_name: _builtins.str
     """The name the game shows for the speaker, e.g. "민수" or "Caroline" (optional, up to 64 characters).
     StoreDialogue embeds each turn after its speaker's name; without one, the player is "나" / "Me" (by the
@@ -132,7 +137,9 @@ class Dialogue(_message.Message):
     continues the scope's dialogue of this id.
     """
     @_builtins.property
-    def turns(self) -> _containers.RepeatedCompositeFieldContainer[Global___DialogueTurn]: ...
+    def turns(self) -> _containers.RepeatedCompositeFieldContainer[Global___DialogueTurn]:
+        """The turns in the order they were said."""
+
     def __init__(
         self,
         *,
@@ -159,8 +166,11 @@ class ExtractedMemory(_message.Message):
     fact_index: _builtins.int
     """Its position in the model's answer."""
     content: _builtins.str
+    """The fact as stored."""
     @_builtins.property
-    def result(self) -> _memory_pb2.StoreResult: ...
+    def result(self) -> _memory_pb2.StoreResult:
+        """What the write path did with it (created, superseded, duplicate)."""
+
     def __init__(
         self,
         *,
@@ -186,10 +196,13 @@ class RejectedFact(_message.Message):
     REASONS_FIELD_NUMBER: _builtins.int
     RAW_FIELD_NUMBER: _builtins.int
     fact_index: _builtins.int
+    """Its position in the model's answer."""
     raw: _builtins.str
     """The fact as the model wrote it (JSON)."""
     @_builtins.property
-    def reasons(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def reasons(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Why it was refused, one line per failed check."""
+
     def __init__(
         self,
         *,
@@ -207,6 +220,8 @@ Global___RejectedFact: _TypeAlias = RejectedFact  # noqa: Y015
 
 @_typing.final
 class ExtractionJob(_message.Message):
+    """A durable extraction job: one per scope and dialogue id."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     JOB_ID_FIELD_NUMBER: _builtins.int
@@ -220,22 +235,35 @@ class ExtractionJob(_message.Message):
     CREATED_AT_FIELD_NUMBER: _builtins.int
     UPDATED_AT_FIELD_NUMBER: _builtins.int
     job_id: _builtins.str
+    """The job's id."""
     dialogue_id: _builtins.str
+    """The dialogue's id, as the game gave it."""
     state: Global___ExtractionJobState.ValueType
+    """Where the job is."""
     attempts: _builtins.int
     """Attempts made so far."""
     last_error: _builtins.str
     """Why the last attempt failed (empty once done)."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and heroine the dialogue was with."""
+
     @_builtins.property
-    def memories(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExtractedMemory]: ...
+    def memories(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExtractedMemory]:
+        """The facts stored, once done."""
+
     @_builtins.property
-    def rejected(self) -> _containers.RepeatedCompositeFieldContainer[Global___RejectedFact]: ...
+    def rejected(self) -> _containers.RepeatedCompositeFieldContainer[Global___RejectedFact]:
+        """The facts the model wrote that failed the checks."""
+
     @_builtins.property
-    def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """System time the job was made."""
+
     @_builtins.property
-    def updated_at(self) -> _timestamp_pb2.Timestamp: ...
+    def updated_at(self) -> _timestamp_pb2.Timestamp:
+        """System time the job last changed."""
+
     def __init__(
         self,
         *,
@@ -260,16 +288,23 @@ Global___ExtractionJob: _TypeAlias = ExtractionJob  # noqa: Y015
 
 @_typing.final
 class ExtractMemoriesRequest(_message.Message):
+    """A dialogue to turn into facts."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
     DIALOGUE_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
     mode: Global___ExtractionMode.ValueType
+    """Asynchronous (the default) or one attempt before answering."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine the dialogue was with."""
+
     @_builtins.property
-    def dialogue(self) -> Global___Dialogue: ...
+    def dialogue(self) -> Global___Dialogue:
+        """The dialogue, with its id (a second request with the same id returns the same job)."""
+
     def __init__(
         self,
         *,
@@ -287,11 +322,15 @@ Global___ExtractMemoriesRequest: _TypeAlias = ExtractMemoriesRequest  # noqa: Y0
 
 @_typing.final
 class ExtractMemoriesResponse(_message.Message):
+    """The job the dialogue went into."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     JOB_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def job(self) -> Global___ExtractionJob: ...
+    def job(self) -> Global___ExtractionJob:
+        """The job, as it stands when the call answers."""
+
     def __init__(
         self,
         *,
@@ -307,6 +346,8 @@ Global___ExtractMemoriesResponse: _TypeAlias = ExtractMemoriesResponse  # noqa: 
 
 @_typing.final
 class GetExtractionJobRequest(_message.Message):
+    """Which job to read."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_ID_FIELD_NUMBER: _builtins.int
@@ -314,6 +355,7 @@ class GetExtractionJobRequest(_message.Message):
     user_id: _builtins.str
     """The player the job belongs to."""
     job_id: _builtins.str
+    """The job's id, from ExtractMemories."""
     def __init__(
         self,
         *,
@@ -330,11 +372,15 @@ Global___GetExtractionJobRequest: _TypeAlias = GetExtractionJobRequest  # noqa: 
 
 @_typing.final
 class GetExtractionJobResponse(_message.Message):
+    """An extraction job."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     JOB_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def job(self) -> Global___ExtractionJob: ...
+    def job(self) -> Global___ExtractionJob:
+        """The job as it stands."""
+
     def __init__(
         self,
         *,

@@ -28,15 +28,21 @@ class _Speaker:
 class _SpeakerEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Speaker.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     SPEAKER_UNSPECIFIED: _Speaker.ValueType  # 0
+    """Not set: refused where a speaker is required."""
     SPEAKER_USER: _Speaker.ValueType  # 1
+    """The player."""
     SPEAKER_HEROINE: _Speaker.ValueType  # 2
+    """The heroine of the scope (or, for a shared memory, the heroine who heard it)."""
 
 class Speaker(_Speaker, metaclass=_SpeakerEnumTypeWrapper):
     """Who said it."""
 
 SPEAKER_UNSPECIFIED: Speaker.ValueType  # 0
+"""Not set: refused where a speaker is required."""
 SPEAKER_USER: Speaker.ValueType  # 1
+"""The player."""
 SPEAKER_HEROINE: Speaker.ValueType  # 2
+"""The heroine of the scope (or, for a shared memory, the heroine who heard it)."""
 Global___Speaker: _TypeAlias = Speaker  # noqa: Y015
 
 class _Subject:
@@ -46,6 +52,7 @@ class _Subject:
 class _SubjectEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Subject.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     SUBJECT_UNSPECIFIED: _Subject.ValueType  # 0
+    """Not set: refused where a subject is required."""
     SUBJECT_USER: _Subject.ValueType  # 1
     """subject_id is "user"."""
     SUBJECT_HEROINE: _Subject.ValueType  # 2
@@ -57,6 +64,7 @@ class Subject(_Subject, metaclass=_SubjectEnumTypeWrapper):
     """What the fact is about."""
 
 SUBJECT_UNSPECIFIED: Subject.ValueType  # 0
+"""Not set: refused where a subject is required."""
 SUBJECT_USER: Subject.ValueType  # 1
 """subject_id is "user"."""
 SUBJECT_HEROINE: Subject.ValueType  # 2
@@ -72,25 +80,41 @@ class _ContentType:
 class _ContentTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ContentType.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     CONTENT_TYPE_UNSPECIFIED: _ContentType.ValueType  # 0
+    """Not set: CONTENT_TYPE_FACT on input."""
     CONTENT_TYPE_FACT: _ContentType.ValueType  # 1
+    """A plain fact ("works at the bakery")."""
     CONTENT_TYPE_PREFERENCE: _ContentType.ValueType  # 2
+    """A like or dislike ("likes cats")."""
     CONTENT_TYPE_TRAIT: _ContentType.ValueType  # 3
+    """A lasting trait of character ("is shy")."""
     CONTENT_TYPE_EVENT: _ContentType.ValueType  # 4
+    """Something that happened ("went to the festival together")."""
     CONTENT_TYPE_OPINION: _ContentType.ValueType  # 5
+    """What someone thinks of someone ("thinks the player is kind")."""
     CONTENT_TYPE_PERSONAL: _ContentType.ValueType  # 6
+    """Personal background ("has a younger sister")."""
     CONTENT_TYPE_RELATIONSHIP: _ContentType.ValueType  # 7
+    """How two characters stand with each other."""
 
 class ContentType(_ContentType, metaclass=_ContentTypeEnumTypeWrapper):
     """The kind of fact. Unspecified on input means CONTENT_TYPE_FACT."""
 
 CONTENT_TYPE_UNSPECIFIED: ContentType.ValueType  # 0
+"""Not set: CONTENT_TYPE_FACT on input."""
 CONTENT_TYPE_FACT: ContentType.ValueType  # 1
+"""A plain fact ("works at the bakery")."""
 CONTENT_TYPE_PREFERENCE: ContentType.ValueType  # 2
+"""A like or dislike ("likes cats")."""
 CONTENT_TYPE_TRAIT: ContentType.ValueType  # 3
+"""A lasting trait of character ("is shy")."""
 CONTENT_TYPE_EVENT: ContentType.ValueType  # 4
+"""Something that happened ("went to the festival together")."""
 CONTENT_TYPE_OPINION: ContentType.ValueType  # 5
+"""What someone thinks of someone ("thinks the player is kind")."""
 CONTENT_TYPE_PERSONAL: ContentType.ValueType  # 6
+"""Personal background ("has a younger sister")."""
 CONTENT_TYPE_RELATIONSHIP: ContentType.ValueType  # 7
+"""How two characters stand with each other."""
 Global___ContentType: _TypeAlias = ContentType  # noqa: Y015
 
 class _Tier:
@@ -100,6 +124,7 @@ class _Tier:
 class _TierEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Tier.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TIER_UNSPECIFIED: _Tier.ValueType  # 0
+    """Not set: TIER_KNOWLEDGE on input."""
     TIER_GIST: _Tier.ValueType  # 1
     """A word or gist."""
     TIER_KNOWLEDGE: _Tier.ValueType  # 2
@@ -111,6 +136,7 @@ class Tier(_Tier, metaclass=_TierEnumTypeWrapper):
     """How distilled a memory is. Unspecified on input means TIER_KNOWLEDGE."""
 
 TIER_UNSPECIFIED: Tier.ValueType  # 0
+"""Not set: TIER_KNOWLEDGE on input."""
 TIER_GIST: Tier.ValueType  # 1
 """A word or gist."""
 TIER_KNOWLEDGE: Tier.ValueType  # 2
@@ -154,6 +180,7 @@ class _LinkKind:
 class _LinkKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LinkKind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     LINK_KIND_UNSPECIFIED: _LinkKind.ValueType  # 0
+    """Not set."""
     LINK_KIND_RELATED_TO: _LinkKind.ValueType  # 1
     """The two memories are about the same thing (named by the game, or found by ExpandMemory)."""
     LINK_KIND_DERIVED_FROM: _LinkKind.ValueType  # 2
@@ -163,6 +190,7 @@ class LinkKind(_LinkKind, metaclass=_LinkKindEnumTypeWrapper):
     """How two memories are linked."""
 
 LINK_KIND_UNSPECIFIED: LinkKind.ValueType  # 0
+"""Not set."""
 LINK_KIND_RELATED_TO: LinkKind.ValueType  # 1
 """The two memories are about the same thing (named by the game, or found by ExpandMemory)."""
 LINK_KIND_DERIVED_FROM: LinkKind.ValueType  # 2
@@ -224,6 +252,7 @@ class _StoreOutcome:
 class _StoreOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StoreOutcome.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     STORE_OUTCOME_UNSPECIFIED: _StoreOutcome.ValueType  # 0
+    """Never returned."""
     STORE_OUTCOME_CREATED: _StoreOutcome.ValueType  # 1
     """Inserted as a new valid memory."""
     STORE_OUTCOME_SUPERSEDED: _StoreOutcome.ValueType  # 2
@@ -239,6 +268,7 @@ class StoreOutcome(_StoreOutcome, metaclass=_StoreOutcomeEnumTypeWrapper):
     """What happened to one MemoryInput."""
 
 STORE_OUTCOME_UNSPECIFIED: StoreOutcome.ValueType  # 0
+"""Never returned."""
 STORE_OUTCOME_CREATED: StoreOutcome.ValueType  # 1
 """Inserted as a new valid memory."""
 STORE_OUTCOME_SUPERSEDED: StoreOutcome.ValueType  # 2
@@ -310,6 +340,7 @@ class MemoryInput(_message.Message):
     Empty means the default for the subject (the scope's heroine for SUBJECT_HEROINE).
     """
     content_type: Global___ContentType.ValueType
+    """The kind of fact; unspecified means CONTENT_TYPE_FACT."""
     content: _builtins.str
     """The fact as text, 1-2000 characters."""
     importance: _builtins.int
@@ -319,6 +350,7 @@ class MemoryInput(_message.Message):
     scope, subject_id and slot supersedes the older one. Up to 128 characters.
     """
     tier: Global___Tier.ValueType
+    """How distilled the fact is; unspecified means TIER_KNOWLEDGE. Dialogue lines go through StoreDialogue."""
     visibility: Global___Visibility.ValueType
     """Private to this heroine (the default), or shared with every heroine of the player."""
     @_builtins.property
@@ -347,7 +379,7 @@ class MemoryInput(_message.Message):
 
     @_builtins.property
     def valid_game_day(self) -> Global___GameTime:
-        """Instead of valid_at: when the fact became true on the game's clock (docs/game-time.md)."""
+        """Instead of valid_at: when the fact became true on the game's clock (docs/guide/game-time.md)."""
 
     def __init__(
         self,
@@ -418,14 +450,19 @@ class MemoryLink(_message.Message):
     VIA_FIELD_NUMBER: _builtins.int
     DISCOVERED_AT_FIELD_NUMBER: _builtins.int
     from_memory_id: _builtins.str
+    """The memory the link starts from (for DERIVED_FROM: the distilled one)."""
     to_memory_id: _builtins.str
+    """The memory the link points to (for DERIVED_FROM: what it was distilled from)."""
     kind: Global___LinkKind.ValueType
+    """RELATED_TO or DERIVED_FROM."""
     depth: _builtins.int
     """The ExpandMemory step that found it (1, 2, ...); 0 when the game named it on StoreMemories."""
     via: _builtins.str
     """The keyword (shared term) or the memory id it was found through; empty for links the game named."""
     @_builtins.property
-    def discovered_at(self) -> _timestamp_pb2.Timestamp: ...
+    def discovered_at(self) -> _timestamp_pb2.Timestamp:
+        """System time the link was made."""
+
     def __init__(
         self,
         *,
@@ -455,6 +492,7 @@ class GameTime(_message.Message):
 
     DAY_FIELD_NUMBER: _builtins.int
     day: _builtins.float
+    """Game days since the game's day 0; fractions are times of day."""
     def __init__(
         self,
         *,
@@ -501,22 +539,33 @@ class Memory(_message.Message):
     DIALOGUE_POSITION_FIELD_NUMBER: _builtins.int
     SPEAKER_NAME_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    """The memory's id (a UUID)."""
     speaker: Global___Speaker.ValueType
+    """Who said it."""
     subject: Global___Subject.ValueType
+    """What it is about."""
     subject_id: _builtins.str
+    """"user", "world" or a heroine id."""
     content_type: Global___ContentType.ValueType
+    """The kind of fact."""
     content: _builtins.str
+    """The fact as text."""
     importance: _builtins.int
+    """1-10."""
     tier: Global___Tier.ValueType
+    """Gist, knowledge or source."""
     slot: _builtins.str
+    """The key of the thing the fact sets, if any ("favorite_animal")."""
     superseded_by: _builtins.str
     """The memory that replaced this one, if any."""
     close_reason: Global___CloseReason.ValueType
+    """Why the memory closed; unspecified while it is valid."""
     embedding_model: _builtins.str
     """The embedding model that produced the stored vector."""
     timeline_id: _builtins.int
     """The timeline the row was written on (1 is the player's first; see LoadSavePoint)."""
     visibility: Global___Visibility.ValueType
+    """Private to its heroine, or shared with the player's other heroines."""
     shared_from: _builtins.str
     """Set when the memory belongs to another heroine's scope and is shown because it is shared: the heroine
     who heard it (created_at says when). Empty for the scope's own memories.
@@ -528,9 +577,13 @@ class Memory(_message.Message):
     speaker_name: _builtins.str
     """For a turn stored by StoreDialogue: the name the game showed for its speaker (may be empty)."""
     @_builtins.property
-    def scope(self) -> Global___Scope: ...
+    def scope(self) -> Global___Scope:
+        """The player and heroine the memory belongs to."""
+
     @_builtins.property
-    def metadata(self) -> _struct_pb2.Struct: ...
+    def metadata(self) -> _struct_pb2.Struct:
+        """The JSON the game attached."""
+
     @_builtins.property
     def valid_at(self) -> _timestamp_pb2.Timestamp:
         """Business time: when the fact became true."""
@@ -603,6 +656,7 @@ class SavePoint(_message.Message):
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
     SAVED_AT_FIELD_NUMBER: _builtins.int
     save_id: _builtins.str
+    """The slot's name, as the game gave it."""
     timeline_id: _builtins.int
     """The timeline that was live when the save was made."""
     @_builtins.property
@@ -636,6 +690,7 @@ class Timeline(_message.Message):
     SAVE_ID_FIELD_NUMBER: _builtins.int
     LIVE_FIELD_NUMBER: _builtins.int
     timeline_id: _builtins.int
+    """The timeline's id, per player (1 is the root)."""
     parent_timeline_id: _builtins.int
     """The timeline it branched from; 0 for the root (timeline 1)."""
     save_id: _builtins.str
@@ -676,9 +731,13 @@ class Weights(_message.Message):
     RELEVANCE_FIELD_NUMBER: _builtins.int
     KEYWORD_FIELD_NUMBER: _builtins.int
     recency: _builtins.float
+    """Weight of the recency component (0, or between 1e-6 and 1e6)."""
     importance: _builtins.float
+    """Weight of the importance component."""
     relevance: _builtins.float
+    """Weight of the relevance (meaning) component."""
     keyword: _builtins.float
+    """Weight of the keyword (BM25) component."""
     def __init__(
         self,
         *,
@@ -751,15 +810,25 @@ class MemoryFilter(_message.Message):
     slot: _builtins.str
     """Only memories with this slot."""
     @_builtins.property
-    def speakers(self) -> _containers.RepeatedScalarFieldContainer[Global___Speaker.ValueType]: ...
+    def speakers(self) -> _containers.RepeatedScalarFieldContainer[Global___Speaker.ValueType]:
+        """Only memories said by these speakers."""
+
     @_builtins.property
-    def subjects(self) -> _containers.RepeatedScalarFieldContainer[Global___Subject.ValueType]: ...
+    def subjects(self) -> _containers.RepeatedScalarFieldContainer[Global___Subject.ValueType]:
+        """Only memories about these kinds of subject."""
+
     @_builtins.property
-    def subject_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def subject_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Only memories about these subjects ("user", "world", a heroine id)."""
+
     @_builtins.property
-    def content_types(self) -> _containers.RepeatedScalarFieldContainer[Global___ContentType.ValueType]: ...
+    def content_types(self) -> _containers.RepeatedScalarFieldContainer[Global___ContentType.ValueType]:
+        """Only memories of these kinds."""
+
     @_builtins.property
-    def tiers(self) -> _containers.RepeatedScalarFieldContainer[Global___Tier.ValueType]: ...
+    def tiers(self) -> _containers.RepeatedScalarFieldContainer[Global___Tier.ValueType]:
+        """Only memories of these tiers."""
+
     def __init__(
         self,
         *,
@@ -799,9 +868,13 @@ class ScoredMemory(_message.Message):
     cosine: _builtins.float
     """The raw cosine to the query vector (0 without one): what a deepen search compares with its threshold."""
     @_builtins.property
-    def memory(self) -> Global___Memory: ...
+    def memory(self) -> Global___Memory:
+        """The memory."""
+
     @_builtins.property
-    def scores(self) -> Global___Scores: ...
+    def scores(self) -> Global___Scores:
+        """Its four components and the final score."""
+
     def __init__(
         self,
         *,
@@ -829,7 +902,9 @@ class StoreResult(_message.Message):
     OUTCOME_FIELD_NUMBER: _builtins.int
     SUPERSEDED_IDS_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    """The stored memory, or for a duplicate the memory that already says it."""
     outcome: Global___StoreOutcome.ValueType
+    """What happened to the fact."""
     @_builtins.property
     def superseded_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The memories this one closed."""

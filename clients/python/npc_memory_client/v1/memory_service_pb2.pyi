@@ -25,11 +25,14 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class CreateSavePointRequest(_message.Message):
+    """Which player to save, into which slot."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_ID_FIELD_NUMBER: _builtins.int
     SAVE_ID_FIELD_NUMBER: _builtins.int
     user_id: _builtins.str
+    """The player: the save covers every heroine of theirs."""
     save_id: _builtins.str
     """The slot, 1-128 characters; saving to an existing slot overwrites it."""
     def __init__(
@@ -48,11 +51,15 @@ Global___CreateSavePointRequest: _TypeAlias = CreateSavePointRequest  # noqa: Y0
 
 @_typing.final
 class CreateSavePointResponse(_message.Message):
+    """The save point made."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SAVE_POINT_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def save_point(self) -> _memory_pb2.SavePoint: ...
+    def save_point(self) -> _memory_pb2.SavePoint:
+        """The slot, the timeline it marks and the time of the save."""
+
     def __init__(
         self,
         *,
@@ -68,12 +75,16 @@ Global___CreateSavePointResponse: _TypeAlias = CreateSavePointResponse  # noqa: 
 
 @_typing.final
 class LoadSavePointRequest(_message.Message):
+    """Which player to take back to which save."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_ID_FIELD_NUMBER: _builtins.int
     SAVE_ID_FIELD_NUMBER: _builtins.int
     user_id: _builtins.str
+    """The player."""
     save_id: _builtins.str
+    """The slot to load, as CreateSavePoint named it."""
     def __init__(
         self,
         *,
@@ -90,6 +101,8 @@ Global___LoadSavePointRequest: _TypeAlias = LoadSavePointRequest  # noqa: Y015
 
 @_typing.final
 class LoadSavePointResponse(_message.Message):
+    """The timeline the player now plays on."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TIMELINE_FIELD_NUMBER: _builtins.int
@@ -112,10 +125,13 @@ Global___LoadSavePointResponse: _TypeAlias = LoadSavePointResponse  # noqa: Y015
 
 @_typing.final
 class ListSavePointsRequest(_message.Message):
+    """Whose save points to list."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_ID_FIELD_NUMBER: _builtins.int
     user_id: _builtins.str
+    """The player."""
     def __init__(
         self,
         *,
@@ -131,14 +147,19 @@ Global___ListSavePointsRequest: _TypeAlias = ListSavePointsRequest  # noqa: Y015
 
 @_typing.final
 class ListSavePointsResponse(_message.Message):
+    """A player's save points and timelines."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SAVE_POINTS_FIELD_NUMBER: _builtins.int
     TIMELINES_FIELD_NUMBER: _builtins.int
     LIVE_TIMELINE_ID_FIELD_NUMBER: _builtins.int
     live_timeline_id: _builtins.int
+    """The timeline reads and writes use now."""
     @_builtins.property
-    def save_points(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.SavePoint]: ...
+    def save_points(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.SavePoint]:
+        """Every save point, one per slot."""
+
     @_builtins.property
     def timelines(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.Timeline]:
         """Every timeline, the root (1) first."""
@@ -160,11 +181,14 @@ Global___ListSavePointsResponse: _TypeAlias = ListSavePointsResponse  # noqa: Y0
 
 @_typing.final
 class DropTimelineRequest(_message.Message):
+    """Which abandoned timeline to erase."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_ID_FIELD_NUMBER: _builtins.int
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
     user_id: _builtins.str
+    """The player."""
     timeline_id: _builtins.int
     """An abandoned timeline: neither live nor an ancestor of the live one."""
     def __init__(
@@ -183,6 +207,8 @@ Global___DropTimelineRequest: _TypeAlias = DropTimelineRequest  # noqa: Y015
 
 @_typing.final
 class DropTimelineResponse(_message.Message):
+    """What was erased."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     DELETED_MEMORIES_FIELD_NUMBER: _builtins.int
@@ -203,6 +229,8 @@ Global___DropTimelineResponse: _TypeAlias = DropTimelineResponse  # noqa: Y015
 
 @_typing.final
 class StoreMemoriesRequest(_message.Message):
+    """Facts to store in one transaction."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -213,7 +241,9 @@ class StoreMemoriesRequest(_message.Message):
     returns the first response without writing again.
     """
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine the facts belong to."""
+
     @_builtins.property
     def memories(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryInput]:
         """1 to the server's maximum batch size (256 by default)."""
@@ -235,6 +265,8 @@ Global___StoreMemoriesRequest: _TypeAlias = StoreMemoriesRequest  # noqa: Y015
 
 @_typing.final
 class StoreMemoriesResponse(_message.Message):
+    """What happened to each fact."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RESULTS_FIELD_NUMBER: _builtins.int
@@ -330,6 +362,8 @@ Global___StoreDialogueResponse: _TypeAlias = StoreDialogueResponse  # noqa: Y015
 
 @_typing.final
 class SearchMemoriesRequest(_message.Message):
+    """A question to rank the scope's memories for."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -355,6 +389,7 @@ class SearchMemoriesRequest(_message.Message):
     limit: _builtins.int
     """1-100; 0 means 10."""
     fusion: _memory_pb2.FusionMethod.ValueType
+    """How the components are combined; unspecified means the weighted sum."""
     include_invalidated: _builtins.bool
     """Also consider closed (invalidated, superseded, retired) memories, for audits."""
     hops: _builtins.int
@@ -372,7 +407,9 @@ class SearchMemoriesRequest(_message.Message):
     include_shared: _builtins.bool
     """Also rank the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine whose memories to search."""
+
     @_builtins.property
     def query_embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Optional caller-supplied query vector of the server's embedding dimension."""
@@ -390,7 +427,9 @@ class SearchMemoriesRequest(_message.Message):
         """The game's clock for recency. Default: the server's clock."""
 
     @_builtins.property
-    def filter(self) -> _memory_pb2.MemoryFilter: ...
+    def filter(self) -> _memory_pb2.MemoryFilter:
+        """Only memories matching this filter. Absent: every memory."""
+
     @_builtins.property
     def as_of_game_day(self) -> _memory_pb2.GameTime:
         """Instead of as_of: the game day to search at."""
@@ -435,6 +474,8 @@ Global___SearchMemoriesRequest: _TypeAlias = SearchMemoriesRequest  # noqa: Y015
 
 @_typing.final
 class SearchMemoriesResponse(_message.Message):
+    """The ranked memories."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RESULTS_FIELD_NUMBER: _builtins.int
@@ -465,6 +506,8 @@ Global___SearchMemoriesResponse: _TypeAlias = SearchMemoriesResponse  # noqa: Y0
 
 @_typing.final
 class GetMemoryRequest(_message.Message):
+    """Which memory to read."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -472,10 +515,13 @@ class GetMemoryRequest(_message.Message):
     TIMELINE_ID_FIELD_NUMBER: _builtins.int
     KNOWN_AT_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    """The memory's id."""
     timeline_id: _builtins.int
     """Read this timeline instead of the live one; 0 means the live one."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine the memory belongs to."""
+
     @_builtins.property
     def known_at(self) -> _timestamp_pb2.Timestamp:
         """As the service knew it at this system time. Default: now."""
@@ -498,11 +544,15 @@ Global___GetMemoryRequest: _TypeAlias = GetMemoryRequest  # noqa: Y015
 
 @_typing.final
 class GetMemoryResponse(_message.Message):
+    """One memory."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORY_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def memory(self) -> _memory_pb2.Memory: ...
+    def memory(self) -> _memory_pb2.Memory:
+        """The memory, valid or closed."""
+
     def __init__(
         self,
         *,
@@ -518,6 +568,8 @@ Global___GetMemoryResponse: _TypeAlias = GetMemoryResponse  # noqa: Y015
 
 @_typing.final
 class ListMemoriesRequest(_message.Message):
+    """Which memories to list, one page at a time."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -539,9 +591,13 @@ class ListMemoriesRequest(_message.Message):
     include_shared: _builtins.bool
     """Also list the player's memories that other heroines heard and stored as shared (marked by shared_from)."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine whose memories to list."""
+
     @_builtins.property
-    def filter(self) -> _memory_pb2.MemoryFilter: ...
+    def filter(self) -> _memory_pb2.MemoryFilter:
+        """Only memories matching this filter. Absent: every memory."""
+
     @_builtins.property
     def known_at(self) -> _timestamp_pb2.Timestamp:
         """As the service knew it at this system time. Default: now."""
@@ -568,6 +624,8 @@ Global___ListMemoriesRequest: _TypeAlias = ListMemoriesRequest  # noqa: Y015
 
 @_typing.final
 class ListMemoriesResponse(_message.Message):
+    """One page of memories."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORIES_FIELD_NUMBER: _builtins.int
@@ -575,7 +633,9 @@ class ListMemoriesResponse(_message.Message):
     next_page_token: _builtins.str
     """Empty on the last page."""
     @_builtins.property
-    def memories(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]: ...
+    def memories(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.Memory]:
+        """Newest first. A page also stops at about 1 MB of content and metadata."""
+
     def __init__(
         self,
         *,
@@ -592,6 +652,8 @@ Global___ListMemoriesResponse: _TypeAlias = ListMemoriesResponse  # noqa: Y015
 
 @_typing.final
 class InvalidateMemoryRequest(_message.Message):
+    """Which memory stopped being true, and when."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -599,8 +661,11 @@ class InvalidateMemoryRequest(_message.Message):
     INVALID_AT_FIELD_NUMBER: _builtins.int
     INVALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    """The memory to close."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine the memory belongs to."""
+
     @_builtins.property
     def invalid_at(self) -> _timestamp_pb2.Timestamp:
         """When the fact stopped being true. Default: now."""
@@ -627,11 +692,15 @@ Global___InvalidateMemoryRequest: _TypeAlias = InvalidateMemoryRequest  # noqa: 
 
 @_typing.final
 class InvalidateMemoryResponse(_message.Message):
+    """The closed memory."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORY_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def memory(self) -> _memory_pb2.Memory: ...
+    def memory(self) -> _memory_pb2.Memory:
+        """The memory as it now stands (invalid_at set)."""
+
     def __init__(
         self,
         *,
@@ -647,6 +716,8 @@ Global___InvalidateMemoryResponse: _TypeAlias = InvalidateMemoryResponse  # noqa
 
 @_typing.final
 class UpdateMemoryRequest(_message.Message):
+    """A change to one memory; update_mask says which fields."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -659,17 +730,25 @@ class UpdateMemoryRequest(_message.Message):
     VALID_AT_FIELD_NUMBER: _builtins.int
     VALID_GAME_DAY_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    """The memory to change."""
     importance: _builtins.int
+    """The new importance, 1-10 (changed in place)."""
     tier: _memory_pb2.Tier.ValueType
+    """The new tier (changed in place)."""
     content: _builtins.str
+    """The new text: closes this version and stores a new one (not for a source)."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine the memory belongs to."""
+
     @_builtins.property
     def update_mask(self) -> _field_mask_pb2.FieldMask:
         """Which of the fields below to change: "importance", "tier", "metadata", "content"."""
 
     @_builtins.property
-    def metadata(self) -> _struct_pb2.Struct: ...
+    def metadata(self) -> _struct_pb2.Struct:
+        """The new metadata, replacing the old (changed in place)."""
+
     @_builtins.property
     def valid_at(self) -> _timestamp_pb2.Timestamp:
         """For a content change: when the new version became true. Default: now."""
@@ -701,6 +780,8 @@ Global___UpdateMemoryRequest: _TypeAlias = UpdateMemoryRequest  # noqa: Y015
 
 @_typing.final
 class UpdateMemoryResponse(_message.Message):
+    """The memory after the change."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORY_FIELD_NUMBER: _builtins.int
@@ -723,6 +804,8 @@ Global___UpdateMemoryResponse: _TypeAlias = UpdateMemoryResponse  # noqa: Y015
 
 @_typing.final
 class GetMemoryHistoryRequest(_message.Message):
+    """Whose history to read: a subject (and slot), or one memory's version chain."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -746,7 +829,9 @@ class GetMemoryHistoryRequest(_message.Message):
     page_token: _builtins.str
     """From a previous GetMemoryHistory response's next_page_token; empty for the first page."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine whose memories to read."""
+
     @_builtins.property
     def known_at(self) -> _timestamp_pb2.Timestamp:
         """As the service knew it at this system time. Default: now."""
@@ -773,6 +858,8 @@ Global___GetMemoryHistoryRequest: _TypeAlias = GetMemoryHistoryRequest  # noqa: 
 
 @_typing.final
 class GetMemoryHistoryResponse(_message.Message):
+    """One page of history."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORIES_FIELD_NUMBER: _builtins.int
@@ -799,10 +886,13 @@ Global___GetMemoryHistoryResponse: _TypeAlias = GetMemoryHistoryResponse  # noqa
 
 @_typing.final
 class ForgetPlayerRequest(_message.Message):
+    """Which player to erase."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_ID_FIELD_NUMBER: _builtins.int
     user_id: _builtins.str
+    """The player: every heroine's memories of them, history and timelines included."""
     def __init__(
         self,
         *,
@@ -818,6 +908,8 @@ Global___ForgetPlayerRequest: _TypeAlias = ForgetPlayerRequest  # noqa: Y015
 
 @_typing.final
 class ForgetPlayerResponse(_message.Message):
+    """What was erased."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     DELETED_MEMORIES_FIELD_NUMBER: _builtins.int
@@ -838,6 +930,8 @@ Global___ForgetPlayerResponse: _TypeAlias = ForgetPlayerResponse  # noqa: Y015
 
 @_typing.final
 class ExpandMemoryRequest(_message.Message):
+    """Which memory to expand one depth further."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
@@ -845,7 +939,9 @@ class ExpandMemoryRequest(_message.Message):
     memory_id: _builtins.str
     """The memory to expand from. Empty: the memory this scope expanded last, one depth further."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine the memory belongs to."""
+
     def __init__(
         self,
         *,
@@ -862,6 +958,8 @@ Global___ExpandMemoryRequest: _TypeAlias = ExpandMemoryRequest  # noqa: Y015
 
 @_typing.final
 class ExpandMemoryResponse(_message.Message):
+    """What one expansion step found."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORY_ID_FIELD_NUMBER: _builtins.int
@@ -902,13 +1000,18 @@ Global___ExpandMemoryResponse: _TypeAlias = ExpandMemoryResponse  # noqa: Y015
 
 @_typing.final
 class ListLinksRequest(_message.Message):
+    """Whose links to list."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCOPE_FIELD_NUMBER: _builtins.int
     MEMORY_ID_FIELD_NUMBER: _builtins.int
     memory_id: _builtins.str
+    """The memory."""
     @_builtins.property
-    def scope(self) -> _memory_pb2.Scope: ...
+    def scope(self) -> _memory_pb2.Scope:
+        """The player and the heroine the memory belongs to."""
+
     def __init__(
         self,
         *,
@@ -925,6 +1028,8 @@ Global___ListLinksRequest: _TypeAlias = ListLinksRequest  # noqa: Y015
 
 @_typing.final
 class ListLinksResponse(_message.Message):
+    """A memory's links, by kind and direction."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PARENTS_FIELD_NUMBER: _builtins.int

@@ -64,7 +64,13 @@ namespace NpcMemory.V1 {
 
   }
   #region Enums
+  /// <summary>
+  /// The sections of a context block, in the order the block shows them.
+  /// </summary>
   public enum ContextSectionKind {
+    /// <summary>
+    /// Never returned.
+    /// </summary>
     [pbr::OriginalName("CONTEXT_SECTION_KIND_UNSPECIFIED")] Unspecified = 0,
     /// <summary>
     /// What the heroine knows about the player.
@@ -91,6 +97,9 @@ namespace NpcMemory.V1 {
   #endregion
 
   #region Messages
+  /// <summary>
+  /// What to build a heroine's prompt block for.
+  /// </summary>
   public sealed partial class BuildContextRequest : pb::IMessage<BuildContextRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -143,6 +152,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine who is about to speak.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -498,6 +510,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// One memory of a section, as the block shows it.
+  /// </summary>
   public sealed partial class ContextItem : pb::IMessage<ContextItem>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -548,6 +563,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory" field.</summary>
     public const int MemoryFieldNumber = 1;
     private global::NpcMemory.V1.Memory memory_;
+    /// <summary>
+    /// The memory.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Memory Memory {
@@ -590,6 +608,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "tokens" field.</summary>
     public const int TokensFieldNumber = 4;
     private int tokens_;
+    /// <summary>
+    /// The tokens of `text`.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int Tokens {
@@ -813,6 +834,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// One section of the block: a title and its memories.
+  /// </summary>
   public sealed partial class ContextSection : pb::IMessage<ContextSection>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -864,6 +888,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "kind" field.</summary>
     public const int KindFieldNumber = 1;
     private global::NpcMemory.V1.ContextSectionKind kind_ = global::NpcMemory.V1.ContextSectionKind.Unspecified;
+    /// <summary>
+    /// Which section it is.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ContextSectionKind Kind {
@@ -876,6 +903,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "title" field.</summary>
     public const int TitleFieldNumber = 2;
     private string title_ = "";
+    /// <summary>
+    /// The section's title line, in the request's language.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string Title {
@@ -890,6 +920,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.ContextItem> _repeated_items_codec
         = pb::FieldCodec.ForMessage(26, global::NpcMemory.V1.ContextItem.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.ContextItem> items_ = new pbc::RepeatedField<global::NpcMemory.V1.ContextItem>();
+    /// <summary>
+    /// Its memories, most important (or, in the relevant section, best ranked) first.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.ContextItem> Items {
@@ -914,6 +947,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "tokens" field.</summary>
     public const int TokensFieldNumber = 5;
     private int tokens_;
+    /// <summary>
+    /// The tokens of `text`.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int Tokens {
@@ -1194,6 +1230,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory_id" field.</summary>
     public const int MemoryIdFieldNumber = 1;
     private string memoryId_ = "";
+    /// <summary>
+    /// The memory.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string MemoryId {
@@ -1206,6 +1245,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "section" field.</summary>
     public const int SectionFieldNumber = 2;
     private global::NpcMemory.V1.ContextSectionKind section_ = global::NpcMemory.V1.ContextSectionKind.Unspecified;
+    /// <summary>
+    /// The section it would have been in.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ContextSectionKind Section {
@@ -1218,6 +1260,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "tokens" field.</summary>
     public const int TokensFieldNumber = 3;
     private int tokens_;
+    /// <summary>
+    /// The tokens its line would have taken.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int Tokens {
@@ -1408,6 +1453,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// The heroine's prompt block, whole and by section.
+  /// </summary>
   public sealed partial class BuildContextResponse : pb::IMessage<BuildContextResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1477,6 +1525,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.ContextSection> _repeated_sections_codec
         = pb::FieldCodec.ForMessage(18, global::NpcMemory.V1.ContextSection.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.ContextSection> sections_ = new pbc::RepeatedField<global::NpcMemory.V1.ContextSection>();
+    /// <summary>
+    /// The sections that have memories, in order.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.ContextSection> Sections {
@@ -1486,6 +1537,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "tokens" field.</summary>
     public const int TokensFieldNumber = 3;
     private int tokens_;
+    /// <summary>
+    /// The tokens of `text`.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int Tokens {
@@ -1498,6 +1552,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "token_budget" field.</summary>
     public const int TokenBudgetFieldNumber = 4;
     private int tokenBudget_;
+    /// <summary>
+    /// The budget the block was packed into.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int TokenBudget {
@@ -1512,6 +1569,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.LeftOutMemory> _repeated_leftOut_codec
         = pb::FieldCodec.ForMessage(42, global::NpcMemory.V1.LeftOutMemory.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.LeftOutMemory> leftOut_ = new pbc::RepeatedField<global::NpcMemory.V1.LeftOutMemory>();
+    /// <summary>
+    /// The memories that did not fit.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.LeftOutMemory> LeftOut {

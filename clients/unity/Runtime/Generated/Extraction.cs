@@ -78,6 +78,9 @@ namespace NpcMemory.V1 {
 
   }
   #region Enums
+  /// <summary>
+  /// Whether ExtractMemories waits for the model.
+  /// </summary>
   public enum ExtractionMode {
     /// <summary>
     /// Same as EXTRACTION_MODE_ASYNC.
@@ -93,7 +96,13 @@ namespace NpcMemory.V1 {
     [pbr::OriginalName("EXTRACTION_MODE_SYNC")] Sync = 2,
   }
 
+  /// <summary>
+  /// Where an extraction job is.
+  /// </summary>
   public enum ExtractionJobState {
+    /// <summary>
+    /// Never returned.
+    /// </summary>
     [pbr::OriginalName("EXTRACTION_JOB_STATE_UNSPECIFIED")] Unspecified = 0,
     /// <summary>
     /// Waiting for its first attempt or for a retry.
@@ -185,6 +194,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "text" field.</summary>
     public const int TextFieldNumber = 2;
     private string text_ = "";
+    /// <summary>
+    /// What was said, 1-2000 characters.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string Text {
@@ -558,6 +570,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.DialogueTurn> _repeated_turns_codec
         = pb::FieldCodec.ForMessage(18, global::NpcMemory.V1.DialogueTurn.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.DialogueTurn> turns_ = new pbc::RepeatedField<global::NpcMemory.V1.DialogueTurn>();
+    /// <summary>
+    /// The turns in the order they were said.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.DialogueTurn> Turns {
@@ -778,6 +793,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "content" field.</summary>
     public const int ContentFieldNumber = 2;
     private string content_ = "";
+    /// <summary>
+    /// The fact as stored.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string Content {
@@ -790,6 +808,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "result" field.</summary>
     public const int ResultFieldNumber = 3;
     private global::NpcMemory.V1.StoreResult result_;
+    /// <summary>
+    /// What the write path did with it (created, superseded, duplicate).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.StoreResult Result {
@@ -1041,6 +1062,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "fact_index" field.</summary>
     public const int FactIndexFieldNumber = 1;
     private int factIndex_;
+    /// <summary>
+    /// Its position in the model's answer.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int FactIndex {
@@ -1055,6 +1079,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<string> _repeated_reasons_codec
         = pb::FieldCodec.ForString(18);
     private readonly pbc::RepeatedField<string> reasons_ = new pbc::RepeatedField<string>();
+    /// <summary>
+    /// Why it was refused, one line per failed check.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<string> Reasons {
@@ -1247,6 +1274,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// A durable extraction job: one per scope and dialogue id.
+  /// </summary>
   public sealed partial class ExtractionJob : pb::IMessage<ExtractionJob>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1303,6 +1333,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "job_id" field.</summary>
     public const int JobIdFieldNumber = 1;
     private string jobId_ = "";
+    /// <summary>
+    /// The job's id.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string JobId {
@@ -1315,6 +1348,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 2;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and heroine the dialogue was with.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -1327,6 +1363,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "dialogue_id" field.</summary>
     public const int DialogueIdFieldNumber = 3;
     private string dialogueId_ = "";
+    /// <summary>
+    /// The dialogue's id, as the game gave it.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string DialogueId {
@@ -1339,6 +1378,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "state" field.</summary>
     public const int StateFieldNumber = 4;
     private global::NpcMemory.V1.ExtractionJobState state_ = global::NpcMemory.V1.ExtractionJobState.Unspecified;
+    /// <summary>
+    /// Where the job is.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ExtractionJobState State {
@@ -1383,6 +1425,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.ExtractedMemory> _repeated_memories_codec
         = pb::FieldCodec.ForMessage(58, global::NpcMemory.V1.ExtractedMemory.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.ExtractedMemory> memories_ = new pbc::RepeatedField<global::NpcMemory.V1.ExtractedMemory>();
+    /// <summary>
+    /// The facts stored, once done.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.ExtractedMemory> Memories {
@@ -1394,6 +1439,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.RejectedFact> _repeated_rejected_codec
         = pb::FieldCodec.ForMessage(66, global::NpcMemory.V1.RejectedFact.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.RejectedFact> rejected_ = new pbc::RepeatedField<global::NpcMemory.V1.RejectedFact>();
+    /// <summary>
+    /// The facts the model wrote that failed the checks.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.RejectedFact> Rejected {
@@ -1403,6 +1451,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "created_at" field.</summary>
     public const int CreatedAtFieldNumber = 9;
     private global::Google.Protobuf.WellKnownTypes.Timestamp createdAt_;
+    /// <summary>
+    /// System time the job was made.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::Google.Protobuf.WellKnownTypes.Timestamp CreatedAt {
@@ -1415,6 +1466,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "updated_at" field.</summary>
     public const int UpdatedAtFieldNumber = 10;
     private global::Google.Protobuf.WellKnownTypes.Timestamp updatedAt_;
+    /// <summary>
+    /// System time the job last changed.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::Google.Protobuf.WellKnownTypes.Timestamp UpdatedAt {
@@ -1780,6 +1834,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// A dialogue to turn into facts.
+  /// </summary>
   public sealed partial class ExtractMemoriesRequest : pb::IMessage<ExtractMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1829,6 +1886,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine the dialogue was with.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -1841,6 +1901,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "dialogue" field.</summary>
     public const int DialogueFieldNumber = 2;
     private global::NpcMemory.V1.Dialogue dialogue_;
+    /// <summary>
+    /// The dialogue, with its id (a second request with the same id returns the same job).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Dialogue Dialogue {
@@ -1853,6 +1916,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "mode" field.</summary>
     public const int ModeFieldNumber = 3;
     private global::NpcMemory.V1.ExtractionMode mode_ = global::NpcMemory.V1.ExtractionMode.Unspecified;
+    /// <summary>
+    /// Asynchronous (the default) or one attempt before answering.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ExtractionMode Mode {
@@ -2061,6 +2127,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// The job the dialogue went into.
+  /// </summary>
   public sealed partial class ExtractMemoriesResponse : pb::IMessage<ExtractMemoriesResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -2108,6 +2177,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "job" field.</summary>
     public const int JobFieldNumber = 1;
     private global::NpcMemory.V1.ExtractionJob job_;
+    /// <summary>
+    /// The job, as it stands when the call answers.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ExtractionJob Job {
@@ -2259,6 +2331,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which job to read.
+  /// </summary>
   public sealed partial class GetExtractionJobRequest : pb::IMessage<GetExtractionJobRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -2322,6 +2397,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "job_id" field.</summary>
     public const int JobIdFieldNumber = 2;
     private string jobId_ = "";
+    /// <summary>
+    /// The job's id, from ExtractMemories.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string JobId {
@@ -2488,6 +2566,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// An extraction job.
+  /// </summary>
   public sealed partial class GetExtractionJobResponse : pb::IMessage<GetExtractionJobResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -2535,6 +2616,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "job" field.</summary>
     public const int JobFieldNumber = 1;
     private global::NpcMemory.V1.ExtractionJob job_;
+    /// <summary>
+    /// The job as it stands.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ExtractionJob Job {

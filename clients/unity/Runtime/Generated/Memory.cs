@@ -137,8 +137,17 @@ namespace NpcMemory.V1 {
   /// Who said it.
   /// </summary>
   public enum Speaker {
+    /// <summary>
+    /// Not set: refused where a speaker is required.
+    /// </summary>
     [pbr::OriginalName("SPEAKER_UNSPECIFIED")] Unspecified = 0,
+    /// <summary>
+    /// The player.
+    /// </summary>
     [pbr::OriginalName("SPEAKER_USER")] User = 1,
+    /// <summary>
+    /// The heroine of the scope (or, for a shared memory, the heroine who heard it).
+    /// </summary>
     [pbr::OriginalName("SPEAKER_HEROINE")] Heroine = 2,
   }
 
@@ -146,6 +155,9 @@ namespace NpcMemory.V1 {
   /// What the fact is about.
   /// </summary>
   public enum Subject {
+    /// <summary>
+    /// Not set: refused where a subject is required.
+    /// </summary>
     [pbr::OriginalName("SUBJECT_UNSPECIFIED")] Unspecified = 0,
     /// <summary>
     /// subject_id is "user".
@@ -165,13 +177,37 @@ namespace NpcMemory.V1 {
   /// The kind of fact. Unspecified on input means CONTENT_TYPE_FACT.
   /// </summary>
   public enum ContentType {
+    /// <summary>
+    /// Not set: CONTENT_TYPE_FACT on input.
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_UNSPECIFIED")] Unspecified = 0,
+    /// <summary>
+    /// A plain fact ("works at the bakery").
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_FACT")] Fact = 1,
+    /// <summary>
+    /// A like or dislike ("likes cats").
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_PREFERENCE")] Preference = 2,
+    /// <summary>
+    /// A lasting trait of character ("is shy").
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_TRAIT")] Trait = 3,
+    /// <summary>
+    /// Something that happened ("went to the festival together").
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_EVENT")] Event = 4,
+    /// <summary>
+    /// What someone thinks of someone ("thinks the player is kind").
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_OPINION")] Opinion = 5,
+    /// <summary>
+    /// Personal background ("has a younger sister").
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_PERSONAL")] Personal = 6,
+    /// <summary>
+    /// How two characters stand with each other.
+    /// </summary>
     [pbr::OriginalName("CONTENT_TYPE_RELATIONSHIP")] Relationship = 7,
   }
 
@@ -179,6 +215,9 @@ namespace NpcMemory.V1 {
   /// How distilled a memory is. Unspecified on input means TIER_KNOWLEDGE.
   /// </summary>
   public enum Tier {
+    /// <summary>
+    /// Not set: TIER_KNOWLEDGE on input.
+    /// </summary>
     [pbr::OriginalName("TIER_UNSPECIFIED")] Unspecified = 0,
     /// <summary>
     /// A word or gist.
@@ -220,6 +259,9 @@ namespace NpcMemory.V1 {
   /// How two memories are linked.
   /// </summary>
   public enum LinkKind {
+    /// <summary>
+    /// Not set.
+    /// </summary>
     [pbr::OriginalName("LINK_KIND_UNSPECIFIED")] Unspecified = 0,
     /// <summary>
     /// The two memories are about the same thing (named by the game, or found by ExpandMemory).
@@ -271,6 +313,9 @@ namespace NpcMemory.V1 {
   /// What happened to one MemoryInput.
   /// </summary>
   public enum StoreOutcome {
+    /// <summary>
+    /// Never returned.
+    /// </summary>
     [pbr::OriginalName("STORE_OUTCOME_UNSPECIFIED")] Unspecified = 0,
     /// <summary>
     /// Inserted as a new valid memory.
@@ -641,6 +686,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "content_type" field.</summary>
     public const int ContentTypeFieldNumber = 4;
     private global::NpcMemory.V1.ContentType contentType_ = global::NpcMemory.V1.ContentType.Unspecified;
+    /// <summary>
+    /// The kind of fact; unspecified means CONTENT_TYPE_FACT.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ContentType ContentType {
@@ -757,6 +805,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "tier" field.</summary>
     public const int TierFieldNumber = 12;
     private global::NpcMemory.V1.Tier tier_ = global::NpcMemory.V1.Tier.Unspecified;
+    /// <summary>
+    /// How distilled the fact is; unspecified means TIER_KNOWLEDGE. Dialogue lines go through StoreDialogue.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Tier Tier {
@@ -798,7 +849,7 @@ namespace NpcMemory.V1 {
     public const int ValidGameDayFieldNumber = 15;
     private global::NpcMemory.V1.GameTime validGameDay_;
     /// <summary>
-    /// Instead of valid_at: when the fact became true on the game's clock (docs/game-time.md).
+    /// Instead of valid_at: when the fact became true on the game's clock (docs/guide/game-time.md).
     /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
@@ -1629,6 +1680,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "from_memory_id" field.</summary>
     public const int FromMemoryIdFieldNumber = 1;
     private string fromMemoryId_ = "";
+    /// <summary>
+    /// The memory the link starts from (for DERIVED_FROM: the distilled one).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string FromMemoryId {
@@ -1641,6 +1695,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "to_memory_id" field.</summary>
     public const int ToMemoryIdFieldNumber = 2;
     private string toMemoryId_ = "";
+    /// <summary>
+    /// The memory the link points to (for DERIVED_FROM: what it was distilled from).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string ToMemoryId {
@@ -1653,6 +1710,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "kind" field.</summary>
     public const int KindFieldNumber = 3;
     private global::NpcMemory.V1.LinkKind kind_ = global::NpcMemory.V1.LinkKind.Unspecified;
+    /// <summary>
+    /// RELATED_TO or DERIVED_FROM.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.LinkKind Kind {
@@ -1695,6 +1755,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "discovered_at" field.</summary>
     public const int DiscoveredAtFieldNumber = 6;
     private global::Google.Protobuf.WellKnownTypes.Timestamp discoveredAt_;
+    /// <summary>
+    /// System time the link was made.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::Google.Protobuf.WellKnownTypes.Timestamp DiscoveredAt {
@@ -2018,6 +2081,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "day" field.</summary>
     public const int DayFieldNumber = 1;
     private double day_;
+    /// <summary>
+    /// Game days since the game's day 0; fractions are times of day.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public double Day {
@@ -2235,6 +2301,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory_id" field.</summary>
     public const int MemoryIdFieldNumber = 1;
     private string memoryId_ = "";
+    /// <summary>
+    /// The memory's id (a UUID).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string MemoryId {
@@ -2247,6 +2316,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 2;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and heroine the memory belongs to.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -2259,6 +2331,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "speaker" field.</summary>
     public const int SpeakerFieldNumber = 3;
     private global::NpcMemory.V1.Speaker speaker_ = global::NpcMemory.V1.Speaker.Unspecified;
+    /// <summary>
+    /// Who said it.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Speaker Speaker {
@@ -2271,6 +2346,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "subject" field.</summary>
     public const int SubjectFieldNumber = 4;
     private global::NpcMemory.V1.Subject subject_ = global::NpcMemory.V1.Subject.Unspecified;
+    /// <summary>
+    /// What it is about.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Subject Subject {
@@ -2283,6 +2361,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "subject_id" field.</summary>
     public const int SubjectIdFieldNumber = 5;
     private string subjectId_ = "";
+    /// <summary>
+    /// "user", "world" or a heroine id.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string SubjectId {
@@ -2295,6 +2376,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "content_type" field.</summary>
     public const int ContentTypeFieldNumber = 6;
     private global::NpcMemory.V1.ContentType contentType_ = global::NpcMemory.V1.ContentType.Unspecified;
+    /// <summary>
+    /// The kind of fact.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.ContentType ContentType {
@@ -2307,6 +2391,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "content" field.</summary>
     public const int ContentFieldNumber = 7;
     private string content_ = "";
+    /// <summary>
+    /// The fact as text.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string Content {
@@ -2319,6 +2406,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "importance" field.</summary>
     public const int ImportanceFieldNumber = 8;
     private int importance_;
+    /// <summary>
+    /// 1-10.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int Importance {
@@ -2331,6 +2421,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "tier" field.</summary>
     public const int TierFieldNumber = 9;
     private global::NpcMemory.V1.Tier tier_ = global::NpcMemory.V1.Tier.Unspecified;
+    /// <summary>
+    /// Gist, knowledge or source.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Tier Tier {
@@ -2343,6 +2436,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "slot" field.</summary>
     public const int SlotFieldNumber = 10;
     private string slot_ = "";
+    /// <summary>
+    /// The key of the thing the fact sets, if any ("favorite_animal").
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string Slot {
@@ -2355,6 +2451,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "metadata" field.</summary>
     public const int MetadataFieldNumber = 11;
     private global::Google.Protobuf.WellKnownTypes.Struct metadata_;
+    /// <summary>
+    /// The JSON the game attached.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::Google.Protobuf.WellKnownTypes.Struct Metadata {
@@ -2442,6 +2541,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "close_reason" field.</summary>
     public const int CloseReasonFieldNumber = 17;
     private global::NpcMemory.V1.CloseReason closeReason_ = global::NpcMemory.V1.CloseReason.Unspecified;
+    /// <summary>
+    /// Why the memory closed; unspecified while it is valid.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.CloseReason CloseReason {
@@ -2514,6 +2616,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "visibility" field.</summary>
     public const int VisibilityFieldNumber = 22;
     private global::NpcMemory.V1.Visibility visibility_ = global::NpcMemory.V1.Visibility.Unspecified;
+    /// <summary>
+    /// Private to its heroine, or shared with the player's other heroines.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Visibility Visibility {
@@ -3441,6 +3546,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "save_id" field.</summary>
     public const int SaveIdFieldNumber = 1;
     private string saveId_ = "";
+    /// <summary>
+    /// The slot's name, as the game gave it.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string SaveId {
@@ -3724,6 +3832,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "timeline_id" field.</summary>
     public const int TimelineIdFieldNumber = 1;
     private long timelineId_;
+    /// <summary>
+    /// The timeline's id, per player (1 is the root).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public long TimelineId {
@@ -4085,6 +4196,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "recency" field.</summary>
     public const int RecencyFieldNumber = 1;
     private double recency_;
+    /// <summary>
+    /// Weight of the recency component (0, or between 1e-6 and 1e6).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public double Recency {
@@ -4097,6 +4211,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "importance" field.</summary>
     public const int ImportanceFieldNumber = 2;
     private double importance_;
+    /// <summary>
+    /// Weight of the importance component.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public double Importance {
@@ -4109,6 +4226,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "relevance" field.</summary>
     public const int RelevanceFieldNumber = 3;
     private double relevance_;
+    /// <summary>
+    /// Weight of the relevance (meaning) component.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public double Relevance {
@@ -4121,6 +4241,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "keyword" field.</summary>
     public const int KeywordFieldNumber = 4;
     private double keyword_;
+    /// <summary>
+    /// Weight of the keyword (BM25) component.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public double Keyword {
@@ -4748,6 +4871,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.Speaker> _repeated_speakers_codec
         = pb::FieldCodec.ForEnum(10, x => (int) x, x => (global::NpcMemory.V1.Speaker) x);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.Speaker> speakers_ = new pbc::RepeatedField<global::NpcMemory.V1.Speaker>();
+    /// <summary>
+    /// Only memories said by these speakers.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.Speaker> Speakers {
@@ -4759,6 +4885,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.Subject> _repeated_subjects_codec
         = pb::FieldCodec.ForEnum(18, x => (int) x, x => (global::NpcMemory.V1.Subject) x);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.Subject> subjects_ = new pbc::RepeatedField<global::NpcMemory.V1.Subject>();
+    /// <summary>
+    /// Only memories about these kinds of subject.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.Subject> Subjects {
@@ -4770,6 +4899,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<string> _repeated_subjectIds_codec
         = pb::FieldCodec.ForString(26);
     private readonly pbc::RepeatedField<string> subjectIds_ = new pbc::RepeatedField<string>();
+    /// <summary>
+    /// Only memories about these subjects ("user", "world", a heroine id).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<string> SubjectIds {
@@ -4781,6 +4913,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.ContentType> _repeated_contentTypes_codec
         = pb::FieldCodec.ForEnum(34, x => (int) x, x => (global::NpcMemory.V1.ContentType) x);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.ContentType> contentTypes_ = new pbc::RepeatedField<global::NpcMemory.V1.ContentType>();
+    /// <summary>
+    /// Only memories of these kinds.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.ContentType> ContentTypes {
@@ -4807,6 +4942,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.Tier> _repeated_tiers_codec
         = pb::FieldCodec.ForEnum(50, x => (int) x, x => (global::NpcMemory.V1.Tier) x);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.Tier> tiers_ = new pbc::RepeatedField<global::NpcMemory.V1.Tier>();
+    /// <summary>
+    /// Only memories of these tiers.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.Tier> Tiers {
@@ -5117,6 +5255,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory" field.</summary>
     public const int MemoryFieldNumber = 1;
     private global::NpcMemory.V1.Memory memory_;
+    /// <summary>
+    /// The memory.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Memory Memory {
@@ -5129,6 +5270,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scores" field.</summary>
     public const int ScoresFieldNumber = 2;
     private global::NpcMemory.V1.Scores scores_;
+    /// <summary>
+    /// Its four components and the final score.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scores Scores {
@@ -5483,6 +5627,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory_id" field.</summary>
     public const int MemoryIdFieldNumber = 1;
     private string memoryId_ = "";
+    /// <summary>
+    /// The stored memory, or for a duplicate the memory that already says it.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string MemoryId {
@@ -5495,6 +5642,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "outcome" field.</summary>
     public const int OutcomeFieldNumber = 2;
     private global::NpcMemory.V1.StoreOutcome outcome_ = global::NpcMemory.V1.StoreOutcome.Unspecified;
+    /// <summary>
+    /// What happened to the fact.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.StoreOutcome Outcome {

@@ -193,6 +193,9 @@ namespace NpcMemory.V1 {
 
   }
   #region Messages
+  /// <summary>
+  /// Which player to save, into which slot.
+  /// </summary>
   public sealed partial class CreateSavePointRequest : pb::IMessage<CreateSavePointRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -241,6 +244,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "user_id" field.</summary>
     public const int UserIdFieldNumber = 1;
     private string userId_ = "";
+    /// <summary>
+    /// The player: the save covers every heroine of theirs.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string UserId {
@@ -422,6 +428,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// The save point made.
+  /// </summary>
   public sealed partial class CreateSavePointResponse : pb::IMessage<CreateSavePointResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -469,6 +478,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "save_point" field.</summary>
     public const int SavePointFieldNumber = 1;
     private global::NpcMemory.V1.SavePoint savePoint_;
+    /// <summary>
+    /// The slot, the timeline it marks and the time of the save.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.SavePoint SavePoint {
@@ -620,6 +632,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which player to take back to which save.
+  /// </summary>
   public sealed partial class LoadSavePointRequest : pb::IMessage<LoadSavePointRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -668,6 +683,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "user_id" field.</summary>
     public const int UserIdFieldNumber = 1;
     private string userId_ = "";
+    /// <summary>
+    /// The player.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string UserId {
@@ -680,6 +698,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "save_id" field.</summary>
     public const int SaveIdFieldNumber = 2;
     private string saveId_ = "";
+    /// <summary>
+    /// The slot to load, as CreateSavePoint named it.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string SaveId {
@@ -846,6 +867,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// The timeline the player now plays on.
+  /// </summary>
   public sealed partial class LoadSavePointResponse : pb::IMessage<LoadSavePointResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1047,6 +1071,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Whose save points to list.
+  /// </summary>
   public sealed partial class ListSavePointsRequest : pb::IMessage<ListSavePointsRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1094,6 +1121,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "user_id" field.</summary>
     public const int UserIdFieldNumber = 1;
     private string userId_ = "";
+    /// <summary>
+    /// The player.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string UserId {
@@ -1236,6 +1266,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// A player's save points and timelines.
+  /// </summary>
   public sealed partial class ListSavePointsResponse : pb::IMessage<ListSavePointsResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1287,6 +1320,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.SavePoint> _repeated_savePoints_codec
         = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.SavePoint.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.SavePoint> savePoints_ = new pbc::RepeatedField<global::NpcMemory.V1.SavePoint>();
+    /// <summary>
+    /// Every save point, one per slot.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.SavePoint> SavePoints {
@@ -1310,6 +1346,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "live_timeline_id" field.</summary>
     public const int LiveTimelineIdFieldNumber = 3;
     private long liveTimelineId_;
+    /// <summary>
+    /// The timeline reads and writes use now.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public long LiveTimelineId {
@@ -1480,6 +1519,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which abandoned timeline to erase.
+  /// </summary>
   public sealed partial class DropTimelineRequest : pb::IMessage<DropTimelineRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1528,6 +1570,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "user_id" field.</summary>
     public const int UserIdFieldNumber = 1;
     private string userId_ = "";
+    /// <summary>
+    /// The player.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string UserId {
@@ -1709,6 +1754,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// What was erased.
+  /// </summary>
   public sealed partial class DropTimelineResponse : pb::IMessage<DropTimelineResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1901,6 +1949,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Facts to store in one transaction.
+  /// </summary>
   public sealed partial class StoreMemoriesRequest : pb::IMessage<StoreMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -1950,6 +2001,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine the facts belong to.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -2169,6 +2223,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// What happened to each fact.
+  /// </summary>
   public sealed partial class StoreMemoriesResponse : pb::IMessage<StoreMemoriesResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -2919,6 +2976,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// A question to rank the scope's memories for.
+  /// </summary>
   public sealed partial class SearchMemoriesRequest : pb::IMessage<SearchMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -2983,6 +3043,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine whose memories to search.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -3084,6 +3147,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "filter" field.</summary>
     public const int FilterFieldNumber = 8;
     private global::NpcMemory.V1.MemoryFilter filter_;
+    /// <summary>
+    /// Only memories matching this filter. Absent: every memory.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.MemoryFilter Filter {
@@ -3096,6 +3162,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "fusion" field.</summary>
     public const int FusionFieldNumber = 9;
     private global::NpcMemory.V1.FusionMethod fusion_ = global::NpcMemory.V1.FusionMethod.Unspecified;
+    /// <summary>
+    /// How the components are combined; unspecified means the weighted sum.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.FusionMethod Fusion {
@@ -3847,6 +3916,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// The ranked memories.
+  /// </summary>
   public sealed partial class SearchMemoriesResponse : pb::IMessage<SearchMemoriesResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -4108,6 +4180,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which memory to read.
+  /// </summary>
   public sealed partial class GetMemoryRequest : pb::IMessage<GetMemoryRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -4158,6 +4233,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine the memory belongs to.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -4170,6 +4248,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory_id" field.</summary>
     public const int MemoryIdFieldNumber = 2;
     private string memoryId_ = "";
+    /// <summary>
+    /// The memory's id.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string MemoryId {
@@ -4432,6 +4513,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// One memory.
+  /// </summary>
   public sealed partial class GetMemoryResponse : pb::IMessage<GetMemoryResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -4479,6 +4563,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory" field.</summary>
     public const int MemoryFieldNumber = 1;
     private global::NpcMemory.V1.Memory memory_;
+    /// <summary>
+    /// The memory, valid or closed.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Memory Memory {
@@ -4630,6 +4717,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which memories to list, one page at a time.
+  /// </summary>
   public sealed partial class ListMemoriesRequest : pb::IMessage<ListMemoriesRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -4684,6 +4774,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine whose memories to list.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -4726,6 +4819,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "filter" field.</summary>
     public const int FilterFieldNumber = 4;
     private global::NpcMemory.V1.MemoryFilter filter_;
+    /// <summary>
+    /// Only memories matching this filter. Absent: every memory.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.MemoryFilter Filter {
@@ -5123,6 +5219,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// One page of memories.
+  /// </summary>
   public sealed partial class ListMemoriesResponse : pb::IMessage<ListMemoriesResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -5173,6 +5272,9 @@ namespace NpcMemory.V1 {
     private static readonly pb::FieldCodec<global::NpcMemory.V1.Memory> _repeated_memories_codec
         = pb::FieldCodec.ForMessage(10, global::NpcMemory.V1.Memory.Parser);
     private readonly pbc::RepeatedField<global::NpcMemory.V1.Memory> memories_ = new pbc::RepeatedField<global::NpcMemory.V1.Memory>();
+    /// <summary>
+    /// Newest first. A page also stops at about 1 MB of content and metadata.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public pbc::RepeatedField<global::NpcMemory.V1.Memory> Memories {
@@ -5341,6 +5443,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which memory stopped being true, and when.
+  /// </summary>
   public sealed partial class InvalidateMemoryRequest : pb::IMessage<InvalidateMemoryRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -5391,6 +5496,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine the memory belongs to.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -5403,6 +5511,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory_id" field.</summary>
     public const int MemoryIdFieldNumber = 2;
     private string memoryId_ = "";
+    /// <summary>
+    /// The memory to close.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string MemoryId {
@@ -5674,6 +5785,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// The closed memory.
+  /// </summary>
   public sealed partial class InvalidateMemoryResponse : pb::IMessage<InvalidateMemoryResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -5721,6 +5835,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory" field.</summary>
     public const int MemoryFieldNumber = 1;
     private global::NpcMemory.V1.Memory memory_;
+    /// <summary>
+    /// The memory as it now stands (invalid_at set).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Memory Memory {
@@ -5872,6 +5989,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// A change to one memory; update_mask says which fields.
+  /// </summary>
   public sealed partial class UpdateMemoryRequest : pb::IMessage<UpdateMemoryRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -5927,6 +6047,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine the memory belongs to.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -5939,6 +6062,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory_id" field.</summary>
     public const int MemoryIdFieldNumber = 2;
     private string memoryId_ = "";
+    /// <summary>
+    /// The memory to change.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string MemoryId {
@@ -5966,6 +6092,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "importance" field.</summary>
     public const int ImportanceFieldNumber = 4;
     private int importance_;
+    /// <summary>
+    /// The new importance, 1-10 (changed in place).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public int Importance {
@@ -5978,6 +6107,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "tier" field.</summary>
     public const int TierFieldNumber = 5;
     private global::NpcMemory.V1.Tier tier_ = global::NpcMemory.V1.Tier.Unspecified;
+    /// <summary>
+    /// The new tier (changed in place).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Tier Tier {
@@ -5990,6 +6122,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "metadata" field.</summary>
     public const int MetadataFieldNumber = 6;
     private global::Google.Protobuf.WellKnownTypes.Struct metadata_;
+    /// <summary>
+    /// The new metadata, replacing the old (changed in place).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::Google.Protobuf.WellKnownTypes.Struct Metadata {
@@ -6002,6 +6137,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "content" field.</summary>
     public const int ContentFieldNumber = 7;
     private string content_ = "";
+    /// <summary>
+    /// The new text: closes this version and stores a new one (not for a source).
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string Content {
@@ -6411,6 +6549,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// The memory after the change.
+  /// </summary>
   public sealed partial class UpdateMemoryResponse : pb::IMessage<UpdateMemoryResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -6612,6 +6753,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Whose history to read: a subject (and slot), or one memory's version chain.
+  /// </summary>
   public sealed partial class GetMemoryHistoryRequest : pb::IMessage<GetMemoryHistoryRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -6666,6 +6810,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine whose memories to read.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -7099,6 +7246,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// One page of history.
+  /// </summary>
   public sealed partial class GetMemoryHistoryResponse : pb::IMessage<GetMemoryHistoryResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -7320,6 +7470,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which player to erase.
+  /// </summary>
   public sealed partial class ForgetPlayerRequest : pb::IMessage<ForgetPlayerRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -7367,6 +7520,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "user_id" field.</summary>
     public const int UserIdFieldNumber = 1;
     private string userId_ = "";
+    /// <summary>
+    /// The player: every heroine's memories of them, history and timelines included.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string UserId {
@@ -7509,6 +7665,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// What was erased.
+  /// </summary>
   public sealed partial class ForgetPlayerResponse : pb::IMessage<ForgetPlayerResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -7701,6 +7860,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Which memory to expand one depth further.
+  /// </summary>
   public sealed partial class ExpandMemoryRequest : pb::IMessage<ExpandMemoryRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -7749,6 +7911,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine the memory belongs to.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -7939,6 +8104,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// What one expansion step found.
+  /// </summary>
   public sealed partial class ExpandMemoryResponse : pb::IMessage<ExpandMemoryResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -8269,6 +8437,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// Whose links to list.
+  /// </summary>
   public sealed partial class ListLinksRequest : pb::IMessage<ListLinksRequest>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
@@ -8317,6 +8488,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "scope" field.</summary>
     public const int ScopeFieldNumber = 1;
     private global::NpcMemory.V1.Scope scope_;
+    /// <summary>
+    /// The player and the heroine the memory belongs to.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public global::NpcMemory.V1.Scope Scope {
@@ -8329,6 +8503,9 @@ namespace NpcMemory.V1 {
     /// <summary>Field number for the "memory_id" field.</summary>
     public const int MemoryIdFieldNumber = 2;
     private string memoryId_ = "";
+    /// <summary>
+    /// The memory.
+    /// </summary>
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public string MemoryId {
@@ -8504,6 +8681,9 @@ namespace NpcMemory.V1 {
 
   }
 
+  /// <summary>
+  /// A memory's links, by kind and direction.
+  /// </summary>
   public sealed partial class ListLinksResponse : pb::IMessage<ListLinksResponse>
   #if !GOOGLE_PROTOBUF_REFSTRUCT_COMPATIBILITY_MODE
       , pb::IBufferMessage
