@@ -25,6 +25,7 @@ CAT = "레티아는 플레이어가 고양이를 좋아한다는 것을 기억�
 SEA = "플레이어는 여름에 바다에 가고 싶어 한다"
 CHESS = "로코는 플레이어와 체스를 두었다"
 SECRET = "다른 플레이어의 비밀: 금고 비밀번호는 4321"
+LINE = "다음 주말에 같이 바다 보러 갈래?"
 
 
 async def _store(stub: svc_grpc.MemoryServiceAsyncStub, user_id: str, heroine_id: str, *contents: str) -> list[str]:
@@ -70,12 +71,19 @@ async def test_a_player_page_shows_the_stored_korean_memories(
     await _store(admin_stub, mine, "letia", CAT, SEA)
     await _store(admin_stub, mine, "roco", CHESS)
     await _store(admin_stub, theirs, "letia", SECRET)
+    said = svc.StoreDialogueRequest(scope=pb.Scope(user_id=mine, heroine_id="letia"))
+    said.dialogue.dialogue_id = "first-date"
+    said.dialogue.turns.add(speaker=pb.SPEAKER_USER, text=LINE, speaker_name="민수")
+    await admin_stub.StoreDialogue(said, metadata=ADMIN)
 
     def look() -> None:
         _sign_in(browser, face, READER_KEY, f"/players/{mine}")
         assert browser.find_element(By.ID, "player").text == mine
         contents = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#h-letia a.content")]
-        assert sorted(contents) == sorted([CAT, SEA])
+        assert sorted(contents) == sorted([CAT, SEA, LINE])
+        [turn] = [r for r in browser.find_elements(By.CSS_SELECTOR, "#h-letia tr") if LINE in r.text]
+        assert "first-date #1" in turn.text
+        assert "source" in turn.text
         assert CHESS in browser.find_element(By.ID, "h-roco").text
         assert "preference" in browser.find_element(By.ID, "h-letia").text
         assert SECRET not in browser.page_source

@@ -21,7 +21,7 @@ from web_face import ADMIN, READER_KEY, Face, admin_stub, face
 
 __all__ = ["admin_stub", "face"]  # fixtures used by name
 
-TOOLS = {"search_memories", "store_memories", "build_context"}
+TOOLS = {"search_memories", "store_memories", "store_dialogue", "build_context"}
 CAT = "레티아는 플레이어가 고양이를 좋아한다는 것을 기억한다"
 SECRET = "다른 플레이어의 비밀: 금고 비밀번호는 4321"
 
@@ -137,4 +137,25 @@ async def test_mcp_over_stdio_runs_the_service_itself(
         refused = await client.call_tool("search_memories", {"user_id": "web-b:x", "heroine_id": "letia",
                                                              "query": "고양이"})
     assert [r["content"] for r in found.structured_content["results"]] == [CAT]
+    assert "PERMISSION_DENIED" in _text(refused)
+
+
+async def test_mcp_store_dialogue_keeps_the_lines_as_said(face: Face) -> None:
+    """store_dialogue stores each turn as a source memory of the dialogue; another namespace's write is refused."""
+    mine, theirs = f"web-a:d-{uuid.uuid4().hex[:8]}", f"web-b:d-{uuid.uuid4().hex[:8]}"
+    turns = [{"speaker": "user", "text": "어제 고양이를 입양했어", "speaker_name": "민수"},
+             {"speaker": "heroine", "text": "정말? 이름이 뭐야?"}]
+    async with _http(face, READER_KEY) as client:
+        stored = await client.call_tool("store_dialogue", {"user_id": mine, "heroine_id": "letia",
+                                                           "dialogue_id": "d-1", "turns": turns})
+        found = await client.call_tool("search_memories", {"user_id": mine, "heroine_id": "letia",
+                                                           "query": "고양이 입양"})
+        refused = await client.call_tool("store_dialogue", {"user_id": theirs, "heroine_id": "letia",
+                                                            "dialogue_id": "d-1", "turns": turns})
+    assert not stored.is_error, _text(stored)
+    assert [t["outcome"] for t in stored.structured_content["turns"]] == ["created", "created"]
+    top = found.structured_content["results"][0]
+    assert top["content"] == "어제 고양이를 입양했어"
+    assert top["tier"] == "source"
+    assert refused.is_error
     assert "PERMISSION_DENIED" in _text(refused)

@@ -13,10 +13,6 @@ from npc_memory_client.v1 import context_pb2 as ctx_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
-DIALOGUE_KEYS = ("dialogue_id", "dialogue", "session_id")
-"""Metadata keys naming the dialogue a memory came from, shown as its source."""
-
-
 def when(ts: Timestamp) -> datetime | None:
     """A timestamp as an aware datetime, None when unset."""
     if not ts.seconds and not ts.nanos:
@@ -66,7 +62,8 @@ class MemoryRow:
 def memory_row(m: pb.Memory) -> MemoryRow:
     """A Memory message as a row."""
     metadata = json_format.MessageToDict(m.metadata) if m.HasField("metadata") else {}
-    source = next((str(metadata[k]) for k in DIALOGUE_KEYS if k in metadata), "")
+    # The dialogue a turn was stored from (StoreDialogue), and the turn's place in it.
+    source = f"{m.dialogue_id} #{m.dialogue_position + 1}" if m.dialogue_id else ""
     return MemoryRow(
         memory_id=m.memory_id, heroine_id=m.scope.heroine_id, content=m.content,
         tier=_name(pb.Tier, m.tier, "TIER_"), importance=m.importance,

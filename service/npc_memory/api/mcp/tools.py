@@ -1,4 +1,4 @@
-"""MCP tools over MemoryService: search, store, build context; the scope is each call's parameter.
+"""MCP tools over MemoryService: search, store facts, store a dialogue, build context; the scope is a parameter.
 
 Each tool makes the gRPC call on a channel to the service with the caller's API key (the ``Authorization`` or
 ``x-api-key`` header of an MCP HTTP request; the configured key on stdio), so the interceptor checks key and
@@ -33,7 +33,8 @@ INSTRUCTIONS = (
     "Long-term memory of a game's heroines (NPCs) about each player. Every call names the scope: user_id (the "
     "player) and heroine_id (who remembers). Before the heroine answers, call build_context with the player's "
     "utterance and put its text in her prompt; to recall something specific, call search_memories. After the "
-    "exchange, store what is worth remembering with store_memories (one short fact each, importance 1-10)."
+    "exchange, store the lines as said with store_dialogue, and what is worth remembering as facts with "
+    "store_memories (one short fact each, importance 1-10)."
 )
 KeyOf = Callable[[Context], str]
 """How a tool finds the caller's API key: from the HTTP request's headers, or the key stdio was started with."""
@@ -50,6 +51,15 @@ class FactIn(BaseModel):
     content_type: Literal["fact", "preference", "trait", "event", "opinion", "personal", "relationship"] = "fact"
     slot: str = Field("", description="key of what the fact sets (favorite_animal): a newer fact replaces it")
     valid_at: str = Field("", description="when it became true, ISO 8601; empty means now")
+
+
+class TurnIn(BaseModel):
+    """One line of a dialogue, in the order said."""
+
+    speaker: Literal["user", "heroine"] = Field(description="the player (user) or the heroine")
+    text: str = Field(description="the line as said, in any language")
+    speaker_name: str = Field("", description="the name the game shows for the speaker (optional)")
+    said_at: str = Field("", description="when it was said, ISO 8601 with a time zone; empty means now")
 
 
 def _enum(kind: Any, prefix: str, value: str) -> int:
@@ -85,6 +95,11 @@ def _memory(m: pb.Memory) -> dict[str, Any]:
             "subject": pb.Subject.Name(m.subject).removeprefix("SUBJECT_").lower(),
             "valid_at": m.valid_at.ToDatetime().isoformat() + "Z" if m.HasField("valid_at") else None,
             "shared_from": m.shared_from or None}
+
+
+def _stored(result: pb.StoreResult) -> dict[str, Any]:
+    return {"memory_id": result.memory_id,
+            "outcome": pb.StoreOutcome.Name(result.outcome).removeprefix("STORE_OUTCOME_").lower()}
 
 
 def key_from_headers(ctx: Context) -> str:
@@ -134,9 +149,33 @@ def build_server(channel: grpc.aio.Channel, key_of: KeyOf) -> MCPServer[Any]:
             response = await stub.StoreMemories(request, metadata=call_metadata(key_of(ctx)), timeout=CALL_SECONDS)
         except grpc.aio.AioRpcError as error:
             raise refusal(error) from error
-        return {"results": [{"memory_id": r.memory_id,
-                             "outcome": pb.StoreOutcome.Name(r.outcome).removeprefix("STORE_OUTCOME_").lower()}
-                            for r in response.results]}
+        return {"results": [_stored(r) for r in response.results]}
+
+    @server.tool()
+    async def store_dialogue(
+        user_id: str, heroine_id: str, dialogue_id: str, turns: list[TurnIn], ctx: Context, extract: bool = False,
+        first_position: int = 0,
+    ) -> dict[str, Any]:
+        """Remember a conversation as it was said: each turn a source memory, linked in order.
+
+        With ``extract`` the server also draws facts from the dialogue in the background (when it has extraction).
+        A dialogue sent in parts gives each part's ``first_position`` (the number of turns sent before).
+        """
+        request = svc.StoreDialogueRequest(scope=pb.Scope(user_id=user_id, heroine_id=heroine_id), extract=extract,
+                                           first_position=first_position)
+        request.dialogue.dialogue_id = dialogue_id
+        for i, turn in enumerate(turns):
+            line = request.dialogue.turns.add(speaker=_enum(pb.Speaker, "SPEAKER_", turn.speaker), text=turn.text,
+                                              speaker_name=turn.speaker_name)
+            _timestamp(f"turns[{i}].said_at", turn.said_at, line.said_at)
+        try:
+            response = await stub.StoreDialogue(request, metadata=call_metadata(key_of(ctx)), timeout=CALL_SECONDS)
+        except grpc.aio.AioRpcError as error:
+            raise refusal(error) from error
+        answer: dict[str, Any] = {"turns": [_stored(r) for r in response.turns]}
+        if response.HasField("job"):
+            answer["extraction_job_id"] = response.job.job_id
+        return answer
 
     @server.tool()
     async def build_context(
