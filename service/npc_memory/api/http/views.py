@@ -13,6 +13,7 @@ from npc_memory_client.v1 import context_pb2 as ctx_pb
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
+
 def when(ts: Timestamp) -> datetime | None:
     """A timestamp as an aware datetime, None when unset."""
     if not ts.seconds and not ts.nanos:
