@@ -1,1 +1,1 @@
-"""Standalone benchmarks of the write path: ``python -m benchmarks.dedup``, ``python -m benchmarks.write``."""
+"""The benchmarks: ``python -m benchmarks SUITE`` runs a suite into docs/results/SUITE.json (benchmarks/__main__.py)."""
