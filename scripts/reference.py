@@ -203,7 +203,8 @@ def shown(value: Any) -> str:
     if isinstance(value, enum.Enum):
         value = value.value
     if isinstance(value, Path):
-        return f"`{value}`"
+        # A file of the package as its path in the repository: the page must not depend on where it is checked out.
+        return f"`{value.relative_to(ROOT) if value.is_relative_to(ROOT) else value}`"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return "`" + ", ".join(f"{f.name}={getattr(value, f.name)!r}" for f in dataclasses.fields(value)) + "`"
     if isinstance(value, frozenset | set):
