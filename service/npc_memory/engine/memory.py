@@ -42,9 +42,8 @@ from npc_memory.domain.model import (
 from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor
 from npc_memory.domain.write_rules import content_key, request_fingerprint
 from npc_memory.embedding.base import Embedder
-from npc_memory.engine.write import INLINE_ANALYSIS_CHARS, early_analyses, reads_beside_model, store_beside_model
 from npc_memory.errors import InputRejectedError, NotFoundError
-from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED, STORE_ORDER
+from npc_memory.ops.metrics import CONTEXT_PROFILE, EMBED_SECONDS, HELD_ROWS, SEARCH_RANKED
 from npc_memory.ops.tracing import span
 from npc_memory.search.held import ScopeCache
 from npc_memory.search.profile import held_profile
@@ -112,55 +111,40 @@ class MemoryEngine:
     async def store(
         self, scope: Scope, facts: Sequence[NewMemory], request_id: str = "", on_commit: writes.OnCommit | None = None
     ) -> list[StoreResult]:
-        """Embed what needs it (one batch), then write all facts in one transaction; idempotent on request_id.
+        """Analyse, embed (one batch), then plan and write all facts in one transaction; idempotent on request_id.
 
-        ``on_commit`` joins the write transaction; with it, a repeated request_id is answered inside the
-        transaction (so the hook runs on the replay too) rather than by the early check.
+        One straight line: a repeated request_id is answered before any work; the texts are analysed
+        (``_analyse``), the missing vectors made in one model call, and store/writes.py plans and writes the batch
+        under the scope's lock. ``on_commit`` joins the write transaction; with it, a repeated request_id is
+        answered inside the transaction (so the hook runs on the replay too) rather than by the early check.
         """
         write = self.write_settings
         fingerprint = request_fingerprint(facts) if request_id else ""
-        beside = reads_beside_model(self.embedder, facts)
-        # A repeat skips the embedder; the write transaction checks the key again under its lock (and alone,
-        # when it reads beside the model: a repeat then cancels the model's call).
-        if request_id and on_commit is None and not beside:
+        if request_id and on_commit is None:
             first = await idempotency.lookup(self.db, scope, request_id, fingerprint, write.idempotency_hours)
             if first is not None:
                 return first
         now = utcnow()
-        pool, contents = self.analysis_pool, [f.content for f in facts]
-        to_workers = pool is not None and pool.wants(contents)
-        early = None if to_workers else early_analyses(self.tokenizer, contents)
-        if beside and early is not None:
-            # Tokenised first: work of this process beside a model call on every core slows it (docs/search.md).
-            analysed = [self._analysed(f, now, a) for f, a in zip(facts, early(), strict=True)]
-            making = asyncio.ensure_future(self._embed_passages(facts, "memories"))
-            making.add_done_callback(_retrieved)
-            STORE_ORDER.labels("beside_model").inc()
-            try:
-                return await store_beside_model(self.db, write, self.embedder.name, scope, analysed, making,
-                                                request_id, fingerprint, on_commit)
-            finally:
-                making.cancel()  # a call given up while its reads ran must not go on embedding (done: no-op)
-        if any(f.embedding is None for f in facts):
-            STORE_ORDER.labels("after_model").inc()
+        analyses = await self._analyse([f.content for f in facts])
         vectors = await self._embed_passages(facts, "memories")
-        # Kiwi and the per-token Python take ~30 ms per 2,000-character fact: a full batch on the event loop
-        # stalled every other call (health checks included) for seconds. In a thread Kiwi still holds this
-        # process's GIL, so a big batch is analysed in the worker processes and only assembled here, and a
-        # short one (a line or two: ~0.8 ms of Kiwi) here on the loop, which the thread hop cost ~0.4 ms more.
-        analyses: list[Analysis | None] = (
-            list(early()) if early is not None
-            else list(await pool.analyse(contents)) if pool is not None and to_workers else [None] * len(facts)
-        )
-        def prepared() -> list[PreparedMemory]:
-            return [self._prepare(f, v, now, a) for f, v, a in zip(facts, vectors, analyses, strict=True)]
-
-        short = sum(len(t) for t, a in zip(contents, analyses, strict=True) if a is None) <= INLINE_ANALYSIS_CHARS
-        items = prepared() if short else await asyncio.to_thread(prepared)
+        items = [self._analysed(f, now, a).embedded(v, self.embedder.name)
+                 for f, a, v in zip(facts, analyses, vectors, strict=True)]
         return await writes.store_memories(
             self.db, scope, items, write.duplicate_threshold, request_id, fingerprint, write.idempotency_hours,
             on_commit,
         )
+
+    async def _analyse(self, texts: Sequence[str]) -> list[Analysis]:
+        """Each text's terms and meaning signature, made off the event loop.
+
+        Kiwi and the per-token Python take ~30 ms per 2,000-character text and hold the GIL: a batch the worker
+        processes take (``tokenize_process_min_chars`` or more in all) is analysed there, in parallel and off this
+        process's GIL; any other batch in one thread hop, so the loop still gets the GIL back every switch interval.
+        """
+        pool = self.analysis_pool
+        if pool is not None and pool.wants(texts):
+            return list(await pool.analyse(texts))
+        return await asyncio.to_thread(lambda: [self.tokenizer.analyse(t) for t in texts])
 
     async def _embedded(self, query: SearchQuery) -> SearchQuery:
         if query.embedding is None and query.text and self.embedder.available:
@@ -183,22 +167,16 @@ class MemoryEngine:
     ) -> list[ScoredMemory]:
         """Rank the scope's memories for the query: candidates gathered and scored in one SQL round trip.
 
-        The model runs in a worker thread while this task checks the timeline and syncs the held scope, so a text
-        search costs the embedding plus the ranking, not plus the rest. The query's tokenising goes beside it too
-        unless the call will run on every core: beside such a call, tokenising slowed the model by more than it
-        took, while a round trip to the database beside it did not (benchmarks.beside_model, benchmarks.lone_search).
+        The model runs in a worker thread while this task syncs the held scope, tokenises the query and checks the
+        timeline, so a text search costs the embedding plus the ranking, not plus the rest.
         ``held``: the scope's held rows already being synced for this query (``_sync_held``), if the caller started it.
         """
         needs_vector = query.embedding is None and bool(query.text) and self.embedder.available
-        terms = self._keyword_terms(query) if needs_vector and self.embedder.runs_wide() else None
         embedding = asyncio.ensure_future(self._embedded(query)) if needs_vector else None
         if held is None and (needs_vector or query.embedding is not None):
             held = self._sync_held(query)
         try:
-            if terms is None:
-                if embedding is not None:
-                    await asyncio.sleep(0)  # let the task hand the text to the model's thread before tokenising here
-                terms = self._keyword_terms(query)
+            terms = self._keyword_terms(query)
             await self._check_view(query.scope.user_id, query.view)
             if embedding is not None:
                 query = await embedding

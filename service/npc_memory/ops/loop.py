@@ -29,7 +29,3 @@ def run(main: Coroutine[Any, Any, R], kind: EventLoop) -> R:
     with asyncio.Runner(loop_factory=loop_factory(kind)) as runner:
         return runner.run(main)
 
-
-def on_uvloop() -> bool:
-    """Whether the running event loop is uvloop's."""
-    return type(asyncio.get_running_loop()).__module__.partition(".")[0] == "uvloop"

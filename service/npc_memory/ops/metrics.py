@@ -21,10 +21,6 @@ CONTEXT_PROFILE = Counter(
 )
 HELD_ROWS = Gauge("npc_memory_scope_cache_rows", "memories this process holds to rank searches in memory")
 STORE_OUTCOMES = Counter("npc_memory_store_outcomes_total", "stored facts by outcome", ["outcome"])
-STORE_ORDER = Counter(
-    "npc_memory_store_order_total", "stores the model embedded for, by order: reads beside the model or after it",
-    ["order"],
-)
 POOL_SIZE = Gauge("npc_memory_pool_connections", "open pool connections")
 POOL_AVAILABLE = Gauge("npc_memory_pool_available", "idle pool connections")
 POOL_WAITING = Gauge("npc_memory_pool_waiting", "requests waiting for a connection")

@@ -8,8 +8,7 @@ send every insert, close and importance raise with the COMMIT.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -50,11 +49,10 @@ from npc_memory.store.view import PICKED, ROOT_TIMELINE, view_params, with_view
 # of a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
 # still lost to the scope index where the table's scopes are small (tests/store/test_duplicate_plan.py). The batch's
 # terms come as one JSON array of arrays, so no term is split or joined. No vector goes in: a row of the same
-# terms comes back with its own and the planner takes the cosine (domain/write_plan.py), so the reads can run
-# while the model is still making the batch's vectors (``Pending``). A dialogue turn (``turn_at`` its moment; NULL
-# for any other fact) repeats only its own text said within ``same_turn`` of it (write_rules.is_repeated_turn), so
-# it reads only those: players say "응" and "좋아해" every day, and a turn kept as a row each time had its store read
-# every earlier one (300 of "좋아해" made it 7.3 ms instead of 3.0, in-process).
+# terms comes back with its own and the planner takes the cosine (domain/write_plan.py). A dialogue turn
+# (``turn_at`` its moment; NULL for any other fact) repeats only its own text said within ``same_turn`` of it
+# (write_rules.is_repeated_turn), so it reads only those: players say "응" and "좋아해" every day, and a turn kept
+# as a row each time had its store read every earlier one (300 of "좋아해" made it 7.3 ms instead of 3.0).
 _BATCH = """
 , b AS (
     SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
@@ -275,17 +273,8 @@ async def _apply(pipe: Pipeline, scope: Scope, plan: WritePlan, links: Sequence[
         pipe.queue(_CARRY_LINKS, carry_params(scope, row_id, successor))
 
 
-@dataclass(frozen=True)
-class Pending:
-    """A batch whose vectors are still being made: the reads go out on ``keys``, the plan waits for ``complete``."""
-
-    keys: Sequence[AnalysedFact]
-    complete: Callable[[], Awaitable[Sequence[PreparedMemory]]]
-    """The batch's facts with their vectors, in ``keys``' order; awaited once the reads are on their way."""
-
-
 async def store_memories(
-    db: Database, scope: Scope, batch: Sequence[PreparedMemory] | Pending, duplicate_threshold: float,
+    db: Database, scope: Scope, items: Sequence[PreparedMemory], duplicate_threshold: float,
     request_id: str = "", fingerprint: str = "", idempotency_hours: float = 24.0,
     on_commit: OnCommit | None = None,
 ) -> list[StoreResult]:
@@ -294,16 +283,14 @@ async def store_memories(
     Two round trips in one libpq pipeline (store/pipelined.py): BEGIN, the lock, the idempotency key and the reads;
     then the writes, the key's record and COMMIT. With a ``request_id``, a live key returns its first response and
     writes nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
-    ``on_commit`` queues its statements last in the transaction, with the results (the first ones on a replay). A
-    ``Pending`` batch's vectors are awaited while the first round trip is out (a replay never awaits them).
+    ``on_commit`` queues its statements last in the transaction, with the results (the first ones on a replay).
     """
-    keys = batch.keys if isinstance(batch, Pending) else batch
 
     async def write(pipe: Pipeline) -> list[StoreResult]:
         pipe.queue(_LOCK_SCOPE, scope_params(scope))
         live_reply = pipe.queue(_LIVE_TIMELINE, scope_params(scope))
         key_reply = idempotency.queue_lookup(pipe, scope, request_id, idempotency_hours) if request_id else None
-        reads = _send_reads(pipe, scope, keys)
+        reads = _send_reads(pipe, scope, items)
         await pipe.sync()
         if key_reply is not None:
             first = idempotency.replay(await pipe.one(key_reply), request_id, fingerprint)
@@ -312,8 +299,7 @@ async def store_memories(
                     on_commit(pipe, first)
                 return first
         live_row = await pipe.one(live_reply)
-        dups, timelines, targets = await _fetch_reads(pipe, reads, keys)
-        items = list(await batch.complete()) if isinstance(batch, Pending) else batch
+        dups, timelines, targets = await _fetch_reads(pipe, reads, items)
         # Comparing every fact with the batch's earlier ones is ~70 ms of Python for 256 facts: in a thread, so
         # the event loop (health checks, other calls) gets the GIL back every switch interval meanwhile.
         plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
@@ -326,6 +312,6 @@ async def store_memories(
             on_commit(pipe, plan.results)
         return plan.results
 
-    with span("db.write", facts=len(keys)):
+    with span("db.write", facts=len(items)):
         async with db.connection() as conn:
             return await in_transaction(conn, write)
