@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     _common(migrate)
     migrate.add_argument("--citus", action="store_true",
-                         help="then distribute every table by user_id on this Citus coordinator (docs/operations.md)")
+                         help="then distribute every table by user_id on this Citus coordinator "
+                              "(docs/guide/scaling.md)")
     migrate.add_argument("--shard-count", dest="shard_count", type=int,
                          help="with --citus: shards per distributed table (Citus's default is 32)")
     reembed = sub.add_parser("reembed", help="re-embed every row with the configured model (a stated dialogue's "

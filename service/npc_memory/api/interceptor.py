@@ -5,8 +5,7 @@ servicer runs: a refused call never reaches the engine or the database.
 
 The request id goes back in the trailing metadata, beside the call's status, however the call ends. gRPC's asyncio
 server sends the answer, the status and the trailing metadata in one operation; custom initial metadata would be an
-operation of its own, whose completion comes back through gRPC's poller thread, on every call (docs/search.md,
-"Twenty-fifth session").
+operation of its own, whose completion comes back through gRPC's poller thread, on every call.
 """
 
 from __future__ import annotations
@@ -168,9 +167,8 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
                 if self._log_user_ids:
                     extra["user_id"] = user_id_of(request)
                 # Written on the loop's next turn, after the answer went to gRPC: making, formatting and writing a
-                # JSON line took ~67 µs hot and ~0.37 ms cold (scratch timing), and a lone text search's time beyond
-                # its handler was 0.22 ms longer with these lines on than off (benchmarks.lone_grpc --before-env
-                # NPC_MEMORY_LOG_LEVEL=INFO). The callback runs in a copy of this context, so it keeps the request id.
+                # JSON line before the answer made every call that much later. The callback runs in a copy of this
+                # context, so it keeps the request id.
                 asyncio.get_running_loop().call_soon(_log_access, extra)
                 REQUEST_ID.reset(token)
 

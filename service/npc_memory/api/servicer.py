@@ -44,8 +44,8 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         self, request: svc.StoreMemoriesRequest, context: Ctx[Any, Any]
     ) -> svc.StoreMemoriesResponse:
         """Store a batch of facts atomically."""
-        # Checking 256 facts (text, metadata, vectors) is ~15 ms of Python: in a thread, not on the event loop. A few
-        # facts take well under a millisecond, less than the two thread hand-overs (~0.2 ms after a pause).
+        # Checking a full batch (text, metadata, vectors) is enough Python to hold up other calls: in a thread, not on
+        # the event loop. A few facts cost less than the two thread hand-overs, so they are checked here.
         settings = self._engine.write_settings
         parsed = (requests.parse_store(request, settings, self._dim) if len(request.memories) <= INLINE_PARSE_FACTS
                   else await asyncio.to_thread(requests.parse_store, request, settings, self._dim))

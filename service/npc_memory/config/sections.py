@@ -55,7 +55,7 @@ class SearchConfig:
     period_search: PeriodSearch = "first"
     """A period named in the query text ("지난달에", "last May"), when the request has no ``as_of``: ``off``
     ignores it, ``candidates`` adds the period's best-cosine memories to the candidates, ``first`` also ranks
-    them above the rest (docs/conversation-benchmark.md measures each)."""
+    them above the rest (the conversation benchmark measures each: docs/explanation/benchmarks.md)."""
     scope_cache_rows: int = SCOPE_CACHE_ROWS
     """Memories this process holds to rank searches in memory (search/held.py); 0 ranks every search in SQL."""
     keyword_backend: KeywordBackend = "auto"
@@ -94,15 +94,16 @@ class WriteConfig:
     duplicate_threshold: float = 0.93
     """Cosine at or above which a valid same-subject memory with the same terms and markers is a duplicate.
 
-    Measured by ``python -m benchmarks.dedup`` (docs/write-path.md): with the term guard no different-fact pair
-    merges at any threshold from 0.85 to 0.99, and recall is flat up to 0.95; 0.93 leaves a margin below the
-    lowest same-fact cosine (0.952). Equal normalised text is a duplicate at any cosine.
+    With the term guard no different-fact pair of the labelled Korean set merges at any threshold from 0.85 to
+    0.99, and recall is flat up to 0.95; 0.93 leaves a margin below the lowest same-fact cosine (0.952)
+    (docs/decisions/duplicate-rule.md). Equal normalised text is a duplicate at any cosine.
     """
     idempotency_hours: float = 24.0
     """How long a request_id's first response is kept."""
     tokenize_processes: int = 1
     """Worker processes (each with its own Kiwi, ~520 MiB RSS) that tokenise big batches off the server's GIL; 0 keeps
-    all tokenising in a thread of the server process (health checks then wait up to ~100 ms during a big batch)."""
+    all tokenising in a thread of the server process, where a big batch delays other calls
+    (docs/decisions/tokenising-in-processes.md)."""
     tokenize_process_min_chars: int = 4000
     """A batch with fewer characters in all is tokenised in a thread here: cheaper than a process round trip."""
 

@@ -4,8 +4,8 @@ The game states a dialogue (StoreDialogue: a dialogue id, its turns in order); n
 one. A turn often means nothing alone ("응, 지난 화요일에!" answers "경주 언제 갔었어?"), so its vector is taken over
 the turn with its context inside its dialogue (``turn_text``): the turn before it, and for a question the turn that
 answers it, each line after its speaker's name. Its stored content and keyword terms stay the line itself.
-``python -m benchmarks.conversation.run`` measures it (docs/conversation-benchmark.md: the turn before and the speaker's
-name were the best measured context, a question's answer added to it; wider windows lost 11-20 points R@10).
+The conversation benchmark measures it (docs/decisions/turn-vectors.md: the turn before and the speaker's name were
+the best measured context, a question's answer added to it; wider windows lost 11-20 points R@10).
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class Weights:
     """Weights of the four score components."""
 
     # 0.10 / 0.15 / 0.60 / 0.15 (was 0.15 / 0.15 / 0.50 / 0.20): conversation benchmark R@10 0.428 -> 0.446 with
-    # the Korean fact set's R@5 0.948 -> 0.951 (docs/conversation-benchmark.md).
+    # the Korean fact set's R@5 0.948 -> 0.951 (docs/decisions/fusion-and-weights.md).
     recency: float = 0.10
     importance: float = 0.15
     relevance: float = 0.60

@@ -1,7 +1,7 @@
 """Scopes held in memory and ranked here (search/rank.py), kept exact by one round trip per search.
 
 The search statement reads and scores every row of the scope on each request (the search is exact, so no index
-can skip rows): ~4-8 ms at 2,000 rows, most of a caller-vector search. A scope the server has seen is kept as
+can skip rows), which is most of a caller-vector search's time. A scope the server has seen is kept as
 columns instead, and each search sends one small statement (store/scope_sync.py) that returns the scope's version
 (migration 0013: every insert or update stamps the next version of its scope on the row, in commit order) and
 the rows stamped after the version held: none when nothing changed, the few a store wrote, or every row on the
@@ -187,7 +187,7 @@ class ScopeCache:
 
     async def _load(self, db: Database, key: Key) -> None:
         found = await sync(db.connection, key[0], key[1], None)
-        # Columns built in a thread: ~30 ms of Python at 2,000 rows, which would hold up every other request.
+        # Columns built in a thread: building them is enough Python to hold up every other request on the loop.
         rows = await asyncio.to_thread(_built, key[0], found.rows)
         if rows is None:
             return  # vectors of two sizes (a re-embedding half done): read again on a later search

@@ -29,8 +29,8 @@ from npc_memory.search.kept import MAX_KEYWORD_SIDES, Kept, KeptMemo, select
 class RankedRow(NamedTuple):
     """A hit: its row index in the columns, its score components, final score and raw cosine.
 
-    A named tuple of plain numbers, made by one ``map`` over the picked columns: ~20 are made per search, and the
-    frozen ``Scores`` of each (~1.5 µs here) is made only for the hits answered (``scores``).
+    A named tuple of plain numbers, made by one ``map`` over the picked columns: a few dozen are made per search,
+    and the frozen ``Scores`` of each, dearer to make, only for the hits answered (``scores``).
     """
 
     row: int
@@ -112,7 +112,7 @@ def _candidates(cols: ScopeColumns, kept: Kept, query: SearchQuery, terms: Seque
     """The union of the candidate lists (positions, ascending) and every kept row's keyword score (zeros: no side).
 
     The union is marked in a mask: np.unique of the concatenated lists gave the same rows, but each distinct NumPy
-    routine costs ~0.1 ms on a cache the model or other requests emptied.
+    routine is slow to start on a cache the model or other requests emptied.
     """
     high, low = kept.high, kept.low
     union = np.zeros(kept.rows.size, dtype=np.bool_)

@@ -107,9 +107,9 @@ async def build_engine(config: Config, db: Database, embedder: Embedder) -> Memo
     backend = await keyword_backend(db, config.search.keyword_backend)
     tokenizer = await asyncio.to_thread(Tokenizer, options=options)
     rows = config.search.scope_cache_rows
-    # The held scopes' cosines are one small matrix product per search: on two BLAS threads the second one spins
-    # ~0.1 s after each (103 ms of CPU after a single 2,000 x 384 product, measured), taking a core from
-    # PostgreSQL and the model; on one it takes ~46 us and nothing after.
+    # The held scopes' cosines are one small matrix product per search: on two BLAS threads the second one keeps
+    # spinning long after each product, taking a core from PostgreSQL and the model; on one thread the product is
+    # as quick and nothing runs after it.
     threadpool_limits(1, user_api="blas")
     return MemoryEngine(db=db, embedder=embedder, tokenizer=tokenizer, keyword_backend=backend,
                         write_settings=config.write, search_settings=config.search,

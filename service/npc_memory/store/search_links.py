@@ -36,7 +36,7 @@ NEIGHBOURS = """
 # One hop: the neighbours visible to the request (timeline view, filter, validity), not already in {exclude},
 # fetched by key (an index condition the plan cannot turn into a scan). A generic plan, estimating a handful of rows
 # everywhere, had looked the second hop's links up again for every row it joined them with (4,356 lookups for 33
-# first-hop memories; benchmarks.search_speed at 10k rows, hops = 2: 60.6 ms p50, 6.4 now). DISTINCT ON keeps one
+# first-hop memories, a search with hops = 2 many times slower than one without). DISTINCT ON keeps one
 # path per memory: through the best-scored row it was reached from.
 HOP = """
 SELECT DISTINCT ON (m.id) m.id, n.via AS via_memory_id, {hops}::int AS hops, n.score AS path_score

@@ -31,7 +31,7 @@ ROOT_TIMELINE = 1
 # every heroine. A private row of another heroine never passes either. Two statements rather than one
 # predicate with an include_shared parameter: a prepared statement's generic plan cannot fold ``heroine = X OR
 # (false AND ...)`` to ``heroine = X``, so every search of a player who also talks to other heroines scanned
-# their rows too (1.2x the search time with two other heroines of 2,000 rows: benchmarks/sharing.py).
+# their rows too (docs/decisions/shared-reads.md).
 OWN_ROWS = sql.SQL("m.heroine_id = %(heroine_id)s")
 SHARED_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR m.visibility = 'shared')")
 SCOPE_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR (%(include_shared)s AND m.visibility = 'shared'))")
@@ -40,7 +40,7 @@ SCOPE_ROWS = sql.SQL("(m.heroine_id = %(heroine_id)s OR (%(include_shared)s AND 
 # The lineage is read, not walked: each timeline row holds its own (migration 0017), ascending from the root; the
 # root (no row) and a timeline id the player does not have are themselves alone. ``known_at`` caps every limit. The
 # arrays are made anew rather than passed on: a lineage of a few hundred loads is stored compressed, and every row's
-# lookup would decompress it again (EXPLAIN ANALYZE: 10 µs a row, 300 loads deep).
+# lookup would decompress it again (seen in EXPLAIN ANALYZE, a player 300 loads deep).
 _VIEW_CTES = """
 view AS MATERIALIZED (
     SELECT array_agg(a.timeline_id ORDER BY a.i) AS tls,
@@ -66,7 +66,7 @@ def _seen(alias: str, at: str) -> str:
 
     The place is found by binary search over the ascending ids (width_bucket: the last id not above the row's),
     then checked to be the row's own: a search through the array per row grew with every load the player made
-    (3.3 ms more for 2,000 rows 300 loads deep, scratch measurement; docs/game-time.md).
+    (docs/guide/game-time.md).
     """
     place = f"width_bucket({alias}.timeline_id, v.tls)"
     return f"(v.tls[{place}] = {alias}.timeline_id AND {alias}.{at} <= v.uptos[{place}])"
@@ -88,8 +88,7 @@ _FIXED = """m.id, m.user_id, m.heroine_id, m.speaker, m.subject, m.subject_id, m
 # branches run otherwise. Each branch is gated by a condition free of the row (a one-time filter over an
 # InitPlan), so PostgreSQL runs exactly one side per statement and never touches the other (EXPLAIN ANALYZE:
 # "never executed"), and nothing is cached outside the statement, so every worker process sees a save at once.
-# Same rows read both ways in one run (benchmarks/view_cost.py): the search statement took 0.90x (500 rows) and
-# 0.91x (2,000 rows) of the view branches' time at p50; scope rows 3.2 against 3.7 ms in EXPLAIN ANALYZE.
+# Read both ways in one run, the same rows took the plain branch about a tenth less time than the view's.
 _PLAIN = """(%(view_timeline)s::bigint IS NULL AND %(known_at)s::timestamptz IS NULL
            AND NOT EXISTS (SELECT 1 FROM player_state p WHERE p.user_id = %(user_id)s))"""
 
@@ -122,14 +121,14 @@ _CHANGED_ROWS = """
 # per row: it is never turned into a join over the scope's entries), and shows the entry's columns if it has one,
 # its own otherwise.
 # The whole-scope branches above first build the scope's newest entries (O(entries) in every statement) and join
-# each back to its row: a player who saved once and then played 300 days (600 entries) paid ~0.8 ms for the set and
-# ~1 ms for the 300 rows' lookups in every read of a statement, whatever it asked for (a lone dated store 2.6x a
-# player's who never saved; docs/game-time.md, "A player who saved long ago"). A statement over the whole scope keeps
+# each back to its row: a player who saved once and then played 300 days paid for the whole set and every row's
+# lookup in every read of a statement, whatever it asked for (a lone dated store cost a multiple of a never-saved
+# player's; docs/decisions/save-point-cost.md). A statement over the whole scope keeps
 # those branches: here it would look up every row of the scope. The newest entry is the one of the largest seq: a
 # memory's entries are written one after another under its scope's lock, so seq and changed_at rise together, and
 # that order is the primary key's, read backwards and stopped at the first the view sees. Ordered by changed_at, the
 # lookup of a table not yet analysed was planned as a scan of every entry per row: a slot set every day by a player
-# who saved took 93.5 ms a store after 300 days (benchmarks.repeated_lines --slot --saved), 8.4 ms with this order.
+# who saved cost a store ten times as much after 300 days as with this order.
 _LOOKED_UP_ROWS = """
     SELECT {fixed},
            CASE WHEN ch.changed_at IS NULL THEN m.importance ELSE ch.importance END AS importance,
@@ -174,7 +173,7 @@ def visible_apart(shared: bool = False) -> tuple[sql.Composed, sql.Composed]:
     """The plain rows (a player who never saved, live) and the view's rows each looked up (``PICKED``'s), apart.
 
     Exactly one side has rows for a statement. Apart, a read can order and cut each: no index is read in order
-    through a union (docs/search.md, "A listing reads the whole scope"), and a page looks up the entries of the rows
+    through a union, and a page looks up the entries of the rows
     it shows only.
     """
     return _rows(_PLAIN_ROWS, shared), _rows(_LOOKED_UP_ROWS, shared)
