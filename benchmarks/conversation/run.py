@@ -315,7 +315,7 @@ def step_table(cfg: dict[str, Any]) -> list[str]:
 
 
 def report(results: dict[str, Any]) -> str:
-    """The tables printed by the command (and copied into docs/conversation-benchmark.md)."""
+    """The tables printed by the command (docs/benchmarks.md shows them from docs/results/conversation.json)."""
     cfg: dict[str, Any] = results["configs"]
     names = list(cfg)
     out = [f"embedder: {results['embedder']}", f"questions: {results['questions']}"]

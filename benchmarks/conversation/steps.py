@@ -1,6 +1,6 @@
 """The conversation benchmark's steps: how the conversations are stored, and the service settings they are asked under.
 
-Used by ``python -m benchmarks.conversation.run --steps ...`` (docs/conversation-benchmark.md).
+Used by ``python -m benchmarks.conversation.run --steps ...`` (docs/explanation/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,3 +41,19 @@ def test_no_heading_is_a_session_a_round_or_a_date() -> None:
     found = [f"{page.relative_to(ROOT)}: {line}" for page in PAGES for line in headings(page)
              if LOG_HEADING.match(line)]
     assert found == []
+
+
+def test_every_docs_path_named_in_the_repository_exists() -> None:
+    """A ``docs/...md`` path named in code, comments or pages is a file that exists (pages move; names must follow)."""
+    named = re.compile(r"docs/[A-Za-z0-9_-][A-Za-z0-9_./-]*\.md")
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    missing = []
+    for name in files:
+        path = ROOT / name
+        if name.startswith("docs/results/") or path.suffix not in {".py", ".md", ".sql", ".toml", ".proto", ".yaml",
+                                                                    ".yml", ".sh"} or not path.is_file():
+            continue
+        for found in named.findall(path.read_text(encoding="utf-8", errors="replace")):
+            if not (ROOT / found).exists():
+                missing.append(f"{name}: {found}")
+    assert missing == []

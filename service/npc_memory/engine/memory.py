@@ -137,7 +137,7 @@ class MemoryEngine:
     async def _analyse(self, texts: Sequence[str]) -> list[Analysis]:
         """Each text's terms and meaning signature, made off the event loop.
 
-        Kiwi and the per-token Python take ~30 ms per 2,000-character text and hold the GIL: a batch the worker
+        Kiwi and the per-token Python are slow on long texts and hold the GIL: a batch the worker
         processes take (``tokenize_process_min_chars`` or more in all) is analysed there, in parallel and off this
         process's GIL; any other batch in one thread hop, so the loop still gets the GIL back every switch interval.
         """

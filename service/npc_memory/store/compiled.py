@@ -1,8 +1,8 @@
 """A long statement turned once into PostgreSQL's ``$n`` form, so a call only orders its parameters.
 
 psycopg parses a statement's ``%(name)s`` placeholders on every execute unless the statement is under 4 KB (its
-cache's limit); the search statements are 10-20 KB, and that parse was ~9% of the server's samples under a
-caller-vector search load (py-spy, docs/profiles/search-cpu.md). A compiled statement is run through a raw
+cache's limit); the search statements are 10-20 KB, and that parse was a visible share of the server's CPU under
+a caller-vector search load (py-spy). A compiled statement is run through a raw
 cursor, which sends it as is (prepared, binary, like before).
 """
 
@@ -25,8 +25,8 @@ _PLACEHOLDER = re.compile(rb"%\((\w+)\)([sb])|%%")
 class BinaryList(list[Any]):
     """A list a raw cursor sends in binary, as ``%(name)b`` asks.
 
-    A raw cursor's own choice dumps a list of vectors as text: a 32-fact store with caller vectors went from
-    25-30 to ~46 ms p50 (benchmarks.write) printing and parsing its 12,000 floats.
+    A raw cursor's own choice dumps a list of vectors as text: a 32-fact store with caller vectors then spends
+    much of its time printing and parsing its 12,000 floats.
     """
 
 
@@ -91,8 +91,8 @@ async def fetch_yielding(
 ) -> list[Any]:
     """``fetch_all``, making rows ``chunk`` at a time and letting the event loop run between chunks.
 
-    For reads of thousands of rows: making 2,000 memory rows (vectors, json, uuids) takes ~40 ms of Python, which
-    in one piece would hold up every other request of the process.
+    For reads of thousands of rows: making them (vectors, json, uuids) is enough Python that in one piece it would
+    hold up every other request of the process.
     """
     rows: list[Any] = []
     async with AsyncRawCursor(conn) as cur:

@@ -1,14 +1,14 @@
 """A compiled statement run through libpq directly: every held-scope search's sync, and the reads (``read_direct``).
 
-psycopg's cursor costs ~0.25 ms of the event loop's CPU per statement around the round trip (its execute
+psycopg's cursor costs the event loop CPU per statement around the round trip (its execute
 generator, prepared-statement bookkeeping, waiting and row making); for the held scope's sync, sent by every
 search, that was more than the database's own work. Here the statement is prepared once per connection under a
 name of its own, its parameters go as text (the server types them from the prepared statement), and the result's
 rows are made by psycopg's own loaders (``Transformer``), so they are the values ``fetch_all`` gives.
 
 A prepared statement's result always has the same columns, so each connection keeps, per statement, the transformer
-whose loaders were chosen for them and the columns' names: choosing the loaders again took ~0.08 ms of every sync in
-the server (timed there; the caches are cold between requests). That per-connection ``Session`` and its row making
+whose loaders were chosen for them and the columns' names: choosing the loaders again was a measurable part of every
+sync in the server (the caches are cold between requests). That per-connection ``Session`` and its row making
 are shared with the write transaction's pipeline (store/pipelined.py).
 """
 
@@ -119,7 +119,7 @@ async def read_direct(db: Database, statement: Compiled, params: Mapping[str, An
     """``fetch_direct`` on the kept connection, or a pooled one while it is busy (``beside``: as there).
 
     The reads are small statements, a lone player's store reads before its model, and the pool's bookkeeping cost
-    ~0.12-0.16 ms of a call in the server (store/pool.py ``kept_connection``).
+    more than they do (store/pool.py ``kept_connection``).
     """
     async with db.kept_connection() as conn:
         return await fetch_direct(conn, statement, params, beside)
@@ -148,8 +148,8 @@ async def _round_trip(
     """Send with ``send(pgconn)``, run ``beside``, wait for the answer without blocking the loop; its one result.
 
     psycopg's own ``conn.wait(generators.execute(pgconn))`` does the same (and on cancellation cancels the statement
-    in the server instead of leaving the pool to discard the connection), but its waits cost the loop 0.02-0.045 ms
-    more CPU per sync (a scratch A/B, 1,900 syncs a side, three runs), the cost this module exists to cut.
+    in the server instead of leaving the pool to discard the connection), but its waits cost the loop more CPU per
+    sync (measured against this in one run), the cost this module exists to cut.
     """
     pgconn = conn.pgconn
     send(pgconn)

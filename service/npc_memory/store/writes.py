@@ -45,14 +45,14 @@ from npc_memory.store.view import PICKED, ROOT_TIMELINE, view_params, with_view
 # scope. Two probes, not one with OR, each an equality on a key with an index: md5(content_key), and the terms'
 # hash (migration 0012), exact values compared after. Each fact probes in a LATERAL subquery kept whole by
 # OFFSET 0, so once the table has statistics the plan is an index lookup per fact: joined on the keys, the
-# generic plan (estimating a handful of scope rows) read and hashed every row of the scope for both joins (5 ms
-# of a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
+# generic plan (estimating a handful of scope rows) read and hashed every row of the scope for both joins (most of
+# a single store at 2,000 rows, EXPLAIN ANALYZE, growing with the scope), and an = ANY of the batch's keys
 # still lost to the scope index where the table's scopes are small (tests/store/test_duplicate_plan.py). The batch's
 # terms come as one JSON array of arrays, so no term is split or joined. No vector goes in: a row of the same
 # terms comes back with its own and the planner takes the cosine (domain/write_plan.py). A dialogue turn
 # (``turn_at`` its moment; NULL for any other fact) repeats only its own text said within ``same_turn`` of it
 # (write_rules.is_repeated_turn), so it reads only those: players say "응" and "좋아해" every day, and a turn kept
-# as a row each time had its store read every earlier one (300 of "좋아해" made it 7.3 ms instead of 3.0).
+# as a row each time had its store read every earlier one (after 300 of "좋아해" a store cost twice as much).
 _BATCH = """
 , b AS (
     SELECT u.*, t.terms, hash_array_extended(t.terms, 0) AS terms_hash
@@ -99,7 +99,7 @@ DUPLICATE_CANDIDATES = with_view(sql.Composed([sql.SQL(_BATCH), _SAME_TEXT, sql.
 # slot, every version from the batch's earliest fact of it (``from_at``) on, and the newest version before that, per
 # subject (ties to the larger id, as place_in_slot breaks them). Invalidated and retired rows are not part of a
 # timeline. Every version once came back: a slot set every day ("호감도") made its store read and place among all of
-# them (300 versions: 8.6 ms a store against 4.3 at 10, in-process).
+# them (at 300 versions a store cost twice what it did at 10).
 _SLOT_VERSIONS = sql.SQL("""
 SELECT m.id, m.subject, m.subject_id, m.slot, m.valid_at, m.invalid_at
 FROM {visible} m JOIN unnest(%(slots)s::text[], %(froms)s::timestamptz[]) AS s(slot, from_at) ON m.slot = s.slot
@@ -177,7 +177,7 @@ def insert_params(
 
 
 def scope_params(scope: Scope) -> dict[str, Any]:
-    """The parameters naming a scope and its live view: every statement names its player (docs/operations.md)."""
+    """The parameters naming a scope and its live view: every statement names its player (docs/guide/scaling.md)."""
     return {"user_id": scope.user_id, "heroine_id": scope.heroine_id} | view_params()
 
 
@@ -253,7 +253,7 @@ async def _apply(pipe: Pipeline, scope: Scope, plan: WritePlan, links: Sequence[
     """Queue a plan's writes: inserts first (closes and links point at them), then closes, raises and links."""
     inserts = insert_order(plan.inserts)
     # Adapting a row's parameters (hundreds of terms for a long fact) runs on the event loop: a batch of 256 long
-    # facts held it ~20 ms in one go, so the rows are queued in slices with a yield between them.
+    # facts held it long enough to delay health checks, so the rows are queued in slices with a yield between them.
     for start in range(0, len(inserts), INSERT_SLICE):
         if start:
             await asyncio.sleep(0)
@@ -300,7 +300,7 @@ async def store_memories(
                 return first
         live_row = await pipe.one(live_reply)
         dups, timelines, targets = await _fetch_reads(pipe, reads, items)
-        # Comparing every fact with the batch's earlier ones is ~70 ms of Python for 256 facts: in a thread, so
+        # Comparing every fact with the batch's earlier ones is a lot of Python for a full batch: in a thread, so
         # the event loop (health checks, other calls) gets the GIL back every switch interval meanwhile.
         plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
                 else await asyncio.to_thread(plan_batch, items, dups, timelines, targets, duplicate_threshold))

@@ -1,6 +1,6 @@
 -- The memory table (user_memories): bi-temporal rows (business time valid_at/invalid_at, system time
 -- created_at/updated_at), speaker/subject/subject_id on every fact, a slot for supersession, the embedding
--- model recorded. docs/design.md describes the model.
+-- model recorded. docs/explanation/design.md describes the model.
 CREATE EXTENSION IF NOT EXISTS vector;
 
 CREATE TABLE user_memories (

@@ -1,5 +1,5 @@
 -- Every key names the player, so the tables can be spread over many servers by user_id (Citus: see
--- docs/operations.md and store/citus/distribute.sql). A distributed database enforces a primary key, a unique
+-- docs/guide/production.md and store/citus/distribute.sql). A distributed database enforces a primary key, a unique
 -- constraint or a foreign key only inside one shard, so each must include the distribution column.
 --
 -- user_memories: the primary key becomes (user_id, id), and superseded_by points at (user_id, id) of the same
@@ -13,7 +13,7 @@
 --
 -- Every statement that reads a row by id now also names user_id, so it stays a primary-key lookup.
 -- This takes an ACCESS EXCLUSIVE lock on user_memories while the new key's index is built and the foreign key
--- checked: 1.7 s on 1 M rows on the development machine (docs/operations.md).
+-- checked: 1.7 s on 1 M rows on the development machine (docs/guide/production.md).
 ALTER TABLE user_memories DROP CONSTRAINT user_memories_superseded_by_fkey;
 ALTER TABLE user_memories DROP CONSTRAINT user_memories_pkey;
 ALTER TABLE user_memories ADD CONSTRAINT user_memories_pkey PRIMARY KEY (user_id, id);

@@ -1,4 +1,4 @@
--- Save points and timelines (docs/game-time.md). A load copies nothing: every row records the timeline it was
+-- Save points and timelines (docs/guide/game-time.md). A load copies nothing: every row records the timeline it was
 -- written on and the system time of its writing (created_at) and of an in-place close (closed_at); a
 -- timeline's view is its own rows plus its ancestors' rows as known at the branch points.
 --

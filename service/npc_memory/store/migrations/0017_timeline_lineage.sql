@@ -3,7 +3,7 @@
 -- of them (the last, itself: 'infinity'). A timeline's parent and branch time never change, so neither does its
 -- lineage. Reads took it by walking parent links, one step per load the player ever made, in every statement: a
 -- player who reloaded 300 times paid 28 ms per statement on a one-player table (each step a scan of the player's
--- timelines) before any row was read (docs/game-time.md, "A player who reloads"). Ascending ids let a row find its
+-- timelines) before any row was read (docs/guide/game-time.md, "A player who reloads"). Ascending ids let a row find its
 -- timeline's place by binary search (width_bucket, store/view.py): a child is always made after its parent, and a
 -- timeline's id is one more than the player's largest.
 ALTER TABLE timelines ADD COLUMN lineage bigint[];
