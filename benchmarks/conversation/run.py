@@ -6,7 +6,7 @@ Loads benchmarks/conversation/dataset.json into a fresh embedded PostgreSQL (or 
 each session is one request, its turns dated by the session: a stated dialogue (StoreDialogue's use case,
 ``engine/dialogue.py store_dialogue``), or plain facts (``engine.store``, StoreMemories' use case), the real write
 path either way. Every question is then asked through ``engine.search`` once per configuration (per-request
-weights and fusion) and step (how the turns were stored, steps.py), at one day after the conversation's last
+weights and fusion) and step (how the turns were stored, ``STEPS``), at one day after the conversation's last
 session.
 Prints R@5 / R@10 / MRR by question kind and configuration, search latency, the turns the write path
 dropped as duplicates, and how confident the top hit of a never-said question looks.
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import numpy as np
-from npc_memory.config import Config, DatabaseConfig, SearchConfig
+from npc_memory.config import Config, DatabaseConfig, PeriodSearch, SearchConfig
 from npc_memory.domain.dialogue import Line
 from npc_memory.domain.model import (
     USER_SUBJECT_ID,
@@ -46,13 +46,43 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.engine.dialogue import StatedDialogue, store_dialogue
 from npc_memory.server.runtime import open_engine
 from npc_memory.store.embedded import EmbeddedPostgres
-from npc_memory.text import PLAIN, Tokenizer
+from npc_memory.text import PLAIN, TextOptions, Tokenizer
 
 from benchmarks.conversation import metrics
 from benchmarks.conversation.generate import DATASET
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.metrics import SearchConfig as Asking
-from benchmarks.conversation.steps import STEPS
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """How the turns are stored and the service settings the questions are asked under."""
+
+    write: str
+    """``dialogue``: each session one StoreDialogue request (its turns said at the session's date, no speaker names:
+    the player's lines named "나" / "Me", the companion's by her id), the service's context vectors; ``dialogue-names``:
+    the same with the names a game shows (the player's, the companion's); ``facts``: each session one StoreMemories
+    request of plain facts (no tier: knowledge, the meaning duplicate rule, each embedded alone), at the session's
+    date; ``source``: tier source, the turn's own vector given, a minute apart; ``knowledge``: the same as tier
+    knowledge (the meaning duplicate rule)."""
+    options: TextOptions
+    period: PeriodSearch
+    half_life_days: float = SearchConfig.recency_half_life_days
+
+
+DEFAULT_TEXT = TextOptions()
+"""The text options a new database records (English stems, Korean honorifics): stored and asked terms alike."""
+STEPS: dict[str, StepSettings] = {
+    "dialogue": StepSettings("dialogue", DEFAULT_TEXT, "first"),
+    "facts": StepSettings("facts", DEFAULT_TEXT, "first"),
+    "dialogue-names": StepSettings("dialogue-names", DEFAULT_TEXT, "first"),
+    "dialogue-plain": StepSettings("dialogue", PLAIN, "first"),
+}
+"""Ways of storing measured side by side, each under the service's defaults otherwise. Each write mode stores the
+conversations once more (under its own user ids), its terms made with its step's text options; the first step is
+the defaults: a conversation stated as dialogues. ``dialogue-plain``: the text options of databases older than the
+English and honorific ones (``PLAIN``), as the earlier rounds measured."""
+
 
 LIMIT = 10
 T = TypeVar("T")
