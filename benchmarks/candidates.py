@@ -1,9 +1,8 @@
 """The service's candidate union, fetched unranked, and ranked by the service's own scoring function.
 
-benchmarks/quality and the conversation benchmark's emulations gather a question's candidates once and rank them
-every way they compare: the service's way is ``npc_memory.domain.scoring`` itself (no copy of it here); the only
-thing of this module's own is the relevance calibrations the service does not offer (raw cosine, a fixed floor),
-compared on the weighted sum.
+benchmarks/quality gathers a question's candidates once and ranks them every way it compares: the service's way is
+``npc_memory.domain.scoring`` itself (no copy of it here); the only thing of this module's own is the relevance
+calibrations the service does not offer (raw cosine, a fixed floor), compared on the weighted sum.
 """
 
 from __future__ import annotations
@@ -105,16 +104,3 @@ def rank(
     parts = (recency, importance, relevance, keyword, final)
     return [ScoredMemory(candidates[i].memory, Scores(*(float(v[i]) for v in parts)), cosine=candidates[i].cosine)
             for i in chosen]
-
-
-def components(candidates: Sequence[Candidate], query: SearchQuery) -> np.ndarray:
-    """The service's four components of every candidate (recency, importance, relevance, keyword), as columns."""
-    g = gathered(candidates)
-    return np.array([scoring.recency(g.valid_at, query.now.timestamp(), query.recency_days), g.importance / 10.0,
-                     scoring.relevance(g.cosine, query.embedding is not None), scoring.keyword(g.keyword)]).T
-
-
-def minmax(cosines: Sequence[float]) -> np.ndarray:
-    """Cosines min-max normalised as the service's relevance is (clipped when flat)."""
-    return scoring.relevance(np.asarray(cosines, dtype=np.float64), True)
-
