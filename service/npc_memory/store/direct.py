@@ -114,15 +114,14 @@ async def fetch_direct(
     return row_maker(conn, kept, name, result)
 
 
-async def read_direct(db: Database, statement: Compiled, params: Mapping[str, Any],
-                      beside: Callable[[], object] | None = None) -> list[dict[str, Any]]:
-    """``fetch_direct`` on the kept connection, or a pooled one while it is busy (``beside``: as there).
+async def read_direct(db: Database, statement: Compiled, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``fetch_direct`` on the kept connection, or a pooled one while it is busy.
 
-    The reads are small statements, a lone player's store reads before its model, and the pool's bookkeeping cost
+    The reads are small statements (a memory, a page, a history, a profile), and the pool's bookkeeping cost
     more than they do (store/pool.py ``kept_connection``).
     """
     async with db.kept_connection() as conn:
-        return await fetch_direct(conn, statement, params, beside)
+        return await fetch_direct(conn, statement, params)
 
 
 @functools.cache
