@@ -52,7 +52,7 @@ async def store(stub: Stub, user: str, heroine: str, *facts: pb.MemoryInput) -> 
 
 
 async def rich_player(stub: Stub, chat: ChatEndpoint, user: str) -> None:
-    """Two heroines, closed and edited rows, links, a shared fact, saves, a loaded timeline and an extraction job."""
+    """Two heroines; closed, edited and shared rows; links; saves, a loaded timeline; a dialogue; an extraction job."""
     letia = pb.Scope(user_id=user, heroine_id="letia")
     cat, rain, _ = await store(
         stub, user, "letia", fact("고양이를 좋아함", 1, slot="favorite_animal"), fact("비 오는 날을 싫어함", 2),
@@ -69,6 +69,9 @@ async def rich_player(stub: Stub, chat: ChatEndpoint, user: str) -> None:
         scope=letia, memory_id=late[0], importance=9, update_mask=field_mask_pb2.FieldMask(paths=["importance"])))
     await stub.LoadSavePoint(svc.LoadSavePointRequest(user_id=user, save_id="slot-1"))
     await store(stub, user, "letia", fact("레티아와 바다에 갔음", 6))
+    await stub.StoreDialogue(svc.StoreDialogueRequest(scope=letia, dialogue=ex.Dialogue(dialogue_id="talk-1", turns=[
+        ex.DialogueTurn(speaker=pb.SPEAKER_USER, text="오늘 바다 예뻤지?", game_time=ts(NOW)),
+        ex.DialogueTurn(speaker=pb.SPEAKER_HEROINE, speaker_name="레티아", text="응, 또 가자!", game_time=ts(NOW))])))
     chat.play(facts_answer({"speaker": "user", "subject": "user", "subject_id": "user", "content_type": "preference",
                             "content": "겨울을 좋아함", "importance": 5, "slot": "favorite_season"}))
     await stub.ExtractMemories(ex.ExtractMemoriesRequest(scope=letia, mode=ex.EXTRACTION_MODE_SYNC,

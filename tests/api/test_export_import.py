@@ -112,6 +112,8 @@ async def test_export_holds_only_that_player(ex_stub: Stub, chat: ChatEndpoint, 
     assert records
     assert {r["user_id"] for r in records} == {player}
     assert all(SECRET not in line and other not in line for line in lines)
+    turns = sorted((r["dialogue_position"], r["speaker_name"]) for r in records if r.get("dialogue_id") == "talk-1")
+    assert turns == [(0, None), (1, "레티아")]
     nobody = await exported(engine.db, f"{player}-nobody")
     assert [json.loads(line)["kind"] for line in nobody] == ["header", "end"]
     assert {r["kind"] for r in records} >= {"memory", "change", "link", "timeline", "save_point", "player_state",

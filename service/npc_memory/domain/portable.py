@@ -89,7 +89,8 @@ MEMORY = Kind("memory", "user_memories", (
     _f("terms", T.TEXTS), _f("meaning", T.TEXTS, nullable=True), _f("valid_at", T.TIME),
     _f("invalid_at", T.TIME, nullable=True), _f("close_reason", nullable=True),
     _f("superseded_by", T.UUID, nullable=True), _f("created_at", T.TIME), _f("updated_at", T.TIME),
-    _f("timeline_id", T.INT), _f("closed_at", T.TIME, nullable=True), _f("visibility")),
+    _f("timeline_id", T.INT), _f("closed_at", T.TIME, nullable=True), _f("visibility"),
+    _f("dialogue_id", nullable=True), _f("dialogue_position", T.INT, nullable=True), _f("speaker_name", nullable=True)),
     "heroine_id, created_at, id")
 CHANGE = Kind("change", "memory_changes", (
     _f("user_id"), _f("heroine_id"), _f("memory_id", T.UUID), _f("seq", T.INT), _f("timeline_id", T.INT),
