@@ -191,6 +191,7 @@ ALL_PLAYERS = {
     "sweep.COUNT": "`npc-memory reembed` and `npc-memory retokenize` count every row",
     "reembed.PAGE": "`npc-memory reembed` walks every row in key order",
     "retokenize.PAGE": "`npc-memory retokenize` walks every row in key order",
+    "players.RECENT_PLAYERS": "the inspector's first page lists the players written to most recently",
 }
 
 _TABLE_REF = re.compile(r"\b(?:FROM|JOIN|UPDATE)\s+(?:user_memories|store_requests)\b", re.IGNORECASE)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 import psycopg
+import sqlparse
 
 from npc_memory.errors import UnavailableError
 
@@ -33,6 +34,15 @@ class Migration:
     version: int
     name: str
     sql: str
+
+    def statements(self) -> list[str]:
+        """The file's statements, each on its own (comments kept with the statement they precede).
+
+        Citus forwards a DDL statement on a distributed table to the shards with the text of the query that held it:
+        a file sent as one query reached each worker whole, which refuses several commands in one statement, so a
+        migration adding a column failed on a cluster distributed before it.
+        """
+        return [s for s in sqlparse.split(self.sql) if sqlparse.format(s, strip_comments=True).strip()]
 
 
 def available() -> list[Migration]:
@@ -66,7 +76,8 @@ def migrate(url: str, target: int | None = None, connect_timeout: float = 10.0) 
                 if migration.version in done or (target is not None and migration.version > target):
                     continue
                 with conn.transaction():
-                    conn.execute(migration.sql.encode())
+                    for statement in migration.statements():
+                        conn.execute(statement.encode())
                     conn.execute(RECORD, {"version": migration.version, "name": migration.name})
                 log.info("applied migration %04d_%s", migration.version, migration.name)
                 applied_now.append(migration.version)
