@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from npc_memory.engine import MemoryEngine
 from npc_memory.ops import tracing
 from npc_memory.server import create_server
+from npc_memory_client.v1 import extraction_pb2 as ex
 from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
@@ -29,6 +30,8 @@ STORED = "레티아는 비밀 정원에서 은방울꽃을 키운다"
 QUERY = "레티아가 키우는 꽃이 뭐였지"
 STORE = "/npc_memory.v1.MemoryService/StoreMemories"
 SEARCH = "/npc_memory.v1.MemoryService/SearchMemories"
+DIALOGUE = "/npc_memory.v1.MemoryService/StoreDialogue"
+SAID = "정원에 가면 종소리가 들려"
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +85,10 @@ async def test_a_store_and_a_search_make_the_expected_span_trees(
     scope = pb.Scope(user_id=f"player-{uuid.uuid4().hex[:10]}", heroine_id="letia")
     await stub.StoreMemories(svc.StoreMemoriesRequest(scope=scope, memories=[pb.MemoryInput(
         speaker=pb.SPEAKER_HEROINE, subject=pb.SUBJECT_HEROINE, subject_id="letia", content=STORED, importance=7)]))
+    await stub.StoreDialogue(svc.StoreDialogueRequest(scope=scope, dialogue=ex.Dialogue(dialogue_id="d-1", turns=[
+        ex.DialogueTurn(speaker=pb.SPEAKER_USER, text=SAID)])))
     found = await stub.SearchMemories(svc.SearchMemoriesRequest(scope=scope, query=QUERY))
-    assert [r.memory.content for r in found.results] == [STORED]
+    assert STORED in [r.memory.content for r in found.results]
     spans = await _received(collector, traces)
 
     (store,) = [s for s in spans if s.name == STORE]
@@ -94,6 +99,9 @@ async def test_a_store_and_a_search_make_the_expected_span_trees(
     assert {a.key: a.value.int_value for a in under_store["db.write"].attributes} == {"facts": 1}
     assert "db.statement" in {s.name for s in _children(spans, under_store["db.write"])}
 
+    (dialogue,) = [s for s in spans if s.name == DIALOGUE]
+    assert {"embed", "db.write"} <= {s.name for s in _children(spans, dialogue)}
+
     (search,) = [s for s in spans if s.name == SEARCH]
     under_search = [s.name for s in _children(spans, search)]
     assert "embed" in under_search
@@ -101,7 +109,7 @@ async def test_a_store_and_a_search_make_the_expected_span_trees(
     assert {s.trace_id for s in spans if s.name == "embed"} >= {store.trace_id, search.trace_id}
 
     carried = [t for s in spans for t in _texts(s)]
-    for secret in (STORED, QUERY, *STORED.split(), *QUERY.split()):
+    for secret in (STORED, QUERY, SAID, *STORED.split(), *QUERY.split(), *SAID.split()):
         assert not any(secret in t for t in carried), secret
     assert {attrs.get("service.name") for attrs, _ in collector.spans} == {"npc-memory-test"}
 

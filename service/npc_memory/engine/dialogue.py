@@ -33,6 +33,7 @@ from npc_memory.domain.write_rules import content_key
 from npc_memory.engine import MemoryEngine
 from npc_memory.errors import InputRejectedError
 from npc_memory.ops.metrics import EMBED_SECONDS
+from npc_memory.ops.tracing import span
 from npc_memory.store import jobs
 from npc_memory.store.dialogue import StoredTurn, queue_turn_vector, stored_turns
 from npc_memory.store.pipelined import Pipeline
@@ -93,7 +94,7 @@ async def store_dialogue(
     again = asked if asked is not None and first not in at and dialogue.asks(asked.line.text) else None
     texts = [text_at(first + i) for i in new] + ([text_at(again.position)] if again is not None else [])
     try:
-        with EMBED_SECONDS.labels("passages").time():
+        with EMBED_SECONDS.labels("passages").time(), span("embed", texts=len(texts)):
             vectors = await engine.embedder.embed_passages(texts) if texts else []
     except InputRejectedError as exc:
         raise TextRefusedError("turns", new, exc.detail) from exc
