@@ -35,7 +35,7 @@ GROUPS: Groups = (
     ("interceptor: decode, auth, metrics, logs",
      ("interceptor.py", "deserialize.py", "ops/metrics.py", "ops/logs.py", "ops/keys.py")),
     ("held scopes and the scoring function",
-     ("domain/scoring.py", "scope_rank.py", "scope_kept.py", "scope_rows.py", "scope_cache.py")),
+     ("domain/scoring.py", "npc_memory/search/")),
     ("engine and statement choice", ("engine/memory.py", "search_sql.py", "store/search.py")),
     ("event loop's own work (uvloop's C code, gRPC's callbacks on the loop)", ("ops/loop.py",)),
 )
