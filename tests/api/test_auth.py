@@ -22,6 +22,7 @@ from npc_memory.engine import MemoryEngine
 from npc_memory.errors import ConfigError
 from npc_memory.ops.keys import KeyRing, hash_key
 from npc_memory.server import bind_host, create_server
+from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 
 GAME_A_KEY = "game-a-" + "k" * 40
@@ -125,13 +126,17 @@ async def test_admin_rpcs_need_an_admin_key(channel: grpc.aio.Channel) -> None:
 
 
 async def test_an_allowed_call_reaches_the_database(channel: grpc.aio.Channel, engine: MemoryEngine) -> None:
-    """The same counter moves for a call the key allows (so the refusal test can fail); x-api-key works too."""
+    """The same counter moves for a call the key allows (so the refusal test can fail); x-api-key works too.
+
+    A store, whose write transaction takes a pooled connection (the small reads take the pool's kept one, which
+    the counter does not see).
+    """
     before = db_requests(engine)
-    stub = channel.unary_unary("/npc_memory.v1.MemoryService/ListMemories",
-                               request_serializer=svc.ListMemoriesRequest.SerializeToString,
-                               response_deserializer=svc.ListMemoriesResponse.FromString)
-    request = svc.ListMemoriesRequest()
-    request.scope.user_id, request.scope.heroine_id = "game-a:p2", "letia"
+    stub = channel.unary_unary("/npc_memory.v1.MemoryService/StoreMemories",
+                               request_serializer=svc.StoreMemoriesRequest.SerializeToString,
+                               response_deserializer=svc.StoreMemoriesResponse.FromString)
+    request = svc.StoreMemoriesRequest(scope=pb.Scope(user_id="game-a:p2", heroine_id="letia"), memories=[
+        pb.MemoryInput(speaker=pb.SPEAKER_USER, subject=pb.SUBJECT_USER, content="고양이를 좋아함")])
     call_ = stub(request, metadata=(("x-api-key", GAME_A_KEY), ("x-request-id", "req-123")))
     await call_
     assert dict(await call_.trailing_metadata())["x-request-id"] == "req-123"
