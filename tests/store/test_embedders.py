@@ -53,9 +53,7 @@ async def test_local_embedder_gives_unit_vectors_that_rank_meaning() -> None:
 def test_core_budget_gives_a_lone_call_every_core_and_overlapping_calls_one_each() -> None:
     """Alone a call gets all cores; two calls queued behind it get one core each once it returns them."""
     budget = CoreBudget(2, idle_probe=False)  # the probe of other processes' threads is not under test here
-    assert budget.would_widen()
     assert budget.take() == 2
-    assert not budget.would_widen()  # a call in flight: the next one would get one core
     granted: list[int] = []
     waiters = [threading.Thread(target=lambda: granted.append(budget.take())) for _ in range(2)]
     for w in waiters:
@@ -69,9 +67,8 @@ def test_core_budget_gives_a_lone_call_every_core_and_overlapping_calls_one_each
     assert granted == [1, 1]
     budget.give(1)
     budget.give(1)
-    assert budget.would_widen()
     assert budget.take() == 2  # alone again
-    assert not CoreBudget(1, idle_probe=False).would_widen()
+    assert CoreBudget(1, idle_probe=False).take() == 1
 
 
 def test_core_budget_lets_a_call_start_at_once_only_when_nobody_waits() -> None:

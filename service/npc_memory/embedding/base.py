@@ -28,10 +28,6 @@ class Embedder(Protocol):
         """False for the caller-vectors-only embedder, which cannot embed text itself."""
         ...
 
-    def runs_wide(self) -> bool:
-        """Whether a call made now would run on every core of this machine, so that work beside it slows it."""
-        ...
-
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Vectors for search queries."""
         ...

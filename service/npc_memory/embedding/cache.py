@@ -32,10 +32,6 @@ class QueryCache:
         """Whether the inner embedder can embed."""
         return self._inner.available
 
-    def runs_wide(self) -> bool:
-        """Whether the inner embedder's next call would run on every core."""
-        return self._inner.runs_wide()
-
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Cached vectors where known; the rest embedded in one call and remembered."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]

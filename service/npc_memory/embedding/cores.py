@@ -119,11 +119,6 @@ class CoreBudget:
             return 1
         return 0
 
-    def would_widen(self) -> bool:
-        """Whether a call made now would be granted more than one core (no other call in flight or waiting)."""
-        with self._cv:
-            return self._calls == 0 and self.total > 1 and self._alone_width() > 1
-
     def line_up(self, limit: int | None = None) -> tuple[int, object | None]:
         """Join the line without blocking: ``(cores, None)`` if the call may run now, else ``(0, ticket)`` to ``wait``.
 

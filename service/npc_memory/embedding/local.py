@@ -94,10 +94,6 @@ class LocalE5Embedder:
         """Always able to embed."""
         return True
 
-    def runs_wide(self) -> bool:
-        """Whether a call made now would get more than one core (every one other processes leave idle)."""
-        return self.cores.would_widen()
-
     def _encode(self, texts: list[str], is_query: bool, granted: int, ticket: object | None,
                 started: threading.Event | None = None) -> np.ndarray:
         """Run the model on ``granted`` cores, or first wait in line with ``ticket`` for one core.

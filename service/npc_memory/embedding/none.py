@@ -29,10 +29,6 @@ class CallerVectorsOnly:
         """Never able to embed text."""
         return False
 
-    def runs_wide(self) -> bool:
-        """Runs nothing."""
-        return False
-
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Never called: the engine checks ``available`` first."""
         raise NotImplementedError("caller-supplied vectors only")

@@ -62,10 +62,6 @@ class OpenAIEmbedder:
         """Always able to embed (while the endpoint answers)."""
         return True
 
-    def runs_wide(self) -> bool:
-        """The model runs elsewhere: work here does not slow it."""
-        return False
-
     def _refusal(self, response: httpx.Response, at_start: bool) -> NpcMemoryError:
         """The error for a non-2xx answer.
 
