@@ -125,16 +125,12 @@ class Pipeline:
 
     async def sync(self) -> None:
         """Send everything queued so far and a sync point: the statements run, their answers come back."""
-        self._send_sync()
-        await self._flush()
-
-    def _send_sync(self) -> None:
-        """Queue the sync point (libpq sends its buffer with it) and mark the statements before it as sent."""
-        self._pgconn.pipeline_sync()
+        self._pgconn.pipeline_sync()  # libpq sends its buffer with it
         self._waiting.append(_SYNC)
         for reply in self._unsent:
             reply.sent = True
         self._unsent.clear()
+        await self._flush()
 
     async def rows(self, reply: Reply) -> list[dict[str, Any]]:
         """The rows of a statement queued before the last ``sync``; PostgreSQL's error if it (or one before) failed."""
