@@ -54,7 +54,7 @@ async def store(stub: Stub, user: str, heroine: str, *facts: pb.MemoryInput) -> 
 async def rich_player(stub: Stub, chat: ChatEndpoint, user: str) -> None:
     """Two heroines; closed, edited and shared rows; links; saves, a loaded timeline; a dialogue; an extraction job."""
     letia = pb.Scope(user_id=user, heroine_id="letia")
-    cat, rain, _ = await store(
+    cat, rain, market = await store(
         stub, user, "letia", fact("고양이를 좋아함", 1, slot="favorite_animal"), fact("비 오는 날을 싫어함", 2),
         fact("레티아와 시장에 갔음", 3, related=[pb.MemoryRef(batch_index=1)],
               metadata=json_format.ParseDict({"place": "market", "mood": 0.75}, pb.Memory().metadata)))
@@ -68,6 +68,8 @@ async def rich_player(stub: Stub, chat: ChatEndpoint, user: str) -> None:
     await stub.UpdateMemory(svc.UpdateMemoryRequest(
         scope=letia, memory_id=late[0], importance=9, update_mask=field_mask_pb2.FieldMask(paths=["importance"])))
     await stub.LoadSavePoint(svc.LoadSavePointRequest(user_id=user, save_id="slot-1"))
+    await stub.UpdateMemory(svc.UpdateMemoryRequest(
+        scope=letia, memory_id=market, importance=8, update_mask=field_mask_pb2.FieldMask(paths=["importance"])))
     await store(stub, user, "letia", fact("레티아와 바다에 갔음", 6))
     await stub.StoreDialogue(svc.StoreDialogueRequest(scope=letia, dialogue=ex.Dialogue(dialogue_id="talk-1", turns=[
         ex.DialogueTurn(speaker=pb.SPEAKER_USER, text="오늘 바다 예뻤지?", game_time=ts(NOW)),

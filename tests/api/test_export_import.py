@@ -19,6 +19,7 @@ import grpc
 import pytest
 import pytest_asyncio
 from chat_endpoint import ChatEndpoint
+from google.protobuf import field_mask_pb2
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.engine import MemoryEngine
@@ -28,6 +29,8 @@ from npc_memory.extraction.service import Extractor
 from npc_memory.server import create_server
 from npc_memory.server.runtime import build_engine, open_database
 from npc_memory.store.pool import Database
+from npc_memory_client.v1 import memory_pb2 as pb
+from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 from own_database import separate_database
 from rich_player import answers, counts, exported, fact, ids_of, rich_player, store
@@ -99,6 +102,14 @@ async def test_round_trip_answers_every_read_the_same(
         assert after[key] == before[key], key
     # Read back out, the target gives the same file (but for the header's moment).
     assert (await exported(target.db, player))[1:] == lines[1:]
+    # A change made after the import outranks the imported ones (the entries' sequence moved past them).
+    letia = pb.Scope(user_id=player, heroine_id="letia")
+    listed = await target.stub.ListMemories(svc.ListMemoriesRequest(scope=letia))
+    (market,) = [m.memory_id for m in listed.memories if m.content == "레티아와 시장에 갔음"]
+    await target.stub.UpdateMemory(svc.UpdateMemoryRequest(
+        scope=letia, memory_id=market, importance=3, update_mask=field_mask_pb2.FieldMask(paths=["importance"])))
+    got = await target.stub.GetMemory(svc.GetMemoryRequest(scope=letia, memory_id=market))
+    assert got.memory.importance == 3
 
 
 async def test_export_holds_only_that_player(ex_stub: Stub, chat: ChatEndpoint, engine: MemoryEngine,
