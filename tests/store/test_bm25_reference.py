@@ -13,8 +13,7 @@ from npc_memory.domain.model import MemoryFilter, NewMemory, Scope, SearchQuery,
 from npc_memory.domain.scoring import BM25_B, BM25_K1
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.search_bm25 import UNROLLED_TERMS
-
-from benchmarks.candidates import search_candidates
+from npc_memory.store.search_sql import search_params, search_statement
 
 MEMORIES = [
     ("고양이를 좋아함", Ct.PREFERENCE),
@@ -68,9 +67,12 @@ def _query(scope: Scope, text: str, flt: MemoryFilter | None = None) -> SearchQu
 
 
 async def _sql_bm25(engine: MemoryEngine, query: SearchQuery) -> tuple[dict[str, float], list[str]]:
+    """The keyword score the search statement gathers for each candidate (every row: 1,000 per side)."""
     terms = engine.tokenizer.terms(query.text)
-    candidates = await search_candidates(engine.db, query, terms, per_side=1000)
-    return {c.memory.content: c.keyword for c in candidates}, terms
+    async with engine.db.connection() as conn:
+        cur = await conn.execute(search_statement(query, terms, "bm25"), search_params(query, terms, 1000, "bm25"))
+        rows = await cur.fetchall()
+    return {r["content"]: float(r["keyword_score"]) for r in rows}, terms
 
 
 def _reference(docs: list[str], engine: MemoryEngine, query_terms: list[str]) -> dict[str, float]:
