@@ -237,6 +237,41 @@ async def test_extraction_and_the_job(served: Served, chat: ChatEndpoint) -> Non
     assert await _listed(served.stub, scope) == ["고양이를 좋아함"]
 
 
+async def test_a_dialogue_stored_in_two_requests_is_resent_linked_and_extracted(
+    served: Served, chat: ChatEndpoint
+) -> None:
+    """StoreDialogue: turns are stored once (a resend answers the stored ones), linked, and extracted with links."""
+    scope = _scope(_player())
+    lines = [(pb.SPEAKER_HEROINE, "경주 다녀왔다며?"), (pb.SPEAKER_USER, "응, 지난 화요일에 불국사에 갔어"),
+             (pb.SPEAKER_HEROINE, "사진 많이 찍었어?")]
+    turns = [ex.DialogueTurn(speaker=s, text=t) for s, t in lines]
+
+    def request(first: int, upto: int, extract: bool = False) -> svc.StoreDialogueRequest:
+        return svc.StoreDialogueRequest(scope=scope, dialogue=ex.Dialogue(dialogue_id="trip", turns=turns[first:upto]),
+                                        first_position=first, extract=extract)
+
+    head = await served.stub.StoreDialogue(request(0, 2))
+    assert [r.outcome for r in head.turns] == [pb.STORE_OUTCOME_CREATED] * 2
+    resent = await served.stub.StoreDialogue(request(0, 2))
+    assert [r.memory_id for r in resent.turns] == [r.memory_id for r in head.turns]
+    chat.play(facts_answer(
+        {"speaker": "user", "subject": "user", "subject_id": "user", "content_type": "event",
+         "content": "지난 화요일에 경주 불국사에 다녀옴", "importance": 6, "slot": ""}))
+    tail = await served.stub.StoreDialogue(request(2, 3, extract=True))
+    job = tail.job
+    async with asyncio.timeout(60):
+        while job.state not in (ex.EXTRACTION_JOB_STATE_DONE, ex.EXTRACTION_JOB_STATE_FAILED):
+            await asyncio.sleep(0.05)
+            job = (await served.stub.GetExtractionJob(ex.GetExtractionJobRequest(user_id=scope.user_id,
+                                                                                 job_id=job.job_id))).job
+    assert job.state == ex.EXTRACTION_JOB_STATE_DONE, job.last_error
+    [fact] = job.memories
+    parents = await served.stub.ListLinks(svc.ListLinksRequest(scope=scope, memory_id=fact.result.memory_id))
+    me = fact.result.memory_id
+    linked = {k.to_memory_id if k.from_memory_id == me else k.from_memory_id for k in parents.parents}
+    assert linked == {r.memory_id for r in (*head.turns, *tail.turns)}
+
+
 async def test_build_context(served: Served) -> None:
     """The prompt block names what the player told the heroine."""
     scope = _scope(_player())

@@ -39,22 +39,30 @@ BY_ID = sql.SQL(
 
 # Taking a job leases it: it turns 'running' until next_attempt_at, so a worker that dies mid-job (kill -9)
 # leaves it due again once the lease has passed. SKIP LOCKED lets several workers (or servers) share the queue.
-_TAKE = """
+TAKE_ONE = sql.SQL("""
 WITH due AS (
     SELECT user_id, job_id FROM extraction_jobs
-    WHERE {where} AND state IN ('pending', 'running') AND next_attempt_at <= now()
-    ORDER BY next_attempt_at
-    LIMIT 1
+    WHERE user_id = %(user_id)s AND job_id = %(job_id)s AND state IN ('pending', 'running')
+      AND next_attempt_at <= now()
     FOR UPDATE SKIP LOCKED
 )
 UPDATE extraction_jobs j
 SET state = 'running', attempts = j.attempts + 1, next_attempt_at = now() + %(lease)s, updated_at = now()
-FROM due WHERE j.user_id = due.user_id AND j.job_id = due.job_id
+FROM due WHERE j.user_id = %(user_id)s AND j.user_id = due.user_id AND j.job_id = due.job_id
 RETURNING {columns}
+""").format(columns=sql.SQL(", ").join(sql.Identifier("j", c) for c in JOB_COLUMNS))
+
+# The earliest due jobs of every player, read without locking them: on Citus a statement over every shard cannot
+# lock rows. Each is then taken by TAKE_ONE, which locks that one row and checks it is still due, so a job another
+# worker took meanwhile is skipped for the next.
+DUE = """
+SELECT user_id, job_id FROM extraction_jobs
+WHERE state IN ('pending', 'running') AND next_attempt_at <= now()
+ORDER BY next_attempt_at
+LIMIT %(candidates)s
 """
-_RETURNED = sql.SQL(", ").join(sql.Identifier("j", c) for c in JOB_COLUMNS)
-TAKE_DUE = sql.SQL(_TAKE).format(where=sql.SQL("true"), columns=_RETURNED)
-TAKE_ONE = sql.SQL(_TAKE).format(where=sql.SQL("user_id = %(user_id)s AND job_id = %(job_id)s"), columns=_RETURNED)
+DUE_CANDIDATES = 8
+"""Due jobs read per look: enough that several workers racing for the first still find one each."""
 
 # Only the attempt that holds the job records its failure: a later attempt may have taken it after the lease.
 FAIL_ATTEMPT = """
@@ -126,10 +134,14 @@ async def get(db: Database, user_id: str, job_id: UUID) -> Job:
 
 
 async def take_due(db: Database, lease: timedelta) -> Job | None:
-    """Lease the earliest due job, if any, counting the attempt."""
-    async with db.transaction() as conn:
-        row = await (await conn.execute(TAKE_DUE, {"lease": lease})).fetchone()
-    return _job(row) if row is not None else None
+    """Lease the earliest due job no other worker holds, if any, counting the attempt."""
+    async with db.connection() as conn:
+        due = await (await conn.execute(DUE, {"candidates": DUE_CANDIDATES})).fetchall()
+    for row in due:
+        job = await take(db, row["user_id"], row["job_id"], lease)
+        if job is not None:
+            return job
+    return None
 
 
 async def take(db: Database, user_id: str, job_id: UUID, lease: timedelta) -> Job | None:
