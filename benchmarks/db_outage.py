@@ -57,6 +57,8 @@ class Call:
     started: float
     ended: float
     code: grpc.StatusCode
+    details: str = ""
+    """The status message the client was given."""
 
 
 @dataclass
@@ -100,7 +102,7 @@ class Load:
         try:
             reply = await send()
         except grpc.aio.AioRpcError as exc:
-            self.calls.append(Call(method, started, time.monotonic(), exc.code()))
+            self.calls.append(Call(method, started, time.monotonic(), exc.code(), exc.details() or ""))
             await asyncio.sleep(0.02)  # a failing server is not hammered in a tight loop
             return None
         self.calls.append(Call(method, started, time.monotonic(), grpc.StatusCode.OK))

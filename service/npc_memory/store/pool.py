@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
@@ -18,6 +19,8 @@ from npc_memory.errors import ConflictError, UnavailableError
 from npc_memory.ops.tracing import span
 
 Connection = psycopg.AsyncConnection[DictRow]
+
+log = logging.getLogger(__name__)
 
 # While the last ping failed, a call waits this long for a connection, not the whole connect timeout: during an
 # outage every call hung 5 s before its UNAVAILABLE, holding the client's deadline and a server slot for nothing.
@@ -109,9 +112,11 @@ class Database:
         except PoolTimeout as exc:
             raise UnavailableError(f"no database connection within {wait}s") from exc
         except psycopg.errors.SerializationFailure as exc:
-            raise ConflictError(str(exc)) from exc
+            raise ConflictError("a concurrent change to the same memories won; retry the call") from exc
         except psycopg.OperationalError as exc:
-            raise UnavailableError(f"database error: {exc}") from exc
+            # PostgreSQL's own text (host names, roles, server messages) stays in our log, out of the answer.
+            log.warning("database error: %s", " ".join(str(exc).split()))
+            raise UnavailableError("the database is unavailable; the server log has the details") from exc
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
