@@ -56,7 +56,9 @@ def _is_id(text: str) -> bool:
 async def test_seed_000_expand_three_times_goes_one_depth_deeper_each_call(stub: Stub, scope: Scope) -> None:
     """Seed 000: a memo expanded three times goes one depth deeper each call with ≤ 5 new links, none twice.
 
-    Depth and via are recorded, the total is counted, and the last two calls ("더 찾아줘") name no memory.
+    Depth and via are recorded, the total is counted, and the last two calls ("더 찾아줘") name no memory. Only
+    a shared distinctive keyword links (docs/guide/links.md): the chain's later facts share no word with the
+    first ones found, so the deeper calls may find nothing.
     """
     memo, *_ = await _store(stub, scope, [_fact(MEMO), *(_fact(c) for c in CORPUS)])
     first = await stub.ExpandMemory(svc.ExpandMemoryRequest(scope=_scope(scope), memory_id=memo))
@@ -65,7 +67,8 @@ async def test_seed_000_expand_three_times_goes_one_depth_deeper_each_call(stub:
     calls = [first, second, third]
     assert [c.depth for c in calls] == [1, 2, 3]
     assert all(c.memory_id == memo for c in calls)
-    assert all(1 <= len(c.found) <= 5 for c in calls)
+    assert len(first.found) >= 1
+    assert all(len(c.found) <= 5 for c in calls)
     linked = [k.to_memory_id for c in calls for k in c.found]
     assert len(linked) == len(set(linked))
     assert memo not in linked
@@ -74,9 +77,9 @@ async def test_seed_000_expand_three_times_goes_one_depth_deeper_each_call(stub:
         assert all(k.depth == c.depth and k.from_memory_id == memo and k.via for k in c.found)
         assert [m.memory_id for m in c.memories] == [k.to_memory_id for k in c.found]
     # Depth 1 goes through the memo's own keywords; deeper ones through a keyword or a memory found before.
-    keywords = [k.via for k in first.found if not _is_id(k.via)]
+    keywords = [k.via for k in first.found]
     assert keywords
-    assert all(kw in MEMO for kw in keywords)
+    assert all(kw in MEMO and kw != "레티아" for kw in keywords)  # the heroine's name is in 5 of 21: no evidence
     earlier = {memo, *(k.to_memory_id for k in first.found)}
     for k in second.found:
         assert not _is_id(k.via) or k.via in earlier

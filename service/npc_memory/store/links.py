@@ -17,6 +17,7 @@ from npc_memory.store.pool import Connection, Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 from npc_memory.store.view import PICKED, VISIBLE, view_params, with_view
 from npc_memory.store.writes import scope_params
+from npc_memory.text.words import LINK_NEUTRAL
 
 # Through the player's live timeline view: after a load, a memory of the abandoned timeline is not found, neither
 # as the memory to expand nor as a neighbour.
@@ -49,12 +50,15 @@ ROOT_LINKS = sql.SQL(
 OTHER_END = sql.SQL("CASE WHEN l.from_id = %(id)s THEN l.to_id ELSE l.from_id END")
 
 # Neighbours of the frontier, valid now, not the root, not on the frontier, not linked with the root yet (either
-# way, any kind: a memory the game already linked is not "found"):
-# those sharing the most keyword terms first (via: the first shared term, as seed 000's ABOUT), then the
-# nearest by cosine (via: the frontier memory it is nearest to). Vectors are unit length, so <#> is -cosine.
-# Shared terms are counted by one hash join of every candidate's terms with the frontier's (a count per
-# candidate and frontier memory as a subquery ran once per pair), and each pair's cosine is computed before the
-# pairs are sorted, so the sort does not carry two vectors a row.
+# way, any kind: a memory the game already linked is not "found"), that share a DISTINCTIVE keyword term with a
+# frontier memory: one at most a fifth of the scope's valid memories hold (at least 3 in a small scope), and not a
+# word that links anything (text/words.py: 좋아하다, 플레이어). A term most memories hold (the heroine's name)
+# says nothing, and nearness by meaning alone is no evidence: with the bundled model unrelated facts naming one
+# heroine sat at cosine 0.87-0.94 and related ones at 0.92-0.95 (docs/guide/links.md). Those sharing the most
+# such terms come first (via: the first shared term), then the nearest by cosine. Vectors are unit length, so
+# <#> is -cosine.
+# Shared terms are counted by one hash join of every candidate's terms with the frontier's; each pair's cosine is
+# computed before the pairs are sorted, so the sort does not carry two vectors a row.
 # The root's linked memories are read once into an array (an InitPlan): as a NOT EXISTS per scope row, the generic
 # plan compared every row with every link of the root (12,593 rows thrown away by a join filter in one step).
 NEIGHBOURS = with_view(sql.SQL(""",
@@ -62,32 +66,47 @@ frontier AS MATERIALIZED (
     SELECT f.id, f.embedding, f.terms FROM user_memories f
     WHERE f.user_id = %(user_id)s AND f.heroine_id = %(heroine_id)s AND f.id = ANY(%(frontier)s)
 ),
+valid AS MATERIALIZED (
+    SELECT c.id, c.embedding, c.terms FROM {visible} c
+    WHERE c.valid_at <= %(now)s AND (c.invalid_at IS NULL OR c.invalid_at > %(now)s)
+),
 frontier_terms AS MATERIALIZED (
     SELECT DISTINCT f.id, t.term FROM frontier f CROSS JOIN unnest(f.terms) AS t(term)
+    WHERE t.term <> ALL(%(neutral)s)
+),
+distinctive AS MATERIALIZED (
+    SELECT ft.id, ft.term FROM frontier_terms ft
+    JOIN (SELECT t.term, count(DISTINCT v.id) AS rows FROM valid v CROSS JOIN unnest(v.terms) AS t(term)
+          WHERE t.term IN (SELECT term FROM frontier_terms) GROUP BY t.term) df ON df.term = ft.term
+    WHERE df.rows <= GREATEST(%(min_term_rows)s, (SELECT count(*) FROM valid) / %(term_share)s)
 ),
 found AS MATERIALIZED (
-    SELECT c.id, c.embedding, c.terms FROM {visible} c
+    SELECT c.id, c.embedding, c.terms FROM valid c
     WHERE c.id <> %(id)s AND c.id <> ALL(%(frontier)s)
-      AND c.valid_at <= %(now)s AND (c.invalid_at IS NULL OR c.invalid_at > %(now)s)
       AND c.id <> ALL(ARRAY(SELECT {other_end} FROM memory_links l WHERE {root_links}))
 ),
 shared AS MATERIALIZED (
-    SELECT c.id, ft.id AS frontier_id, count(DISTINCT ft.term) AS shared, min(ft.term) AS term
-    FROM found c CROSS JOIN unnest(c.terms) AS t(term) JOIN frontier_terms ft ON ft.term = t.term
-    GROUP BY c.id, ft.id
+    SELECT c.id, dt.id AS frontier_id, count(DISTINCT dt.term) AS shared, min(dt.term) AS term
+    FROM found c CROSS JOIN unnest(c.terms) AS t(term) JOIN distinctive dt ON dt.term = t.term
+    GROUP BY c.id, dt.id
 ),
 pairs AS MATERIALIZED (
-    SELECT c.id, f.id AS frontier_id, -(c.embedding <#> f.embedding) AS cosine FROM found c CROSS JOIN frontier f
+    SELECT s.id, s.frontier_id, s.shared, s.term, -(c.embedding <#> f.embedding) AS cosine
+    FROM shared s JOIN found c ON c.id = s.id JOIN frontier f ON f.id = s.frontier_id
 )
 SELECT n.id, n.via FROM (
-    SELECT DISTINCT ON (p.id) p.id, COALESCE(s.shared, 0) AS shared, p.cosine,
-           COALESCE(s.term, p.frontier_id::text) AS via
-    FROM pairs p LEFT JOIN shared s ON s.id = p.id AND s.frontier_id = p.frontier_id
-    ORDER BY p.id, shared DESC, p.cosine DESC
+    SELECT DISTINCT ON (p.id) p.id, p.shared, p.cosine, p.term AS via
+    FROM pairs p
+    ORDER BY p.id, p.shared DESC, p.cosine DESC
 ) n
 ORDER BY n.shared DESC, n.cosine DESC, n.id
 LIMIT %(per_depth)s
 """).format(visible=VISIBLE, other_end=OTHER_END, root_links=ROOT_LINKS))
+
+MIN_TERM_ROWS = 3
+"""A shared term held by this many of the scope's valid memories or fewer is evidence of a link, in any scope."""
+TERM_SHARE = 5
+"""In a larger scope, a shared term is evidence while at most 1/TERM_SHARE of the valid memories hold it."""
 
 MEMORIES = sql.SQL("""
 SELECT {columns} FROM user_memories m
@@ -151,6 +170,7 @@ async def expand(db: Database, scope: Scope, memory_id: UUID | None, per_depth: 
         if frontier:
             cur = await conn.execute(NEIGHBOURS, scope_params(scope) | view_params() | {
                 "id": root, "frontier": frontier, "now": now, "per_depth": per_depth,
+                "min_term_rows": MIN_TERM_ROWS, "term_share": TERM_SHARE, "neutral": sorted(LINK_NEUTRAL),
             })
             found = [Link(root, r["id"], LinkKind.RELATED_TO, depth, r["via"]) for r in await cur.fetchall()]
         async with conn.cursor() as c:

@@ -32,3 +32,14 @@ HONORIFICS = {
     "말씀": "말", "댁": "집", "연세": "나이", "성함": "이름", "생신": "생일", "진지": "밥",
 }
 """Korean honorific lemma -> the plain word a casual line uses."""
+
+LINK_NEUTRAL = frozenset({
+    # predicates that say nothing about what two facts are about ("likes rain" / "likes football")
+    "좋아하다", "싫어하다", "좋다", "싫다", "하다", "되다", "이다", "아니다", "있다", "없다", "같다", "싶다",
+    "가다", "오다", "보다", "주다", "받다", "많다", "적다", "크다", "작다",
+    # the player, whom every fact of a scope is about one way or another
+    "플레이어", "주인공", "player",
+})
+"""Terms that are no evidence of a link between two facts (ExpandMemory, store/links.py): sharing 좋아하다 or
+플레이어 does not make "likes rain" and "likes football" related. 먹다, 키우다, 고양이 and the like stay evidence;
+a heroine's name is no evidence where it is frequent in her scope (a fifth of the rows or more)."""
