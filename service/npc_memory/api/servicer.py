@@ -83,6 +83,9 @@ class MemoryServicer(svc_grpc.MemoryServiceServicer):
         )
         for hit in hits:
             convert.fill_scored(response.results.add(), hit, query.scope)
+        if any(request.HasField(f) for f in ("as_of", "now", "as_of_game_day", "now_game_day")):
+            # Only a search that set its clock pays for the count: the wall clock hides only future-dated facts.
+            response.hidden_by_clock = await self._engine.hidden_by_clock(query)
         return response
 
     @handle_errors

@@ -48,7 +48,7 @@ from npc_memory.ops.tracing import span
 from npc_memory.search.held import ScopeCache
 from npc_memory.search.profile import held_profile
 from npc_memory.search.rows import ScopeRows
-from npc_memory.store import context, idempotency, lifecycle, links, reads, search, timelines, writes
+from npc_memory.store import clock, context, idempotency, lifecycle, links, reads, search, timelines, writes
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.text import Tokenizer
@@ -288,6 +288,10 @@ class MemoryEngine:
                 return deepen_answer(passed, hits, query.limit), tier
             passed += passing(hits, query.deepen_min_relevance)
         raise AssertionError("deepen_tiers is never empty")
+
+    async def hidden_by_clock(self, query: SearchQuery) -> int:
+        """How many of the scope's current memories the search's time (``as_of``, else ``now``) is before."""
+        return await clock.count_hidden_by_clock(self.db, query.scope, query.as_of or query.now, query.view)
 
     async def expand(self, scope: Scope, memory_id: UUID | None) -> Expansion:
         """One ExpandMemory step from ``memory_id`` (or the scope's last expanded memory)."""

@@ -481,10 +481,16 @@ class SearchMemoriesResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
     ANSWERED_TIER_FIELD_NUMBER: _builtins.int
+    HIDDEN_BY_CLOCK_FIELD_NUMBER: _builtins.int
     embedding_model: _builtins.str
     """The embedding model the query was compared with."""
     answered_tier: _memory_pb2.Tier.ValueType
     """For a deepen search: the deepest tier searched (the one that answered)."""
+    hidden_by_clock: _builtins.int
+    """When the request set its clock (as_of, now or their game-day twins): how many of the scope's current
+    memories that clock hides because they became true after it. Facts stored without valid_game_day are dated
+    by the wall clock (game day ~9,800), so a game-clock search at day 15 hides them and says so here.
+    """
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.ScoredMemory]:
         """Best first."""
@@ -495,10 +501,11 @@ class SearchMemoriesResponse(_message.Message):
         results: _abc.Iterable[_memory_pb2.ScoredMemory] | None = ...,
         embedding_model: _builtins.str = ...,
         answered_tier: _memory_pb2.Tier.ValueType = ...,
+        hidden_by_clock: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered_tier", b"answered_tier", "embedding_model", b"embedding_model", "results", b"results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered_tier", b"answered_tier", "embedding_model", b"embedding_model", "hidden_by_clock", b"hidden_by_clock", "results", b"results"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -65,95 +65,95 @@ namespace NpcMemory.V1 {
             "R2FtZVRpbWUSLQoMbm93X2dhbWVfZGF5GA8gASgLMhcubnBjX21lbW9yeS52",
             "MS5HYW1lVGltZRITCgt0aW1lbGluZV9pZBgQIAEoAxIsCghrbm93bl9hdBgR",
             "IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaW5jbHVkZV9z",
-            "aGFyZWQYEiABKAgiiwEKFlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USLAoHcmVz",
+            "aGFyZWQYEiABKAgipAEKFlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USLAoHcmVz",
             "dWx0cxgBIAMoCzIbLm5wY19tZW1vcnkudjEuU2NvcmVkTWVtb3J5EhcKD2Vt",
             "YmVkZGluZ19tb2RlbBgCIAEoCRIqCg1hbnN3ZXJlZF90aWVyGAMgASgOMhMu",
-            "bnBjX21lbW9yeS52MS5UaWVyIo0BChBHZXRNZW1vcnlSZXF1ZXN0EiMKBXNj",
-            "b3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQY",
-            "AiABKAkSEwoLdGltZWxpbmVfaWQYAyABKAMSLAoIa25vd25fYXQYBCABKAsy",
-            "Gi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjoKEUdldE1lbW9yeVJlc3Bv",
-            "bnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5IoYC",
-            "ChNMaXN0TWVtb3JpZXNSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21l",
-            "bW9yeS52MS5TY29wZRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tl",
-            "bhgDIAEoCRIrCgZmaWx0ZXIYBCABKAsyGy5ucGNfbWVtb3J5LnYxLk1lbW9y",
-            "eUZpbHRlchIbChNpbmNsdWRlX2ludmFsaWRhdGVkGAUgASgIEhMKC3RpbWVs",
-            "aW5lX2lkGAYgASgDEiwKCGtub3duX2F0GAcgASgLMhouZ29vZ2xlLnByb3Rv",
-            "YnVmLlRpbWVzdGFtcBIWCg5pbmNsdWRlX3NoYXJlZBgIIAEoCCJYChRMaXN0",
-            "TWVtb3JpZXNSZXNwb25zZRInCghtZW1vcmllcxgBIAMoCzIVLm5wY19tZW1v",
-            "cnkudjEuTWVtb3J5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSK0AQoXSW52",
-            "YWxpZGF0ZU1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVt",
-            "b3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCRIuCgppbnZhbGlkX2F0",
-            "GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxChBpbnZhbGlk",
-            "X2dhbWVfZGF5GAQgASgLMhcubnBjX21lbW9yeS52MS5HYW1lVGltZSJBChhJ",
-            "bnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBj",
-            "X21lbW9yeS52MS5NZW1vcnki0AIKE1VwZGF0ZU1lbW9yeVJlcXVlc3QSIwoF",
-            "c2NvcGUYASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9p",
-            "ZBgCIAEoCRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1",
-            "Zi5GaWVsZE1hc2sSEgoKaW1wb3J0YW5jZRgEIAEoBRIhCgR0aWVyGAUgASgO",
-            "MhMubnBjX21lbW9yeS52MS5UaWVyEikKCG1ldGFkYXRhGAYgASgLMhcuZ29v",
-            "Z2xlLnByb3RvYnVmLlN0cnVjdBIPCgdjb250ZW50GAcgASgJEiwKCHZhbGlk",
-            "X2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCg52YWxp",
-            "ZF9nYW1lX2RheRgJIAEoCzIXLm5wY19tZW1vcnkudjEuR2FtZVRpbWUiPQoU",
-            "VXBkYXRlTWVtb3J5UmVzcG9uc2USJQoGbWVtb3J5GAEgASgLMhUubnBjX21l",
-            "bW9yeS52MS5NZW1vcnki3QEKF0dldE1lbW9yeUhpc3RvcnlSZXF1ZXN0EiMK",
-            "BXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRISCgpzdWJqZWN0",
-            "X2lkGAIgASgJEgwKBHNsb3QYAyABKAkSEQoJbWVtb3J5X2lkGAQgASgJEhMK",
-            "C3RpbWVsaW5lX2lkGAUgASgDEiwKCGtub3duX2F0GAYgASgLMhouZ29vZ2xl",
-            "LnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYByABKAUSEgoKcGFn",
-            "ZV90b2tlbhgIIAEoCSJcChhHZXRNZW1vcnlIaXN0b3J5UmVzcG9uc2USJwoI",
+            "bnBjX21lbW9yeS52MS5UaWVyEhcKD2hpZGRlbl9ieV9jbG9jaxgEIAEoBSKN",
+            "AQoQR2V0TWVtb3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1v",
+            "cnkudjEuU2NvcGUSEQoJbWVtb3J5X2lkGAIgASgJEhMKC3RpbWVsaW5lX2lk",
+            "GAMgASgDEiwKCGtub3duX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRp",
+            "bWVzdGFtcCI6ChFHZXRNZW1vcnlSZXNwb25zZRIlCgZtZW1vcnkYASABKAsy",
+            "FS5ucGNfbWVtb3J5LnYxLk1lbW9yeSKGAgoTTGlzdE1lbW9yaWVzUmVxdWVz",
+            "dBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJcGFn",
+            "ZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSKwoGZmlsdGVyGAQg",
+            "ASgLMhsubnBjX21lbW9yeS52MS5NZW1vcnlGaWx0ZXISGwoTaW5jbHVkZV9p",
+            "bnZhbGlkYXRlZBgFIAEoCBITCgt0aW1lbGluZV9pZBgGIAEoAxIsCghrbm93",
+            "bl9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaW5j",
+            "bHVkZV9zaGFyZWQYCCABKAgiWAoUTGlzdE1lbW9yaWVzUmVzcG9uc2USJwoI",
             "bWVtb3JpZXMYASADKAsyFS5ucGNfbWVtb3J5LnYxLk1lbW9yeRIXCg9uZXh0",
-            "X3BhZ2VfdG9rZW4YAiABKAkiJgoTRm9yZ2V0UGxheWVyUmVxdWVzdBIPCgd1",
-            "c2VyX2lkGAEgASgJIjAKFEZvcmdldFBsYXllclJlc3BvbnNlEhgKEGRlbGV0",
-            "ZWRfbWVtb3JpZXMYASABKAMiTQoTRXhwYW5kTWVtb3J5UmVxdWVzdBIjCgVz",
-            "Y29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2NvcGUSEQoJbWVtb3J5X2lk",
-            "GAIgASgJIqEBChRFeHBhbmRNZW1vcnlSZXNwb25zZRIRCgltZW1vcnlfaWQY",
-            "ASABKAkSDQoFZGVwdGgYAiABKAUSKAoFZm91bmQYAyADKAsyGS5ucGNfbWVt",
-            "b3J5LnYxLk1lbW9yeUxpbmsSJwoIbWVtb3JpZXMYBCADKAsyFS5ucGNfbWVt",
-            "b3J5LnYxLk1lbW9yeRIUCgx0b3RhbF9saW5rZWQYBSABKAUiSgoQTGlzdExp",
-            "bmtzUmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19tZW1vcnkudjEuU2Nv",
-            "cGUSEQoJbWVtb3J5X2lkGAIgASgJIpgBChFMaXN0TGlua3NSZXNwb25zZRIq",
-            "CgdwYXJlbnRzGAEgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEisK",
-            "CGNoaWxkcmVuGAIgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEioK",
-            "B3JlbGF0ZWQYAyADKAsyGS5ucGNfbWVtb3J5LnYxLk1lbW9yeUxpbmsyig0K",
-            "DU1lbW9yeVNlcnZpY2USWgoNU3RvcmVNZW1vcmllcxIjLm5wY19tZW1vcnku",
-            "djEuU3RvcmVNZW1vcmllc1JlcXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3Jl",
-            "TWVtb3JpZXNSZXNwb25zZRJaCg1TdG9yZURpYWxvZ3VlEiMubnBjX21lbW9y",
-            "eS52MS5TdG9yZURpYWxvZ3VlUmVxdWVzdBokLm5wY19tZW1vcnkudjEuU3Rv",
-            "cmVEaWFsb2d1ZVJlc3BvbnNlEl0KDlNlYXJjaE1lbW9yaWVzEiQubnBjX21l",
-            "bW9yeS52MS5TZWFyY2hNZW1vcmllc1JlcXVlc3QaJS5ucGNfbWVtb3J5LnYx",
-            "LlNlYXJjaE1lbW9yaWVzUmVzcG9uc2USTgoJR2V0TWVtb3J5Eh8ubnBjX21l",
-            "bW9yeS52MS5HZXRNZW1vcnlSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5HZXRN",
-            "ZW1vcnlSZXNwb25zZRJXCgxMaXN0TWVtb3JpZXMSIi5ucGNfbWVtb3J5LnYx",
-            "Lkxpc3RNZW1vcmllc1JlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkxpc3RNZW1v",
-            "cmllc1Jlc3BvbnNlEmMKEEludmFsaWRhdGVNZW1vcnkSJi5ucGNfbWVtb3J5",
-            "LnYxLkludmFsaWRhdGVNZW1vcnlSZXF1ZXN0GicubnBjX21lbW9yeS52MS5J",
-            "bnZhbGlkYXRlTWVtb3J5UmVzcG9uc2USVwoMVXBkYXRlTWVtb3J5EiIubnBj",
-            "X21lbW9yeS52MS5VcGRhdGVNZW1vcnlSZXF1ZXN0GiMubnBjX21lbW9yeS52",
-            "MS5VcGRhdGVNZW1vcnlSZXNwb25zZRJjChBHZXRNZW1vcnlIaXN0b3J5EiYu",
-            "bnBjX21lbW9yeS52MS5HZXRNZW1vcnlIaXN0b3J5UmVxdWVzdBonLm5wY19t",
-            "ZW1vcnkudjEuR2V0TWVtb3J5SGlzdG9yeVJlc3BvbnNlElcKDEZvcmdldFBs",
-            "YXllchIiLm5wY19tZW1vcnkudjEuRm9yZ2V0UGxheWVyUmVxdWVzdBojLm5w",
-            "Y19tZW1vcnkudjEuRm9yZ2V0UGxheWVyUmVzcG9uc2USVwoMRXhwYW5kTWVt",
-            "b3J5EiIubnBjX21lbW9yeS52MS5FeHBhbmRNZW1vcnlSZXF1ZXN0GiMubnBj",
-            "X21lbW9yeS52MS5FeHBhbmRNZW1vcnlSZXNwb25zZRJOCglMaXN0TGlua3MS",
-            "Hy5ucGNfbWVtb3J5LnYxLkxpc3RMaW5rc1JlcXVlc3QaIC5ucGNfbWVtb3J5",
-            "LnYxLkxpc3RMaW5rc1Jlc3BvbnNlEmAKD0NyZWF0ZVNhdmVQb2ludBIlLm5w",
-            "Y19tZW1vcnkudjEuQ3JlYXRlU2F2ZVBvaW50UmVxdWVzdBomLm5wY19tZW1v",
-            "cnkudjEuQ3JlYXRlU2F2ZVBvaW50UmVzcG9uc2USWgoNTG9hZFNhdmVQb2lu",
-            "dBIjLm5wY19tZW1vcnkudjEuTG9hZFNhdmVQb2ludFJlcXVlc3QaJC5ucGNf",
-            "bWVtb3J5LnYxLkxvYWRTYXZlUG9pbnRSZXNwb25zZRJdCg5MaXN0U2F2ZVBv",
-            "aW50cxIkLm5wY19tZW1vcnkudjEuTGlzdFNhdmVQb2ludHNSZXF1ZXN0GiUu",
-            "bnBjX21lbW9yeS52MS5MaXN0U2F2ZVBvaW50c1Jlc3BvbnNlElcKDERyb3BU",
-            "aW1lbGluZRIiLm5wY19tZW1vcnkudjEuRHJvcFRpbWVsaW5lUmVxdWVzdBoj",
-            "Lm5wY19tZW1vcnkudjEuRHJvcFRpbWVsaW5lUmVzcG9uc2USYAoPRXh0cmFj",
-            "dE1lbW9yaWVzEiUubnBjX21lbW9yeS52MS5FeHRyYWN0TWVtb3JpZXNSZXF1",
-            "ZXN0GiYubnBjX21lbW9yeS52MS5FeHRyYWN0TWVtb3JpZXNSZXNwb25zZRJj",
-            "ChBHZXRFeHRyYWN0aW9uSm9iEiYubnBjX21lbW9yeS52MS5HZXRFeHRyYWN0",
-            "aW9uSm9iUmVxdWVzdBonLm5wY19tZW1vcnkudjEuR2V0RXh0cmFjdGlvbkpv",
-            "YlJlc3BvbnNlElcKDEJ1aWxkQ29udGV4dBIiLm5wY19tZW1vcnkudjEuQnVp",
-            "bGRDb250ZXh0UmVxdWVzdBojLm5wY19tZW1vcnkudjEuQnVpbGRDb250ZXh0",
-            "UmVzcG9uc2VCIwoQZGV2Lm5wY21lbW9yeS52MVABqgIMTnBjTWVtb3J5LlYx",
-            "YgZwcm90bzM="));
+            "X3BhZ2VfdG9rZW4YAiABKAkitAEKF0ludmFsaWRhdGVNZW1vcnlSZXF1ZXN0",
+            "EiMKBXNjb3BlGAEgASgLMhQubnBjX21lbW9yeS52MS5TY29wZRIRCgltZW1v",
+            "cnlfaWQYAiABKAkSLgoKaW52YWxpZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90",
+            "b2J1Zi5UaW1lc3RhbXASMQoQaW52YWxpZF9nYW1lX2RheRgEIAEoCzIXLm5w",
+            "Y19tZW1vcnkudjEuR2FtZVRpbWUiQQoYSW52YWxpZGF0ZU1lbW9yeVJlc3Bv",
+            "bnNlEiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5ItAC",
+            "ChNVcGRhdGVNZW1vcnlSZXF1ZXN0EiMKBXNjb3BlGAEgASgLMhQubnBjX21l",
+            "bW9yeS52MS5TY29wZRIRCgltZW1vcnlfaWQYAiABKAkSLwoLdXBkYXRlX21h",
+            "c2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrEhIKCmltcG9y",
+            "dGFuY2UYBCABKAUSIQoEdGllchgFIAEoDjITLm5wY19tZW1vcnkudjEuVGll",
+            "chIpCghtZXRhZGF0YRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QS",
+            "DwoHY29udGVudBgHIAEoCRIsCgh2YWxpZF9hdBgIIAEoCzIaLmdvb2dsZS5w",
+            "cm90b2J1Zi5UaW1lc3RhbXASLwoOdmFsaWRfZ2FtZV9kYXkYCSABKAsyFy5u",
+            "cGNfbWVtb3J5LnYxLkdhbWVUaW1lIj0KFFVwZGF0ZU1lbW9yeVJlc3BvbnNl",
+            "EiUKBm1lbW9yeRgBIAEoCzIVLm5wY19tZW1vcnkudjEuTWVtb3J5It0BChdH",
+            "ZXRNZW1vcnlIaXN0b3J5UmVxdWVzdBIjCgVzY29wZRgBIAEoCzIULm5wY19t",
+            "ZW1vcnkudjEuU2NvcGUSEgoKc3ViamVjdF9pZBgCIAEoCRIMCgRzbG90GAMg",
+            "ASgJEhEKCW1lbW9yeV9pZBgEIAEoCRITCgt0aW1lbGluZV9pZBgFIAEoAxIs",
+            "Cghrbm93bl9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAS",
+            "EQoJcGFnZV9zaXplGAcgASgFEhIKCnBhZ2VfdG9rZW4YCCABKAkiXAoYR2V0",
+            "TWVtb3J5SGlzdG9yeVJlc3BvbnNlEicKCG1lbW9yaWVzGAEgAygLMhUubnBj",
+            "X21lbW9yeS52MS5NZW1vcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiYK",
+            "E0ZvcmdldFBsYXllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSIwChRGb3Jn",
+            "ZXRQbGF5ZXJSZXNwb25zZRIYChBkZWxldGVkX21lbW9yaWVzGAEgASgDIk0K",
+            "E0V4cGFuZE1lbW9yeVJlcXVlc3QSIwoFc2NvcGUYASABKAsyFC5ucGNfbWVt",
+            "b3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEoCSKhAQoURXhwYW5kTWVt",
+            "b3J5UmVzcG9uc2USEQoJbWVtb3J5X2lkGAEgASgJEg0KBWRlcHRoGAIgASgF",
+            "EigKBWZvdW5kGAMgAygLMhkubnBjX21lbW9yeS52MS5NZW1vcnlMaW5rEicK",
+            "CG1lbW9yaWVzGAQgAygLMhUubnBjX21lbW9yeS52MS5NZW1vcnkSFAoMdG90",
+            "YWxfbGlua2VkGAUgASgFIkoKEExpc3RMaW5rc1JlcXVlc3QSIwoFc2NvcGUY",
+            "ASABKAsyFC5ucGNfbWVtb3J5LnYxLlNjb3BlEhEKCW1lbW9yeV9pZBgCIAEo",
+            "CSKYAQoRTGlzdExpbmtzUmVzcG9uc2USKgoHcGFyZW50cxgBIAMoCzIZLm5w",
+            "Y19tZW1vcnkudjEuTWVtb3J5TGluaxIrCghjaGlsZHJlbhgCIAMoCzIZLm5w",
+            "Y19tZW1vcnkudjEuTWVtb3J5TGluaxIqCgdyZWxhdGVkGAMgAygLMhkubnBj",
+            "X21lbW9yeS52MS5NZW1vcnlMaW5rMooNCg1NZW1vcnlTZXJ2aWNlEloKDVN0",
+            "b3JlTWVtb3JpZXMSIy5ucGNfbWVtb3J5LnYxLlN0b3JlTWVtb3JpZXNSZXF1",
+            "ZXN0GiQubnBjX21lbW9yeS52MS5TdG9yZU1lbW9yaWVzUmVzcG9uc2USWgoN",
+            "U3RvcmVEaWFsb2d1ZRIjLm5wY19tZW1vcnkudjEuU3RvcmVEaWFsb2d1ZVJl",
+            "cXVlc3QaJC5ucGNfbWVtb3J5LnYxLlN0b3JlRGlhbG9ndWVSZXNwb25zZRJd",
+            "Cg5TZWFyY2hNZW1vcmllcxIkLm5wY19tZW1vcnkudjEuU2VhcmNoTWVtb3Jp",
+            "ZXNSZXF1ZXN0GiUubnBjX21lbW9yeS52MS5TZWFyY2hNZW1vcmllc1Jlc3Bv",
+            "bnNlEk4KCUdldE1lbW9yeRIfLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVx",
+            "dWVzdBogLm5wY19tZW1vcnkudjEuR2V0TWVtb3J5UmVzcG9uc2USVwoMTGlz",
+            "dE1lbW9yaWVzEiIubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0",
+            "GiMubnBjX21lbW9yeS52MS5MaXN0TWVtb3JpZXNSZXNwb25zZRJjChBJbnZh",
+            "bGlkYXRlTWVtb3J5EiYubnBjX21lbW9yeS52MS5JbnZhbGlkYXRlTWVtb3J5",
+            "UmVxdWVzdBonLm5wY19tZW1vcnkudjEuSW52YWxpZGF0ZU1lbW9yeVJlc3Bv",
+            "bnNlElcKDFVwZGF0ZU1lbW9yeRIiLm5wY19tZW1vcnkudjEuVXBkYXRlTWVt",
+            "b3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuVXBkYXRlTWVtb3J5UmVzcG9u",
+            "c2USYwoQR2V0TWVtb3J5SGlzdG9yeRImLm5wY19tZW1vcnkudjEuR2V0TWVt",
+            "b3J5SGlzdG9yeVJlcXVlc3QaJy5ucGNfbWVtb3J5LnYxLkdldE1lbW9yeUhp",
+            "c3RvcnlSZXNwb25zZRJXCgxGb3JnZXRQbGF5ZXISIi5ucGNfbWVtb3J5LnYx",
+            "LkZvcmdldFBsYXllclJlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkZvcmdldFBs",
+            "YXllclJlc3BvbnNlElcKDEV4cGFuZE1lbW9yeRIiLm5wY19tZW1vcnkudjEu",
+            "RXhwYW5kTWVtb3J5UmVxdWVzdBojLm5wY19tZW1vcnkudjEuRXhwYW5kTWVt",
+            "b3J5UmVzcG9uc2USTgoJTGlzdExpbmtzEh8ubnBjX21lbW9yeS52MS5MaXN0",
+            "TGlua3NSZXF1ZXN0GiAubnBjX21lbW9yeS52MS5MaXN0TGlua3NSZXNwb25z",
+            "ZRJgCg9DcmVhdGVTYXZlUG9pbnQSJS5ucGNfbWVtb3J5LnYxLkNyZWF0ZVNh",
+            "dmVQb2ludFJlcXVlc3QaJi5ucGNfbWVtb3J5LnYxLkNyZWF0ZVNhdmVQb2lu",
+            "dFJlc3BvbnNlEloKDUxvYWRTYXZlUG9pbnQSIy5ucGNfbWVtb3J5LnYxLkxv",
+            "YWRTYXZlUG9pbnRSZXF1ZXN0GiQubnBjX21lbW9yeS52MS5Mb2FkU2F2ZVBv",
+            "aW50UmVzcG9uc2USXQoOTGlzdFNhdmVQb2ludHMSJC5ucGNfbWVtb3J5LnYx",
+            "Lkxpc3RTYXZlUG9pbnRzUmVxdWVzdBolLm5wY19tZW1vcnkudjEuTGlzdFNh",
+            "dmVQb2ludHNSZXNwb25zZRJXCgxEcm9wVGltZWxpbmUSIi5ucGNfbWVtb3J5",
+            "LnYxLkRyb3BUaW1lbGluZVJlcXVlc3QaIy5ucGNfbWVtb3J5LnYxLkRyb3BU",
+            "aW1lbGluZVJlc3BvbnNlEmAKD0V4dHJhY3RNZW1vcmllcxIlLm5wY19tZW1v",
+            "cnkudjEuRXh0cmFjdE1lbW9yaWVzUmVxdWVzdBomLm5wY19tZW1vcnkudjEu",
+            "RXh0cmFjdE1lbW9yaWVzUmVzcG9uc2USYwoQR2V0RXh0cmFjdGlvbkpvYhIm",
+            "Lm5wY19tZW1vcnkudjEuR2V0RXh0cmFjdGlvbkpvYlJlcXVlc3QaJy5ucGNf",
+            "bWVtb3J5LnYxLkdldEV4dHJhY3Rpb25Kb2JSZXNwb25zZRJXCgxCdWlsZENv",
+            "bnRleHQSIi5ucGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4dFJlcXVlc3QaIy5u",
+            "cGNfbWVtb3J5LnYxLkJ1aWxkQ29udGV4dFJlc3BvbnNlQiMKEGRldi5ucGNt",
+            "ZW1vcnkudjFQAaoCDE5wY01lbW9yeS5WMWIGcHJvdG8z"));
       descriptor = pbr::FileDescriptor.FromGeneratedCode(descriptorData,
           new pbr::FileDescriptor[] { global::Google.Protobuf.WellKnownTypes.FieldMaskReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.StructReflection.Descriptor, global::Google.Protobuf.WellKnownTypes.TimestampReflection.Descriptor, global::NpcMemory.V1.ContextReflection.Descriptor, global::NpcMemory.V1.ExtractionReflection.Descriptor, global::NpcMemory.V1.MemoryReflection.Descriptor, },
           new pbr::GeneratedClrTypeInfo(null, null, new pbr::GeneratedClrTypeInfo[] {
@@ -170,7 +170,7 @@ namespace NpcMemory.V1 {
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreDialogueRequest), global::NpcMemory.V1.StoreDialogueRequest.Parser, new[]{ "Scope", "Dialogue", "Extract", "FirstPosition" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.StoreDialogueResponse), global::NpcMemory.V1.StoreDialogueResponse.Parser, new[]{ "Turns", "Job" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesRequest), global::NpcMemory.V1.SearchMemoriesRequest.Parser, new[]{ "Scope", "Query", "QueryEmbedding", "Limit", "Weights", "AsOf", "Now", "Filter", "Fusion", "IncludeInvalidated", "Hops", "Deepen", "DeepenMinRelevance", "AsOfGameDay", "NowGameDay", "TimelineId", "KnownAt", "IncludeShared" }, null, null, null, null),
-            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel", "AnsweredTier" }, null, null, null, null),
+            new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.SearchMemoriesResponse), global::NpcMemory.V1.SearchMemoriesResponse.Parser, new[]{ "Results", "EmbeddingModel", "AnsweredTier", "HiddenByClock" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryRequest), global::NpcMemory.V1.GetMemoryRequest.Parser, new[]{ "Scope", "MemoryId", "TimelineId", "KnownAt" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.GetMemoryResponse), global::NpcMemory.V1.GetMemoryResponse.Parser, new[]{ "Memory" }, null, null, null, null),
             new pbr::GeneratedClrTypeInfo(typeof(global::NpcMemory.V1.ListMemoriesRequest), global::NpcMemory.V1.ListMemoriesRequest.Parser, new[]{ "Scope", "PageSize", "PageToken", "Filter", "IncludeInvalidated", "TimelineId", "KnownAt", "IncludeShared" }, null, null, null, null),
@@ -3956,6 +3956,7 @@ namespace NpcMemory.V1 {
       results_ = other.results_.Clone();
       embeddingModel_ = other.embeddingModel_;
       answeredTier_ = other.answeredTier_;
+      hiddenByClock_ = other.hiddenByClock_;
       _unknownFields = pb::UnknownFieldSet.Clone(other._unknownFields);
     }
 
@@ -4009,6 +4010,23 @@ namespace NpcMemory.V1 {
       }
     }
 
+    /// <summary>Field number for the "hidden_by_clock" field.</summary>
+    public const int HiddenByClockFieldNumber = 4;
+    private int hiddenByClock_;
+    /// <summary>
+    /// When the request set its clock (as_of, now or their game-day twins): how many of the scope's current
+    /// memories that clock hides because they became true after it. Facts stored without valid_game_day are dated
+    /// by the wall clock (game day ~9,800), so a game-clock search at day 15 hides them and says so here.
+    /// </summary>
+    [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
+    [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
+    public int HiddenByClock {
+      get { return hiddenByClock_; }
+      set {
+        hiddenByClock_ = value;
+      }
+    }
+
     [global::System.Diagnostics.DebuggerNonUserCodeAttribute]
     [global::System.CodeDom.Compiler.GeneratedCode("protoc", null)]
     public override bool Equals(object other) {
@@ -4027,6 +4045,7 @@ namespace NpcMemory.V1 {
       if(!results_.Equals(other.results_)) return false;
       if (EmbeddingModel != other.EmbeddingModel) return false;
       if (AnsweredTier != other.AnsweredTier) return false;
+      if (HiddenByClock != other.HiddenByClock) return false;
       return Equals(_unknownFields, other._unknownFields);
     }
 
@@ -4037,6 +4056,7 @@ namespace NpcMemory.V1 {
       hash ^= results_.GetHashCode();
       if (EmbeddingModel.Length != 0) hash ^= EmbeddingModel.GetHashCode();
       if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) hash ^= AnsweredTier.GetHashCode();
+      if (HiddenByClock != 0) hash ^= HiddenByClock.GetHashCode();
       if (_unknownFields != null) {
         hash ^= _unknownFields.GetHashCode();
       }
@@ -4064,6 +4084,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(24);
         output.WriteEnum((int) AnsweredTier);
       }
+      if (HiddenByClock != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(HiddenByClock);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(output);
       }
@@ -4083,6 +4107,10 @@ namespace NpcMemory.V1 {
         output.WriteRawTag(24);
         output.WriteEnum((int) AnsweredTier);
       }
+      if (HiddenByClock != 0) {
+        output.WriteRawTag(32);
+        output.WriteInt32(HiddenByClock);
+      }
       if (_unknownFields != null) {
         _unknownFields.WriteTo(ref output);
       }
@@ -4099,6 +4127,9 @@ namespace NpcMemory.V1 {
       }
       if (AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
         size += 1 + pb::CodedOutputStream.ComputeEnumSize((int) AnsweredTier);
+      }
+      if (HiddenByClock != 0) {
+        size += 1 + pb::CodedOutputStream.ComputeInt32Size(HiddenByClock);
       }
       if (_unknownFields != null) {
         size += _unknownFields.CalculateSize();
@@ -4118,6 +4149,9 @@ namespace NpcMemory.V1 {
       }
       if (other.AnsweredTier != global::NpcMemory.V1.Tier.Unspecified) {
         AnsweredTier = other.AnsweredTier;
+      }
+      if (other.HiddenByClock != 0) {
+        HiddenByClock = other.HiddenByClock;
       }
       _unknownFields = pb::UnknownFieldSet.MergeFrom(_unknownFields, other._unknownFields);
     }
@@ -4146,6 +4180,10 @@ namespace NpcMemory.V1 {
             AnsweredTier = (global::NpcMemory.V1.Tier) input.ReadEnum();
             break;
           }
+          case 32: {
+            HiddenByClock = input.ReadInt32();
+            break;
+          }
         }
       }
     #endif
@@ -4171,6 +4209,10 @@ namespace NpcMemory.V1 {
           }
           case 24: {
             AnsweredTier = (global::NpcMemory.V1.Tier) input.ReadEnum();
+            break;
+          }
+          case 32: {
+            HiddenByClock = input.ReadInt32();
             break;
           }
         }

@@ -224,6 +224,7 @@ PROTOBUF_CONSTEXPR SearchMemoriesResponse::SearchMemoriesResponse(
     /*decltype(_impl_.results_)*/{}
   , /*decltype(_impl_.embedding_model_)*/{&::_pbi::fixed_address_empty_string, ::_pbi::ConstantInitialized{}}
   , /*decltype(_impl_.answered_tier_)*/0
+  , /*decltype(_impl_.hidden_by_clock_)*/0
   , /*decltype(_impl_._cached_size_)*/{}} {}
 struct SearchMemoriesResponseDefaultTypeInternal {
   PROTOBUF_CONSTEXPR SearchMemoriesResponseDefaultTypeInternal()
@@ -615,6 +616,7 @@ const uint32_t TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.results_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.embedding_model_),
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.answered_tier_),
+  PROTOBUF_FIELD_OFFSET(::npc_memory::v1::SearchMemoriesResponse, _impl_.hidden_by_clock_),
   ~0u,  // no _has_bits_
   PROTOBUF_FIELD_OFFSET(::npc_memory::v1::GetMemoryRequest, _internal_metadata_),
   ~0u,  // no _extensions_
@@ -781,22 +783,22 @@ static const ::_pbi::MigrationSchema schemas[] PROTOBUF_SECTION_VARIABLE(protode
   { 87, -1, -1, sizeof(::npc_memory::v1::StoreDialogueResponse)},
   { 95, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesRequest)},
   { 119, -1, -1, sizeof(::npc_memory::v1::SearchMemoriesResponse)},
-  { 128, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
-  { 138, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
-  { 145, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
-  { 159, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
-  { 167, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
-  { 177, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
-  { 184, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
-  { 199, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
-  { 206, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
-  { 220, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
-  { 228, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
-  { 235, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
-  { 242, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
-  { 250, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
-  { 261, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
-  { 269, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
+  { 129, -1, -1, sizeof(::npc_memory::v1::GetMemoryRequest)},
+  { 139, -1, -1, sizeof(::npc_memory::v1::GetMemoryResponse)},
+  { 146, -1, -1, sizeof(::npc_memory::v1::ListMemoriesRequest)},
+  { 160, -1, -1, sizeof(::npc_memory::v1::ListMemoriesResponse)},
+  { 168, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryRequest)},
+  { 178, -1, -1, sizeof(::npc_memory::v1::InvalidateMemoryResponse)},
+  { 185, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryRequest)},
+  { 200, -1, -1, sizeof(::npc_memory::v1::UpdateMemoryResponse)},
+  { 207, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryRequest)},
+  { 221, -1, -1, sizeof(::npc_memory::v1::GetMemoryHistoryResponse)},
+  { 229, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerRequest)},
+  { 236, -1, -1, sizeof(::npc_memory::v1::ForgetPlayerResponse)},
+  { 243, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryRequest)},
+  { 251, -1, -1, sizeof(::npc_memory::v1::ExpandMemoryResponse)},
+  { 262, -1, -1, sizeof(::npc_memory::v1::ListLinksRequest)},
+  { 270, -1, -1, sizeof(::npc_memory::v1::ListLinksResponse)},
 };
 
 static const ::_pb::Message* const file_default_instances[] = {
@@ -879,106 +881,106 @@ const char descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eprot
   "\n\014now_game_day\030\017 \001(\0132\027.npc_memory.v1.Gam"
   "eTime\022\023\n\013timeline_id\030\020 \001(\003\022,\n\010known_at\030\021"
   " \001(\0132\032.google.protobuf.Timestamp\022\026\n\016incl"
-  "ude_shared\030\022 \001(\010\"\213\001\n\026SearchMemoriesRespo"
+  "ude_shared\030\022 \001(\010\"\244\001\n\026SearchMemoriesRespo"
   "nse\022,\n\007results\030\001 \003(\0132\033.npc_memory.v1.Sco"
   "redMemory\022\027\n\017embedding_model\030\002 \001(\t\022*\n\ran"
-  "swered_tier\030\003 \001(\0162\023.npc_memory.v1.Tier\"\215"
-  "\001\n\020GetMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc"
-  "_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022\023\n\013t"
-  "imeline_id\030\003 \001(\003\022,\n\010known_at\030\004 \001(\0132\032.goo"
-  "gle.protobuf.Timestamp\":\n\021GetMemoryRespo"
-  "nse\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1.Memo"
-  "ry\"\206\002\n\023ListMemoriesRequest\022#\n\005scope\030\001 \001("
-  "\0132\024.npc_memory.v1.Scope\022\021\n\tpage_size\030\002 \001"
-  "(\005\022\022\n\npage_token\030\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033"
-  ".npc_memory.v1.MemoryFilter\022\033\n\023include_i"
-  "nvalidated\030\005 \001(\010\022\023\n\013timeline_id\030\006 \001(\003\022,\n"
-  "\010known_at\030\007 \001(\0132\032.google.protobuf.Timest"
-  "amp\022\026\n\016include_shared\030\010 \001(\010\"X\n\024ListMemor"
-  "iesResponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memo"
-  "ry.v1.Memory\022\027\n\017next_page_token\030\002 \001(\t\"\264\001"
-  "\n\027InvalidateMemoryRequest\022#\n\005scope\030\001 \001(\013"
+  "swered_tier\030\003 \001(\0162\023.npc_memory.v1.Tier\022\027"
+  "\n\017hidden_by_clock\030\004 \001(\005\"\215\001\n\020GetMemoryReq"
+  "uest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scop"
+  "e\022\021\n\tmemory_id\030\002 \001(\t\022\023\n\013timeline_id\030\003 \001("
+  "\003\022,\n\010known_at\030\004 \001(\0132\032.google.protobuf.Ti"
+  "mestamp\":\n\021GetMemoryResponse\022%\n\006memory\030\001"
+  " \001(\0132\025.npc_memory.v1.Memory\"\206\002\n\023ListMemo"
+  "riesRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory."
+  "v1.Scope\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_toke"
+  "n\030\003 \001(\t\022+\n\006filter\030\004 \001(\0132\033.npc_memory.v1."
+  "MemoryFilter\022\033\n\023include_invalidated\030\005 \001("
+  "\010\022\023\n\013timeline_id\030\006 \001(\003\022,\n\010known_at\030\007 \001(\013"
+  "2\032.google.protobuf.Timestamp\022\026\n\016include_"
+  "shared\030\010 \001(\010\"X\n\024ListMemoriesResponse\022\'\n\010"
+  "memories\030\001 \003(\0132\025.npc_memory.v1.Memory\022\027\n"
+  "\017next_page_token\030\002 \001(\t\"\264\001\n\027InvalidateMem"
+  "oryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v"
+  "1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022.\n\ninvalid_at"
+  "\030\003 \001(\0132\032.google.protobuf.Timestamp\0221\n\020in"
+  "valid_game_day\030\004 \001(\0132\027.npc_memory.v1.Gam"
+  "eTime\"A\n\030InvalidateMemoryResponse\022%\n\006mem"
+  "ory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\320\002\n\023Upd"
+  "ateMemoryRequest\022#\n\005scope\030\001 \001(\0132\024.npc_me"
+  "mory.v1.Scope\022\021\n\tmemory_id\030\002 \001(\t\022/\n\013upda"
+  "te_mask\030\003 \001(\0132\032.google.protobuf.FieldMas"
+  "k\022\022\n\nimportance\030\004 \001(\005\022!\n\004tier\030\005 \001(\0162\023.np"
+  "c_memory.v1.Tier\022)\n\010metadata\030\006 \001(\0132\027.goo"
+  "gle.protobuf.Struct\022\017\n\007content\030\007 \001(\t\022,\n\010"
+  "valid_at\030\010 \001(\0132\032.google.protobuf.Timesta"
+  "mp\022/\n\016valid_game_day\030\t \001(\0132\027.npc_memory."
+  "v1.GameTime\"=\n\024UpdateMemoryResponse\022%\n\006m"
+  "emory\030\001 \001(\0132\025.npc_memory.v1.Memory\"\335\001\n\027G"
+  "etMemoryHistoryRequest\022#\n\005scope\030\001 \001(\0132\024."
+  "npc_memory.v1.Scope\022\022\n\nsubject_id\030\002 \001(\t\022"
+  "\014\n\004slot\030\003 \001(\t\022\021\n\tmemory_id\030\004 \001(\t\022\023\n\013time"
+  "line_id\030\005 \001(\003\022,\n\010known_at\030\006 \001(\0132\032.google"
+  ".protobuf.Timestamp\022\021\n\tpage_size\030\007 \001(\005\022\022"
+  "\n\npage_token\030\010 \001(\t\"\\\n\030GetMemoryHistoryRe"
+  "sponse\022\'\n\010memories\030\001 \003(\0132\025.npc_memory.v1"
+  ".Memory\022\027\n\017next_page_token\030\002 \001(\t\"&\n\023Forg"
+  "etPlayerRequest\022\017\n\007user_id\030\001 \001(\t\"0\n\024Forg"
+  "etPlayerResponse\022\030\n\020deleted_memories\030\001 \001"
+  "(\003\"M\n\023ExpandMemoryRequest\022#\n\005scope\030\001 \001(\013"
   "2\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001("
-  "\t\022.\n\ninvalid_at\030\003 \001(\0132\032.google.protobuf."
-  "Timestamp\0221\n\020invalid_game_day\030\004 \001(\0132\027.np"
-  "c_memory.v1.GameTime\"A\n\030InvalidateMemory"
-  "Response\022%\n\006memory\030\001 \001(\0132\025.npc_memory.v1"
-  ".Memory\"\320\002\n\023UpdateMemoryRequest\022#\n\005scope"
-  "\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n\tmemory_i"
-  "d\030\002 \001(\t\022/\n\013update_mask\030\003 \001(\0132\032.google.pr"
-  "otobuf.FieldMask\022\022\n\nimportance\030\004 \001(\005\022!\n\004"
-  "tier\030\005 \001(\0162\023.npc_memory.v1.Tier\022)\n\010metad"
-  "ata\030\006 \001(\0132\027.google.protobuf.Struct\022\017\n\007co"
-  "ntent\030\007 \001(\t\022,\n\010valid_at\030\010 \001(\0132\032.google.p"
-  "rotobuf.Timestamp\022/\n\016valid_game_day\030\t \001("
-  "\0132\027.npc_memory.v1.GameTime\"=\n\024UpdateMemo"
-  "ryResponse\022%\n\006memory\030\001 \001(\0132\025.npc_memory."
-  "v1.Memory\"\335\001\n\027GetMemoryHistoryRequest\022#\n"
-  "\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\022\n\nsu"
-  "bject_id\030\002 \001(\t\022\014\n\004slot\030\003 \001(\t\022\021\n\tmemory_i"
-  "d\030\004 \001(\t\022\023\n\013timeline_id\030\005 \001(\003\022,\n\010known_at"
-  "\030\006 \001(\0132\032.google.protobuf.Timestamp\022\021\n\tpa"
-  "ge_size\030\007 \001(\005\022\022\n\npage_token\030\010 \001(\t\"\\\n\030Get"
-  "MemoryHistoryResponse\022\'\n\010memories\030\001 \003(\0132"
-  "\025.npc_memory.v1.Memory\022\027\n\017next_page_toke"
-  "n\030\002 \001(\t\"&\n\023ForgetPlayerRequest\022\017\n\007user_i"
-  "d\030\001 \001(\t\"0\n\024ForgetPlayerResponse\022\030\n\020delet"
-  "ed_memories\030\001 \001(\003\"M\n\023ExpandMemoryRequest"
-  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n"
-  "\tmemory_id\030\002 \001(\t\"\241\001\n\024ExpandMemoryRespons"
-  "e\022\021\n\tmemory_id\030\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005f"
-  "ound\030\003 \003(\0132\031.npc_memory.v1.MemoryLink\022\'\n"
-  "\010memories\030\004 \003(\0132\025.npc_memory.v1.Memory\022\024"
-  "\n\014total_linked\030\005 \001(\005\"J\n\020ListLinksRequest"
-  "\022#\n\005scope\030\001 \001(\0132\024.npc_memory.v1.Scope\022\021\n"
-  "\tmemory_id\030\002 \001(\t\"\230\001\n\021ListLinksResponse\022*"
-  "\n\007parents\030\001 \003(\0132\031.npc_memory.v1.MemoryLi"
-  "nk\022+\n\010children\030\002 \003(\0132\031.npc_memory.v1.Mem"
-  "oryLink\022*\n\007related\030\003 \003(\0132\031.npc_memory.v1"
-  ".MemoryLink2\212\r\n\rMemoryService\022Z\n\rStoreMe"
-  "mories\022#.npc_memory.v1.StoreMemoriesRequ"
-  "est\032$.npc_memory.v1.StoreMemoriesRespons"
-  "e\022Z\n\rStoreDialogue\022#.npc_memory.v1.Store"
-  "DialogueRequest\032$.npc_memory.v1.StoreDia"
-  "logueResponse\022]\n\016SearchMemories\022$.npc_me"
-  "mory.v1.SearchMemoriesRequest\032%.npc_memo"
-  "ry.v1.SearchMemoriesResponse\022N\n\tGetMemor"
-  "y\022\037.npc_memory.v1.GetMemoryRequest\032 .npc"
-  "_memory.v1.GetMemoryResponse\022W\n\014ListMemo"
-  "ries\022\".npc_memory.v1.ListMemoriesRequest"
-  "\032#.npc_memory.v1.ListMemoriesResponse\022c\n"
-  "\020InvalidateMemory\022&.npc_memory.v1.Invali"
-  "dateMemoryRequest\032\'.npc_memory.v1.Invali"
-  "dateMemoryResponse\022W\n\014UpdateMemory\022\".npc"
-  "_memory.v1.UpdateMemoryRequest\032#.npc_mem"
-  "ory.v1.UpdateMemoryResponse\022c\n\020GetMemory"
-  "History\022&.npc_memory.v1.GetMemoryHistory"
-  "Request\032\'.npc_memory.v1.GetMemoryHistory"
-  "Response\022W\n\014ForgetPlayer\022\".npc_memory.v1"
-  ".ForgetPlayerRequest\032#.npc_memory.v1.For"
-  "getPlayerResponse\022W\n\014ExpandMemory\022\".npc_"
-  "memory.v1.ExpandMemoryRequest\032#.npc_memo"
-  "ry.v1.ExpandMemoryResponse\022N\n\tListLinks\022"
-  "\037.npc_memory.v1.ListLinksRequest\032 .npc_m"
-  "emory.v1.ListLinksResponse\022`\n\017CreateSave"
-  "Point\022%.npc_memory.v1.CreateSavePointReq"
-  "uest\032&.npc_memory.v1.CreateSavePointResp"
-  "onse\022Z\n\rLoadSavePoint\022#.npc_memory.v1.Lo"
-  "adSavePointRequest\032$.npc_memory.v1.LoadS"
-  "avePointResponse\022]\n\016ListSavePoints\022$.npc"
-  "_memory.v1.ListSavePointsRequest\032%.npc_m"
-  "emory.v1.ListSavePointsResponse\022W\n\014DropT"
-  "imeline\022\".npc_memory.v1.DropTimelineRequ"
-  "est\032#.npc_memory.v1.DropTimelineResponse"
-  "\022`\n\017ExtractMemories\022%.npc_memory.v1.Extr"
-  "actMemoriesRequest\032&.npc_memory.v1.Extra"
-  "ctMemoriesResponse\022c\n\020GetExtractionJob\022&"
-  ".npc_memory.v1.GetExtractionJobRequest\032\'"
-  ".npc_memory.v1.GetExtractionJobResponse\022"
-  "W\n\014BuildContext\022\".npc_memory.v1.BuildCon"
-  "textRequest\032#.npc_memory.v1.BuildContext"
-  "ResponseB#\n\020dev.npcmemory.v1P\001\252\002\014NpcMemo"
-  "ry.V1b\006proto3"
+  "\t\"\241\001\n\024ExpandMemoryResponse\022\021\n\tmemory_id\030"
+  "\001 \001(\t\022\r\n\005depth\030\002 \001(\005\022(\n\005found\030\003 \003(\0132\031.np"
+  "c_memory.v1.MemoryLink\022\'\n\010memories\030\004 \003(\013"
+  "2\025.npc_memory.v1.Memory\022\024\n\014total_linked\030"
+  "\005 \001(\005\"J\n\020ListLinksRequest\022#\n\005scope\030\001 \001(\013"
+  "2\024.npc_memory.v1.Scope\022\021\n\tmemory_id\030\002 \001("
+  "\t\"\230\001\n\021ListLinksResponse\022*\n\007parents\030\001 \003(\013"
+  "2\031.npc_memory.v1.MemoryLink\022+\n\010children\030"
+  "\002 \003(\0132\031.npc_memory.v1.MemoryLink\022*\n\007rela"
+  "ted\030\003 \003(\0132\031.npc_memory.v1.MemoryLink2\212\r\n"
+  "\rMemoryService\022Z\n\rStoreMemories\022#.npc_me"
+  "mory.v1.StoreMemoriesRequest\032$.npc_memor"
+  "y.v1.StoreMemoriesResponse\022Z\n\rStoreDialo"
+  "gue\022#.npc_memory.v1.StoreDialogueRequest"
+  "\032$.npc_memory.v1.StoreDialogueResponse\022]"
+  "\n\016SearchMemories\022$.npc_memory.v1.SearchM"
+  "emoriesRequest\032%.npc_memory.v1.SearchMem"
+  "oriesResponse\022N\n\tGetMemory\022\037.npc_memory."
+  "v1.GetMemoryRequest\032 .npc_memory.v1.GetM"
+  "emoryResponse\022W\n\014ListMemories\022\".npc_memo"
+  "ry.v1.ListMemoriesRequest\032#.npc_memory.v"
+  "1.ListMemoriesResponse\022c\n\020InvalidateMemo"
+  "ry\022&.npc_memory.v1.InvalidateMemoryReque"
+  "st\032\'.npc_memory.v1.InvalidateMemoryRespo"
+  "nse\022W\n\014UpdateMemory\022\".npc_memory.v1.Upda"
+  "teMemoryRequest\032#.npc_memory.v1.UpdateMe"
+  "moryResponse\022c\n\020GetMemoryHistory\022&.npc_m"
+  "emory.v1.GetMemoryHistoryRequest\032\'.npc_m"
+  "emory.v1.GetMemoryHistoryResponse\022W\n\014For"
+  "getPlayer\022\".npc_memory.v1.ForgetPlayerRe"
+  "quest\032#.npc_memory.v1.ForgetPlayerRespon"
+  "se\022W\n\014ExpandMemory\022\".npc_memory.v1.Expan"
+  "dMemoryRequest\032#.npc_memory.v1.ExpandMem"
+  "oryResponse\022N\n\tListLinks\022\037.npc_memory.v1"
+  ".ListLinksRequest\032 .npc_memory.v1.ListLi"
+  "nksResponse\022`\n\017CreateSavePoint\022%.npc_mem"
+  "ory.v1.CreateSavePointRequest\032&.npc_memo"
+  "ry.v1.CreateSavePointResponse\022Z\n\rLoadSav"
+  "ePoint\022#.npc_memory.v1.LoadSavePointRequ"
+  "est\032$.npc_memory.v1.LoadSavePointRespons"
+  "e\022]\n\016ListSavePoints\022$.npc_memory.v1.List"
+  "SavePointsRequest\032%.npc_memory.v1.ListSa"
+  "vePointsResponse\022W\n\014DropTimeline\022\".npc_m"
+  "emory.v1.DropTimelineRequest\032#.npc_memor"
+  "y.v1.DropTimelineResponse\022`\n\017ExtractMemo"
+  "ries\022%.npc_memory.v1.ExtractMemoriesRequ"
+  "est\032&.npc_memory.v1.ExtractMemoriesRespo"
+  "nse\022c\n\020GetExtractionJob\022&.npc_memory.v1."
+  "GetExtractionJobRequest\032\'.npc_memory.v1."
+  "GetExtractionJobResponse\022W\n\014BuildContext"
+  "\022\".npc_memory.v1.BuildContextRequest\032#.n"
+  "pc_memory.v1.BuildContextResponseB#\n\020dev"
+  ".npcmemory.v1P\001\252\002\014NpcMemory.V1b\006proto3"
   ;
 static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps[6] = {
   &::descriptor_table_google_2fprotobuf_2ffield_5fmask_2eproto,
@@ -990,7 +992,7 @@ static const ::_pbi::DescriptorTable* const descriptor_table_npc_5fmemory_2fv1_2
 };
 static ::_pbi::once_flag descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once;
 const ::_pbi::DescriptorTable descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto = {
-    false, false, 5813, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
+    false, false, 5838, descriptor_table_protodef_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto,
     "npc_memory/v1/memory_service.proto",
     &descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_once, descriptor_table_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto_deps, 6, 30,
     schemas, file_default_instances, TableStruct_npc_5fmemory_2fv1_2fmemory_5fservice_2eproto::offsets,
@@ -4645,6 +4647,7 @@ SearchMemoriesResponse::SearchMemoriesResponse(const SearchMemoriesResponse& fro
       decltype(_impl_.results_){from._impl_.results_}
     , decltype(_impl_.embedding_model_){}
     , decltype(_impl_.answered_tier_){}
+    , decltype(_impl_.hidden_by_clock_){}
     , /*decltype(_impl_._cached_size_)*/{}};
 
   _internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
@@ -4656,7 +4659,9 @@ SearchMemoriesResponse::SearchMemoriesResponse(const SearchMemoriesResponse& fro
     _this->_impl_.embedding_model_.Set(from._internal_embedding_model(), 
       _this->GetArenaForAllocation());
   }
-  _this->_impl_.answered_tier_ = from._impl_.answered_tier_;
+  ::memcpy(&_impl_.answered_tier_, &from._impl_.answered_tier_,
+    static_cast<size_t>(reinterpret_cast<char*>(&_impl_.hidden_by_clock_) -
+    reinterpret_cast<char*>(&_impl_.answered_tier_)) + sizeof(_impl_.hidden_by_clock_));
   // @@protoc_insertion_point(copy_constructor:npc_memory.v1.SearchMemoriesResponse)
 }
 
@@ -4668,6 +4673,7 @@ inline void SearchMemoriesResponse::SharedCtor(
       decltype(_impl_.results_){arena}
     , decltype(_impl_.embedding_model_){}
     , decltype(_impl_.answered_tier_){0}
+    , decltype(_impl_.hidden_by_clock_){0}
     , /*decltype(_impl_._cached_size_)*/{}
   };
   _impl_.embedding_model_.InitDefault();
@@ -4703,7 +4709,9 @@ void SearchMemoriesResponse::Clear() {
 
   _impl_.results_.Clear();
   _impl_.embedding_model_.ClearToEmpty();
-  _impl_.answered_tier_ = 0;
+  ::memset(&_impl_.answered_tier_, 0, static_cast<size_t>(
+      reinterpret_cast<char*>(&_impl_.hidden_by_clock_) -
+      reinterpret_cast<char*>(&_impl_.answered_tier_)) + sizeof(_impl_.hidden_by_clock_));
   _internal_metadata_.Clear<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>();
 }
 
@@ -4742,6 +4750,14 @@ const char* SearchMemoriesResponse::_InternalParse(const char* ptr, ::_pbi::Pars
           uint64_t val = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint64(&ptr);
           CHK_(ptr);
           _internal_set_answered_tier(static_cast<::npc_memory::v1::Tier>(val));
+        } else
+          goto handle_unusual;
+        continue;
+      // int32 hidden_by_clock = 4;
+      case 4:
+        if (PROTOBUF_PREDICT_TRUE(static_cast<uint8_t>(tag) == 32)) {
+          _impl_.hidden_by_clock_ = ::PROTOBUF_NAMESPACE_ID::internal::ReadVarint32(&ptr);
+          CHK_(ptr);
         } else
           goto handle_unusual;
         continue;
@@ -4799,6 +4815,12 @@ uint8_t* SearchMemoriesResponse::_InternalSerialize(
       3, this->_internal_answered_tier(), target);
   }
 
+  // int32 hidden_by_clock = 4;
+  if (this->_internal_hidden_by_clock() != 0) {
+    target = stream->EnsureSpace(target);
+    target = ::_pbi::WireFormatLite::WriteInt32ToArray(4, this->_internal_hidden_by_clock(), target);
+  }
+
   if (PROTOBUF_PREDICT_FALSE(_internal_metadata_.have_unknown_fields())) {
     target = ::_pbi::WireFormat::InternalSerializeUnknownFieldsToArray(
         _internal_metadata_.unknown_fields<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(::PROTOBUF_NAMESPACE_ID::UnknownFieldSet::default_instance), target, stream);
@@ -4835,6 +4857,11 @@ size_t SearchMemoriesResponse::ByteSizeLong() const {
       ::_pbi::WireFormatLite::EnumSize(this->_internal_answered_tier());
   }
 
+  // int32 hidden_by_clock = 4;
+  if (this->_internal_hidden_by_clock() != 0) {
+    total_size += ::_pbi::WireFormatLite::Int32SizePlusOne(this->_internal_hidden_by_clock());
+  }
+
   return MaybeComputeUnknownFieldsSize(total_size, &_impl_._cached_size_);
 }
 
@@ -4860,6 +4887,9 @@ void SearchMemoriesResponse::MergeImpl(::PROTOBUF_NAMESPACE_ID::Message& to_msg,
   if (from._internal_answered_tier() != 0) {
     _this->_internal_set_answered_tier(from._internal_answered_tier());
   }
+  if (from._internal_hidden_by_clock() != 0) {
+    _this->_internal_set_hidden_by_clock(from._internal_hidden_by_clock());
+  }
   _this->_internal_metadata_.MergeFrom<::PROTOBUF_NAMESPACE_ID::UnknownFieldSet>(from._internal_metadata_);
 }
 
@@ -4884,7 +4914,12 @@ void SearchMemoriesResponse::InternalSwap(SearchMemoriesResponse* other) {
       &_impl_.embedding_model_, lhs_arena,
       &other->_impl_.embedding_model_, rhs_arena
   );
-  swap(_impl_.answered_tier_, other->_impl_.answered_tier_);
+  ::PROTOBUF_NAMESPACE_ID::internal::memswap<
+      PROTOBUF_FIELD_OFFSET(SearchMemoriesResponse, _impl_.hidden_by_clock_)
+      + sizeof(SearchMemoriesResponse::_impl_.hidden_by_clock_)
+      - PROTOBUF_FIELD_OFFSET(SearchMemoriesResponse, _impl_.answered_tier_)>(
+          reinterpret_cast<char*>(&_impl_.answered_tier_),
+          reinterpret_cast<char*>(&other->_impl_.answered_tier_));
 }
 
 ::PROTOBUF_NAMESPACE_ID::Metadata SearchMemoriesResponse::GetMetadata() const {

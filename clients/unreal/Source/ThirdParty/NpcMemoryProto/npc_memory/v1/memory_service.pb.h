@@ -2761,6 +2761,7 @@ class SearchMemoriesResponse final :
     kResultsFieldNumber = 1,
     kEmbeddingModelFieldNumber = 2,
     kAnsweredTierFieldNumber = 3,
+    kHiddenByClockFieldNumber = 4,
   };
   // repeated .npc_memory.v1.ScoredMemory results = 1;
   int results_size() const;
@@ -2803,6 +2804,15 @@ class SearchMemoriesResponse final :
   void _internal_set_answered_tier(::npc_memory::v1::Tier value);
   public:
 
+  // int32 hidden_by_clock = 4;
+  void clear_hidden_by_clock();
+  int32_t hidden_by_clock() const;
+  void set_hidden_by_clock(int32_t value);
+  private:
+  int32_t _internal_hidden_by_clock() const;
+  void _internal_set_hidden_by_clock(int32_t value);
+  public:
+
   // @@protoc_insertion_point(class_scope:npc_memory.v1.SearchMemoriesResponse)
  private:
   class _Internal;
@@ -2814,6 +2824,7 @@ class SearchMemoriesResponse final :
     ::PROTOBUF_NAMESPACE_ID::RepeatedPtrField< ::npc_memory::v1::ScoredMemory > results_;
     ::PROTOBUF_NAMESPACE_ID::internal::ArenaStringPtr embedding_model_;
     int answered_tier_;
+    int32_t hidden_by_clock_;
     mutable ::PROTOBUF_NAMESPACE_ID::internal::CachedSize _cached_size_;
   };
   union { Impl_ _impl_; };
@@ -8173,6 +8184,26 @@ inline void SearchMemoriesResponse::_internal_set_answered_tier(::npc_memory::v1
 inline void SearchMemoriesResponse::set_answered_tier(::npc_memory::v1::Tier value) {
   _internal_set_answered_tier(value);
   // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesResponse.answered_tier)
+}
+
+// int32 hidden_by_clock = 4;
+inline void SearchMemoriesResponse::clear_hidden_by_clock() {
+  _impl_.hidden_by_clock_ = 0;
+}
+inline int32_t SearchMemoriesResponse::_internal_hidden_by_clock() const {
+  return _impl_.hidden_by_clock_;
+}
+inline int32_t SearchMemoriesResponse::hidden_by_clock() const {
+  // @@protoc_insertion_point(field_get:npc_memory.v1.SearchMemoriesResponse.hidden_by_clock)
+  return _internal_hidden_by_clock();
+}
+inline void SearchMemoriesResponse::_internal_set_hidden_by_clock(int32_t value) {
+  
+  _impl_.hidden_by_clock_ = value;
+}
+inline void SearchMemoriesResponse::set_hidden_by_clock(int32_t value) {
+  _internal_set_hidden_by_clock(value);
+  // @@protoc_insertion_point(field_set:npc_memory.v1.SearchMemoriesResponse.hidden_by_clock)
 }
 
 // -------------------------------------------------------------------
