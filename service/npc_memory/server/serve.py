@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 
 from npc_memory.api.deserialize import add_memory_service
 from npc_memory.api.interceptor import ServiceInterceptor
+from npc_memory.api.reflection import add_reflection
 from npc_memory.api.servicer import MemoryServicer
 from npc_memory.config import Config
 from npc_memory.config.server import SecurityConfig, ServerConfig
@@ -53,7 +54,7 @@ async def create_server(
     # reads as a misconfigured service name); "" keeps grpc's default, SERVING: the process is up.
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
+    add_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         server,
     )
