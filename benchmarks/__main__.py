@@ -57,7 +57,7 @@ class Suite:
 SUITES: dict[str, Suite] = {
     "quality": Suite("Korean retrieval quality (recall@k, MRR by ranking mode)",
                      {"quality": Command("benchmarks.quality.run")}),
-    "conversation": Suite("Conversation recall (multi-session dialogues, Korean and English)",
+    "conversation": Suite("Conversation recall (dated conversations over a long relationship, Korean and English)",
                           {"conversation": Command("benchmarks.conversation.run", ("--steps", "dialogue", "facts"))}),
     "search": Suite("Search speed: gRPC latency beside the embedder alone and the bare SQL; throughput",
                     {"search": Command("benchmarks.search_speed", ("--rows", "10000"), data_dir=True)}),
