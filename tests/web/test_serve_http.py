@@ -25,7 +25,7 @@ from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-SERVE_TIMEOUT = 90.0
+SERVE_TIMEOUT = 180.0  # a loaded 2-core machine loads the model slowly
 
 
 @dataclass
