@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -329,8 +330,9 @@ async def _serve_workers(config: Config, log_level: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``npc-memory``."""
     args = build_parser().parse_args(argv)
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGINT raises KeyboardInterrupt already
-        signal.signal(sig, _unwind)
+    if threading.current_thread() is threading.main_thread():  # a caller's thread cannot take signals
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGINT raises KeyboardInterrupt already
+            signal.signal(sig, _unwind)
     try:
         config = load_config(vars(args), os.environ)
         configure_logging(args.log_level, config.security.log_json)
