@@ -25,6 +25,7 @@ from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 from opentelemetry.proto.trace.v1 import trace_pb2
 from otlp_collector import Collector, serve_collector
+from own_database import separate_database
 
 STORED = "레티아는 비밀 정원에서 은방울꽃을 키운다"
 QUERY = "레티아가 키우는 꽃이 뭐였지"
@@ -126,15 +127,11 @@ async def test_the_health_watcher_and_work_outside_calls_make_no_spans(
 
 
 
-def test_serve_with_the_tracing_flag_sends_each_call_and_no_health_check(
-    collector: Collector, database_url: str, tmp_path: Path,
-) -> None:
-    """``serve --tracing`` exports by the OTEL_* variables; a call is traced, a health check is not; SIGTERM flushes."""
-    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SERVICE_NAME": "npc-memory-serve"}
-    log = tmp_path / "serve.log"
+def _serve_traced(url: str, env: dict[str, str], log: Path) -> None:
+    """Run ``serve --tracing`` on ``url``, make a health check and one call, then stop it with SIGTERM."""
     with log.open("w") as err:
         proc = subprocess.Popen([str(Path(sys.executable).parent / "npc-memory"), "serve", "--tracing", "--port", "0",
-                                 "--host", "127.0.0.1", "--database-url", database_url],
+                                 "--host", "127.0.0.1", "--database-url", url],
                                 stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     try:
         assert proc.stdout is not None
@@ -152,6 +149,17 @@ def test_serve_with_the_tracing_flag_sends_each_call_and_no_health_check(
         if proc.stdout is not None:
             proc.stdout.close()
     assert proc.returncode == 0, log.read_text()[-2000:]
+
+
+def test_serve_with_the_tracing_flag_sends_each_call_and_no_health_check(
+    collector: Collector, database_url: str, tmp_path: Path,
+) -> None:
+    """``serve --tracing`` exports by the OTEL_* variables; a call is traced, a health check is not; SIGTERM flushes."""
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SERVICE_NAME": "npc-memory-serve"}
+    log = tmp_path / "serve.log"
+    # A database of its own: what other tests record in the shared one (a model's name) must not stop this start.
+    with separate_database(database_url, "npc_traced") as url:
+        _serve_traced(url, env, log)
     spans = [s for attrs, s in collector.spans if attrs.get("service.name") == "npc-memory-serve"]
     (listed,) = [s for s in spans if s.name == "/npc_memory.v1.MemoryService/ListMemories"]
     assert "db.statement" in [s.name for s in _children(spans, listed)]
