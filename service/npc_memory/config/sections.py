@@ -58,9 +58,10 @@ class SearchConfig:
     them above the rest (the conversation benchmark measures each: docs/explanation/benchmarks.md)."""
     scope_cache_rows: int = SCOPE_CACHE_ROWS
     """Memories this process holds to rank searches in memory (search/held.py); 0 ranks every search in SQL."""
-    keyword_backend: KeywordBackend = "auto"
-    """``bm25`` in SQL, ``pgroonga`` when the database has it, or ``auto`` (PGroonga if present); resolved at
-    start against the database (server/runtime.py ``resolve_backend``)."""
+    keyword_backend: KeywordBackend = "bm25"
+    """``bm25`` in SQL (the default, on every PostgreSQL), ``pgroonga`` (refused at start when the database lacks
+    it), or ``auto`` (PGroonga if present). Stated, not detected by default, so a database that happens to carry
+    PGroonga does not change the ranking (server/runtime.py ``resolve_backend``)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.expand_per_depth <= self.max_limit:
