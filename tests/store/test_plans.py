@@ -20,7 +20,7 @@ from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.store import search
 from npc_memory.store.compiled import Compiled
-from npc_memory.store.links import NEIGHBOURS
+from npc_memory.store.links import EVIDENCE_PARAMS, NEIGHBOURS
 from npc_memory.store.search_sql import compiled_links, compiled_search, search_params
 from npc_memory.store.view import view_params
 from npc_memory.store.writes import scope_params
@@ -91,11 +91,13 @@ async def test_an_expand_step_reads_each_candidates_terms_once(engine: MemoryEng
     A count per candidate and frontier memory (a subquery each) made a deep step on a 1,358-row scope 33 ms.
     """
     rng = np.random.default_rng(6)
-    facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT, f"산책하다가 고양이 {i}마리 봤어",
-                       embedding=v) for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
+    # Each count of cats in two or three rows: a distinctive shared term, so the step links (docs/guide/links.md).
+    facts = [NewMemory(Speaker.USER, Subject.USER, "user", ContentType.FACT,
+                       f"{i}번째 산책에서 고양이 {i % 50}마리 봤어", embedding=v)
+             for i, v in enumerate(normalise(rng.standard_normal((ROWS, 384))))]
     ids = [r.memory_id for r in await engine.store(scope, facts)]
-    params = scope_params(scope) | view_params() | {"id": ids[0], "frontier": ids[1:4], "now": datetime.now(UTC),
-                                                    "per_depth": 5}
+    params = scope_params(scope) | view_params() | EVIDENCE_PARAMS | {
+        "id": ids[0], "frontier": ids[1:4], "now": datetime.now(UTC), "per_depth": 5}
     with psycopg.connect(database_url, autocommit=True) as conn:
         register_vector(conn)
         plan = [r[0] for r in conn.execute(sql.Composed([sql.SQL("EXPLAIN (ANALYZE, COSTS OFF) "), NEIGHBOURS]),

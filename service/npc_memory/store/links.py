@@ -107,6 +107,8 @@ MIN_TERM_ROWS = 3
 """A shared term held by this many of the scope's valid memories or fewer is evidence of a link, in any scope."""
 TERM_SHARE = 5
 """In a larger scope, a shared term is evidence while at most 1/TERM_SHARE of the valid memories hold it."""
+EVIDENCE_PARAMS = {"min_term_rows": MIN_TERM_ROWS, "term_share": TERM_SHARE, "neutral": sorted(LINK_NEUTRAL)}
+"""NEIGHBOURS' parameters of what counts as evidence of a link."""
 
 MEMORIES = sql.SQL("""
 SELECT {columns} FROM user_memories m
@@ -170,7 +172,7 @@ async def expand(db: Database, scope: Scope, memory_id: UUID | None, per_depth: 
         if frontier:
             cur = await conn.execute(NEIGHBOURS, scope_params(scope) | view_params() | {
                 "id": root, "frontier": frontier, "now": now, "per_depth": per_depth,
-                "min_term_rows": MIN_TERM_ROWS, "term_share": TERM_SHARE, "neutral": sorted(LINK_NEUTRAL),
+                **EVIDENCE_PARAMS,
             })
             found = [Link(root, r["id"], LinkKind.RELATED_TO, depth, r["via"]) for r in await cur.fetchall()]
         async with conn.cursor() as c:
