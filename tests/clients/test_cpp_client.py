@@ -136,7 +136,7 @@ async def test_cpp_expands_and_searches_with_hops_and_deepen(
                        related=[pb.MemoryRef(batch_index=0)] if k else [])
         for k, (c, t, i) in enumerate([
             ("레티아의 아버지는 등대지기이다", pb.TIER_KNOWLEDGE, 9),
-            ("낡은 나침반을 선물받았다", pb.TIER_KNOWLEDGE, 1),
+            ("등대에서 낡은 나침반을 선물받았다", pb.TIER_KNOWLEDGE, 1),  # 등대: evidence for a link
             ("등대", pb.TIER_GIST, 5), ("바닷가에서 조개를 주웠다", pb.TIER_SOURCE, 5),
             ("조개 목걸이를 만들었다", pb.TIER_SOURCE, 5), ("등대 불빛이 예뻤다", pb.TIER_SOURCE, 5),
         ])
