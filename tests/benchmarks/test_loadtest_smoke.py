@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from npc_memory.embedding.local import MODEL_NAME
+from processes import stop
 
 from loadtest.pool import load_pool
 from loadtest.seed import read_manifest, seed, write_manifest
@@ -49,14 +50,7 @@ def service_port(database_url: str, tmp_path_factory: pytest.TempPathFactory) ->
         assert port, f"service did not start: {log.read_text()[-2000:]}"
         yield port
     finally:
-        if proc.stdout is not None:
-            proc.stdout.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=15)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from npc_memory_client.v1 import memory_pb2 as pb
 from npc_memory_client.v1 import memory_service_pb2 as svc
 from npc_memory_client.v1 import memory_service_pb2_grpc as svc_grpc
 from ports import free_port
+from processes import stop
 
 BIN = Path(sys.executable).parent
 KEY = "serve-test-" + "q" * 40
@@ -70,15 +71,7 @@ def served(database_url: str, tmp_path: Path) -> Iterator[Served]:
         assert port, f"service did not start: {log.read_text()[-2000:]}"
         yield Served(proc, port, metrics_port, log)
     finally:
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, timeout=30)
 
 
 def store_request(user_id: str, content: str) -> svc.StoreMemoriesRequest:

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 from ports import free_port
+from processes import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -61,15 +62,7 @@ def served(database_url: str, tmp_path: Path) -> Iterator[Served]:
         assert announced == http_port, f"no HTTP port announced: {log.read_text()[-2000:]}"
         yield Served(proc, port, http_port, log)
     finally:
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, timeout=30)
 
 
 def _documented_store() -> list[str]:
