@@ -57,6 +57,27 @@ async def _plan_cache_mode(conn: Connection, configured: PlanCacheMode) -> PlanC
     return "force_custom_plan" if row is not None and row["citus"] else configured
 
 
+UNAVAILABLE_TEXT = "the database is unavailable; the server log has the details"
+
+
+@contextmanager
+def _session_errors(conn: Connection) -> Iterator[None]:
+    """Any driver error raised once the connection's session is gone is the outage's: UnavailableError.
+
+    An outage ends a session wherever it is, and not every moment gives an OperationalError: PostgreSQL shutting
+    down between its answer to COMMIT and the sync point's left the write path with an InternalError of its own
+    (tests/resilience/test_cut_write.py), which reached clients as INTERNAL. A driver error on a connection that is
+    still open is not an outage, and goes on as it is.
+    """
+    try:
+        yield
+    except (psycopg.Error, OSError) as exc:
+        if isinstance(exc, psycopg.OperationalError) or not conn.closed:
+            raise
+        log.warning("database session ended: %s: %s", type(exc).__name__, " ".join(str(exc).split()))
+        raise UnavailableError(UNAVAILABLE_TEXT) from exc
+
+
 class Database:
     """An async pool of autocommit connections, each with pgvector adapters registered and its plan cache mode set."""
 
@@ -116,14 +137,15 @@ class Database:
         except psycopg.OperationalError as exc:
             # PostgreSQL's own text (host names, roles, server messages) stays in our log, out of the answer.
             log.warning("database error: %s", " ".join(str(exc).split()))
-            raise UnavailableError("the database is unavailable; the server log has the details") from exc
+            raise UnavailableError(UNAVAILABLE_TEXT) from exc
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """A pooled connection; outages surface as UnavailableError, serialization races as ConflictError."""
         with span(STATEMENT_SPAN), self.mapped_errors() as wait:
             async with self._pool.connection(timeout=wait) as conn:
-                yield conn
+                with _session_errors(conn):
+                    yield conn
 
     @asynccontextmanager
     async def kept_connection(self) -> AsyncIterator[Connection]:
@@ -147,7 +169,8 @@ class Database:
             with span(STATEMENT_SPAN), self.mapped_errors() as wait:
                 if conn is None:
                     conn = self._kept = await self._pool.getconn(timeout=wait)
-                yield conn
+                with _session_errors(conn):
+                    yield conn
             done = True
         finally:
             self._kept_busy = False
@@ -159,8 +182,10 @@ class Database:
     async def transaction(self) -> AsyncIterator[Connection]:
         """A pooled connection inside one transaction: committed on success, rolled back on any error."""
         with span(TRANSACTION_SPAN), self.mapped_errors() as wait:
-            async with self._pool.connection(timeout=wait) as conn, conn.transaction():
-                yield conn
+            async with self._pool.connection(timeout=wait) as conn:
+                with _session_errors(conn):
+                    async with conn.transaction():
+                        yield conn
 
     async def ping(self) -> None:
         """Raise UnavailableError unless a trivial query answers; until one does, calls wait only briefly."""
