@@ -11,7 +11,7 @@ Plain values in (strings, ``Fact``, datetimes), frozen dataclasses out (``Memory
         print(best.memory.content, best.scores.final)
 """
 
-from npc_memory_client._results import MemoryPage
+from npc_memory_client._results import MemoryPage, SearchHits
 from npc_memory_client.aio import AsyncClient
 from npc_memory_client.errors import (
     ClientError,
@@ -96,6 +96,7 @@ __all__ = [
     "Scope",
     "ScoredMemory",
     "Scores",
+    "SearchHits",
     "Speaker",
     "StoreOutcome",
     "StoreResult",

@@ -24,7 +24,6 @@ from npc_memory_client.model import (
     Memory,
     SavePoint,
     SaveState,
-    ScoredMemory,
     StoreResult,
     Timeline,
 )
@@ -55,13 +54,10 @@ def store(
     )
 
 
-def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> Call[list[ScoredMemory]]:
-    """SearchMemories, best first."""
+def search(user_id: str, heroine_id: str, query: str, opts: SearchOptions) -> Call[rs.SearchHits]:
+    """SearchMemories, best first, with the count its clock hid."""
     known_options(opts, SearchOptions, "search")
-    return Call(
-        "SearchMemories", rq.search(user_id, heroine_id, query, opts),
-        lambda r: [rs.scored(x) for x in r.results], idempotent=True,
-    )
+    return Call("SearchMemories", rq.search(user_id, heroine_id, query, opts), rs.search_hits, idempotent=True)
 
 
 def get(user_id: str, heroine_id: str, memory_id: UUID | str, view: ViewOptions) -> Call[Memory]:

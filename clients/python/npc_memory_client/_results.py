@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +43,26 @@ class MemoryPage:
 
     memories: list[Memory]
     next_page_token: str
+
+
+class SearchHits(list[ScoredMemory]):
+    """A search's hits, best first (a list), and what the search's clock hid.
+
+    ``hidden_by_clock``: when the search set its clock (``as_of``, ``now`` or their game-day twins), how many of the
+    scope's current memories became true after it and were left out. Facts stored without ``valid_game_day`` are
+    dated by the wall clock (game day ~9,800), so a game-clock search hides them and says so here; 0 otherwise.
+    """
+
+    hidden_by_clock: int
+
+    def __init__(self, hits: Iterable[ScoredMemory] = (), hidden_by_clock: int = 0) -> None:
+        super().__init__(hits)
+        self.hidden_by_clock = hidden_by_clock
+
+
+def search_hits(response: svc.SearchMemoriesResponse) -> SearchHits:
+    """SearchMemories' answer: its hits and the count its clock hid."""
+    return SearchHits((scored(x) for x in response.results), response.hidden_by_clock)
 
 
 def _when(ts: timestamp_pb2.Timestamp) -> datetime:

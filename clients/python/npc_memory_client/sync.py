@@ -12,7 +12,7 @@ from uuid import UUID
 import grpc
 
 from npc_memory_client import _calls
-from npc_memory_client._results import MemoryPage
+from npc_memory_client._results import MemoryPage, SearchHits
 from npc_memory_client.errors import DeadlineExceededError, from_rpc_error
 from npc_memory_client.extraction import ContextBlock, ContextOptions, ExtractionJob, StoredDialogue, Turns
 from npc_memory_client.inputs import Facts, HistoryOptions, ListOptions, SearchOptions, UpdateOptions, ViewOptions
@@ -22,7 +22,6 @@ from npc_memory_client.model import (
     Memory,
     SavePoint,
     SaveState,
-    ScoredMemory,
     StoreResult,
     Timeline,
 )
@@ -95,8 +94,8 @@ class Client:
 
     def search(
         self, user_id: str, heroine_id: str, query: str, *, timeout: float | None = None, **opts: Unpack[SearchOptions]
-    ) -> list[ScoredMemory]:
-        """The scope's memories ranked for ``query``, best first, each with its scores."""
+    ) -> SearchHits:
+        """The scope's memories ranked for ``query``, best first, each with its scores; ``.hidden_by_clock`` too."""
         return self._run(_calls.search(user_id, heroine_id, query, opts), timeout)
 
     def get(
