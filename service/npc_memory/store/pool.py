@@ -203,8 +203,10 @@ class Database:
         """If the database answers a connection of our own, have the pool connect now rather than after its backoff.
 
         The pool retries a lost connection after 1, 2, 4, 8 … s: once the database is back it could sit out a
-        delay as long as the outage itself. Growing the pool by one starts a fresh attempt at once; the extra
-        connection is closed later, like any idle one above the minimum.
+        delay as long as the outage itself. Growing the pool starts fresh attempts at once: by its minimum and one
+        more, because ``kept_connection`` takes the first connection back for good: grown by one, the searches got it
+        and the stores and the health ping waited out the backoff (docs/decisions/outage-writes.md). The extra
+        connections are closed later, like any idle one above the minimum.
         """
         try:
             probe = await psycopg.AsyncConnection.connect(self.url, connect_timeout=2)
@@ -213,5 +215,6 @@ class Database:
         await probe.close()
         low, high = self._sizes
         self._nudged = True
-        await self._pool.resize(low + 1, max(high, low + 1))
+        grown = low + low + 1
+        await self._pool.resize(grown, max(high, grown))
         await self._pool.resize(low, high)
