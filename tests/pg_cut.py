@@ -2,8 +2,9 @@
 
 An outage ends sessions wherever they are; the moment that matters can be sub-millisecond wide (PostgreSQL
 answered a COMMIT and is told to shut down before it says it is ready for the next query). The proxy forwards
-both directions unchanged and reads the server's messages; once armed, it replaces the next ReadyForQuery that
-matches with what a shutting-down server sends there (an ErrorResponse FATAL 57P01) and closes both sides.
+both directions unchanged and reads the server's messages; once armed, it replaces the next message that matches
+(the ReadyForQuery after a COMMIT, or the answer of a transaction's first statement after BEGIN) with what a
+shutting-down server sends there (an ErrorResponse FATAL 57P01) and closes both sides.
 PostgreSQL itself is real: what it answered before the cut stands (a COMMIT it acknowledged is committed).
 """
 
@@ -26,14 +27,20 @@ FATAL_SHUTDOWN = b"".join((
 
 @dataclass
 class Cut:
-    """Which ReadyForQuery to replace: after a COMMIT (``after_commit``), or one inside a transaction (status T)."""
+    """Which message to replace: the ReadyForQuery after COMMIT (``after_commit``), or a transaction's first answer.
+
+    The answer of the first statement after BEGIN: mid-transaction, as the write pipeline sends no sync point
+    before its COMMIT.
+    """
 
     after_commit: bool
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def matches(self, last_tag: bytes, status: bytes) -> bool:
-        """Whether a ReadyForQuery with ``status``, after a command tagged ``last_tag``, is the one to cut."""
-        return last_tag == b"COMMIT" if self.after_commit else status == b"T"
+    def matches(self, kind: bytes, last_tag: bytes) -> bool:
+        """Whether a message of ``kind``, after a command tagged ``last_tag``, is the one to cut."""
+        if self.after_commit:
+            return kind == READY_FOR_QUERY and last_tag == b"COMMIT"
+        return kind == COMMAND_COMPLETE and last_tag == b"BEGIN"
 
 
 class CutProxy:
@@ -67,10 +74,11 @@ class CutProxy:
                 head = await up_reader.readexactly(5)
                 kind, length = head[:1], struct.unpack("!I", head[1:])[0]
                 body = await up_reader.readexactly(length - 4)
+                cut = self.cut
+                matched = cut is not None and cut.matches(kind, last_tag)
                 if kind == COMMAND_COMPLETE:
                     last_tag = body.rstrip(b"\0").split(b" ")[0]
-                cut = self.cut
-                if kind == READY_FOR_QUERY and cut is not None and cut.matches(last_tag, body):
+                if cut is not None and matched:
                     self.cut = None
                     writer.write(b"E" + struct.pack("!I", 4 + len(FATAL_SHUTDOWN)) + FATAL_SHUTDOWN)
                     await writer.drain()

@@ -3,9 +3,9 @@
 During an outage PostgreSQL ends every session wherever it is. Two ways of landing the cut where wanted:
 - a trigger on this test's own marked content sleeps (in the INSERT, or at COMMIT as a deferred constraint
   trigger) and another session terminates the writer's backend while it sleeps;
-- a proxy (tests/pg_cut.py) ends the session where PostgreSQL would have said it is ready for the next query:
-  after the COMMIT, or after the write's first round trip. That answer in place of the sync point's once
-  reached the error mapping as a driver error it did not know (psycopg.InternalError: INTERNAL).
+- a proxy (tests/pg_cut.py) ends the session where PostgreSQL would have said it is ready for the next query
+  after the COMMIT, or in place of the answer of the transaction's first statement. That answer in place of a
+  sync point's once reached the error mapping as a driver error it did not know (psycopg.InternalError: INTERNAL).
 """
 
 from __future__ import annotations
@@ -96,11 +96,11 @@ async def test_a_write_cut_mid_transaction_answers_unavailable(
 
 
 
-@pytest.mark.parametrize("after_commit", [True, False], ids=["after-commit", "after-first-round-trip"])
+@pytest.mark.parametrize("after_commit", [True, False], ids=["after-commit", "mid-transaction"])
 async def test_a_write_whose_session_ends_at_a_sync_point_answers_unavailable(
     engine: MemoryEngine, database_url: str, scope: Scope, after_commit: bool,
 ) -> None:
-    """The session ends where the write's sync point would answer: UNAVAILABLE, ours; the next write works."""
+    """The session ends after the COMMIT or inside the transaction: UNAVAILABLE, ours; the next write works."""
     async with CutProxy(database_url).running() as proxy:
         db = Database(proxy.url, PoolSettings(min_size=1, max_size=1, connect_timeout=5.0))
         await db.open()

@@ -1,10 +1,10 @@
 """store/pipelined.py against the real PostgreSQL: all or nothing, and the connection clean after either.
 
-The write transaction queues its statements on libpq's pipeline directly, BEGIN with the first and COMMIT with the
-last, so what psycopg's pipeline and transaction() did for us is checked here: answers read in order, a Python
-error, a statement PostgreSQL refuses, a failed COMMIT and a cancelled task each leave nothing written and the
-pooled connection idle and out of pipeline mode, ready for psycopg's next call; statements are prepared once per
-connection, and one the session lost is prepared again.
+The write transaction queues its statements on psycopg's pipeline, BEGIN with the first and COMMIT with the last,
+so what psycopg's ``transaction()`` would do for us is checked here: answers read in order, a Python error, a
+statement PostgreSQL refuses, a failed COMMIT and a cancelled task each leave nothing written and the pooled
+connection idle and out of pipeline mode, ready for psycopg's next call; statements are prepared once per
+connection, and a connection whose prepared statements psycopg dropped (DEALLOCATE ALL) writes at the first try.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import psycopg
 import pytest
 from npc_memory.engine import MemoryEngine
 from npc_memory.store.compiled import compile_statement
-from npc_memory.store.direct import fetch_direct
-from npc_memory.store.pipelined import Pipeline, StatementsLostError, in_transaction, pipelined_transaction
+from npc_memory.store.pipelined import Pipeline, pipelined_transaction
 from npc_memory.store.pool import Connection
 from psycopg import pq, sql
 
@@ -53,7 +52,7 @@ async def table(engine: MemoryEngine) -> None:
 
 @pytest.mark.usefixtures("table")
 async def test_reads_then_writes_commit(engine: MemoryEngine) -> None:
-    """Answers come back in order after a sync; writes queued after them commit with the block."""
+    """Answers come back in order once sent; writes queued after them commit with the block."""
     tag = uuid.uuid4().hex
     async with engine.db.connection() as conn:
         async with pipelined_transaction(conn) as pipe:
@@ -62,7 +61,7 @@ async def test_reads_then_writes_commit(engine: MemoryEngine) -> None:
             before = pipe.queue(COUNT, {"tag": tag})
             with pytest.raises(psycopg.InterfaceError):  # not sent yet: it would wait for ever
                 await pipe.rows(first)
-            await pipe.sync()
+            await pipe.send()
             assert await pipe.rows(second) == [{"n": 2, "tag": None}]  # read past the first: both kept
             assert await pipe.one(first) == {"n": 42, "tag": tag}
             assert await pipe.one(before) == {"n": 0}
@@ -113,29 +112,46 @@ async def test_a_failure_writes_nothing(
 
 
 @pytest.mark.usefixtures("table")
-async def test_a_refused_read_fails_it_and_what_follows(engine: MemoryEngine) -> None:
-    """A read PostgreSQL refuses raises its own error when its rows are asked for; the statements after it too."""
+async def test_a_refused_read_raises_its_own_error(engine: MemoryEngine) -> None:
+    """A read PostgreSQL refuses raises its own error (not a later statement's "aborted"); nothing is written."""
     tag = uuid.uuid4().hex
-    later: list[BaseException] = []
 
     async def inside(conn: Connection) -> None:
         async with pipelined_transaction(conn) as pipe:
             pipe.queue(INSERT, {"tag": tag, "n": 1})
-            bad = pipe.queue(compile_statement(sql.SQL("SELECT 1 / %(zero)s::int AS n")), {"zero": 0})
+            pipe.queue(compile_statement(sql.SQL("SELECT 1 / %(zero)s::int AS n")), {"zero": 0})
             after = pipe.queue(COUNT, {"tag": tag})
-            await pipe.sync()
-            try:
-                await pipe.rows(after)
-            except psycopg.Error as exc:
-                later.append(exc)
-            await pipe.rows(bad)
+            await pipe.send()  # raises already if the error came back while later statements went out
+            await pipe.rows(after)
 
     async with engine.db.connection() as conn:
         with pytest.raises(psycopg.errors.DivisionByZero):
             await inside(conn)
         await _idle(conn)
-    assert [type(e) for e in later] == [psycopg.errors.DivisionByZero]
     assert await _rows(engine, tag) == 0
+
+
+@pytest.mark.usefixtures("table")
+async def test_a_batch_larger_than_the_socket_buffers_commits(engine: MemoryEngine) -> None:
+    """Statements each larger than the socket's buffer, then a read: all of it is sent before the read waits.
+
+    psycopg's ``AsyncPipeline.sync`` waited for ever here (the server waiting for the rest of a statement still in
+    libpq's buffer); ``Pipeline.rows`` flushes first.
+    """
+    tag = uuid.uuid4().hex
+    wide = compile_statement(sql.SQL(f"INSERT INTO {TABLE} SELECT %(tag)s, %(n)s WHERE length(%(pad)s) > 0"))
+    pad = "가" * 400_000
+    async with engine.db.connection() as conn:
+        async with asyncio.timeout(60), pipelined_transaction(conn) as pipe:
+            for n in range(5):
+                pipe.queue(wide, {"tag": tag, "n": n, "pad": pad})
+            counted = pipe.queue(COUNT, {"tag": tag})
+            await pipe.send()
+            assert await pipe.one(counted) == {"n": 5}
+            for n in range(5, 10):
+                pipe.queue(wide, {"tag": tag, "n": n, "pad": pad})
+        await _idle(conn)
+    assert await _rows(engine, tag) == 10
 
 
 @pytest.mark.usefixtures("table")
@@ -151,7 +167,7 @@ async def test_a_cancelled_task_rolls_back(engine: MemoryEngine) -> None:
                 async with pipelined_transaction(conn) as pipe:
                     pipe.queue(INSERT, {"tag": tag, "n": 1})
                     counted = pipe.queue(COUNT, {"tag": tag})
-                    await pipe.sync()
+                    await pipe.send()
                     assert await pipe.one(counted) == {"n": 1}
                     inside.set()
                     await asyncio.sleep(30)
@@ -167,98 +183,53 @@ async def test_a_cancelled_task_rolls_back(engine: MemoryEngine) -> None:
     assert await _rows(engine, tag) == 0
 
 
-async def _prepared(conn: Connection) -> int:
-    cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'npc_pipe_%%'")
+async def _prepared(conn: Connection, query: str) -> int:
+    cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements WHERE statement = %s", (query,))
     row = await cur.fetchone()
     assert row is not None
     return int(row["n"])
 
 
 @pytest.mark.usefixtures("table")
-async def test_prepared_once_and_again_when_lost(engine: MemoryEngine) -> None:
-    """A statement is prepared once per connection and parameter types; one the session lost is prepared again.
+async def test_prepared_once_and_after_psycopg_dropped_them(engine: MemoryEngine) -> None:
+    """A statement is prepared once per connection; after psycopg's DEALLOCATE ALL a write succeeds at once.
 
-    psycopg sends DEALLOCATE ALL after a transaction of its own rolls back: the next write transaction on that
-    connection fails without writing, and ``in_transaction`` runs it again, preparing every statement anew.
+    psycopg sends DEALLOCATE ALL after a transaction of its own rolls back, and forgets what it prepared: the next
+    write prepares again instead of failing on a statement the session lost.
     """
     tag = uuid.uuid4().hex
+    query = SUM.query.decode()
     async with engine.db.connection() as conn:
         for _ in range(2):
             async with pipelined_transaction(conn) as pipe:
                 reply = pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
-                await pipe.sync()
+                await pipe.send()
                 assert await pipe.one(reply) == {"n": 3, "tag": tag}
-        start = await _prepared(conn)
+        assert await _prepared(conn, query) == 1
         async with pipelined_transaction(conn) as pipe:
             for _ in range(3):
                 pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
-        assert await _prepared(conn) == start
+        assert await _prepared(conn, query) == 1
 
         async def rolled_back() -> None:
             async with conn.transaction():
                 await conn.execute("SELECT 1", prepare=True)  # psycopg prepares one of its own
                 raise RuntimeError("rolled back")
 
-        async def once() -> None:
-            async with pipelined_transaction(conn) as pipe:
-                pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
-                pipe.queue(INSERT, {"tag": tag, "n": 1})
-
         with pytest.raises(RuntimeError):
             await rolled_back()
-        assert await _prepared(conn) == 0
-        with pytest.raises(StatementsLostError):
-            await once()
-        await _idle(conn)
-        assert await _rows(engine, tag) == 0
-
-        runs: list[int] = []
-
-        async def write(pipe: Pipeline) -> dict[str, object] | None:
-            runs.append(1)
-            pipe.queue(INSERT, {"tag": tag, "n": len(runs)})
+        assert await _prepared(conn, query) == 0
+        async with pipelined_transaction(conn) as pipe:
+            pipe.queue(INSERT, {"tag": tag, "n": 1})
             reply = pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
-            await pipe.sync()
-            return await pipe.one(reply)
-
-        assert await in_transaction(conn, write) == {"n": 3, "tag": tag}
-        assert len(runs) == 1
+            await pipe.send()
+            assert await pipe.one(reply) == {"n": 3, "tag": tag}
+        assert await _prepared(conn, query) == 1
         await conn.execute("DEALLOCATE ALL")
-        assert await in_transaction(conn, write) == {"n": 3, "tag": tag}
-        assert len(runs) == 3
+        async with pipelined_transaction(conn) as pipe:
+            pipe.queue(INSERT, {"tag": tag, "n": 2})
+            reply = pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
+            await pipe.send()
+            assert await pipe.one(reply) == {"n": 3, "tag": tag}
         await _idle(conn)
     assert await _rows(engine, tag) == 2
-
-
-@pytest.mark.usefixtures("table")
-async def test_lost_statements_beside_fresh_and_direct_ones(engine: MemoryEngine) -> None:
-    """Statements that exist after DEALLOCATE ALL are not prepared twice.
-
-    One the failed attempt prepared before it met a lost one, and one ``fetch_direct`` prepared again meanwhile: the
-    second attempt and the next direct call must find them.
-    """
-    tag = uuid.uuid4().hex
-    k = uuid.uuid4().int % 100_000
-    fresh = compile_statement(sql.SQL(f"SELECT %(tag)s::text AS tag, {k} AS k"))
-    direct = compile_statement(sql.SQL(f"SELECT %(n)s::int * 2 AS n, '{tag}' AS tag"))
-    runs: list[int] = []
-
-    async def write(pipe: Pipeline) -> dict[str, object] | None:
-        runs.append(1)
-        seen = pipe.queue(fresh, {"tag": tag})
-        pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
-        pipe.queue(INSERT, {"tag": tag, "n": len(runs)})
-        await pipe.sync()
-        return await pipe.one(seen)
-
-    async with engine.db.connection() as conn:
-        async with pipelined_transaction(conn) as pipe:
-            pipe.queue(SUM, {"a": 1, "b": 2, "tag": tag})
-        assert await fetch_direct(conn, direct, {"n": 2}) == [{"n": 4, "tag": tag}]
-        await conn.execute("DEALLOCATE ALL")
-        assert await fetch_direct(conn, direct, {"n": 3}) == [{"n": 6, "tag": tag}]  # prepared again
-        assert await in_transaction(conn, write) == {"tag": tag, "k": k}
-        assert len(runs) == 2
-        assert await fetch_direct(conn, direct, {"n": 4}) == [{"n": 8, "tag": tag}]
-        await _idle(conn)
-    assert await _rows(engine, tag) == 1

@@ -139,7 +139,7 @@ class ScopeCache:
         held yet is read in the background (the statement answers meanwhile), so no search waits for a whole
         scope. A sync's rows are applied only to the state it was asked against: if another search of the scope
         synced while this one waited, this one syncs again from the newer state. ``vector``: the query's, known
-        already (a caller's): every held row's product with it is worked out while the database answers the sync,
+        already (a caller's): every held row's product with it is worked out as the sync is sent,
         and kept for the ranking if the sync changes no row (``ScopeRows.product``). ``shared``: the scope with the
         player's shared rows of other heroines (an ``include_shared`` search), held apart from its own rows.
         """

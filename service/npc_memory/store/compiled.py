@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, AsyncRawCursor, sql
 from psycopg.types.array import ListBinaryDumper
+
+from npc_memory.store.pool import Database
 
 Row = TypeVar("Row")
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)([sb])|%%")
@@ -79,11 +81,29 @@ async def execute(
     return cur
 
 
-async def fetch_all(conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any]) -> list[Any]:
-    """Run a compiled statement (prepared, binary results) and fetch every row, as the connection makes rows."""
+async def fetch_all(
+    conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any],
+    beside: Callable[[], object] | None = None,
+) -> list[Any]:
+    """Run a compiled statement (prepared, binary results) and fetch every row, as the connection makes rows.
+
+    ``beside``: the caller's work that the answer does not need, run before the statement is sent.
+    """
+    if beside is not None:
+        beside()
     async with AsyncRawCursor(conn) as cur:
         await cur.execute(statement.query, statement.args(params), prepare=True, binary=True)
         return await cur.fetchall()
+
+
+async def read(db: Database, statement: Compiled, params: Mapping[str, Any]) -> list[Any]:
+    """``fetch_all`` on the pool's kept connection, or a pooled one while it is busy.
+
+    The reads are small statements (a memory, a page, a history, a profile), and the pool's bookkeeping cost
+    more than they do (store/pool.py ``kept_connection``).
+    """
+    async with db.kept_connection() as conn:
+        return await fetch_all(conn, statement, params)
 
 
 async def fetch_yielding(

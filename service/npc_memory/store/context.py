@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from npc_memory.domain.model import Memory, Scope
-from npc_memory.store.compiled import compile_statement
-from npc_memory.store.direct import read_direct
+from npc_memory.store.compiled import compile_statement, read
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
 from npc_memory.store.view import own_and_shared, view_params
@@ -30,4 +29,4 @@ async def profile_rows(db: Database, scope: Scope, at: datetime, include_shared:
     """Up to ``limit`` valid rows about the player, the heroine, or events."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "at": at, "limit": limit}
     params |= view_params(include_shared=include_shared)
-    return [memory_from_row(r) for r in await read_direct(db, _COMPILED[include_shared], params)]
+    return [memory_from_row(r) for r in await read(db, _COMPILED[include_shared], params)]

@@ -31,7 +31,7 @@ FORGET_ALSO = (
 
 async def _read(conn: Connection, scope: Scope, memory_id: UUID) -> Memory:
     """The memory as the live view has it (the caller holds the scope's lock, so it cannot change)."""
-    # psycopg's cursor, not read_direct: in a transaction, a prepared statement found gone would abort it.
+    # On the transaction's own connection (compiled.read takes another): the lock's holder reads what it changes.
     cur = await conn.execute(GET, scope_params(scope) | {"id": memory_id})
     return memory_found(await cur.fetchone(), memory_id)
 

@@ -11,8 +11,7 @@ from psycopg import sql
 from npc_memory.domain.model import LIVE, Memory, MemoryFilter, ReadView, Scope
 from npc_memory.domain.paging import MAX_PAGE_BYTES, Cursor, HistoryCursor, fits_in_bytes
 from npc_memory.errors import NotFoundError
-from npc_memory.store.compiled import compile_statement
-from npc_memory.store.direct import read_direct
+from npc_memory.store.compiled import compile_statement, read
 from npc_memory.store.filters import MEMORY_FILTER, filter_params
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import MEMORY_COLUMNS, memory_from_row
@@ -90,7 +89,7 @@ _LISTING = {key: compile_statement(statement) for key, statement in LIST.items()
 async def get_memory(db: Database, scope: Scope, memory_id: UUID, view: ReadView = LIVE) -> Memory:
     """One memory of the scope in the view; NotFoundError if it is not there (or belongs to another scope)."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id} | view_params(view)
-    rows = await read_direct(db, _GET, params)
+    rows = await read(db, _GET, params)
     return memory_found(rows[0] if rows else None, memory_id)
 
 
@@ -131,7 +130,7 @@ async def list_memories(
     }
     if after is not None:
         params |= {"after_valid_at": after.valid_at, "after_id": after.id}
-    memories, more = _page(await read_direct(db, _LISTING[include_shared, after is not None], params), page_size,
+    memories, more = _page(await read(db, _LISTING[include_shared, after is not None], params), page_size,
                            max_bytes)
     return memories, Cursor(memories[-1].valid_at, memories[-1].id) if more else None
 
@@ -143,7 +142,7 @@ async def history(
     """One page of the rows about a subject (or one slot of it), open and closed, by valid_at; and the next cursor."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "subject_id": subject_id, "slot": slot}
     params |= view_params(view) | _history_params(page_size, after)
-    memories, more = _page(await read_direct(db, _HISTORY, params), page_size, max_bytes)
+    memories, more = _page(await read(db, _HISTORY, params), page_size, max_bytes)
     return memories, _history_cursor(memories, more)
 
 
@@ -154,7 +153,7 @@ async def chain(
     """One page of the versions linked to a memory through superseded_by, both ways, by valid_at."""
     params = {"user_id": scope.user_id, "heroine_id": scope.heroine_id, "id": memory_id} | view_params(view)
     params |= _history_params(page_size, after)
-    rows = await read_direct(db, _CHAIN, params)
+    rows = await read(db, _CHAIN, params)
     if not rows:
         if after is None:
             raise NotFoundError(f"no memory {memory_id} in this scope")

@@ -20,8 +20,7 @@ from typing import Any, cast
 from psycopg import sql
 
 from npc_memory.domain.model import Scope
-from npc_memory.store.compiled import Compiled, compile_statement, fetch_yielding
-from npc_memory.store.direct import fetch_direct
+from npc_memory.store.compiled import Compiled, compile_statement, fetch_all, fetch_yielding
 from npc_memory.store.pool import Connection
 from npc_memory.store.rows import MEMORY_COLUMNS
 from npc_memory.store.view import PICKED, ROOT_TIMELINE, SHARED_ROWS, VISIBLE, view_params, visible, with_view
@@ -192,8 +191,7 @@ async def sync(connect: Connect, scope: Scope, shared: bool, asked: State | None
 
     ``shared``: the scope held with the player's shared rows of other heroines. A saved player's scopes are read
     through the timeline view. A whole scope's rows are made a chunk at a time (store/compiled.py
-    ``fetch_yielding``); a sync after a store brings one row. ``beside`` runs while the database answers a sync
-    of held rows.
+    ``fetch_yielding``); a sync after a store brings one row. ``beside`` runs as a sync of held rows is sent.
     """
     params: dict[str, Any] = {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
     if isinstance(asked, ViewState):
@@ -273,7 +271,7 @@ async def _fetch(connect: Connect, statement: Compiled, params: dict[str, Any], 
     async with connect() as conn:
         if whole:
             return await fetch_yielding(conn, statement, params)
-        return await fetch_direct(conn, statement, params, beside)
+        return await fetch_all(conn, statement, params, beside)
 
 
 def _shared_synced(held: Versions, found: list[dict[str, Any]]) -> Synced:

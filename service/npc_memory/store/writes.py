@@ -34,7 +34,7 @@ from npc_memory.ops.tracing import span
 from npc_memory.store import changes, idempotency
 from npc_memory.store.compiled import compile_statement
 from npc_memory.store.link_writes import CARRY_LINKS, INSERT_LINK, carry_params, link_params
-from npc_memory.store.pipelined import Pipeline, Reply, in_transaction
+from npc_memory.store.pipelined import Pipeline, Reply, pipelined_transaction
 from npc_memory.store.pool import Database
 from npc_memory.store.view import PICKED, ROOT_TIMELINE, view_params, with_view
 
@@ -132,10 +132,6 @@ INSERT = sql.SQL("INSERT INTO user_memories ({columns}) VALUES ({values})").form
 INLINE_BATCH = 8
 """Batches up to this size are planned on the event loop: a thread hop costs more than planning a few facts."""
 
-INSERT_SLICE = 32
-"""Rows adapted and queued per step of a batch's insert (the event loop runs other calls between steps)."""
-
-
 def insert_params(
     scope: Scope, item: PreparedMemory, successor: tuple[UUID, datetime] | None, importance: int | None = None,
     timeline_id: int | None = None,
@@ -212,7 +208,7 @@ def duplicate_params(scope: Scope, items: Sequence[AnalysedFact]) -> dict[str, A
 
 
 def _send_reads(pipe: Pipeline, scope: Scope, items: Sequence[AnalysedFact]) -> Reads:
-    """Queue the reads of the stored rows the batch can touch (sent together on the pipeline's next sync)."""
+    """Queue the reads of the stored rows the batch can touch (sent together on the pipeline's next ``send``)."""
     froms: dict[str, datetime] = {}
     for i in items:
         if i.fact.slot is not None:
@@ -249,19 +245,17 @@ async def _fetch_reads(
     return dups, timelines, targets
 
 
-async def _apply(pipe: Pipeline, scope: Scope, plan: WritePlan, links: Sequence[Link], live: int | None) -> None:
-    """Queue a plan's writes: inserts first (closes and links point at them), then closes, raises and links."""
-    inserts = insert_order(plan.inserts)
-    # Adapting a row's parameters (hundreds of terms for a long fact) runs on the event loop: a batch of 256 long
-    # facts held it long enough to delay health checks, so the rows are queued in slices with a yield between them.
-    for start in range(0, len(inserts), INSERT_SLICE):
-        if start:
-            await asyncio.sleep(0)
-        for p in inserts[start:start + INSERT_SLICE]:
-            pipe.queue(_INSERT, insert_params(
-                scope, p.item, (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
-                p.importance, live,
-            ))
+def _apply(pipe: Pipeline, scope: Scope, plan: WritePlan, links: Sequence[Link], live: int | None) -> None:
+    """Queue a plan's writes: inserts first (closes and links point at them), then closes, raises and links.
+
+    Their parameters are adapted when the pipeline sends them, one statement per turn of the event loop (a batch
+    of 256 long facts adapted in one piece held the loop long enough to delay health checks).
+    """
+    for p in insert_order(plan.inserts):
+        pipe.queue(_INSERT, insert_params(
+            scope, p.item, (p.superseded_by, p.invalid_at) if p.superseded_by and p.invalid_at else None,
+            p.importance, live,
+        ))
     changes.queue(pipe, scope, [
         *(changes.close_params([row_id], at, "superseded", successor)
           for row_id, (at, successor) in plan.closes.items()),
@@ -280,7 +274,7 @@ async def store_memories(
 ) -> list[StoreResult]:
     """Write a batch in one transaction under the scope's lock; any error rolls all of it back.
 
-    Two round trips in one libpq pipeline (store/pipelined.py): BEGIN, the lock, the idempotency key and the reads;
+    Two round trips in one pipeline (store/pipelined.py): BEGIN, the lock, the idempotency key and the reads;
     then the writes, the key's record and COMMIT. With a ``request_id``, a live key returns its first response and
     writes nothing; the key is read and recorded under the scope's lock, so two identical requests racing write once.
     ``on_commit`` queues its statements last in the transaction, with the results (the first ones on a replay).
@@ -291,7 +285,7 @@ async def store_memories(
         live_reply = pipe.queue(_LIVE_TIMELINE, scope_params(scope))
         key_reply = idempotency.queue_lookup(pipe, scope, request_id, idempotency_hours) if request_id else None
         reads = _send_reads(pipe, scope, items)
-        await pipe.sync()
+        await pipe.send()
         if key_reply is not None:
             first = idempotency.replay(await pipe.one(key_reply), request_id, fingerprint)
             if first is not None:
@@ -304,7 +298,7 @@ async def store_memories(
         # the event loop (health checks, other calls) gets the GIL back every switch interval meanwhile.
         plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
                 else await asyncio.to_thread(plan_batch, items, dups, timelines, targets, duplicate_threshold))
-        await _apply(pipe, scope, plan, batch_links(items, plan.results, targets.keys()),
+        _apply(pipe, scope, plan, batch_links(items, plan.results, targets.keys()),
                      int(live_row["timeline_id"]) if live_row else None)
         if request_id:
             idempotency.queue_record(pipe, scope, request_id, fingerprint, plan.results)
@@ -313,5 +307,5 @@ async def store_memories(
         return plan.results
 
     with span("db.write", facts=len(items)):
-        async with db.connection() as conn:
-            return await in_transaction(conn, write)
+        async with db.connection() as conn, pipelined_transaction(conn) as pipe:
+            return await write(pipe)
