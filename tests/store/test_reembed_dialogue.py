@@ -1,7 +1,7 @@
 """``npc-memory reembed`` re-makes vectors under the write path's rules (store/reembed.py).
 
-A stated dialogue's turns take their context, facts are embedded alone. In a database of its own: a re-embed
-rewrites every row of the database.
+A stated dialogue's turns take the mean of their views' vectors, facts are embedded alone. In a database of its
+own: a re-embed rewrites every row of the database.
 """
 
 from __future__ import annotations
@@ -54,4 +54,6 @@ async def _scrambled_and_reembedded(engine: MemoryEngine, scope: Scope) -> None:
     await reembed_all(engine.db, engine.embedder, 3, lambda _: None)
     again = await _vectors(engine, scope)
     for memory_id, vector in written.items():
-        assert float(np.dot(vector, again[memory_id])) > 0.999, memory_id
+        cosine = float(np.dot(vector, again[memory_id]) / (np.linalg.norm(vector) * np.linalg.norm(again[memory_id])))
+        assert cosine > 0.999, memory_id
+        assert abs(float(np.linalg.norm(vector) - np.linalg.norm(again[memory_id]))) < 1e-3, memory_id

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from npc_memory.domain.model import ScoredMemory, Speaker
+import numpy as np
+
+from npc_memory.domain.model import ScoredMemory, Speaker, Vector
 from npc_memory.domain.write_rules import content_key
 
 T = TypeVar("T")
@@ -72,6 +74,21 @@ def turn_text(line: Line, previous: Line | None, following: Line | None, heroine
     if following is not None and asks(line.text):
         text = f"{text}\n{said(following, heroine_id)}"
     return text
+
+
+def turn_views(line: Line, previous: Line | None, following: Line | None, heroine_id: str) -> tuple[str, ...]:
+    """The texts a turn's vector is the mean of: the line alone, in context (``turn_text``), between its neighbours.
+
+    One text's vector averages what it is given (two neighbours drown a short line); the mean of the views keeps the
+    line's own meaning beside its context's (docs/decisions/turn-vectors.md).
+    """
+    both = "\n".join(said(t, heroine_id) for t in (previous, line, following) if t is not None)
+    return said(line, heroine_id), turn_text(line, previous, following, heroine_id), both
+
+
+def turn_vector(views: Sequence[Vector]) -> Vector:
+    """The views' vectors averaged, not renormalised: one inner product with a query is the mean of its cosines."""
+    return np.asarray(np.mean(np.stack(views), axis=0), dtype=np.float32)
 
 
 def turn_texts(lines: Sequence[Line | None], heroine_id: str) -> list[str | None]:

@@ -85,19 +85,24 @@ async def store_dialogue(
     known: dict[int, Line] = {p: t.line for p, t in at.items()} | {first + i: ln for i, ln in enumerate(stated.lines)}
     heroine = scope.heroine_id
 
-    def text_at(position: int) -> str:
-        return dialogue.turn_text(known[position], known.get(position - 1), known.get(position + 1), heroine)
+    def views_at(position: int) -> tuple[str, ...]:
+        return dialogue.turn_views(known[position], known.get(position - 1), known.get(position + 1), heroine)
 
     new = [i for i in range(count) if first + i not in at]
-    # A stored question just before this request was embedded without its answer, which this request brings.
-    asked = at.get(first - 1)
-    again = asked if asked is not None and first not in at and dialogue.asks(asked.line.text) else None
-    texts = [text_at(first + i) for i in new] + ([text_at(again.position)] if again is not None else [])
+    added = {first + i for i in new}
+    # The stored turns just beside the new ones gain a neighbour, so their vector is made again (a question stored
+    # before its answer came, a turn stored before the one after it).
+    beside = [t for p, t in sorted(at.items()) if p - 1 in added or p + 1 in added]
+    views = [views_at(first + i) for i in new] + [views_at(t.position) for t in beside]
+    texts = list(dict.fromkeys(text for v in views for text in v))
     try:
         with EMBED_SECONDS.labels("passages").time(), span("embed", texts=len(texts)):
-            vectors = await engine.embedder.embed_passages(texts) if texts else []
+            embedded = await engine.embedder.embed_passages(texts) if texts else []
     except InputRejectedError as exc:
         raise TextRefusedError("turns", new, exc.detail) from exc
+    of_text = dict(zip(texts, embedded, strict=True))
+    vectors = [dialogue.turn_vector([of_text[t] for t in v]) for v in views]
+    again = list(zip(beside, vectors[len(new):], strict=True))
     made = dict(zip(new, vectors, strict=False))
     batch = {i: k for k, i in enumerate(new)}  # request index -> index among the facts stored now
     facts = []
@@ -110,8 +115,8 @@ async def store_dialogue(
     model = engine.embedder.name
 
     def then(pipe: Pipeline, results: Sequence[StoreResult]) -> None:
-        if again is not None:
-            queue_turn_vector(pipe, scope, again.id, vectors[-1], model)
+        for turn, vector in again:
+            queue_turn_vector(pipe, scope, turn.id, vector, model)
         if extract:
             jobs.queue_enqueue(pipe, scope, stated.dialogue_id, encode_turns(
                 _job_turns(stored, first, stated.lines, _all_results(stated, at, new, results))))

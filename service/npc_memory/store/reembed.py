@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from npc_memory.domain.dialogue import Line, turn_text
+from npc_memory.domain.dialogue import Line, turn_vector, turn_views
 from npc_memory.domain.model import Speaker
 from npc_memory.embedding.base import Embedder
 from npc_memory.store.pool import Database
@@ -14,8 +14,9 @@ from npc_memory.store.sweep import pages
 # Keyset pages over every row in primary-key order, history included: a closed fact is still searched with
 # include_invalidated. This is maintenance over all players (on Citus, a scan of every shard per page).
 # A turn of a stated dialogue (StoreDialogue) is embedded again with its context as the write path makes it
-# (domain/dialogue.py ``turn_text``): the turns at the positions just before and after it in its dialogue (the one
-# of its own timeline first, for a dialogue continued on a loaded save). Every other row is embedded alone.
+# (domain/dialogue.py ``turn_views``, their vectors' mean): the turns at the positions just before and after it in
+# its dialogue (the one of its own timeline first, for a dialogue continued on a loaded save). Every other row is
+# embedded alone.
 PAGE = """
 SELECT m.user_id, m.heroine_id, m.id, m.content, m.speaker, m.speaker_name, m.dialogue_id,
        p.content AS previous, p.speaker AS previous_speaker, p.speaker_name AS previous_name,
@@ -47,11 +48,14 @@ WHERE user_id = %(user_id)s AND id = %(id)s
 async def reembed_all(db: Database, embedder: Embedder, batch: int, progress: Callable[[int], object]) -> int:
     """Rewrite every row's vector with ``embedder``, ``batch`` rows per transaction; return how many.
 
-    A stated dialogue's turn takes its context vector, any other row a vector of its content alone.
+    A stated dialogue's turn takes the mean of its views' vectors, any other row a vector of its content alone.
     """
     done = 0
     async for rows in pages(db, PAGE, batch, {}):
-        vectors = await embedder.embed_passages([embedded_text(r) for r in rows])
+        views = [embedded_texts(r) for r in rows]
+        texts = list(dict.fromkeys(t for v in views for t in v))
+        of_text = dict(zip(texts, await embedder.embed_passages(texts), strict=True))
+        vectors = [turn_vector([of_text[t] for t in v]) for v in views]
         async with db.transaction() as conn, conn.cursor() as write:
             await write.executemany(SET_EMBEDDING, [
                 {"user_id": r["user_id"], "id": r["id"], "embedding": v, "model": embedder.name}
@@ -71,10 +75,10 @@ def _line(row: dict[str, Any], prefix: str = "") -> Line | None:
     return Line(Speaker(speaker), text, name or "")
 
 
-def embedded_text(row: dict[str, Any]) -> str:
-    """The text a page row's vector is taken over: a dialogue turn with its context, anything else its content."""
+def embedded_texts(row: dict[str, Any]) -> tuple[str, ...]:
+    """The texts a page row's vector is the mean of: a dialogue turn's views, anything else its content alone."""
     line = _line(row)
     assert line is not None
     if row["dialogue_id"] is None:
-        return line.text
-    return turn_text(line, _line(row, "previous"), _line(row, "following"), row["heroine_id"])
+        return (line.text,)
+    return turn_views(line, _line(row, "previous"), _line(row, "following"), row["heroine_id"])
