@@ -81,10 +81,23 @@ def conversation(f: dict[str, Any]) -> tuple[list[Row], list[str]]:
               f"recall@5 {num(dig(first, 'all', 'R@5'), '.3f')}")
     head = [("Conversation recall@10 (turns stored with StoreDialogue, default ranking)",
              num(dig(first, "all", "R@10"), ".3f"), beside)]
+    detail = _conversation_detail(f, "conversation")
+    topical: dict[str, Any] = dig(f, "topical", "configs", "default dialogue") or {}
+    if topical:
+        head.append(("Conversation recall@10, topical data set (each fact beside a line of its topic)",
+                     num(dig(topical, "all", "R@10"), ".3f"), f"recall@5 {num(dig(topical, 'all', 'R@5'), '.3f')}"))
+        detail += ["", "The topical data set (`--topical`): each fact said beside a line of its topic.", "",
+                   *_conversation_detail(f, "topical")]
+    return head, detail
+
+
+def _conversation_detail(f: dict[str, Any], command: str) -> list[str]:
+    """One conversation command's tables: every configuration, then the defaults by kind and language."""
+    configs: dict[str, Any] = dig(f, command, "configs") or {}
+    first: dict[str, Any] = configs.get("default dialogue") or next(iter(configs.values()), {})
     rows = [[name, *(num(dig(c, "all", k), ".3f") for k in ("R@5", "R@10", "MRR")),
              *(num(dig(c, "latency", k), ".1f") for k in ("p50_ms", "p95_ms"))] for name, c in configs.items()]
-    detail = [f"Embedder: {dig(f, 'conversation', 'embedder')}; questions by kind: "
-              f"{dig(f, 'conversation', 'questions')}.", "",
+    detail = [f"Embedder: {dig(f, command, 'embedder')}; questions by kind: {dig(f, command, 'questions')}.", "",
               *table(["configuration", "R@5", "R@10", "MRR", "p50 ms", "p95 ms"], rows)]
     kinds: dict[str, Any] = dig(first, "by_kind") or {}
     languages: dict[str, Any] = dig(first, "by_language") or {}
@@ -92,7 +105,7 @@ def conversation(f: dict[str, Any]) -> tuple[list[Row], list[str]]:
         detail += ["", *table(["defaults, by question kind / language", "n", "R@5", "R@10"],
                               [[k, num(v.get("n"), "d"), num(v.get("R@5"), ".3f"), num(v.get("R@10"), ".3f")]
                                for k, v in {**kinds, **languages}.items()])]
-    return head, detail
+    return detail
 
 
 def search(f: dict[str, Any]) -> tuple[list[Row], list[str]]:

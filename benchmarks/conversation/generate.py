@@ -6,6 +6,12 @@ question lists the turns that answer it (its evidence) and its kind: ``single`` 
 (a question turn and its reply, or turns in several sessions), ``time`` (a period in the question, or
 "when did ..."), ``update`` (a changed preference: the newer turn answers) and ``adversarial`` (never said:
 no evidence).
+
+Two data sets come from the generator. ``dataset.json`` scatters each fact's topic talk (its ``chatter``) through
+the conversation, so a fact's neighbours are small talk about nothing it holds. ``dataset_topical.json``
+(``--topical``) is drawn afresh by the same generator (the same kinds of facts and questions) with one of those
+topic lines said just before or after the fact it belongs to, as people talk: a turn's neighbours then carry its
+topic, which the scattered set cannot show.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from benchmarks.conversation import vocab_en, vocab_ko
 from benchmarks.conversation.schema import Companion, EventKind, Periods, Vocab, say
 
 DATASET = Path(__file__).with_name("dataset.json")
+TOPICAL = Path(__file__).with_name("dataset_topical.json")
 START = date(2024, 5, 6)
 SESSION_HOUR = 20  # sessions are evenings; turns a minute apart
 
@@ -93,6 +100,8 @@ class _Plan:
     blocks: list[list[list[Line]]]
     questions: list[_Pending] = field(default_factory=list)
     told: set[str] = field(default_factory=set)
+    topical: random.Random | None = None
+    """Set for the topical data set: its own draws (where a topic line goes), so the shared draw stays the same."""
 
     def put(self, block: list[Line], session: int) -> None:
         self.blocks[session].append(block)
@@ -110,12 +119,21 @@ def _facts(rng: random.Random, v: Vocab, plan: _Plan, companion: Companion) -> N
     for fact in used:
         value = rng.choice(list(fact.lines))
         label = f"fact:{fact.key}"
-        plan.put([("user", say(rng.choice(fact.lines[value]), h=companion.name), label)], rng.randrange(plan.sessions))
+        told: list[Line] = [("user", say(rng.choice(fact.lines[value]), h=companion.name), label)]
+        session = rng.randrange(plan.sessions)
+        if plan.topical is None:
+            plan.put(told, session)
         for text in rng.sample(fact.questions, 2 if rng.random() < 0.4 else 1):
             plan.ask(say(text, h=companion.name), "single", "turn", fact.key, [label])
-        for line in rng.sample(fact.chatter, min(len(fact.chatter), 2)):
-            plan.put([(rng.choice(("user", "companion")), say(line, h=companion.name), None)],
-                     rng.randrange(plan.sessions))
+        for k, line in enumerate(rng.sample(fact.chatter, min(len(fact.chatter), 2))):
+            topic: Line = (rng.choice(("user", "companion")), say(line, h=companion.name), None)
+            where = rng.randrange(plan.sessions)
+            if plan.topical is not None and k == 0:  # the topic line beside its fact, before or after it
+                told = [topic, *told] if plan.topical.random() < 0.5 else [*told, topic]
+            else:
+                plan.put([topic], where)
+        if plan.topical is not None:
+            plan.put(told, session)
         others = [o for o in fact.lines if o != value]
         decoys += [say(d, o=rng.choice(others), h=companion.name) for d in fact.decoys]
     for i, (line, question) in enumerate(companion.facts):
@@ -258,8 +276,8 @@ def _session_lines(rng: random.Random, v: Vocab, blocks: list[list[Line]], compa
 
 
 def conversation(rng: random.Random, conv_id: str, user_id: str, companion_id: str, v: Vocab,
-                 companion: Companion) -> dict[str, Any]:
-    """One conversation as a JSON-ready dict."""
+                 companion: Companion, topical: random.Random | None = None) -> dict[str, Any]:
+    """One conversation as a JSON-ready dict; ``topical``: each fact with one of its topic lines beside it."""
     count = rng.randint(36, 42)
     day = START + timedelta(days=rng.randrange(7))
     dates = []
@@ -267,7 +285,7 @@ def conversation(rng: random.Random, conv_id: str, user_id: str, companion_id: s
         dates.append(datetime(day.year, day.month, day.day, SESSION_HOUR, tzinfo=UTC))
         day += timedelta(days=rng.randint(5, 11))
     now = dates[-1] + timedelta(days=1)
-    plan = _Plan(count, dates, [[] for _ in range(count)])
+    plan = _Plan(count, dates, [[] for _ in range(count)], topical=topical)
     _facts(rng, v, plan, companion)
     _pairs(rng, v, plan, companion)
     _events(rng, v, plan, companion, now.date())
@@ -294,21 +312,24 @@ def conversation(rng: random.Random, conv_id: str, user_id: str, companion_id: s
     }
 
 
-def generate(seed: int = 11) -> dict[str, Any]:
-    """The whole data set as a JSON-ready dict."""
+def generate(seed: int = 11, topical: bool = False) -> dict[str, Any]:
+    """The whole data set as a JSON-ready dict (``topical``: the topical data set of the same draw)."""
     rng = random.Random(seed)
-    conversations = [conversation(rng, cid, user, comp, v, companions[comp])
+    beside = random.Random(seed + 1) if topical else None
+    conversations = [conversation(rng, cid, user, comp, v, companions[comp], beside)
                      for cid, user, comp, v, companions in CONVERSATIONS]
-    return {"seed": seed, "conversations": conversations}
+    return {"seed": seed, "conversations": conversations} | ({"topical": True} if topical else {})
 
 
 def main() -> None:
     """Write the data set next to this file (or to --out) and print its size."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--out", type=Path, default=DATASET)
+    parser.add_argument("--topical", action="store_true", help=f"the topical data set (default out: {TOPICAL.name})")
+    parser.add_argument("--out", type=Path, help=f"where to write (default {DATASET.name} beside this file)")
     args = parser.parse_args()
-    data = generate(args.seed)
+    data = generate(args.seed, args.topical)
+    args.out = args.out or (TOPICAL if args.topical else DATASET)
     args.out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     convs = data["conversations"]
     turns = sum(len(s["turns"]) for c in convs for s in c["sessions"])

@@ -1,8 +1,9 @@
 """Conversation recall: every dialogue turn a memory, questions through the service's own search.
 
-    python -m benchmarks.conversation.run [--database-url URL] [--json out.json] [--configs default dense ...]
+    python -m benchmarks.conversation.run [--topical] [--database-url URL] [--json out.json] [--configs default ...]
 
-Loads benchmarks/conversation/dataset.json into a fresh embedded PostgreSQL (or the given empty database):
+Loads benchmarks/conversation/dataset.json (``--topical``: dataset_topical.json, each fact beside a line of its
+topic; ``generate.py`` says how the two differ) into a fresh embedded PostgreSQL (or the given empty database):
 each session is one request, its turns dated by the session: a stated dialogue (StoreDialogue's use case,
 ``engine/dialogue.py store_dialogue``), or plain facts (``engine.store``, StoreMemories' use case), the real write
 path either way. Every question is then asked through ``engine.search`` once per configuration (per-request
@@ -49,7 +50,7 @@ from npc_memory.store.embedded import EmbeddedPostgres
 from npc_memory.text import PLAIN, TextOptions, Tokenizer
 
 from benchmarks.conversation import metrics
-from benchmarks.conversation.generate import DATASET
+from benchmarks.conversation.generate import DATASET, TOPICAL
 from benchmarks.conversation.metrics import Answer
 from benchmarks.conversation.metrics import SearchConfig as Asking
 
@@ -380,6 +381,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database-url", help="an empty database to load into (default: embedded, temporary)")
     parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--topical", action="store_const", dest="dataset", const=TOPICAL,
+                        help=f"the topical data set ({TOPICAL.name})")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS),
                         help=f"named {sorted(metrics.NAMED)} or name=recency,importance,relevance,keyword[,rrf]")
