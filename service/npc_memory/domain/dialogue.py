@@ -1,11 +1,12 @@
 """Stated dialogues: a turn's place, the text its vector is taken over, a line said many times shown once.
 
 The game states a dialogue (StoreDialogue: a dialogue id, its turns in order); nothing here guesses that facts are
-one. A turn often means nothing alone ("응, 지난 화요일에!" answers "경주 언제 갔었어?"), so its vector is taken over
-the turn with its context inside its dialogue (``turn_text``): the turn before it, and for a question the turn that
-answers it, each line after its speaker's name. Its stored content and keyword terms stay the line itself.
-The conversation benchmark measures it (docs/decisions/turn-vectors.md: the turn before and the speaker's name were
-the best measured context, a question's answer added to it; wider windows lost 11-20 points R@10).
+one. A turn often means nothing alone ("응, 지난 화요일에!" answers "경주 언제 갔었어?"), so its vector is the mean of
+three views of it (``turn_views``): the line alone, the line in its context (``turn_text``: the turn before it, and
+for a question the turn that answers it), and the line between both its neighbours, each line after its speaker's
+name. Its stored content and keyword terms stay the line itself. The conversation benchmark measures it
+(docs/decisions/turn-vectors.md: one context text lost where the line alone carried the meaning, a wider window
+drowned the line; the mean of the views kept both).
 """
 
 from __future__ import annotations
