@@ -13,7 +13,7 @@ from enum import StrEnum
 
 import numpy as np
 from npc_memory.domain import scoring
-from npc_memory.domain.model import Fusion, Memory, ScoredMemory, Scores, SearchQuery
+from npc_memory.domain.model import Fusion, Memory, ScoredMemory, Scores, SearchQuery, Tier
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
 from npc_memory.store.rows import memory_from_row
@@ -56,6 +56,7 @@ def gathered(candidates: Sequence[Candidate]) -> scoring.Gathered:
         importance=np.array([c.memory.importance for c in candidates], dtype=np.float64),
         id_high=np.array([i >> 64 for i in ids], dtype=np.uint64),
         id_low=np.array([i & LOW_BITS for i in ids], dtype=np.uint64),
+        turn=np.array([c.memory.tier is Tier.SOURCE for c in candidates], dtype=np.bool_),
     )
 
 

@@ -216,8 +216,11 @@ async def ask(conv: dict[str, Any], loaded: dict[str, Loaded], configs: Sequence
             evidence = [None if t in lo.dropped else lo.memory_of[t] for t in q["evidence"]]
             stale = {lo.memory_of[t] for t in q["stale"]}
             # The recency scale as the API sets it from the service's settings (api/requests.py).
+            # The service's defaults weigh the turns (tier source) apart, as the API does for a request without
+            # weights; a named configuration's weights weigh every memory, as a request's own do.
+            turns = st.engine.search_settings.turn_weights_for(lo.scope.heroine_id) if c.name == "default" else None
             query = SearchQuery(scope=lo.scope, text=q["text"], limit=LIMIT, weights=c.weights, now=now,
-                                fusion=c.fusion, embedding=vec,
+                                fusion=c.fusion, embedding=vec, turn_weights=turns,
                                 recency_days=st.engine.search_settings.recency_days_for(lo.scope.heroine_id))
             started = time.perf_counter()
             hits = await st.engine.search(query)

@@ -125,6 +125,8 @@ def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim
         if request.HasField("weights")
         else settings.weights_for(scope.heroine_id)
     )
+    # A request's own weights weigh every memory; the defaults weigh a dialogue's turns apart (the tier says which).
+    turn_weights = None if request.HasField("weights") else settings.turn_weights_for(scope.heroine_id)
     now = c.when("now", request.now, request.HasField("now"),
                  "now_game_day", request.now_game_day, request.HasField("now_game_day")) or datetime.now(UTC)
     as_of = c.when("as_of", request.as_of, request.HasField("as_of"),
@@ -143,6 +145,7 @@ def parse_search(request: svc.SearchMemoriesRequest, settings: SearchConfig, dim
         fusion=fusion, include_invalidated=request.include_invalidated, embedding=embedding, view=view,
         hops=request.hops, deepen=request.deepen, deepen_min_relevance=threshold,
         recency_days=settings.recency_days_for(scope.heroine_id), include_shared=request.include_shared,
+        turn_weights=turn_weights,
     )
 
 

@@ -17,7 +17,7 @@ from npc_memory.config.database import DatabaseConfig
 from npc_memory.config.extraction import ExtractionSettings
 from npc_memory.config.http import HttpConfig
 from npc_memory.config.server import SecurityConfig, ServerConfig
-from npc_memory.domain.model import Weights
+from npc_memory.domain.model import TURN_WEIGHTS, Weights
 from npc_memory.domain.retention import RetentionPolicies
 from npc_memory.domain.score_constants import RECENCY_HALF_LIFE_DAYS
 from npc_memory.embedding.settings import EmbeddingSettings
@@ -78,6 +78,16 @@ class SearchConfig:
     def weights_for(self, heroine_id: str) -> Weights:
         """The default weights of one heroine."""
         return self.heroine_weights.get(heroine_id, self.default_weights)
+
+    def turn_weights_for(self, heroine_id: str) -> Weights | None:
+        """The default weights of one heroine's dialogue turns (tier source); None: ``weights_for`` weighs them too.
+
+        ``TURN_WEIGHTS`` unless weights are configured (``[search.weights]`` or the heroine's): those weigh every
+        memory, as a request's own weights do.
+        """
+        if heroine_id in self.heroine_weights or self.default_weights != Weights():
+            return None
+        return TURN_WEIGHTS
 
     def recency_days_for(self, heroine_id: str) -> float:
         """The heroine's recency time scale: recency = exp(-age / this), i.e. the half-life / ln 2."""

@@ -109,6 +109,11 @@ class Weights:
     keyword: float = 0.15
 
 
+TURN_WEIGHTS = Weights(0.10, 0.15, 0.45, 0.30)
+"""The default weights of a stated dialogue's turns (tier source): a said line is short and is found by its words
+and its neighbours' more than a fact is (docs/decisions/turn-expansion.md); facts keep ``Weights()``."""
+
+
 @dataclass(frozen=True)
 class TurnPlace:
     """Where a dialogue turn was said: its dialogue (the game's id), its position there from 0, the speaker's name."""
@@ -229,6 +234,9 @@ class SearchQuery:
     """Rank the memories valid in ``period`` above all others (each group by its final score)."""
     include_shared: bool = False
     """Also rank the player's memories that other heroines heard and stored as shared."""
+    turn_weights: Weights | None = None
+    """The weighted sum's weights for memories of tier source (a stated dialogue's turns); None: ``weights`` for
+    every memory. The service's defaults set it; weights a request or a heroine's settings give apply to all."""
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ columns (``Gathered``), and ``rank`` scores and orders them. The components, eac
   ``FLAT_RANGE``; 0 without a query vector);
 - keyword: the raw keyword score over the best among the candidates (0 without a hit).
 
-The final score is their weighted sum, or a reciprocal-rank fusion (``Fusion.RRF``). Hits are ordered by the final
-score, ties to the newer fact, then the smaller id (PostgreSQL's uuid order); with ``period_first`` the rows valid
-from within the query's period come before all others.
+The final score is their weighted sum (a memory of tier source, a stated dialogue's turn, weighted by
+``SearchQuery.turn_weights`` when set), or a reciprocal-rank fusion (``Fusion.RRF``, ``weights`` for all). Hits
+are ordered by the final score, ties to the newer fact, then the smaller id (PostgreSQL's uuid order); with
+``period_first`` the rows valid from within the query's period come before all others.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Gathered:
     id_high: Ids
     id_low: Ids
     """The row's UUID as two unsigned halves: the order PostgreSQL sorts uuids in (the last tie-break)."""
+    turn: npt.NDArray[np.bool_] | None = None
+    """Which candidates are of tier source (a stated dialogue's turns): they take ``SearchQuery.turn_weights``."""
 
     @property
     def size(self) -> int:
@@ -143,6 +146,17 @@ def in_period(valid_at: Floats, query: SearchQuery) -> npt.NDArray[np.bool_]:
     return np.asarray((valid_at >= start) & (valid_at < end))
 
 
+def _weights(g: Gathered, query: SearchQuery) -> tuple[Floats | float, Floats | float, Floats | float,
+                                                       Floats | float]:
+    """The weighted sum's four weights: per candidate where turns (tier source) take other weights than facts."""
+    w, t = query.weights, query.turn_weights
+    if t is None or t == w or g.turn is None or not g.turn.any():
+        return w.recency, w.importance, w.relevance, w.keyword
+    turn = g.turn
+    return (np.where(turn, t.recency, w.recency), np.where(turn, t.importance, w.importance),
+            np.where(turn, t.relevance, w.relevance), np.where(turn, t.keyword, w.keyword))
+
+
 def rank(gathered: Gathered, query: SearchQuery) -> Ranked:
     """The query's ``limit`` best candidates with their four components and final score, best first."""
     g, w = gathered, query.weights
@@ -154,8 +168,8 @@ def rank(gathered: Gathered, query: SearchQuery) -> Ranked:
     if query.fusion is Fusion.RRF:
         final = _rrf((s_recency, s_importance, s_relevance, s_keyword), w, has_vector, g.id_high, g.id_low)
     else:
-        final = (w.recency * s_recency + w.importance * s_importance + w.relevance * s_relevance
-                 + w.keyword * s_keyword)
+        wr, wi, wrel, wkw = _weights(g, query)
+        final = wr * s_recency + wi * s_importance + wrel * s_relevance + wkw * s_keyword
     first = in_period(g.valid_at, query) if query.period is not None and query.period_first else None
     chosen = order(final, g.valid_at, g.id_high, g.id_low, first)[:query.limit]
     return Ranked(chosen, s_recency[chosen], s_importance[chosen], s_relevance[chosen], s_keyword[chosen],

@@ -240,6 +240,7 @@ class MemoryEngine:
             scope=scope, text=utterance, limit=relevant_limit,
             weights=self.search_settings.weights_for(scope.heroine_id), now=now, include_shared=include_shared,
             recency_days=self.search_settings.recency_days_for(scope.heroine_id),
+            turn_weights=self.search_settings.turn_weights_for(scope.heroine_id),
         )
         asked = bool(utterance.strip())
         if asked:

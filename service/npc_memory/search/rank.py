@@ -21,9 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from npc_memory.domain import scoring
-from npc_memory.domain.model import LIVE, Scores, SearchQuery
+from npc_memory.domain.model import LIVE, Scores, SearchQuery, Tier
 from npc_memory.search.columns import Floats, Indices, ScopeColumns
 from npc_memory.search.kept import MAX_KEYWORD_SIDES, Kept, KeptMemo, select
+
+SOURCE = Tier.SOURCE.value
 
 
 class RankedRow(NamedTuple):
@@ -152,8 +154,9 @@ def rank(cols: ScopeColumns, query: SearchQuery, terms: Sequence[str], per_side:
         cosine = np.zeros(rows.size)
     c, score = _candidates(cols, kept, query, terms, per_side, prior, cosine)
     c_cos = cosine[c]
+    turn = cols.labels["tier"][rows[c]] == SOURCE if query.turn_weights is not None else None
     ranked = scoring.rank(scoring.Gathered(c_cos, score[c], kept.valid_at[c], kept.importance[c], kept.high[c],
-                                           kept.low[c]), query)
+                                           kept.low[c], turn), query)
     at = ranked.positions
     # Python numbers a column at a time (tolist), not a NumPy scalar per value and field.
     picked = [part.tolist() for part in (rows[c][at], ranked.recency, ranked.importance, ranked.relevance,

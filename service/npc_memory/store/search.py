@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from npc_memory.domain import scoring
-from npc_memory.domain.model import ScoredMemory, SearchQuery
+from npc_memory.domain.model import ScoredMemory, SearchQuery, Tier
 from npc_memory.store.compiled import fetch_all
 from npc_memory.store.keyword import ResolvedKeywordBackend
 from npc_memory.store.pool import Database
@@ -21,6 +21,7 @@ from npc_memory.store.search_links import link_places
 from npc_memory.store.search_sql import compiled_links, compiled_search, search_params
 
 LOW_BITS = (1 << 64) - 1
+SOURCE = Tier.SOURCE.value
 
 
 def gathered(rows: Sequence[dict[str, Any]], keyword_column: str | None = "keyword_score") -> scoring.Gathered:
@@ -34,6 +35,7 @@ def gathered(rows: Sequence[dict[str, Any]], keyword_column: str | None = "keywo
         importance=np.fromiter((r["importance"] for r in rows), np.float64, len(rows)),
         id_high=np.array([i >> 64 for i in ids], dtype=np.uint64),
         id_low=np.array([i & LOW_BITS for i in ids], dtype=np.uint64),
+        turn=np.fromiter((r["tier"] == SOURCE for r in rows), np.bool_, len(rows)),
     )
 
 
