@@ -24,6 +24,8 @@ class Row:
     importance: int
     cosine: float
     keyword: float
+    turn: bool = False
+    """Of tier source (a stated dialogue's turn): weighted by ``query.turn_weights`` when the query has them."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,10 @@ def rank(rows: list[Row], query: SearchQuery) -> list[Hit]:
                   + (w.relevance / (RRF_K + r_rel[i]) if has_vector else 0.0)
                   + (w.keyword / (RRF_K + r_kw[i]) if kw[i] > 0 else 0.0)) / scale for i in range(len(rows))]
     else:
-        final = [w.recency * rec[i] + w.importance * imp[i] + w.relevance * rel[i] + w.keyword * kw[i]
-                 for i in range(len(rows))]
+        final = []
+        for i, r in enumerate(rows):
+            v = query.turn_weights if r.turn and query.turn_weights is not None else w
+            final.append(v.recency * rec[i] + v.importance * imp[i] + v.relevance * rel[i] + v.keyword * kw[i])
 
     def first(i: int) -> bool:
         if query.period is None or not query.period_first:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import score_reference
 from npc_memory.domain import scoring
-from npc_memory.domain.model import Fusion, Scope, SearchQuery, Weights
+from npc_memory.domain.model import TURN_WEIGHTS, Fusion, Scope, SearchQuery, Weights
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 LOW_BITS = (1 << 64) - 1
@@ -32,6 +32,7 @@ def columns(rows: list[score_reference.Row]) -> scoring.Gathered:
         importance=np.array([float(r.importance) for r in rows]),
         id_high=np.array([r.id.int >> 64 for r in rows], dtype=np.uint64),
         id_low=np.array([r.id.int & LOW_BITS for r in rows], dtype=np.uint64),
+        turn=np.array([r.turn for r in rows], dtype=np.bool_),
     )
 
 
@@ -42,7 +43,7 @@ def random_rows(rng: random.Random, n: int, keyword_hits: bool) -> list[score_re
     cosines = [round(rng.uniform(0.7, 0.92), 3) for _ in range(6)]
     scores = [0.0, 0.0, 1.5, 3.25, rng.uniform(0.1, 5.0)] if keyword_hits else [0.0]
     return [score_reference.Row(uuid.UUID(int=rng.getrandbits(128)), rng.choice(dates), rng.choice([1, 5, 5, 8, 10]),
-                                rng.choice(cosines), rng.choice(scores)) for _ in range(n)]
+                                rng.choice(cosines), rng.choice(scores), rng.random() < 0.4) for _ in range(n)]
 
 
 CASES = [(fusion, vector, hits, period)
@@ -64,7 +65,8 @@ def test_the_scoring_function_ranks_as_the_independent_reference(
                             embedding=VECTOR if vector else None,
                             recency_days=rng.choice([scoring.RECENCY_DAYS, 30.0]),
                             period=(NOW - timedelta(days=31), NOW) if period_first else None,
-                            period_first=period_first)
+                            period_first=period_first,
+                            turn_weights=rng.choice([None, TURN_WEIGHTS, Weights(0.0, 0.0, 0.2, 0.8)]))
         expected = score_reference.rank(rows, query)
         ranked = scoring.rank(columns(rows), query)
         assert [rows[i].id for i in ranked.positions.tolist()] == [e.id for e in expected]

@@ -109,9 +109,10 @@ class Weights:
     keyword: float = 0.15
 
 
-TURN_WEIGHTS = Weights(0.10, 0.15, 0.45, 0.30)
-"""The default weights of a stated dialogue's turns (tier source): a said line is short and is found by its words
-and its neighbours' more than a fact is (docs/decisions/turn-expansion.md); facts keep ``Weights()``."""
+TURN_WEIGHTS = Weights(0.0, 0.0, 0.85, 0.15)
+"""The default weights of a stated dialogue's turns (tier source): meaning and words only, the keyword weight the
+facts' own. A said line has no importance of its own, and in a long relationship what was said long ago is asked
+about as often as yesterday's (docs/decisions/turn-weights.md); facts keep ``Weights()``."""
 
 
 @dataclass(frozen=True)
