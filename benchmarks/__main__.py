@@ -1,15 +1,16 @@
 """One command for every benchmark: ``python -m benchmarks SUITE``, and ``python -m benchmarks report``.
 
     python -m benchmarks list
-    python -m benchmarks SUITE [--against REV] [--rounds N] [--out DIR] [-- options of the suite's command]
+    python -m benchmarks SUITE [--against REV [--this-harness]] [--rounds N] [--out DIR]
+                               [-- options of the suite's command]
     python -m benchmarks report [--check]
 
 A suite runs one or more benchmark commands (``SUITES``) and writes ``docs/results/SUITE.json``: the figures, the
 revision and the machine they were measured on. ``--against REV`` runs the same suite on another checkout
-too (a temporary ``git worktree`` of REV, its own ``service/`` and generated client first on ``PYTHONPATH``, its
-own benchmark code when it has the suite's modules): with ``--rounds N`` the two alternate N times, so slow drift
-of a shared machine falls on both. ``report`` rebuilds docs/benchmarks.md and the README's figures table from
-the results files.
+too (a temporary ``git worktree`` of REV, its own ``service/`` and generated client first on ``PYTHONPATH``,
+its own benchmark code when it has the suite's modules, unless ``--this-harness``): with ``--rounds N`` the two
+alternate N times, so slow drift of a shared machine falls on both. ``report`` rebuilds docs/benchmarks.md and
+the README's figures table from the results files.
 """
 
 from __future__ import annotations
@@ -124,15 +125,19 @@ class Checkout:
         return figures
 
 
-def other_checkout(rev: str, suite: Suite, where: Path) -> Checkout:
-    """A detached worktree of ``rev`` under ``where``: its service, and its own benchmarks when it has them."""
+def other_checkout(rev: str, suite: Suite, where: Path, own_harness: bool = True) -> Checkout:
+    """A detached worktree of ``rev`` under ``where``: its service, and its own benchmarks when it has them.
+
+    ``own_harness`` False: this tree's benchmark code measures it too (an option the older code lacks).
+    """
     subprocess.run(["git", "worktree", "add", "--detach", str(where), rev], cwd=ROOT, check=True,
                    capture_output=True)
     has_modules = all((where / (c.module.replace(".", "/") + ".py")).exists() for c in suite.commands.values())
-    return Checkout(where, where if has_modules else ROOT, rev)
+    return Checkout(where, where if has_modules and own_harness else ROOT, rev)
 
 
-def run_suite(name: str, against: str | None, rounds: int, out: Path, extra: Sequence[str]) -> Path:
+def run_suite(name: str, against: str | None, rounds: int, out: Path, extra: Sequence[str],
+              own_harness: bool = True) -> Path:
     """Run suite ``name`` (and on ``against`` too), write ``out/<name>.json``; its path."""
     suite = SUITES[name]
     started = datetime.now(UTC)
@@ -140,7 +145,7 @@ def run_suite(name: str, against: str | None, rounds: int, out: Path, extra: Seq
     scratch = Path(tempfile.mkdtemp(prefix=f"npc-bench-{name}-"))
     try:
         if against:
-            checkouts.append(other_checkout(against, suite, scratch / "checkout"))
+            checkouts.append(other_checkout(against, suite, scratch / "checkout", own_harness))
         runs: list[dict[str, Any]] = []
         for round_ in range(rounds):
             for checkout in checkouts:
@@ -157,7 +162,8 @@ def run_suite(name: str, against: str | None, rounds: int, out: Path, extra: Seq
                            capture_output=True, check=False)
         shutil.rmtree(scratch, ignore_errors=True)
     this = runs[0]
-    argv = [name, *(["--against", against] if against else []), *(["--rounds", str(rounds)] if rounds > 1 else []),
+    argv = [name, *(["--against", against] if against else []), *([] if own_harness else ["--this-harness"]),
+            *(["--rounds", str(rounds)] if rounds > 1 else []),
             *(["--", *extra] if extra else [])]
     result = {"suite": name, "title": suite.title, "command": " ".join(["python -m benchmarks", *argv]),
               "revision": this["revision"], "started": started.isoformat(timespec="seconds"),
@@ -181,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("suite", choices=[*SUITES, "list", "report"])
     parser.add_argument("--against", metavar="REV", help="also measure this git revision, in the same run")
     parser.add_argument("--rounds", type=int, default=1, help="with --against: alternate the two this many times")
+    parser.add_argument("--this-harness", action="store_true",
+                        help="with --against: measure REV with this tree's benchmark code, not its own")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where SUITE.json goes (default docs/results)")
     parser.add_argument("--check", action="store_true", help="report: fail when a generated file is stale")
     opts = parser.parse_args(args)
@@ -190,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if opts.suite == "report":
         return report.main(opts.out, check=opts.check)
-    run_suite(opts.suite, opts.against, max(1, opts.rounds), opts.out, extra)
+    run_suite(opts.suite, opts.against, max(1, opts.rounds), opts.out, extra, not opts.this_harness)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Write-path benchmark: single and batch stores beside the embedder alone, on the same texts, in one run.
 
-    python -m benchmarks.write [--facts 200] [--batches 10] [--scope-rows 300] [--database-url DSN] [--json out]
+    python -m benchmarks.write [--facts 200] [--batches 10] [--scope-rows 300] [--embedding-threads 0]
+                               [--database-url DSN] [--json out]
 
 Each measured store is preceded by the embedder alone on the same text(s), so both see the same machine load
 (the machine is shared; interleaving keeps the comparison fair). The engine is the service's own
@@ -28,6 +29,7 @@ from typing import Any, get_args
 from npc_memory.config import Config, DatabaseConfig
 from npc_memory.config.database import PlanCacheMode
 from npc_memory.domain.model import ContentType, NewMemory, Scope, Speaker, Subject
+from npc_memory.embedding.settings import EmbeddingSettings
 from npc_memory.engine import MemoryEngine
 from npc_memory.server.runtime import open_engine
 
@@ -138,7 +140,8 @@ async def run(engine: MemoryEngine, n_single: int, n_batches: int, scope_rows: i
 
 def show(s: dict[str, Any]) -> None:
     """Print the table."""
-    print(f"write benchmark: {s['cpus']} CPU(s), OMP_NUM_THREADS={s['omp_num_threads'] or 'unset'}, "
+    print(f"write benchmark: {s['cpus']} CPU(s), embedding.threads={s['embedding_threads']}, "
+          f"OMP_NUM_THREADS={s['omp_num_threads'] or 'unset'}, "
           f"scope pre-filled with {s['scope_rows']} memories\n")
     print(f"{'':<34}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'facts/s':>9}")
     labels = [
@@ -160,7 +163,9 @@ def bench_config(args: argparse.Namespace) -> Config:
     """The defaults on ``--database-url``, or on an embedded PostgreSQL in a fresh directory."""
     database = DatabaseConfig(url=args.database_url or None, data_dir=Path(tempfile.mkdtemp(prefix="npc-bench-")),
                               pool_min=1, pool_max=4, plan_cache_mode=args.plan_cache_mode)
-    return replace(Config(), database=database)
+    config = replace(Config(), database=database)
+    threads = getattr(args, "embedding_threads", None)
+    return config if threads is None else replace(config, embedding=replace(config.embedding, threads=threads))
 
 
 def run_main(parser: argparse.ArgumentParser,
@@ -185,7 +190,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         config = replace(config, write=replace(config.write, duplicate_threshold=args.duplicate_threshold))
     async with open_engine(config) as engine:
         await engine.store(Scope("bench-warmup", "letia"), [fact(0, "준비 운동")])
-        return await run(engine, args.facts, args.batches, args.scope_rows)
+        summary = await run(engine, args.facts, args.batches, args.scope_rows)
+    summary["embedding_threads"] = config.embedding.threads
+    return summary
 
 
 def main() -> None:
@@ -194,6 +201,8 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=200, help="single stores measured (each also embedded alone)")
     parser.add_argument("--batches", type=int, default=10, help="batches of 32 measured")
     parser.add_argument("--scope-rows", dest="scope_rows", type=int, default=300, help="memories already in scope")
+    parser.add_argument("--embedding-threads", type=int, default=EmbeddingSettings().threads,
+                        help="the model's embedding.threads (1: one core per call; 0: by load)")
     parser.add_argument("--duplicate-threshold", dest="duplicate_threshold", type=float,
                         help="override the configured threshold (to compare with older code)")
     run_main(parser, main_async, show)
