@@ -312,7 +312,7 @@ async def test_products_worked_out_beside_the_sync_serve_only_unchanged_rows(
     query = _query(engine, scope, rng, text="좋아해 바다", limit=20)
     terms = _terms(engine, query.text)
     await _held(cache, engine, query, terms)
-    rows = await cache.current(engine.db, scope, query.embedding)
+    rows = await cache.current(engine.db, scope)
     assert rows is not None
     assert query.embedding is not None
     assert rows.product(query.embedding) is rows.product(query.embedding)  # kept for this vector

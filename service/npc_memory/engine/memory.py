@@ -195,14 +195,11 @@ class MemoryEngine:
         return await self._ranked(asked, terms, held, query.limit)
 
     def _sync_held(self, query: SearchQuery) -> asyncio.Future[ScopeRows | None] | None:
-        """The held scope's sync, started now (it needs only the scope, so it goes out while the model runs).
-
-        A caller's vector goes with it: the rows' products with it are worked out while the database answers.
-        """
+        """The held scope's sync, started now (it needs only the scope, so it goes out while the model runs)."""
         cache = self.scope_cache
         if cache is None or not cache.takes(query, self.keyword_backend):
             return None
-        return asyncio.ensure_future(cache.current(self.db, query.scope, query.embedding, query.include_shared))
+        return asyncio.ensure_future(cache.current(self.db, query.scope, query.include_shared))
 
     async def _ranked(
         self, query: SearchQuery, terms: Sequence[str], held: asyncio.Future[ScopeRows | None] | None = None,

@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 
 from npc_memory.domain import dialogue
-from npc_memory.domain.model import Memory, Scope, ScoredMemory, SearchQuery, Vector
+from npc_memory.domain.model import Memory, Scope, ScoredMemory, SearchQuery
 from npc_memory.search.rank import RankedRow, rank, servable
 from npc_memory.search.rows import ScopeRows
 from npc_memory.store.keyword import ResolvedKeywordBackend
@@ -107,7 +107,7 @@ class ScopeCache:
         ``distinct``: the first this many hits whose texts differ (``dialogue.distinct_turns``), or 0: every hit.
         """
         if synced is None:
-            synced = self.current(db, query.scope, query.embedding, query.include_shared)
+            synced = self.current(db, query.scope, query.include_shared)
         rows = await synced
         return None if rows is None else self.ranked(rows, query, terms, per_side, distinct)
 
@@ -130,17 +130,13 @@ class ScopeCache:
             found = dialogue.distinct_contents(found, _content, distinct)
         return [ScoredMemory(memory, r.scores, r.cosine) for memory, r in found]
 
-    async def current(
-        self, db: Database, scope: Scope, vector: Vector | None = None, shared: bool = False
-    ) -> ScopeRows | None:
+    async def current(self, db: Database, scope: Scope, shared: bool = False) -> ScopeRows | None:
         """The scope's held rows, brought to the table's state by one sync; None when the statement must serve it.
 
         It needs nothing of the query but its scope, so a text search sends it while the model runs. A scope not
         held yet is read in the background (the statement answers meanwhile), so no search waits for a whole
         scope. A sync's rows are applied only to the state it was asked against: if another search of the scope
-        synced while this one waited, this one syncs again from the newer state. ``vector``: the query's, known
-        already (a caller's): every held row's product with it is worked out as the sync is sent,
-        and kept for the ranking if the sync changes no row (``ScopeRows.product``). ``shared``: the scope with the
+        synced while this one waited, this one syncs again from the newer state. ``shared``: the scope with the
         player's shared rows of other heroines (an ``include_shared`` search), held apart from its own rows.
         """
         key = (scope, shared)
@@ -153,11 +149,7 @@ class ScopeCache:
                 self._held.move_to_end(key)
                 return None
             asked = held.state
-            beside = None
-            if vector is not None and vector.size == held.rows.dimensions:
-                beside = partial(held.rows.product, vector)
-                vector = None  # once: a second attempt's rows changed meanwhile
-            found = await sync(db.kept_connection, scope, shared, asked, beside)
+            found = await sync(db.kept_connection, scope, shared, asked)
             now = self._held.get(key)
             if now is not held or now.state != asked:
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -81,16 +81,8 @@ async def execute(
     return cur
 
 
-async def fetch_all(
-    conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any],
-    beside: Callable[[], object] | None = None,
-) -> list[Any]:
-    """Run a compiled statement (prepared, binary results) and fetch every row, as the connection makes rows.
-
-    ``beside``: the caller's work that the answer does not need, run before the statement is sent.
-    """
-    if beside is not None:
-        beside()
+async def fetch_all(conn: AsyncConnection[Any], statement: Compiled, params: Mapping[str, Any]) -> list[Any]:
+    """Run a compiled statement (prepared, binary results) and fetch every row, as the connection makes rows."""
     async with AsyncRawCursor(conn) as cur:
         await cur.execute(statement.query, statement.args(params), prepare=True, binary=True)
         return await cur.fetchall()

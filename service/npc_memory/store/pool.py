@@ -34,11 +34,15 @@ TRANSACTION_SPAN = "db.transaction"
 """The trace span of one transaction, its statements inside."""
 
 
+PREPARED_MAX = 512
+"""Statements psycopg keeps prepared per connection (its default, 100, is fewer than the search's variants, the
+writes and the reads together: past it the least used is deallocated and prepared again when next run)."""
 SET_PLAN_CACHE_MODE = "SET plan_cache_mode = {mode}"
 CITUS_HERE = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"
 
 
 async def _configure(conn: Connection, plan_cache_mode: PlanCacheMode) -> None:
+    conn.prepared_max = PREPARED_MAX
     await register_vector_async(conn)
     mode = await _plan_cache_mode(conn, plan_cache_mode)
     await conn.execute(sql.SQL(SET_PLAN_CACHE_MODE).format(mode=sql.Literal(mode)))

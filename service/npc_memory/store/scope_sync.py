@@ -185,36 +185,36 @@ class Synced:
     reload: bool = False
 
 
-async def sync(connect: Connect, scope: Scope, shared: bool, asked: State | None,
-               beside: Callable[[], object] | None = None) -> Synced:
+async def sync(connect: Connect, scope: Scope, shared: bool, asked: State | None) -> Synced:
     """The scope's state, with its rows changed since ``asked`` (every row when None: a scope read whole).
 
     ``shared``: the scope held with the player's shared rows of other heroines. A saved player's scopes are read
     through the timeline view. A whole scope's rows are made a chunk at a time (store/compiled.py
-    ``fetch_yielding``); a sync after a store brings one row. ``beside`` runs as a sync of held rows is sent.
+    ``fetch_yielding``); a sync after a store brings one row.
     """
     params: dict[str, Any] = {"user_id": scope.user_id, "heroine_id": scope.heroine_id}
     if isinstance(asked, ViewState):
-        return await _view_sync(connect, params, asked, beside)
+        return await _view_sync(connect, params, asked)
     if isinstance(asked, SharedViewState):
-        return await _shared_view_sync(connect, params, asked, beside)
-    saved, found = await _plain_sync(connect, params, shared, asked, beside)
+        return await _shared_view_sync(connect, params, asked)
+    saved, found = await _plain_sync(connect, params, shared, asked)
     if not saved:
         return found
     if asked is not None:  # the view decides what a saved player sees: read whole again through it
         return Synced(asked, [], reload=True)
-    return await (_shared_view_sync(connect, params, None, None) if shared else _view_sync(connect, params, None, None))
+    return await (_shared_view_sync(connect, params, None) if shared else _view_sync(connect, params, None))
 
 
-async def _plain_sync(connect: Connect, params: dict[str, Any], shared: bool, asked: State | None,
-                      beside: Callable[[], object] | None) -> tuple[bool, Synced]:
+async def _plain_sync(
+    connect: Connect, params: dict[str, Any], shared: bool, asked: State | None
+) -> tuple[bool, Synced]:
     """``SYNC`` or ``SHARED_SYNC``: whether the player saved, and (if not) what the sync found."""
     if shared:
         held = cast(Versions, asked or ())
-        found = await _fetch(connect, SHARED_SYNC, params | _held_params(held), asked is None, beside)
+        found = await _fetch(connect, SHARED_SYNC, params | _held_params(held), asked is None)
         return found[0]["saved"], _shared_synced(held, found)
     version, epoch = cast(tuple[int, int], asked or (-1, -1))
-    found = await _fetch(connect, SYNC, params | {"since": version, "epoch": epoch}, asked is None, beside)
+    found = await _fetch(connect, SYNC, params | {"since": version, "epoch": epoch}, asked is None)
     head = found[0]
     return head["saved"], Synced((head["version"], head["epoch"]), [r for r in found if r["id"] is not None],
                                  head["reload"])
@@ -235,12 +235,11 @@ def _stamped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-async def _view_sync(connect: Connect, params: dict[str, Any], asked: ViewState | None,
-                     beside: Callable[[], object] | None) -> Synced:
+async def _view_sync(connect: Connect, params: dict[str, Any], asked: ViewState | None) -> Synced:
     """A saved player's scope as the live view shows it, since ``asked`` (None: whole, ``VIEW_READ``)."""
     since = asked or ViewState(-1, -1, -1)
     params = params | view_params() | {"since": since.version, "epoch": since.epoch, "live": since.live}
-    found = await _fetch(connect, VIEW_READ if asked is None else VIEW_SYNC, params, asked is None, beside)
+    found = await _fetch(connect, VIEW_READ if asked is None else VIEW_SYNC, params, asked is None)
     head = found[0]
     rows = _stamped([r for r in found if r["id"] is not None])
     if asked is not None:
@@ -250,13 +249,11 @@ async def _view_sync(connect: Connect, params: dict[str, Any], asked: ViewState 
     return Synced(ViewState(head["version"], head["epoch"], head["live"]), rows)
 
 
-async def _shared_view_sync(connect: Connect, params: dict[str, Any], asked: SharedViewState | None,
-                            beside: Callable[[], object] | None) -> Synced:
+async def _shared_view_sync(connect: Connect, params: dict[str, Any], asked: SharedViewState | None) -> Synced:
     """A saved player's sharing scope as the live view shows it, since ``asked`` (None: whole)."""
     held = asked.versions if asked is not None else ()
     params = params | view_params() | _held_params(held) | {"live": asked.live if asked is not None else -1}
-    found = await _fetch(connect, SHARED_VIEW_READ if asked is None else SHARED_VIEW_SYNC, params, asked is None,
-                         beside)
+    found = await _fetch(connect, SHARED_VIEW_READ if asked is None else SHARED_VIEW_SYNC, params, asked is None)
     head = found[0]
     plain = _shared_synced(held, found)
     rows = _stamped(plain.rows)
@@ -266,12 +263,11 @@ async def _shared_view_sync(connect: Connect, params: dict[str, Any], asked: Sha
     return Synced(state, rows, asked is not None and (plain.reload or head["reload"]))
 
 
-async def _fetch(connect: Connect, statement: Compiled, params: dict[str, Any], whole: bool,
-                 beside: Callable[[], object] | None) -> list[dict[str, Any]]:
+async def _fetch(connect: Connect, statement: Compiled, params: dict[str, Any], whole: bool) -> list[dict[str, Any]]:
     async with connect() as conn:
         if whole:
             return await fetch_yielding(conn, statement, params)
-        return await fetch_all(conn, statement, params, beside)
+        return await fetch_all(conn, statement, params)
 
 
 def _shared_synced(held: Versions, found: list[dict[str, Any]]) -> Synced:
