@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from npc_memory.domain.dialogue import Line, asks, speaker_label, turn_text, turn_texts
+from npc_memory.domain.dialogue import Line, asks, speaker_label, turn_text, turn_views
 from npc_memory.domain.model import Speaker
 
 Q = Line(Speaker.HEROINE, "경주 다녀왔다며? 언제 갔었어?")
@@ -26,10 +26,12 @@ def test_a_turn_takes_the_turn_before_and_a_question_its_answer() -> None:
     assert turn_text(Line(Speaker.USER, "Hi", "Minsu"), None, None, "mara") == "Minsu: Hi"
 
 
-def test_a_run_with_a_gap_takes_no_context_across_it() -> None:
-    """A position not known is no context: the turn after a gap is embedded without a predecessor."""
-    texts = turn_texts([Q, None, NEXT], "letia")
-    assert texts == ["Letia: 경주 다녀왔다며? 언제 갔었어?", None, "Letia: 좋았겠다~"]
+def test_a_turn_is_seen_alone_in_context_and_between_its_neighbours() -> None:
+    """The three views a turn's vector is the mean of; a position not known (a gap) is no neighbour."""
+    assert turn_views(A, Q, NEXT, "letia") == (
+        "나: 응, 지난 화요일에!", "Letia: 경주 다녀왔다며? 언제 갔었어?\n나: 응, 지난 화요일에!",
+        "Letia: 경주 다녀왔다며? 언제 갔었어?\n나: 응, 지난 화요일에!\nLetia: 좋았겠다~")
+    assert turn_views(NEXT, None, None, "letia") == ("Letia: 좋았겠다~",) * 3
 
 
 def test_a_question_ends_with_a_question_mark_even_before_closing_marks() -> None:

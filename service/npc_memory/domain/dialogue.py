@@ -92,13 +92,6 @@ def turn_vector(views: Sequence[Vector]) -> Vector:
     return np.asarray(np.mean(np.stack(views), axis=0), dtype=np.float32)
 
 
-def turn_texts(lines: Sequence[Line | None], heroine_id: str) -> list[str | None]:
-    """``turn_text`` of every line of a run of consecutive positions (None: a position not known)."""
-    return [None if line is None else turn_text(line, lines[i - 1] if i else None,
-                                                 lines[i + 1] if i + 1 < len(lines) else None, heroine_id)
-            for i, line in enumerate(lines)]
-
-
 REPEAT_HEADROOM = 2
 """Search asks the store for this many times ``limit`` hits, so that repeated lines collapsed still fill a page."""
 
