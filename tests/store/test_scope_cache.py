@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from npc_memory.domain.dialogue import distinct_turns
 from npc_memory.domain.model import (
@@ -36,8 +37,10 @@ from npc_memory.embedding.base import normalise
 from npc_memory.engine import MemoryEngine
 from npc_memory.search.held import ScopeCache
 from npc_memory.search.rank import rank
+from npc_memory.search.rows import ScopeRows
 from npc_memory.store import search
 from prometheus_client import REGISTRY
+from psycopg.pq import TransactionStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 WORDS = ["고양이", "바다", "축제", "머리핀", "좋아해", "비", "산책", "노래", "편지", "약속", "coffee", "rain", "letter"]
@@ -325,3 +328,31 @@ async def test_products_worked_out_beside_the_sync_serve_only_unchanged_rows(
     assert after[0].memory.id == stored.memory_id
     assert rows.product(query.embedding).shape == (81,)
     _same_ranking(after, await _statement(engine, query, terms))
+
+
+async def test_a_callers_vector_is_multiplied_while_the_sync_is_in_the_database(
+    engine: MemoryEngine, scope: Scope, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller's vector: the held rows' products are made while the sync's statement is out, not after its answer.
+
+    Recorded at each ``ScopeRows.product`` call: whether the kept connection has a command in progress (libpq's
+    transaction status ACTIVE). The ranking's own call then reuses the products (one call made them).
+    """
+    await _seed(engine, scope, 40, seed=52)
+    cache = ScopeCache(10_000)
+    rng = np.random.default_rng(53)
+    await _held(cache, engine, _query(engine, scope, rng), [])
+    in_flight: list[bool] = []
+    made = ScopeRows.product
+
+    def product(rows: ScopeRows, vector: Vector) -> npt.NDArray[np.float32]:
+        kept = engine.db._kept  # the connection the sync went out on
+        in_flight.append(kept is not None and kept.info.transaction_status == TransactionStatus.ACTIVE)
+        return made(rows, vector)
+
+    monkeypatch.setattr(ScopeRows, "product", product)
+    query = _query(engine, scope, rng)  # a vector the rows have not met
+    hits = await cache.search(engine.db, query, [], engine.search_settings.candidates)
+    assert hits is not None
+    assert len(hits) == 10
+    assert in_flight == [True, False]

@@ -103,13 +103,32 @@ class ScopeCache:
     ) -> list[ScoredMemory] | None:
         """The ranked hits, as the search statement would return them now; None when the statement must run.
 
-        ``synced``: this scope's ``current`` already under way (a text search sends it while the model runs).
+        ``synced``: this scope's ``current`` already under way (a text search sends it while the model runs). With
+        a vector known, the held rows' products with it are made while the sync is in the database: they were a
+        tenth of a caller-vector search's own time (docs/decisions/private-driver.md).
         ``distinct``: the first this many hits whose texts differ (``dialogue.distinct_turns``), or 0: every hit.
         """
         if synced is None:
-            synced = self.current(db, query.scope, query.include_shared)
+            synced = asyncio.ensure_future(self.current(db, query.scope, query.include_shared))
+        if query.embedding is not None and isinstance(synced, asyncio.Future) and not synced.done():
+            try:
+                await asyncio.sleep(0)  # the sync's task sends its statement and waits on the socket
+            except asyncio.CancelledError:
+                synced.cancel()
+                raise
+            self._product_meanwhile(query)
         rows = await synced
         return None if rows is None else self.ranked(rows, query, terms, per_side, distinct)
+
+    def _product_meanwhile(self, query: SearchQuery) -> None:
+        """The held rows' products with the query's vector, made while the database answers the sync.
+
+        ``ScopeRows.product`` keeps them for the ranking if the sync changes no row (the common case).
+        """
+        held = self._held.get((query.scope, query.include_shared))
+        vector = query.embedding
+        if held is not None and held.rows is not None and vector is not None and vector.size == held.rows.dimensions:
+            held.rows.product(vector)
 
     def ranked(
         self, rows: ScopeRows, query: SearchQuery, terms: Sequence[str], per_side: int, distinct: int = 0,

@@ -96,8 +96,8 @@ class ScopeRows:
     def product(self, vector: Vector) -> npt.NDArray[np.float32]:
         """Every row's inner product with ``vector``, kept for the same vector object until the rows change.
 
-        Kept for the same vector while the rows do not change: the same call on the same matrix, so the same
-        floats.
+        A caller-vector search makes them while its sync is in the database (search/held.py) and ranks with them
+        when the sync changed no row: the same call on the same matrix, so the same floats.
         """
         held = self._product
         if held is not None and held[0] is vector:
