@@ -92,6 +92,17 @@ def turn_vector(views: Sequence[Vector]) -> Vector:
     return np.asarray(np.mean(np.stack(views), axis=0), dtype=np.float32)
 
 
+def view_texts(views: Sequence[Sequence[str]]) -> list[str]:
+    """Every text of ``views`` once, in first-seen order: what the model embeds (a line is in its neighbours' views)."""
+    return list(dict.fromkeys(text for view in views for text in view))
+
+
+def view_vectors(views: Sequence[Sequence[str]], texts: Sequence[str], embedded: Sequence[Vector]) -> list[Vector]:
+    """Each entry of ``views`` as its texts' vectors averaged (``turn_vector``); ``embedded``: ``texts``' vectors."""
+    of_text = dict(zip(texts, embedded, strict=True))
+    return [turn_vector([of_text[text] for text in view]) for view in views]
+
+
 REPEAT_HEADROOM = 2
 """Search asks the store for this many times ``limit`` hits, so that repeated lines collapsed still fill a page."""
 

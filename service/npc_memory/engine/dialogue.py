@@ -94,14 +94,13 @@ async def store_dialogue(
     # before its answer came, a turn stored before the one after it).
     beside = [t for p, t in sorted(at.items()) if p - 1 in added or p + 1 in added]
     views = [views_at(first + i) for i in new] + [views_at(t.position) for t in beside]
-    texts = list(dict.fromkeys(text for v in views for text in v))
+    texts = dialogue.view_texts(views)
     try:
         with EMBED_SECONDS.labels("passages").time(), span("embed", texts=len(texts)):
             embedded = await engine.embedder.embed_passages(texts) if texts else []
     except InputRejectedError as exc:
         raise TextRefusedError("turns", new, exc.detail) from exc
-    of_text = dict(zip(texts, embedded, strict=True))
-    vectors = [dialogue.turn_vector([of_text[t] for t in v]) for v in views]
+    vectors = dialogue.view_vectors(views, texts, embedded)
     again = list(zip(beside, vectors[len(new):], strict=True))
     made = dict(zip(new, vectors, strict=False))
     batch = {i: k for k, i in enumerate(new)}  # request index -> index among the facts stored now

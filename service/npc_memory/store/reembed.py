@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from npc_memory.domain.dialogue import Line, turn_vector, turn_views
+from npc_memory.domain.dialogue import Line, turn_views, view_texts, view_vectors
 from npc_memory.domain.model import Speaker
 from npc_memory.embedding.base import Embedder
 from npc_memory.store.pool import Database
@@ -53,9 +53,8 @@ async def reembed_all(db: Database, embedder: Embedder, batch: int, progress: Ca
     done = 0
     async for rows in pages(db, PAGE, batch, {}):
         views = [embedded_texts(r) for r in rows]
-        texts = list(dict.fromkeys(t for v in views for t in v))
-        of_text = dict(zip(texts, await embedder.embed_passages(texts), strict=True))
-        vectors = [turn_vector([of_text[t] for t in v]) for v in views]
+        texts = view_texts(views)
+        vectors = view_vectors(views, texts, await embedder.embed_passages(texts))
         async with db.transaction() as conn, conn.cursor() as write:
             await write.executemany(SET_EMBEDDING, [
                 {"user_id": r["user_id"], "id": r["id"], "embedding": v, "model": embedder.name}

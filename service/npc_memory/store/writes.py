@@ -299,7 +299,7 @@ async def store_memories(
         plan = (plan_batch(items, dups, timelines, targets, duplicate_threshold) if len(items) <= INLINE_BATCH
                 else await asyncio.to_thread(plan_batch, items, dups, timelines, targets, duplicate_threshold))
         _apply(pipe, scope, plan, batch_links(items, plan.results, targets.keys()),
-                     int(live_row["timeline_id"]) if live_row else None)
+               int(live_row["timeline_id"]) if live_row else None)
         if request_id:
             idempotency.queue_record(pipe, scope, request_id, fingerprint, plan.results)
         if on_commit is not None:
