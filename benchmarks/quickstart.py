@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.__main__ import machine, revision
+from benchmarks.search_speed_parts import free_port
 
 ASK = """
 import sys
@@ -38,12 +38,6 @@ with Client(sys.argv[1], timeout=120) as m:
 SEARCH = ('{"scope": {"user_id": "player-1", "heroine_id": "letia"}, "query": "내가 좋아하는 동물 기억나?", '
           '"limit": 2}')
 READY = "npc-memory serving on port"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve(clone: Path, port: int, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], float]:
@@ -72,7 +66,7 @@ def _run(cmd: list[str], clone: Path, env: dict[str, str]) -> float:
 
 def one_run(source: str, work: Path) -> dict[str, Any]:
     """One fresh clone through the quick start; seconds of each step."""
-    clone, port = work / "clone", _free_port()
+    clone, port = work / "clone", free_port()
     env = {**os.environ, "XDG_DATA_HOME": str(work / "data")}
     # As a new user's shell: no virtualenv of ours active (scripts/setup makes .venv with the first python3 found).
     venv = env.pop("VIRTUAL_ENV", None)
