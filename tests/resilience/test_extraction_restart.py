@@ -50,8 +50,8 @@ async def serve(database_url: str, chat_url: str) -> AsyncIterator[tuple[int, as
            "NPC_MEMORY_EXTRACTION_MODEL": "scripted", "NPC_MEMORY_EXTRACTION_TIMEOUT_SECONDS": "3",
            "NPC_MEMORY_EXTRACTION_LEASE_SECONDS": "4", "NPC_MEMORY_EXTRACTION_POLL_SECONDS": "0.2"}
     proc = await asyncio.create_subprocess_exec(
-        NPC_MEMORY, "serve", "--port", "0", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        env=env,
+        NPC_MEMORY, "serve", "--port", "0", "--host", "127.0.0.1", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, env=env,
     )
     assert proc.stdout is not None
     output = b""

@@ -40,7 +40,7 @@ async def serve(*args: str, env: dict[str, str] | None = None, log: list[str] | 
     ``log``, if given, receives everything the server printed, once it has exited.
     """
     proc = await asyncio.create_subprocess_exec(
-        NPC_MEMORY, "serve", "--port", "0", *args,
+        NPC_MEMORY, "serve", "--port", "0", "--host", "127.0.0.1", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None
